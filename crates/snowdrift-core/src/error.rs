@@ -1,0 +1,143 @@
+//! The one error type of `snowdrift-core`.
+
+use std::time::Duration;
+
+/// Everything that can go wrong in `snowdrift-core`.
+///
+/// Each message says what happened and what a person can do about it. The enum is
+/// `#[non_exhaustive]`: match the variants you handle and keep a catch-all arm.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A layout's fields need more than the 63 bits a positive `i64` has.
+    #[error(
+        "layout needs {total} bits ({breakdown}) but an ID has 63; remove {over} bit(s), for example from the sequence or a node field"
+    )]
+    LayoutTooWide {
+        /// Bits the layout asks for.
+        total: u32,
+        /// `time 37 + server 20 + sequence 16` style listing.
+        breakdown: String,
+        /// How many bits over 63.
+        over: u32,
+    },
+    /// A layout is malformed (missing time or sequence field, zero-width field, bad unit...).
+    #[error("invalid layout: {0}")]
+    InvalidLayout(String),
+    /// A layout spec string (`time:41,worker:10,seq:12`) could not be parsed.
+    #[error("invalid layout spec {spec:?}: {reason}")]
+    InvalidSpec {
+        /// The text as given.
+        spec: String,
+        /// What is wrong and what is allowed.
+        reason: String,
+    },
+    /// A preset name is not known.
+    #[error("unknown layout preset {0:?}; known presets: {known}", known = crate::layout::preset::NAMES.join(", "))]
+    UnknownPreset(String),
+    /// The layout's epoch lies after the current time.
+    #[error("layout epoch {epoch} is in the future (now is {now}); pick an epoch in the past")]
+    EpochInFuture {
+        /// The epoch, RFC 3339.
+        epoch: String,
+        /// The current time, RFC 3339.
+        now: String,
+    },
+    /// The time field of the layout cannot hold the current time any more.
+    #[error(
+        "the layout's time field is full: it ran out on {ended}; use a later epoch, a coarser unit or more time bits"
+    )]
+    TimeExhausted {
+        /// When the last representable tick ended, RFC 3339.
+        ended: String,
+    },
+    /// The clock reads a time before the layout's epoch.
+    #[error("the clock reads {now_ms} ms since 1970, before the layout epoch {epoch_ms}; check the clock or the epoch")]
+    ClockBeforeEpoch {
+        /// Clock reading, ms since the Unix epoch.
+        now_ms: u64,
+        /// The epoch, ms since the Unix epoch.
+        epoch_ms: u64,
+    },
+    /// The clock went back further than the generator may wait for, and no extension
+    /// value is left to absorb the step.
+    #[error(
+        "clock is {behind:?} behind the last time used for IDs; refusing to issue until it catches up (wait bound {bound:?}, extension values left: {ext_left})"
+    )]
+    ClockBehind {
+        /// How far the clock is behind the last tick used.
+        behind: Duration,
+        /// The configured bound on waiting.
+        bound: Duration,
+        /// Extension-field values still unused (0 when the layout has none).
+        ext_left: u64,
+    },
+    /// A field value does not fit its width.
+    #[error("{field} = {value} does not fit in {bits} bit(s); allowed: 0..={max}")]
+    FieldOutOfRange {
+        /// Field name (`worker`, `datacenter`, ...).
+        field: String,
+        /// The value given.
+        value: u64,
+        /// Width of the field.
+        bits: u8,
+        /// Largest allowed value.
+        max: u64,
+    },
+    /// A field named in a compose/decode request does not exist in the layout.
+    #[error("layout has no field {name:?}; its fields are: {fields}")]
+    UnknownField {
+        /// The name asked for.
+        name: String,
+        /// The layout's field names.
+        fields: String,
+    },
+    /// An ID does not decode under the layout (negative, or too large).
+    #[error("{id} is not an ID of this layout: {reason}")]
+    InvalidId {
+        /// The ID as given.
+        id: String,
+        /// Why it does not fit.
+        reason: String,
+    },
+    /// A string is not valid in an encoding.
+    #[error("{input:?} is not valid {codec}: {reason}")]
+    InvalidEncoding {
+        /// The codec (`base62`, `crockford32`, `sqids`, `friendly`, ...).
+        codec: &'static str,
+        /// The input, truncated if long.
+        input: String,
+        /// What is wrong and what is allowed.
+        reason: String,
+    },
+    /// A count or batch size is out of the allowed range.
+    #[error("count {count} is out of range; allowed: {allowed}")]
+    InvalidCount {
+        /// The count given.
+        count: u64,
+        /// The allowed range.
+        allowed: String,
+    },
+    /// A value is outside the domain of an obfuscator.
+    #[error("{value} is outside the obfuscation domain of {bits} bits (max {max})")]
+    OutOfDomain {
+        /// The value given.
+        value: u64,
+        /// Domain width.
+        bits: u8,
+        /// Largest value in the domain.
+        max: u64,
+    },
+    /// Invalid configuration of a codec, obfuscator or generator.
+    #[error("invalid configuration: {0}")]
+    InvalidConfig(String),
+    /// A counter (ObjectId, ULID, UUID v7...) ran out within one tick.
+    #[error("{kind} generator overflowed within one time unit; retry in the next millisecond")]
+    Overflow {
+        /// Which ID kind.
+        kind: &'static str,
+    },
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,24 @@
+//! # snowdrift-core
+//!
+//! The pure algorithms of snowdrift: bit layouts, clocks, the lock-free snowflake
+//! generator, string codecs, reversible obfuscation and the 128/96-bit ID kinds. No I/O, no
+//! async, no global state: the clock (and any randomness) is passed in, so every rule here
+//! is tested with a manual clock.
+//!
+//! ```
+//! use snowdrift_core::{clock::MonotonicClock, generator::SnowflakeGenerator, layout::Layout};
+//! let generator = SnowflakeGenerator::builder(Layout::preset("twitter")?)
+//!     .node_id(42)?
+//!     .build(MonotonicClock::new())?;
+//! let block = generator.next_block(1000)?;
+//! assert!(block.len() >= 1);
+//! # Ok::<(), snowdrift_core::Error>(())
+//! ```
+#![deny(missing_docs)]
+
+pub mod clock;
+pub mod error;
+pub mod generator;
+pub mod layout;
+
+pub use error::{Error, Result};
