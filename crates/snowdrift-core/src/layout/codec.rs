@@ -1,6 +1,6 @@
 //! Splitting an ID into its fields under a layout, and putting fields back together.
 
-use super::{Layout, Role, mask};
+use super::{Layout, MAX_BITS, Role};
 use crate::error::{Error, Result};
 
 /// An ID taken apart under a layout.
@@ -33,10 +33,14 @@ impl Layout {
     /// ```
     pub fn decode(&self, id: u64) -> Result<Decoded> {
         let total = self.total_bits();
-        if id > mask(total as u8) {
+        if id > self.max_id() {
             return Err(Error::InvalidId {
                 id: id.to_string(),
-                reason: format!("the layout has {total} bits, so IDs are at most {}", mask(total as u8)),
+                reason: format!(
+                    "the layout has {} usable bits, so IDs are at most {}",
+                    total.min(MAX_BITS),
+                    self.max_id()
+                ),
             });
         }
         let mut shift = total;
@@ -72,12 +76,14 @@ impl Layout {
         }
         let mut id = 0u64;
         for (f, &v) in self.fields.iter().zip(values) {
-            if v > f.max() {
+            // In a 64-bit layout the top time bit must stay clear, so IDs stay below 2^63.
+            let max = if f.role == Role::Time { self.max_tick() } else { f.max() };
+            if v > max {
                 return Err(Error::FieldOutOfRange {
                     field: f.name.clone(),
                     value: v,
                     bits: f.bits,
-                    max: f.max(),
+                    max,
                 });
             }
             id = (id << f.bits) | v;

@@ -94,7 +94,11 @@ pub struct Layout {
     epoch_ms: u64,
 }
 
-/// The most bits an ID may use: IDs are positive `i64`s, so databases and Java can hold them.
+/// The bits an ID may use: IDs are positive `i64`s, so databases and Java can hold them.
+///
+/// A layout may still add up to 64 bits when the time field is on top (Discord's and
+/// Instagram's do): its highest time bit is then never used, and the layout's lifetime ends
+/// when IDs would reach 2^63.
 pub const MAX_BITS: u32 = 63;
 
 impl Layout {
@@ -102,7 +106,8 @@ impl Layout {
     ///
     /// Rules: exactly one time field and one sequence field, every field at least one bit
     /// wide, at most one extension field and only directly above the time field, unique
-    /// names, a unit of at least 1 ms, and no more than 63 bits in total.
+    /// names, a unit of at least 1 ms, and no more than 63 bits in total (64 when the time
+    /// field is on top; see [`MAX_BITS`]).
     pub fn new(fields: Vec<Field>, unit_ms: u64, epoch_ms: u64) -> Result<Self> {
         let invalid = |m: String| Err(Error::InvalidLayout(m));
         if unit_ms == 0 {
@@ -158,7 +163,8 @@ impl Layout {
             }
         }
         let total: u32 = fields.iter().map(|f| u32::from(f.bits)).sum();
-        if total > MAX_BITS {
+        let top_is_time = fields.first().is_some_and(|f| f.role == Role::Time);
+        if total > MAX_BITS + u32::from(top_is_time) {
             let breakdown = fields
                 .iter()
                 .map(|f| format!("{} {}", f.name, f.bits))
@@ -268,9 +274,14 @@ impl Layout {
             .map(|f| u32::from(f.bits))
             .sum()
     }
-    /// The last tick the time field can hold.
+    /// The last tick whose IDs stay below 2^63.
     pub fn max_tick(&self) -> u64 {
-        mask(self.time_bits())
+        let spare_top_bit = u8::from(self.total_bits() > MAX_BITS);
+        mask(self.time_bits() - spare_top_bit)
+    }
+    /// Largest ID the layout can produce (below 2^63).
+    pub fn max_id(&self) -> u64 {
+        mask(self.total_bits().min(MAX_BITS) as u8)
     }
 
     /// When the time field runs out.
