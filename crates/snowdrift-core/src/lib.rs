@@ -17,6 +17,7 @@
 #![deny(missing_docs)]
 
 pub mod clock;
+pub mod codec;
 pub mod error;
 pub mod generator;
 pub mod layout;
