@@ -1,1 +1,43 @@
-fn main(){}
+//! `snowdrift`: the command-line tool and server of the snowdrift ID service.
+
+mod clock;
+mod cmd;
+mod layout_args;
+
+use clap::{Parser, Subcommand};
+
+/// Distributed unique IDs: snowflake IDs with any bit layout, UUID v4/v7, ULID and
+/// ObjectId, from one binary.
+#[derive(Debug, Parser)]
+#[command(name = "snowdrift", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Next(cmd::next::Args),
+    Decode(cmd::decode::Args),
+    Layout(cmd::layout::Args),
+    Bench(cmd::bench::Args),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Next(a) => cmd::next::run(a),
+        Command::Decode(a) => cmd::decode::run(a),
+        Command::Layout(a) => cmd::layout::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // One line a person can act on: the chain of causes, outermost first.
+            let msg: Vec<String> = e.chain().map(ToString::to_string).collect();
+            eprintln!("snowdrift: error: {}", msg.join(": "));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
