@@ -21,5 +21,6 @@ pub mod codec;
 pub mod error;
 pub mod generator;
 pub mod layout;
+pub mod obfuscate;
 
 pub use error::{Error, Result};
