@@ -1,0 +1,146 @@
+//! End-to-end tests of the `snowdrift` binary, run as a user would run it.
+
+use std::collections::HashSet;
+use std::process::{Command, Output};
+
+fn snowdrift(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_snowdrift"))
+        .args(args)
+        .output()
+        .expect("run snowdrift")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = snowdrift(args);
+    assert!(
+        out.status.success(),
+        "snowdrift {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs a failing command; returns its single stderr line.
+fn fails(args: &[&str]) -> String {
+    let out = snowdrift(args);
+    assert!(!out.status.success(), "snowdrift {args:?} should fail");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "errors are one line: {err:?}");
+    assert!(err.starts_with("snowdrift: error: "), "{err}");
+    err
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap()
+}
+
+#[test]
+fn next_prints_distinct_increasing_ids() {
+    let out = ok(&["next", "-n", "20000"]);
+    let ids: Vec<u64> = out.lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(ids.len(), 20000);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 20000);
+}
+
+#[test]
+fn next_uses_the_worker_and_layout() {
+    let id = ok(&["next", "--layout", "discord", "--worker", "37"]);
+    let d = json(&ok(&["decode", id.trim(), "--layout", "discord"]));
+    assert_eq!(d["fields"]["worker"], 1);
+    assert_eq!(d["fields"]["process"], 5);
+    let id = ok(&["next", "--bits", "time:39,worker:12,seq:12", "--unit", "10ms", "--epoch", "2024-01-01", "--worker", "4095"]);
+    let d = json(&ok(&["decode", id.trim(), "--bits", "time:39,worker:12,seq:12", "--unit", "10ms", "--epoch", "2024-01-01"]));
+    assert_eq!(d["fields"]["worker"], 4095);
+    assert_eq!(d["layout"], "custom");
+}
+
+#[test]
+fn every_format_decodes_back() {
+    for layout in ["twitter", "sonyflake", "js53"] {
+        for format in ["decimal", "hex", "base62", "crockford32", "sqids", "friendly"] {
+            let encoded = ok(&["next", "--layout", layout, "--format", format, "--worker", "3"]);
+            let d = json(&ok(&["decode", encoded.trim(), "--layout", layout, "--format", format]));
+            let id = d["id"].as_str().unwrap().to_string();
+            let again = json(&ok(&["decode", &id, "--layout", layout]));
+            assert_eq!(d, again, "{layout}/{format}: {encoded}");
+        }
+    }
+}
+
+#[test]
+fn decode_gives_documented_fields() {
+    let d = json(&ok(&["decode", "1050118621198921728"]));
+    assert_eq!(d["time"], "2018-10-10T20:19:24.211Z");
+    assert_eq!(d["fields"]["datacenter"], 10);
+    assert_eq!(d["fields"]["worker"], 27);
+    // Field order follows the layout, high bits first.
+    let keys: Vec<&String> = d["fields"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["time", "datacenter", "worker", "seq"]);
+    let d = json(&ok(&["decode", "175928847299117063", "--layout", "discord"]));
+    assert_eq!(d["time"], "2016-04-30T11:18:25.796Z");
+    assert_eq!(d["fields"]["increment"], 7);
+    // The friendly form is accepted back without --format.
+    let d = json(&ok(&["decode", "20181010201924211-10-27-0"]));
+    assert_eq!(d["id"], "1050118621198921728");
+}
+
+#[test]
+fn layout_reports_and_refuses() {
+    let t = ok(&["layout", "twitter"]);
+    assert!(t.contains("4,096,000 IDs/s per node"), "{t}");
+    assert!(t.contains("2080-07-10"), "{t}");
+    assert!(t.contains("1,024"), "{t}");
+    let j = json(&ok(&["layout", "js53", "--json"]));
+    assert_eq!(j["js_safe_now"], true);
+    assert_eq!(j["js_unsafe_from"], serde_json::Value::Null);
+
+    let out = snowdrift(&["layout", "baidu"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("EXPIRED"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ran out on 2024-11-20"));
+
+    let e = fails(&["layout", "--bits", "time:37,server:20,seq:16"]);
+    assert!(e.contains("time 37 + server 20 + seq 16 = 73 bits"), "{e}");
+    assert!(e.contains("remove 10 bit(s)"), "{e}");
+    let e = fails(&["layout", "--bits", "time:41,seq:12", "--epoch", "2999-01-01"]);
+    assert!(e.contains("in the future"), "{e}");
+}
+
+#[test]
+fn bad_input_is_one_clear_line() {
+    assert!(fails(&["layout", "nope"]).contains("known presets: twitter"));
+    assert!(fails(&["next", "--worker", "1024"]).contains("allowed: 0..=1023"));
+    assert!(fails(&["next", "-n", "0"]).contains("at least 1"));
+    assert!(fails(&["decode", "12x"]).contains("not valid decimal"));
+    assert!(fails(&["decode", "9223372036854775808"]).contains("at most"));
+    assert!(fails(&["next", "--bits", "time:41,worker:10,seq:0"]).contains("zero width"));
+    assert!(fails(&["next", "--bits", "time:41,seq:12", "--unit", "1h"]).contains("time unit"));
+    assert!(fails(&["bench", "--threads", "0"]).contains("--threads"));
+}
+
+#[test]
+fn clock_offset_moves_generated_time() {
+    let day_ms: i64 = 86_400_000;
+    let out = Command::new(env!("CARGO_BIN_EXE_snowdrift"))
+        .args(["next"])
+        .env("SNOWDRIFT_TEST_CLOCK_OFFSET_MS", (-day_ms).to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let id = String::from_utf8(out.stdout).unwrap();
+    let t = json(&ok(&["decode", id.trim()]))["time_ms"].as_i64().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    assert!((now - day_ms - t).abs() < 60_000, "time {t} should be a day before {now}");
+}
+
+#[test]
+fn bench_reports_rate_latency_and_order() {
+    let out = ok(&["bench", "--duration", "300ms", "--threads", "2", "--block", "16"]);
+    assert!(out.contains("IDs/s"), "{out}");
+    assert!(out.contains("p99.9"), "{out}");
+    assert!(out.contains("order      0 violation(s)"), "{out}");
+}
