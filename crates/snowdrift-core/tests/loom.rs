@@ -36,7 +36,10 @@ fn take(g: &SnowflakeGenerator<ManualClock>, block: u64) -> Vec<u64> {
 fn check(per_thread: Vec<Vec<u64>>) {
     let mut all: Vec<u64> = Vec::new();
     for ids in &per_thread {
-        assert!(ids.windows(2).all(|w| w[0] < w[1]), "a thread saw IDs out of order: {ids:?}");
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]),
+            "a thread saw IDs out of order: {ids:?}"
+        );
         all.extend(ids);
     }
     let n = all.len();

@@ -15,10 +15,9 @@ pub const TEST_OFFSET_VAR: &str = "SNOWDRIFT_TEST_CLOCK_OFFSET_MS";
 /// `SNOWDRIFT_TEST_CLOCK_OFFSET_MS` when set.
 pub fn process_clock() -> Result<OffsetClock<MonotonicClock>> {
     let offset = match std::env::var(TEST_OFFSET_VAR) {
-        Ok(v) => v
-            .trim()
-            .parse::<i64>()
-            .with_context(|| format!("{TEST_OFFSET_VAR}={v:?} is not a whole number of milliseconds"))?,
+        Ok(v) => v.trim().parse::<i64>().with_context(|| {
+            format!("{TEST_OFFSET_VAR}={v:?} is not a whole number of milliseconds")
+        })?,
         Err(_) => 0,
     };
     Ok(OffsetClock::new(MonotonicClock::new(), offset))

@@ -18,7 +18,12 @@ pub struct LayoutArgs {
     #[arg(long, value_name = "UNIT", default_value = "1ms", requires = "bits")]
     pub unit: String,
     /// Epoch of a custom layout: RFC 3339 (2010-11-04T01:42:54.657Z), a date, or ms since 1970.
-    #[arg(long, value_name = "EPOCH", default_value = "1288834974657", requires = "bits")]
+    #[arg(
+        long,
+        value_name = "EPOCH",
+        default_value = "1288834974657",
+        requires = "bits"
+    )]
     pub epoch: String,
 }
 

@@ -49,8 +49,27 @@ fn next_uses_the_worker_and_layout() {
     let d = json(&ok(&["decode", id.trim(), "--layout", "discord"]));
     assert_eq!(d["fields"]["worker"], 1);
     assert_eq!(d["fields"]["process"], 5);
-    let id = ok(&["next", "--bits", "time:39,worker:12,seq:12", "--unit", "10ms", "--epoch", "2024-01-01", "--worker", "4095"]);
-    let d = json(&ok(&["decode", id.trim(), "--bits", "time:39,worker:12,seq:12", "--unit", "10ms", "--epoch", "2024-01-01"]));
+    let id = ok(&[
+        "next",
+        "--bits",
+        "time:39,worker:12,seq:12",
+        "--unit",
+        "10ms",
+        "--epoch",
+        "2024-01-01",
+        "--worker",
+        "4095",
+    ]);
+    let d = json(&ok(&[
+        "decode",
+        id.trim(),
+        "--bits",
+        "time:39,worker:12,seq:12",
+        "--unit",
+        "10ms",
+        "--epoch",
+        "2024-01-01",
+    ]));
     assert_eq!(d["fields"]["worker"], 4095);
     assert_eq!(d["layout"], "custom");
 }
@@ -58,9 +77,25 @@ fn next_uses_the_worker_and_layout() {
 #[test]
 fn every_format_decodes_back() {
     for layout in ["twitter", "sonyflake", "js53"] {
-        for format in ["decimal", "hex", "base62", "crockford32", "sqids", "friendly"] {
-            let encoded = ok(&["next", "--layout", layout, "--format", format, "--worker", "3"]);
-            let d = json(&ok(&["decode", encoded.trim(), "--layout", layout, "--format", format]));
+        for format in [
+            "decimal",
+            "hex",
+            "base62",
+            "crockford32",
+            "sqids",
+            "friendly",
+        ] {
+            let encoded = ok(&[
+                "next", "--layout", layout, "--format", format, "--worker", "3",
+            ]);
+            let d = json(&ok(&[
+                "decode",
+                encoded.trim(),
+                "--layout",
+                layout,
+                "--format",
+                format,
+            ]));
             let id = d["id"].as_str().unwrap().to_string();
             let again = json(&ok(&["decode", &id, "--layout", layout]));
             assert_eq!(d, again, "{layout}/{format}: {encoded}");
@@ -77,7 +112,12 @@ fn decode_gives_documented_fields() {
     // Field order follows the layout, high bits first.
     let keys: Vec<&String> = d["fields"].as_object().unwrap().keys().collect();
     assert_eq!(keys, ["time", "datacenter", "worker", "seq"]);
-    let d = json(&ok(&["decode", "175928847299117063", "--layout", "discord"]));
+    let d = json(&ok(&[
+        "decode",
+        "175928847299117063",
+        "--layout",
+        "discord",
+    ]));
     assert_eq!(d["time"], "2016-04-30T11:18:25.796Z");
     assert_eq!(d["fields"]["increment"], 7);
     // The friendly form is accepted back without --format.
@@ -103,7 +143,13 @@ fn layout_reports_and_refuses() {
     let e = fails(&["layout", "--bits", "time:37,server:20,seq:16"]);
     assert!(e.contains("time 37 + server 20 + seq 16 = 73 bits"), "{e}");
     assert!(e.contains("remove 10 bit(s)"), "{e}");
-    let e = fails(&["layout", "--bits", "time:41,seq:12", "--epoch", "2999-01-01"]);
+    let e = fails(&[
+        "layout",
+        "--bits",
+        "time:41,seq:12",
+        "--epoch",
+        "2999-01-01",
+    ]);
     assert!(e.contains("in the future"), "{e}");
 }
 
@@ -129,17 +175,30 @@ fn clock_offset_moves_generated_time() {
         .unwrap();
     assert!(out.status.success());
     let id = String::from_utf8(out.stdout).unwrap();
-    let t = json(&ok(&["decode", id.trim()]))["time_ms"].as_i64().unwrap();
+    let t = json(&ok(&["decode", id.trim()]))["time_ms"]
+        .as_i64()
+        .unwrap();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64;
-    assert!((now - day_ms - t).abs() < 60_000, "time {t} should be a day before {now}");
+    assert!(
+        (now - day_ms - t).abs() < 60_000,
+        "time {t} should be a day before {now}"
+    );
 }
 
 #[test]
 fn bench_reports_rate_latency_and_order() {
-    let out = ok(&["bench", "--duration", "300ms", "--threads", "2", "--block", "16"]);
+    let out = ok(&[
+        "bench",
+        "--duration",
+        "300ms",
+        "--threads",
+        "2",
+        "--block",
+        "16",
+    ]);
     assert!(out.contains("IDs/s"), "{out}");
     assert!(out.contains("p99.9"), "{out}");
     assert!(out.contains("order      0 violation(s)"), "{out}");

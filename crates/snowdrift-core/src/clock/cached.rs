@@ -27,10 +27,7 @@ impl CachedClock {
     /// source's current time.
     pub fn new<C: Clock>(source: C) -> (Self, ClockDriver<C>) {
         let cell = Arc::new(AtomicU64::new(source.now_ms()));
-        (
-            Self(cell.clone()),
-            ClockDriver { cell, source },
-        )
+        (Self(cell.clone()), ClockDriver { cell, source })
     }
 }
 

@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
+use super::Attempt;
 use super::block::IdBlock;
 use super::packing::Packing;
 use super::sync::{AtomicU64, Ordering};
-use super::Attempt;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::layout::{Layout, Role, format_ms, mask};
@@ -242,17 +242,18 @@ impl<C: Clock> SnowflakeGenerator<C> {
     /// How far the generator is ahead of its clock, from borrowing future ticks.
     pub fn lead(&self) -> Duration {
         let now = self.clock.now_ms();
-        Duration::from_millis(
-            self.used_until_ms()
-                .map_or(0, |end| end.saturating_sub(self.unit_ms).saturating_sub(now)),
-        )
+        Duration::from_millis(self.used_until_ms().map_or(0, |end| {
+            end.saturating_sub(self.unit_ms).saturating_sub(now)
+        }))
     }
 
     /// One ID, or how long to wait. Never blocks.
     pub fn try_next(&self) -> Result<Attempt<u64>> {
         Ok(match self.step(1)? {
             Step::Reserved(start, _) => Attempt::Ready(self.packing.id(start)),
-            Step::RetryAt { now_ms, at_ms } => Attempt::RetryAfter(Duration::from_millis(at_ms - now_ms)),
+            Step::RetryAt { now_ms, at_ms } => {
+                Attempt::RetryAfter(Duration::from_millis(at_ms - now_ms))
+            }
         })
     }
 
@@ -262,7 +263,9 @@ impl<C: Clock> SnowflakeGenerator<C> {
     pub fn try_next_block(&self, n: u64) -> Result<Attempt<IdBlock>> {
         Ok(match self.step(n)? {
             Step::Reserved(start, len) => Attempt::Ready(IdBlock::new(start, len, self.packing)),
-            Step::RetryAt { now_ms, at_ms } => Attempt::RetryAfter(Duration::from_millis(at_ms - now_ms)),
+            Step::RetryAt { now_ms, at_ms } => {
+                Attempt::RetryAfter(Duration::from_millis(at_ms - now_ms))
+            }
         })
     }
 
@@ -283,16 +286,23 @@ impl<C: Clock> SnowflakeGenerator<C> {
     }
 
     fn tick_ms(&self, tick: u64) -> u64 {
-        tick.saturating_mul(self.unit_ms).saturating_add(self.epoch_ms)
+        tick.saturating_mul(self.unit_ms)
+            .saturating_add(self.epoch_ms)
     }
 
     fn now(&self) -> Result<(u64, u64)> {
         let now_ms = self.clock.now_ms();
-        let since = now_ms.checked_sub(self.epoch_ms).ok_or(Error::ClockBeforeEpoch {
-            now_ms,
-            epoch_ms: self.epoch_ms,
-        })?;
-        let tick = if self.unit_ms == 1 { since } else { since / self.unit_ms };
+        let since = now_ms
+            .checked_sub(self.epoch_ms)
+            .ok_or(Error::ClockBeforeEpoch {
+                now_ms,
+                epoch_ms: self.epoch_ms,
+            })?;
+        let tick = if self.unit_ms == 1 {
+            since
+        } else {
+            since / self.unit_ms
+        };
         if tick > self.max_tick {
             return Err(self.time_exhausted());
         }
@@ -349,7 +359,9 @@ impl<C: Clock> SnowflakeGenerator<C> {
                     }
                     if ext >= self.ext_max {
                         return Err(Error::ClockBehind {
-                            behind: Duration::from_millis(self.tick_ms(last).saturating_sub(now_ms)),
+                            behind: Duration::from_millis(
+                                self.tick_ms(last).saturating_sub(now_ms),
+                            ),
                             bound: Duration::from_millis(self.wait_bound_ms),
                             ext_left: 0,
                         });

@@ -77,7 +77,11 @@ impl Layout {
         let mut id = 0u64;
         for (f, &v) in self.fields.iter().zip(values) {
             // In a 64-bit layout the top time bit must stay clear, so IDs stay below 2^63.
-            let max = if f.role == Role::Time { self.max_tick() } else { f.max() };
+            let max = if f.role == Role::Time {
+                self.max_tick()
+            } else {
+                f.max()
+            };
             if v > max {
                 return Err(Error::FieldOutOfRange {
                     field: f.name.clone(),

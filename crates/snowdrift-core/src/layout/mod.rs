@@ -143,7 +143,10 @@ impl Layout {
                 let what = if f.role == Role::Sequence {
                     "the sequence field has zero width: a node could issue no ID at all; give it at least 1 bit".to_string()
                 } else {
-                    format!("field {:?} has zero width; give it at least 1 bit or remove it", f.name)
+                    format!(
+                        "field {:?} has zero width; give it at least 1 bit or remove it",
+                        f.name
+                    )
                 };
                 return invalid(what);
             }
@@ -311,7 +314,8 @@ impl Layout {
     pub fn js_unsafe_from_ms(&self) -> Option<u64> {
         let time = self.index_of(Role::Time)?;
         let shift = self.shift_of(time);
-        let ext_part = u128::from(mask(self.extension_bits())) << (shift + u32::from(self.time_bits()));
+        let ext_part =
+            u128::from(mask(self.extension_bits())) << (shift + u32::from(self.time_bits()));
         let limit = 1u128 << 53;
         if ext_part >= limit {
             return Some(self.epoch_ms);

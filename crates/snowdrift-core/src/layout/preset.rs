@@ -18,7 +18,14 @@ use super::{Field, Layout, Role};
 use crate::error::{Error, Result};
 
 /// Names of all presets.
-pub const NAMES: &[&str] = &["twitter", "sonyflake", "baidu", "discord", "instagram", "js53"];
+pub const NAMES: &[&str] = &[
+    "twitter",
+    "sonyflake",
+    "baidu",
+    "discord",
+    "instagram",
+    "js53",
+];
 
 fn layout(fields: &[(&str, u8, Role)], unit_ms: u64, epoch_ms: u64) -> Layout {
     let fields = fields
@@ -34,7 +41,12 @@ pub fn get(name: &str) -> Result<Layout> {
     use Role::{Node, Sequence as Seq, Time};
     Ok(match name.to_ascii_lowercase().as_str() {
         "twitter" => layout(
-            &[("time", 41, Time), ("datacenter", 5, Node), ("worker", 5, Node), ("seq", 12, Seq)],
+            &[
+                ("time", 41, Time),
+                ("datacenter", 5, Node),
+                ("worker", 5, Node),
+                ("seq", 12, Seq),
+            ],
             1,
             1_288_834_974_657,
         ),
@@ -49,7 +61,12 @@ pub fn get(name: &str) -> Result<Layout> {
             1_463_702_400_000,
         ),
         "discord" => layout(
-            &[("time", 42, Time), ("worker", 5, Node), ("process", 5, Node), ("increment", 12, Seq)],
+            &[
+                ("time", 42, Time),
+                ("worker", 5, Node),
+                ("process", 5, Node),
+                ("increment", 12, Seq),
+            ],
             1,
             1_420_070_400_000,
         ),

@@ -33,7 +33,10 @@ fn role_of(name: &str) -> Role {
 /// checked by [`Layout::new`](super::Layout::new).
 pub(super) fn parse_fields(spec: &str) -> Result<Vec<Field>> {
     if spec.len() > MAX_SPEC_LEN {
-        return Err(spec_error(spec, format!("longer than {MAX_SPEC_LEN} characters")));
+        return Err(spec_error(
+            spec,
+            format!("longer than {MAX_SPEC_LEN} characters"),
+        ));
     }
     if spec.trim().is_empty() {
         return Err(spec_error(
@@ -75,9 +78,11 @@ pub(super) fn parse_fields(spec: &str) -> Result<Vec<Field>> {
 /// ```
 pub fn parse_unit(text: &str) -> Result<u64> {
     let t = text.trim();
-    let bad = || Error::InvalidConfig(format!(
-        "time unit {text:?} is not valid; use a whole number of milliseconds or seconds, such as 1ms, 10ms or 1s"
-    ));
+    let bad = || {
+        Error::InvalidConfig(format!(
+            "time unit {text:?} is not valid; use a whole number of milliseconds or seconds, such as 1ms, 10ms or 1s"
+        ))
+    };
     let (digits, scale) = if let Some(d) = t.strip_suffix("ms") {
         (d, 1)
     } else if let Some(d) = t.strip_suffix('s') {

@@ -37,10 +37,12 @@ fn structural_rules() {
     assert!(msg("time:41,worker,seq:12").contains("not name:bits"));
     assert!(msg("time:41,worker:x,seq:12").contains("not a bit count"));
     assert!(msg("").contains("empty"));
-    assert!(Layout::from_spec("time:41,seq:12", 0, 0)
-        .unwrap_err()
-        .to_string()
-        .contains("at least 1 ms"));
+    assert!(
+        Layout::from_spec("time:41,seq:12", 0, 0)
+            .unwrap_err()
+            .to_string()
+            .contains("at least 1 ms")
+    );
     // Extension above time and a sequence in the middle (Sonyflake) are allowed.
     assert!(spec("ext:2,time:39,worker:10,seq:12").is_ok());
     assert!(spec("time:39,seq:8,machine:16").is_ok());
@@ -49,7 +51,10 @@ fn structural_rules() {
 #[test]
 fn epoch_in_future_and_expired() {
     let l = Layout::from_spec("time:41,seq:12", 1, NOV_2026 + 1000).unwrap();
-    assert!(matches!(l.check_at(NOV_2026), Err(Error::EpochInFuture { .. })));
+    assert!(matches!(
+        l.check_at(NOV_2026),
+        Err(Error::EpochInFuture { .. })
+    ));
     let old = Layout::from_spec("time:20,seq:12", 1000, 0).unwrap(); // 12 days of 1970
     let err = old.check_at(NOV_2026).unwrap_err();
     assert!(matches!(err, Error::TimeExhausted { .. }));
@@ -72,7 +77,10 @@ fn presets_match_their_sources() {
 
     let b = Layout::preset("baidu").unwrap();
     assert_eq!(b.lifetime().to_string(), "2024-11-20T21:24:16.000Z");
-    assert!(matches!(b.check_at(NOV_2026), Err(Error::TimeExhausted { .. })));
+    assert!(matches!(
+        b.check_at(NOV_2026),
+        Err(Error::TimeExhausted { .. })
+    ));
 
     // Discord's and Instagram's layouts add up to 64 bits: the top time bit is spare, and
     // their lifetimes end when IDs would pass i64::MAX.
@@ -87,7 +95,12 @@ fn presets_match_their_sources() {
     assert_eq!(i.max_nodes(), 8192);
     assert_eq!(i.max_ids_per_second(), 1_024_000.0);
 
-    assert!(Layout::preset("nope").unwrap_err().to_string().contains("twitter"));
+    assert!(
+        Layout::preset("nope")
+            .unwrap_err()
+            .to_string()
+            .contains("twitter")
+    );
     assert_eq!(Layout::preset("TWITTER").unwrap(), t);
 }
 
@@ -135,7 +148,12 @@ fn decodes_documented_twitter_and_discord_ids() {
 #[test]
 fn decode_rejects_ids_wider_than_layout() {
     let j = Layout::preset("js53").unwrap();
-    assert!(j.decode(1 << 53).unwrap_err().to_string().contains("53 usable bits"));
+    assert!(
+        j.decode(1 << 53)
+            .unwrap_err()
+            .to_string()
+            .contains("53 usable bits")
+    );
     let t = Layout::preset("twitter").unwrap();
     assert!(t.decode(u64::MAX).is_err());
 }
@@ -152,7 +170,12 @@ fn compose_checks_ranges_and_arity() {
             max: 31
         }
     );
-    assert!(t.compose(&[1, 2]).unwrap_err().to_string().contains("expected 4"));
+    assert!(
+        t.compose(&[1, 2])
+            .unwrap_err()
+            .to_string()
+            .contains("expected 4")
+    );
 }
 
 #[test]
@@ -165,7 +188,10 @@ fn units_and_epochs_parse() {
         assert!(parse_unit(bad).is_err(), "{bad}");
     }
     assert_eq!(parse_epoch("2014-09-01").unwrap(), 1_409_529_600_000);
-    assert_eq!(parse_epoch("2010-11-04T01:42:54.657Z").unwrap(), 1_288_834_974_657);
+    assert_eq!(
+        parse_epoch("2010-11-04T01:42:54.657Z").unwrap(),
+        1_288_834_974_657
+    );
     assert_eq!(parse_epoch(" 0 ").unwrap(), 0);
     for bad in ["", "yesterday", "1969-12-31", "2010-13-01", "-5"] {
         assert!(parse_epoch(bad).is_err(), "{bad}");
@@ -187,10 +213,19 @@ fn arb_layout() -> impl Strategy<Value = Layout> {
             }
             fields.push(Field::new("time", time, Role::Time));
             let node = |i: usize, b| Field::new(format!("n{i}"), b, Role::Node);
-            let split = if seq_mid { 1.min(nodes.len()) } else { nodes.len() };
+            let split = if seq_mid {
+                1.min(nodes.len())
+            } else {
+                nodes.len()
+            };
             fields.extend(nodes[..split].iter().enumerate().map(|(i, &b)| node(i, b)));
             fields.push(Field::new("seq", seq, Role::Sequence));
-            fields.extend(nodes[split..].iter().enumerate().map(|(i, &b)| node(i + split, b)));
+            fields.extend(
+                nodes[split..]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &b)| node(i + split, b)),
+            );
             Layout::new(fields, 1, 0).ok()
         })
 }

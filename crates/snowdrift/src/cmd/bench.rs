@@ -30,7 +30,9 @@ pub enum ClockKind {
 /// every 64th call (timing each call would cost as much as the call); throughput counts
 /// every ID. Each thread also checks that its IDs strictly increase.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  snowdrift bench                       # Twitter layout, 1 thread: the 4,096,000/s cap\n  snowdrift bench --threads 2 --block 1000\n  snowdrift bench --bits time:20,worker:1,seq:42 --clock cached   # hot path, nobody waits")]
+#[command(
+    after_help = "Examples:\n  snowdrift bench                       # Twitter layout, 1 thread: the 4,096,000/s cap\n  snowdrift bench --threads 2 --block 1000\n  snowdrift bench --bits time:20,worker:1,seq:42 --clock cached   # hot path, nobody waits"
+)]
 pub struct Args {
     #[command(flatten)]
     layout: LayoutArgs,
@@ -98,7 +100,12 @@ impl std::fmt::Display for Report {
             group_digits(self.cap as u64),
             1e9 / rate
         )?;
-        writeln!(f, "calls      {} ({} calls/s)", group_digits(self.calls), group_digits((self.calls as f64 / secs) as u64))?;
+        writeln!(
+            f,
+            "calls      {} ({} calls/s)",
+            group_digits(self.calls),
+            group_digits((self.calls as f64 / secs) as u64)
+        )?;
         writeln!(
             f,
             "latency    p50 {} ns  p99 {} ns  p99.9 {} ns  p99.99 {} ns  max {} ns  ({} samples)",
@@ -129,12 +136,18 @@ fn measure<C: Clock>(layout: &Layout, clock: C, args: &Args, duration: Duration)
         while start.elapsed() < duration {
             std::thread::sleep(Duration::from_millis(100));
             bar.set_position(start.elapsed().as_millis() as u64);
-            bar.set_message(format!("{} IDs", group_digits(issued.load(Ordering::Relaxed))));
+            bar.set_message(format!(
+                "{} IDs",
+                group_digits(issued.load(Ordering::Relaxed))
+            ));
         }
         stop.store(true, Ordering::Relaxed);
         workers
             .into_iter()
-            .map(|w| w.join().map_err(|_| anyhow::anyhow!("a bench thread panicked"))?)
+            .map(|w| {
+                w.join()
+                    .map_err(|_| anyhow::anyhow!("a bench thread panicked"))?
+            })
             .collect()
     })?;
     let elapsed = start.elapsed();

@@ -8,7 +8,9 @@ use crate::layout_args::LayoutArgs;
 
 /// Print the fields of a snowflake ID as JSON: time, node fields, sequence.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  snowdrift decode 1050118621198921728\n  snowdrift decode 175928847299117063 --layout discord\n  snowdrift decode 20210623131730192-1-0 --bits time:41,worker:10,seq:12\n  snowdrift decode 1mQyWz8kQ7 --format base62")]
+#[command(
+    after_help = "Examples:\n  snowdrift decode 1050118621198921728\n  snowdrift decode 175928847299117063 --layout discord\n  snowdrift decode 20210623131730192-1-0 --bits time:41,worker:10,seq:12\n  snowdrift decode 1mQyWz8kQ7 --format base62"
+)]
 pub struct Args {
     /// The ID: decimal, or the friendly form time-node-sequence; other encodings with --format.
     id: String,
@@ -28,9 +30,12 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         Format::Decimal
     });
-    let id = format
-        .decode(args.id.trim(), &layout)
-        .with_context(|| format!("cannot read {:?} as a {format} ID of layout {name}", args.id))?;
+    let id = format.decode(args.id.trim(), &layout).with_context(|| {
+        format!(
+            "cannot read {:?} as a {format} ID of layout {name}",
+            args.id
+        )
+    })?;
     let d = layout.decode(id)?;
     let fields: serde_json::Map<String, serde_json::Value> = layout
         .fields()

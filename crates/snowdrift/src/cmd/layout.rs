@@ -9,8 +9,10 @@ use crate::layout_args::LayoutArgs;
 /// Show a layout's bit budget, lifetime, rate, node count and JavaScript safety; exits
 /// non-zero if the layout is invalid or its time field is already full.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Presets: twitter, sonyflake, baidu, discord, instagram, js53.\n\
-Examples:\n  snowdrift layout twitter\n  snowdrift layout --bits time:39,worker:12,seq:12 --unit 10ms --epoch 2024-01-01\n  snowdrift layout js53 --json")]
+#[command(
+    after_help = "Presets: twitter, sonyflake, baidu, discord, instagram, js53.\n\
+Examples:\n  snowdrift layout twitter\n  snowdrift layout --bits time:39,worker:12,seq:12 --unit 10ms --epoch 2024-01-01\n  snowdrift layout js53 --json"
+)]
 pub struct Args {
     /// A preset (same as --layout).
     #[arg(value_name = "PRESET")]
@@ -62,9 +64,17 @@ impl<'a> Report<'a> {
         let end = self.layout.lifetime().end_ms;
         let years = |ms: u64| ms as f64 / (365.25 * 86_400_000.0);
         if end <= self.now {
-            format!("{} (EXPIRED {:.1} years ago)", format_ms(end), years(self.now - end))
+            format!(
+                "{} (EXPIRED {:.1} years ago)",
+                format_ms(end),
+                years(self.now - end)
+            )
         } else {
-            format!("{} ({:.1} years from now)", format_ms(end), years(end - self.now))
+            format!(
+                "{} ({:.1} years from now)",
+                format_ms(end),
+                years(end - self.now)
+            )
         }
     }
 
@@ -79,7 +89,11 @@ impl<'a> Report<'a> {
     fn text(&self) -> String {
         let l = self.layout;
         let total = l.total_bits();
-        let spare = if total > 63 { " (top time bit kept clear: IDs stay below 2^63)" } else { "" };
+        let spare = if total > 63 {
+            " (top time bit kept clear: IDs stay below 2^63)"
+        } else {
+            ""
+        };
         format!(
             "layout    {}\nfields    {} = {total} bits{spare}\nunit      {} ms\nepoch     {}\nlifetime  {}\nrate      {} IDs/s per node\nnodes     {}\njs-safe   {}\n",
             self.name,
@@ -117,7 +131,7 @@ pub fn group_digits(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

@@ -30,7 +30,9 @@ pub enum Kind {
 /// process its own --worker, or ask a running `snowdrift serve`, which holds a lease on its
 /// worker ID.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  snowdrift next -n 5\n  snowdrift next --layout sonyflake --worker 7 --format base62\n  snowdrift next --bits time:39,worker:12,seq:12 --unit 10ms --epoch 2024-01-01\n  snowdrift next --kind uuid7 -n 3")]
+#[command(
+    after_help = "Examples:\n  snowdrift next -n 5\n  snowdrift next --layout sonyflake --worker 7 --format base62\n  snowdrift next --bits time:39,worker:12,seq:12 --unit 10ms --epoch 2024-01-01\n  snowdrift next --kind uuid7 -n 3"
+)]
 pub struct Args {
     /// How many IDs to print.
     #[arg(short = 'n', long = "count", default_value_t = 1, value_name = "COUNT")]
@@ -58,7 +60,10 @@ pub fn run(args: Args) -> Result<()> {
     let mut out = BufWriter::new(stdout.lock());
     if args.kind != Kind::Snowflake {
         if args.format.is_some() {
-            bail!("--format applies to 64-bit snowflake IDs; {:?} IDs have one standard text form", args.kind);
+            bail!(
+                "--format applies to 64-bit snowflake IDs; {:?} IDs have one standard text form",
+                args.kind
+            );
         }
         return crate::cmd::next_kinds::print(args.kind, args.count, &mut out);
     }

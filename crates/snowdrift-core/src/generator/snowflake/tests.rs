@@ -14,9 +14,14 @@ fn layout(spec: &str) -> Layout {
     Layout::from_spec(spec, 1, T0 - 10_000_000).unwrap()
 }
 
-fn gen_with(spec: &str, f: impl FnOnce(Builder) -> Builder) -> (SnowflakeGenerator<ManualClock>, ManualClock) {
+fn gen_with(
+    spec: &str,
+    f: impl FnOnce(Builder) -> Builder,
+) -> (SnowflakeGenerator<ManualClock>, ManualClock) {
     let clock = ManualClock::new(T0);
-    let g = f(SnowflakeGenerator::builder(layout(spec))).build(clock.clone()).unwrap();
+    let g = f(SnowflakeGenerator::builder(layout(spec)))
+        .build(clock.clone())
+        .unwrap();
     (g, clock)
 }
 
@@ -49,18 +54,32 @@ fn ids_carry_time_node_and_sequence() {
 
 #[test]
 fn node_id_splits_over_node_fields() {
-    let (g, _) = gen_with("time:41,datacenter:5,worker:5,seq:12", |b| b.node_id((3 << 5) | 17).unwrap());
+    let (g, _) = gen_with("time:41,datacenter:5,worker:5,seq:12", |b| {
+        b.node_id((3 << 5) | 17).unwrap()
+    });
     let id = g.next().unwrap();
-    assert_eq!((field(&g, id, "datacenter"), field(&g, id, "worker")), (3, 17));
+    assert_eq!(
+        (field(&g, id, "datacenter"), field(&g, id, "worker")),
+        (3, 17)
+    );
 }
 
 #[test]
 fn node_values_are_validated() {
     let b = || SnowflakeGenerator::builder(layout("time:41,datacenter:5,worker:5,seq:12"));
-    assert!(matches!(b().node("worker", 32), Err(Error::FieldOutOfRange { max: 31, .. })));
-    assert!(matches!(b().node_id(1024), Err(Error::FieldOutOfRange { max: 1023, .. })));
+    assert!(matches!(
+        b().node("worker", 32),
+        Err(Error::FieldOutOfRange { max: 31, .. })
+    ));
+    assert!(matches!(
+        b().node_id(1024),
+        Err(Error::FieldOutOfRange { max: 1023, .. })
+    ));
     assert!(matches!(b().node("seq", 1), Err(Error::InvalidConfig(_))));
-    assert!(matches!(b().node("shard", 1), Err(Error::UnknownField { .. })));
+    assert!(matches!(
+        b().node("shard", 1),
+        Err(Error::UnknownField { .. })
+    ));
     let bad = b().random_sequence_start(1, 0).build(ManualClock::new(T0));
     assert!(matches!(bad, Err(Error::InvalidConfig(_))));
 }
@@ -69,8 +88,14 @@ fn node_values_are_validated() {
 fn exhausted_sequence_waits_for_next_tick() {
     let (g, clock) = gen_with("time:41,worker:10,seq:2", |b| b);
     let ids: Vec<u64> = (0..4).map(|_| ready(g.try_next().unwrap())).collect();
-    assert_eq!(ids.iter().map(|&i| field(&g, i, "seq")).collect::<Vec<_>>(), [0, 1, 2, 3]);
-    assert_eq!(g.try_next().unwrap(), Attempt::RetryAfter(Duration::from_millis(1)));
+    assert_eq!(
+        ids.iter().map(|&i| field(&g, i, "seq")).collect::<Vec<_>>(),
+        [0, 1, 2, 3]
+    );
+    assert_eq!(
+        g.try_next().unwrap(),
+        Attempt::RetryAfter(Duration::from_millis(1))
+    );
     // Nothing was reserved by the refused attempt.
     assert_eq!(g.last_id(), Some(ids[3]));
     // The blocking call waits through the clock and continues in the next tick.
@@ -83,14 +108,19 @@ fn exhausted_sequence_waits_for_next_tick() {
 
 #[test]
 fn lead_borrows_future_ticks_up_to_the_bound() {
-    let (g, clock) = gen_with("time:41,worker:10,seq:2", |b| b.max_lead(Duration::from_millis(2)));
+    let (g, clock) = gen_with("time:41,worker:10,seq:2", |b| {
+        b.max_lead(Duration::from_millis(2))
+    });
     let ids: Vec<u64> = (0..12).map(|_| ready(g.try_next().unwrap())).collect();
     assert!(ids.windows(2).all(|w| w[0] < w[1]));
     let last = g.layout().decode(ids[11]).unwrap();
     assert_eq!(last.time_ms, T0 + 2);
     assert_eq!(g.lead(), Duration::from_millis(2));
     assert_eq!(g.used_until_ms(), Some(T0 + 3));
-    assert_eq!(g.try_next().unwrap(), Attempt::RetryAfter(Duration::from_millis(1)));
+    assert_eq!(
+        g.try_next().unwrap(),
+        Attempt::RetryAfter(Duration::from_millis(1))
+    );
     clock.advance(1);
     let id = ready(g.try_next().unwrap());
     assert_eq!(g.layout().decode(id).unwrap().time_ms, T0 + 3);
@@ -101,7 +131,10 @@ fn small_step_back_waits() {
     let (g, clock) = gen_with("time:41,worker:10,seq:12", |b| b);
     let a = g.next().unwrap();
     clock.step_back(3);
-    assert_eq!(g.try_next().unwrap(), Attempt::RetryAfter(Duration::from_millis(3)));
+    assert_eq!(
+        g.try_next().unwrap(),
+        Attempt::RetryAfter(Duration::from_millis(3))
+    );
     let b = g.next().unwrap();
     assert!(b > a);
     assert_eq!(clock.now_ms(), T0);
@@ -122,7 +155,10 @@ fn large_step_back_without_extension_refuses() {
         }
     );
     assert!(err.to_string().contains("100ms behind"), "{err}");
-    assert!(g.next().is_err(), "the blocking call refuses too instead of waiting 100 ms");
+    assert!(
+        g.next().is_err(),
+        "the blocking call refuses too instead of waiting 100 ms"
+    );
     assert_eq!(g.last_id(), Some(a));
     clock.advance(100);
     assert!(g.next().unwrap() > a);
@@ -130,10 +166,15 @@ fn large_step_back_without_extension_refuses() {
 
 #[test]
 fn wait_bound_is_configurable() {
-    let (g, clock) = gen_with("time:41,worker:10,seq:12", |b| b.backward_wait(Duration::from_millis(200)));
+    let (g, clock) = gen_with("time:41,worker:10,seq:12", |b| {
+        b.backward_wait(Duration::from_millis(200))
+    });
     let a = g.next().unwrap();
     clock.step_back(100);
-    assert_eq!(g.try_next().unwrap(), Attempt::RetryAfter(Duration::from_millis(100)));
+    assert_eq!(
+        g.try_next().unwrap(),
+        Attempt::RetryAfter(Duration::from_millis(100))
+    );
     assert!(g.next().unwrap() > a);
 }
 
@@ -144,7 +185,10 @@ fn two_extension_bits_survive_three_large_steps_back() {
     for step in 1..=3 {
         clock.step_back(1_000);
         let id = g.next().unwrap();
-        assert!(id > *ids.last().unwrap(), "IDs keep increasing across extension bumps");
+        assert!(
+            id > *ids.last().unwrap(),
+            "IDs keep increasing across extension bumps"
+        );
         assert_eq!(field(&g, id, "ext"), step);
         assert_eq!(g.layout().decode(id).unwrap().time_ms, clock.now_ms());
         ids.push(id);
@@ -160,7 +204,10 @@ fn time_field_full_is_an_error_not_a_wrap() {
     // 4 time bits at 1 ms: ticks 0..=15 after the epoch.
     let clock = ManualClock::new(T0 + 15);
     let l = Layout::from_spec("time:4,worker:2,seq:2", 1, T0).unwrap();
-    let g = SnowflakeGenerator::builder(l).max_lead(Duration::from_millis(5)).build(clock.clone()).unwrap();
+    let g = SnowflakeGenerator::builder(l)
+        .max_lead(Duration::from_millis(5))
+        .build(clock.clone())
+        .unwrap();
     for _ in 0..4 {
         g.next().unwrap();
     }
@@ -174,7 +221,9 @@ fn time_field_full_is_an_error_not_a_wrap() {
 #[test]
 fn clock_before_epoch_is_an_error() {
     let clock = ManualClock::new(T0 - 20_000_000);
-    let g = SnowflakeGenerator::builder(layout("time:41,seq:12")).build(clock).unwrap();
+    let g = SnowflakeGenerator::builder(layout("time:41,seq:12"))
+        .build(clock)
+        .unwrap();
     assert!(matches!(g.next(), Err(Error::ClockBeforeEpoch { .. })));
 }
 
@@ -187,7 +236,9 @@ fn zero_count_is_refused() {
 
 #[test]
 fn blocks_are_contiguous_and_may_span_ticks() {
-    let (g, _) = gen_with("time:41,worker:10,seq:4", |b| b.node_id(5).unwrap().max_lead(Duration::from_millis(3)));
+    let (g, _) = gen_with("time:41,worker:10,seq:4", |b| {
+        b.node_id(5).unwrap().max_lead(Duration::from_millis(3))
+    });
     let first = g.next_block(10).unwrap();
     assert_eq!(first.len(), 10);
     // 16 per tick, 4 ticks allowed (now + 3 ahead): 64 - 10 left.
@@ -214,7 +265,9 @@ fn blocks_are_contiguous_and_may_span_ticks() {
 
 #[test]
 fn random_sequence_start_spreads_low_bits() {
-    let (g, clock) = gen_with("time:41,worker:10,seq:12", |b| b.random_sequence_start(42, 100));
+    let (g, clock) = gen_with("time:41,worker:10,seq:12", |b| {
+        b.random_sequence_start(42, 100)
+    });
     let mut firsts = HashSet::new();
     let mut prev = 0;
     for _ in 0..200 {
@@ -246,14 +299,22 @@ fn start_after_continues_past_an_earlier_id() {
 #[test]
 fn threads_never_share_an_id() {
     let l = Layout::from_spec("time:41,worker:10,seq:12", 1, T0 - 1_000).unwrap();
-    let g = SnowflakeGenerator::builder(l).build(MonotonicClock::new()).unwrap();
+    let g = SnowflakeGenerator::builder(l)
+        .build(MonotonicClock::new())
+        .unwrap();
     let per_thread: Vec<Vec<u64>> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..4)
             .map(|i| {
                 let g = &g;
                 s.spawn(move || {
                     (0..50_000)
-                        .map(|j| if (i + j) % 7 == 0 { g.next_block(3).unwrap().first() } else { g.next().unwrap() })
+                        .map(|j| {
+                            if (i + j) % 7 == 0 {
+                                g.next_block(3).unwrap().first()
+                            } else {
+                                g.next().unwrap()
+                            }
+                        })
                         .collect::<Vec<_>>()
                 })
             })
@@ -262,7 +323,10 @@ fn threads_never_share_an_id() {
     });
     let mut all = HashSet::new();
     for ids in &per_thread {
-        assert!(ids.windows(2).all(|w| w[0] < w[1]), "each thread sees increasing IDs");
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]),
+            "each thread sees increasing IDs"
+        );
         for &id in ids {
             assert!(all.insert(id), "duplicate {id}");
         }
@@ -313,7 +377,7 @@ proptest! {
                     Err(e) => return Err(TestCaseError::fail(format!("unexpected {e}"))),
                 },
                 Op::Block(n) => match g.try_next_block(n) {
-                    Ok(Attempt::Ready(b)) => { prop_assert!(b.len() >= 1 && b.len() <= n); b.iter().collect() }
+                    Ok(Attempt::Ready(b)) => { prop_assert!(!b.is_empty() && b.len() <= n); b.iter().collect() }
                     Ok(Attempt::RetryAfter(_)) | Err(Error::ClockBehind { .. }) => vec![],
                     Err(e) => return Err(TestCaseError::fail(format!("unexpected {e}"))),
                 },
