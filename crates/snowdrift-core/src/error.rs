@@ -52,7 +52,9 @@ pub enum Error {
         ended: String,
     },
     /// The clock reads a time before the layout's epoch.
-    #[error("the clock reads {now_ms} ms since 1970, before the layout epoch {epoch_ms}; check the clock or the epoch")]
+    #[error(
+        "the clock reads {now_ms} ms since 1970, before the layout epoch {epoch_ms}; check the clock or the epoch"
+    )]
     ClockBeforeEpoch {
         /// Clock reading, ms since the Unix epoch.
         now_ms: u64,
@@ -136,6 +138,19 @@ pub enum Error {
     Overflow {
         /// Which ID kind.
         kind: &'static str,
+    },
+    /// The clock reads a time that an ID kind's time field cannot hold (an ObjectId's 32-bit
+    /// seconds end in 2106, a ULID's or UUID v7's 48-bit milliseconds in 10889).
+    #[error(
+        "the clock reads {now_ms} ms since 1970, outside what a {kind} can hold ({range}); check the clock"
+    )]
+    ClockOutOfRange {
+        /// Which ID kind.
+        kind: &'static str,
+        /// Clock reading, ms since the Unix epoch.
+        now_ms: u64,
+        /// The times the kind can hold.
+        range: &'static str,
     },
 }
 

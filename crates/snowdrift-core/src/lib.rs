@@ -20,6 +20,7 @@ pub mod clock;
 pub mod codec;
 pub mod error;
 pub mod generator;
+pub mod kinds;
 pub mod layout;
 pub mod obfuscate;
 

@@ -1,0 +1,25 @@
+//! The 128- and 96-bit ID kinds: UUID (v1, v3, v4, v5, v6, v7), ULID and MongoDB's ObjectId.
+//!
+//! These are for when an ID's size does not matter and no node needs a worker ID: any
+//! process can make them with no coordination, at the cost of randomness standing in for
+//! uniqueness. UUIDs and ULIDs are the `uuid` and `ulid` crates' own types, re-exported;
+//! this module adds what the crates leave to the caller: a [`Clock`](crate::clock::Clock)
+//! for the time, and generator state that the caller owns (no process-wide globals), so two
+//! generators in one process, or a test with a manual clock, never interfere.
+//!
+//! | kind | bits | sorts by time | made by |
+//! | --- | --- | --- | --- |
+//! | UUID v4 | 122 random | no | [`uuid::v4`], [`uuid::v4_from_bytes`] |
+//! | UUID v7 | 48 ms + 74 counter/random | yes, monotonic per generator | [`uuid::UuidV7Generator`] |
+//! | UUID v1, v6 | 60 × 100 ns + 14 clock sequence + 48 node | v6 yes, v1 no | [`uuid::GregorianUuidGenerator`] |
+//! | UUID v3, v5 | MD5 / SHA-1 of a name | no | [`uuid::v3`], [`uuid::v5`] |
+//! | ULID | 48 ms + 80 random | yes, monotonic per generator | [`ulid::UlidGenerator`] |
+//! | ObjectId | 32 s + 40 process + 24 counter | by second | [`objectid::ObjectIdGenerator`] |
+
+pub mod objectid;
+pub mod ulid;
+pub mod uuid;
+
+pub use self::objectid::{ObjectId, ObjectIdGenerator};
+pub use self::ulid::{Ulid, UlidGenerator};
+pub use self::uuid::{GregorianUuidGenerator, Uuid, UuidV7Generator};
