@@ -203,3 +203,35 @@ fn bench_reports_rate_latency_and_order() {
     assert!(out.contains("p99.9"), "{out}");
     assert!(out.contains("order      0 violation(s)"), "{out}");
 }
+
+#[test]
+fn other_kinds_have_standard_forms_and_increase() {
+    let lines = |kind: &str| -> Vec<String> {
+        ok(&["next", "--kind", kind, "-n", "2000"])
+            .lines()
+            .map(String::from)
+            .collect()
+    };
+    for (kind, len) in [("uuid7", 36), ("ulid", 26), ("objectid", 24)] {
+        let ids = lines(kind);
+        assert_eq!(ids.len(), 2000);
+        assert!(ids.iter().all(|i| i.len() == len), "{kind}: {}", ids[0]);
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]),
+            "{kind} IDs increase within a process"
+        );
+    }
+    let v7 = lines("uuid7");
+    assert!(
+        v7.iter().all(|u| u.as_bytes()[14] == b'7'),
+        "version 7: {}",
+        v7[0]
+    );
+    let v4 = lines("uuid4");
+    assert!(v4.iter().all(|u| u.as_bytes()[14] == b'4'));
+    assert_eq!(v4.iter().collect::<HashSet<_>>().len(), 2000);
+    assert!(
+        fails(&["next", "--kind", "ulid", "--format", "hex"])
+            .contains("ulid IDs have one standard text form")
+    );
+}
