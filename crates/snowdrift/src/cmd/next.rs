@@ -60,9 +60,9 @@ pub fn run(args: Args) -> Result<()> {
     let mut out = BufWriter::new(stdout.lock());
     if args.kind != Kind::Snowflake {
         if args.format.is_some() {
+            let kind = format!("{:?}", args.kind).to_lowercase();
             bail!(
-                "--format applies to 64-bit snowflake IDs; {:?} IDs have one standard text form",
-                args.kind
+                "--format applies to 64-bit snowflake IDs; {kind} IDs have one standard text form"
             );
         }
         return crate::cmd::next_kinds::print(args.kind, args.count, &mut out);
