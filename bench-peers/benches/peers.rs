@@ -302,5 +302,103 @@ fn sustained(c: &mut Criterion) {
     g.finish();
 }
 
+/// A Twitter-layout ID issued now, so every codec sees a realistic 61-bit value.
+fn sample_id() -> u64 {
+    SnowflakeGenerator::builder(Layout::preset("twitter").unwrap())
+        .node_id(0b10_1011)
+        .and_then(|b| b.build(MonotonicClock::new()))
+        .and_then(|g| g.next())
+        .expect("a sample ID")
+}
+
+fn codecs(c: &mut Criterion) {
+    use ferroid::base32::Base32SnowExt;
+    use snowdrift_core::codec::{Format, base62, crockford32};
+    use snowdrift_core::obfuscate::Obfuscator;
+
+    let id = sample_id();
+    let twitter = Layout::preset("twitter").unwrap();
+    let sd_sqids = snowdrift_core::codec::sqids::Sqids::new();
+    let raw_sqids = sqids::Sqids::default();
+    let harsh = harsh::Harsh::default();
+    let obf = Obfuscator::new(*b"bench-peers-key!", 63).expect("obfuscator");
+    let fid = SnowflakeTwitterId::from_raw(id);
+
+    let mut g = c.benchmark_group("codec/encode");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("snowdrift/base62::encode_to", |b| {
+        let mut buf = [0u8; base62::MAX_LEN];
+        b.iter(|| black_box(base62::encode_to(black_box(id), &mut buf).len()))
+    });
+    g.bench_function("snowdrift/crockford32::encode_to", |b| {
+        let mut buf = [0u8; crockford32::MAX_LEN];
+        b.iter(|| black_box(crockford32::encode_to(black_box(id), &mut buf).len()))
+    });
+    for format in Format::ALL {
+        g.bench_function(format!("snowdrift/Format::{format:?} (String)"), |b| {
+            b.iter(|| format.encode(black_box(id), &twitter).unwrap())
+        });
+    }
+    g.bench_function("snowdrift/sqids::Sqids::encode", |b| {
+        b.iter(|| sd_sqids.encode(black_box(id)).unwrap())
+    });
+    g.bench_function("snowdrift/Obfuscator::encode (63 bits)", |b| {
+        b.iter(|| obf.encode(black_box(id)).unwrap())
+    });
+    g.bench_function("ferroid/base32 encode_to_buf", |b| {
+        let mut buf = SnowflakeTwitterId::base32_array();
+        b.iter(|| {
+            let f = black_box(fid).encode_to_buf(&mut buf);
+            black_box(f.as_str().len())
+        })
+    });
+    g.bench_function("sqids crate/encode", |b| {
+        b.iter(|| raw_sqids.encode(&[black_box(id)]).unwrap())
+    });
+    g.bench_function("harsh/encode", |b| {
+        b.iter(|| harsh.encode(&[black_box(id)]))
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("codec/decode");
+    g.throughput(Throughput::Elements(1));
+    let b62 = base62::encode(id);
+    g.bench_function("snowdrift/base62::decode", |b| {
+        b.iter(|| base62::decode(black_box(&b62)).unwrap())
+    });
+    let c32 = crockford32::encode(id);
+    g.bench_function("snowdrift/crockford32::decode", |b| {
+        b.iter(|| crockford32::decode(black_box(&c32)).unwrap())
+    });
+    for format in Format::ALL {
+        let text = format.encode(id, &twitter).unwrap();
+        g.bench_function(format!("snowdrift/Format::{format:?}"), |b| {
+            b.iter(|| format.decode(black_box(&text), &twitter).unwrap())
+        });
+    }
+    let sq = sd_sqids.encode(id).unwrap();
+    g.bench_function("snowdrift/sqids::Sqids::decode", |b| {
+        b.iter(|| sd_sqids.decode(black_box(&sq)).unwrap())
+    });
+    let hidden = obf.encode(id).unwrap();
+    g.bench_function("snowdrift/Obfuscator::decode (63 bits)", |b| {
+        b.iter(|| obf.decode(black_box(hidden)).unwrap())
+    });
+    let f32 = fid.encode().as_string();
+    g.bench_function("ferroid/base32 decode", |b| {
+        b.iter(|| SnowflakeTwitterId::decode(black_box(&f32)).unwrap())
+    });
+    let raw = raw_sqids.encode(&[id]).unwrap();
+    g.bench_function("sqids crate/decode", |b| {
+        b.iter(|| raw_sqids.decode(black_box(&raw)))
+    });
+    let hs = harsh.encode(&[id]);
+    g.bench_function("harsh/decode", |b| {
+        b.iter(|| harsh.decode(black_box(&hs)).unwrap())
+    });
+    g.finish();
+}
+
 criterion_group!(generators, hot_path, hot_path_burst, next_block, sustained);
-criterion_main!(generators);
+criterion_group!(codec, codecs);
+criterion_main!(generators, codec);
