@@ -13,6 +13,7 @@
 //! - `next_block_1000`: snowdrift's `next_block(1000)`, every ID of the block consumed.
 //! - `sustained_twitter`: one generator, the real clock, a Twitter-like layout; the
 //!   `thrpt` line is IDs/s against the 4,096,000/s cap (Sonyflake: 25,600/s).
+//! - `clock_read`: the cost of one read of each clock used above.
 //! - `codec/*`: encode and decode of one ID per format.
 
 use std::hint::black_box;
@@ -169,8 +170,8 @@ fn hot_path_burst(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("hot_path_burst_sonyflake/1t");
     g.throughput(Throughput::Elements(1))
-        .warm_up_time(Duration::from_millis(10))
-        .measurement_time(Duration::from_millis(30))
+        .warm_up_time(Duration::from_millis(100))
+        .measurement_time(Duration::from_millis(200))
         .sample_size(10);
     let machine = || Ok(1);
     let sony = sonyflake::Sonyflake::builder()
@@ -302,6 +303,24 @@ fn sustained(c: &mut Criterion) {
     g.finish();
 }
 
+/// What one clock read costs: most of the difference between the hot paths above.
+fn clock_read(c: &mut Criterion) {
+    use snowdrift_core::clock::SystemClock;
+    let mut g = c.benchmark_group("clock_read");
+    g.throughput(Throughput::Elements(1));
+    let mono = MonotonicClock::new();
+    g.bench_function("snowdrift/MonotonicClock", |b| b.iter(|| mono.now_ms()));
+    g.bench_function("snowdrift/SystemClock", |b| b.iter(|| SystemClock.now_ms()));
+    let (cached, ticker) = cached_clock();
+    g.bench_function("snowdrift/CachedClock", |b| b.iter(|| cached.now_ms()));
+    drop(ticker);
+    let fclock = FClock::with_epoch(TWITTER_EPOCH);
+    g.bench_function("ferroid/MonotonicClock", |b| {
+        b.iter(|| TimeSource::<u64>::current_millis(&fclock))
+    });
+    g.finish();
+}
+
 /// A Twitter-layout ID issued now, so every codec sees a realistic 61-bit value.
 fn sample_id() -> u64 {
     SnowflakeGenerator::builder(Layout::preset("twitter").unwrap())
@@ -399,6 +418,13 @@ fn codecs(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(generators, hot_path, hot_path_burst, next_block, sustained);
+criterion_group!(
+    generators,
+    hot_path,
+    hot_path_burst,
+    next_block,
+    sustained,
+    clock_read
+);
 criterion_group!(codec, codecs);
 criterion_main!(generators, codec);
