@@ -11,14 +11,20 @@ fuzz_target!(|input: (u8, &str, u64)| {
     let name = preset::NAMES[usize::from(which) % preset::NAMES.len()];
     let layout = Layout::preset(name).expect("presets are valid");
     if let Ok(id) = friendly::decode(&layout, text) {
-        assert_eq!(friendly::encode(&layout, id).as_deref(), Ok(text), "non-canonical text");
+        assert_eq!(
+            friendly::encode(&layout, id).as_deref(),
+            Ok(text),
+            "non-canonical text"
+        );
     }
     let id = raw & layout.max_id();
     let shown = friendly::encode(&layout, id).expect("preset IDs are before year 9999");
     assert_eq!(friendly::decode(&layout, &shown), Ok(id), "{shown}");
     for format in Format::ALL {
         let _ = format.decode(text, &layout);
-        let shown = format.encode(id, &layout).expect("every format encodes a layout's IDs");
+        let shown = format
+            .encode(id, &layout)
+            .expect("every format encodes a layout's IDs");
         assert_eq!(format.decode(&shown, &layout), Ok(id), "{format} {shown}");
     }
 });
