@@ -202,15 +202,12 @@ mod tests {
             "e92c5527c95b000",
             "1FZYNDFWXYm",
             "X4P5A9Y9BC00",
-            "",
+            "Sm5Tn1DQhx5X",
             "20181010201924211-10-27-0",
         ];
         for (format, text) in Format::ALL.into_iter().zip(expected) {
-            let encoded = format.encode(id, &twitter).expect("encodes");
-            if !text.is_empty() {
-                assert_eq!(encoded, text, "{format}");
-            }
-            assert_eq!(format.decode(&encoded, &twitter), Ok(id), "{format}");
+            assert_eq!(format.encode(id, &twitter).as_deref(), Ok(text), "{format}");
+            assert_eq!(format.decode(text, &twitter), Ok(id), "{format}");
         }
         assert_eq!(Format::Sqids.encode(0, &twitter).as_deref(), Ok("bM"));
     }

@@ -9,7 +9,7 @@
 //! | --- | --- | --- |
 //! | [`base62`] | `1FZYNDFWXYm` | `0-9A-Za-z`, canonical (no leading zeros) |
 //! | [`crockford32`] | `X4P5A9Y9BC00` | for people: case-insensitive, `I`/`L` read as `1`, `O` as `0`, hyphens ignored |
-//! | [`sqids`] | `...` | any Sqids implementation with the same alphabet decodes it |
+//! | [`sqids`] | `Sm5Tn1DQhx5X` | any Sqids implementation with the same alphabet decodes it |
 //! | [`friendly`] | `20181010201924211-10-27-0` | the fields of a [`Layout`](crate::layout::Layout), time in UTC |
 //!
 //! [`Format`] names them all (plus decimal and hex) for command lines and configuration.

@@ -7,14 +7,18 @@
 //! that Sqids would not produce for their number (re-encoding must give the input back), so
 //! one ID never has two codes.
 //!
+//! Other implementations limit the numbers they take: Python's to `i64::MAX`, JavaScript's
+//! to `Number.MAX_SAFE_INTEGER` (2^53 - 1). Snowflake IDs stay below 2^63, so Python reads
+//! them all; a JavaScript client needs a 53-bit layout such as `js53`.
+//!
 //! Sqids is an encoding, not encryption: the default alphabet is public, so anyone can decode
 //! a code. A custom alphabet shuffles the output, but it is no key either.
 //!
 //! ```
 //! use snowdrift_core::codec::sqids::Sqids;
 //! let sqids = Sqids::new();
-//! let code = sqids.encode(1050118621198921728)?;
-//! assert_eq!(sqids.decode(&code)?, 1050118621198921728);
+//! assert_eq!(sqids.encode(1050118621198921728)?, "Sm5Tn1DQhx5X");
+//! assert_eq!(sqids.decode("Sm5Tn1DQhx5X")?, 1050118621198921728);
 //! assert_eq!(sqids.encode(0)?, "bM");
 //! # Ok::<(), snowdrift_core::Error>(())
 //! ```
@@ -228,6 +232,9 @@ mod tests {
             (9, "nJ"),
             (4_572_721, "JExTR"),
             (9_007_199_254_740_991, "ABARpJzdz9"),
+            // Checked against the reference Python implementation (`sqids` on PyPI).
+            (1_050_118_621_198_921_728, "Sm5Tn1DQhx5X"),
+            (9_223_372_036_854_775_807, "AqkYhRmbHpEX"),
         ] {
             assert_eq!(sqids.encode(n), Ok(code.to_owned()), "{n}");
             assert_eq!(sqids.decode(code), Ok(n), "{code}");
