@@ -45,6 +45,8 @@
 
 use std::fmt;
 
+use std::hash::Hasher;
+
 use crate::error::{Error, Result};
 use crate::layout::mask;
 
@@ -190,40 +192,11 @@ impl Obfuscator {
     }
 }
 
-/// SipHash-2-4 of one 8-byte message (little-endian `m`), as defined by Aumasson and
-/// Bernstein; the same value as `std`'s `SipHasher` after `write_u64(m)`. Written out because
-/// the standard library's is deprecated and hashing a single word needs none of its buffering.
+/// SipHash-2-4 of one 8-byte message (`write_u64(m)`), from the `siphasher` crate.
 fn siphash24(k0: u64, k1: u64, m: u64) -> u64 {
-    let mut v = [
-        k0 ^ 0x736f_6d65_7073_6575,
-        k1 ^ 0x646f_7261_6e64_6f6d,
-        k0 ^ 0x6c79_6765_6e65_7261,
-        k1 ^ 0x7465_6462_7974_6573,
-    ];
-    fn sip_round(v: &mut [u64; 4]) {
-        v[0] = v[0].wrapping_add(v[1]);
-        v[1] = v[1].rotate_left(13) ^ v[0];
-        v[0] = v[0].rotate_left(32);
-        v[2] = v[2].wrapping_add(v[3]);
-        v[3] = v[3].rotate_left(16) ^ v[2];
-        v[0] = v[0].wrapping_add(v[3]);
-        v[3] = v[3].rotate_left(21) ^ v[0];
-        v[2] = v[2].wrapping_add(v[1]);
-        v[1] = v[1].rotate_left(17) ^ v[2];
-        v[2] = v[2].rotate_left(32);
-    }
-    // The message block, then the final block holding only the length (8) in its top byte.
-    for block in [m, 8 << 56] {
-        v[3] ^= block;
-        sip_round(&mut v);
-        sip_round(&mut v);
-        v[0] ^= block;
-    }
-    v[2] ^= 0xff;
-    for _ in 0..4 {
-        sip_round(&mut v);
-    }
-    v[0] ^ v[1] ^ v[2] ^ v[3]
+    let mut h = siphasher::sip::SipHasher24::new_with_keys(k0, k1);
+    h.write_u64(m);
+    h.finish()
 }
 
 #[cfg(test)]
@@ -232,21 +205,6 @@ mod tests {
     use proptest::prelude::*;
 
     const KEY: [u8; 16] = *b"snowdrift-test-k";
-
-    #[test]
-    #[allow(deprecated)]
-    fn siphash_matches_std() {
-        use std::hash::{Hasher, SipHasher};
-        for (k0, k1, m) in [
-            (0, 0, 0),
-            (1, 2, 3),
-            (u64::MAX, 0x0123_4567, 0xdead_beef_cafe),
-        ] {
-            let mut h = SipHasher::new_with_keys(k0, k1);
-            h.write_u64(m);
-            assert_eq!(siphash24(k0, k1, m), h.finish());
-        }
-    }
 
     #[test]
     fn siphash_reference_vector() {
