@@ -29,6 +29,7 @@ use snowdrift_core::generator::SnowflakeGenerator;
 use snowdrift_core::layout::Layout;
 
 type Next = Box<dyn FnMut() -> Result<u128, String>>;
+type Maker = Box<dyn Fn() -> Next>;
 
 fn set_offset(file: &str, spec: &str) {
     std::fs::write(file, format!("{spec}\n")).expect("write the faketime offset file");
@@ -125,7 +126,7 @@ fn main() {
 
     let twitter = || Layout::preset("twitter").unwrap();
     let twitter_epoch = UNIX_EPOCH + Duration::from_millis(1_288_834_974_657);
-    let makers: Vec<(&str, Box<dyn Fn() -> Next>)> = vec![
+    let makers: Vec<(&str, Maker)> = vec![
         (
             "snowdrift, `SystemClock` (sees the step)",
             Box::new(move || {
