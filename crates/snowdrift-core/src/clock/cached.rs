@@ -40,6 +40,7 @@ impl<C: Clock> ClockDriver<C> {
 }
 
 impl Clock for CachedClock {
+    #[inline]
     fn now_ms(&self) -> u64 {
         self.0.load(Ordering::Acquire)
     }

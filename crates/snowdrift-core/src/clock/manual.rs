@@ -39,6 +39,7 @@ impl ManualClock {
 }
 
 impl Clock for ManualClock {
+    #[inline]
     fn now_ms(&self) -> u64 {
         self.0.load(Ordering::SeqCst)
     }

@@ -48,6 +48,7 @@ pub trait Clock: Send + Sync {
 }
 
 impl<C: Clock + ?Sized> Clock for std::sync::Arc<C> {
+    #[inline]
     fn now_ms(&self) -> u64 {
         (**self).now_ms()
     }
@@ -57,6 +58,7 @@ impl<C: Clock + ?Sized> Clock for std::sync::Arc<C> {
 }
 
 impl<C: Clock + ?Sized> Clock for &C {
+    #[inline]
     fn now_ms(&self) -> u64 {
         (**self).now_ms()
     }

@@ -20,6 +20,7 @@ impl<C: Clock> OffsetClock<C> {
 }
 
 impl<C: Clock> Clock for OffsetClock<C> {
+    #[inline]
     fn now_ms(&self) -> u64 {
         self.inner.now_ms().saturating_add_signed(self.offset_ms)
     }

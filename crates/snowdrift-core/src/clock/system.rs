@@ -9,6 +9,7 @@ use super::{Clock, wall_ms};
 pub struct SystemClock;
 
 impl Clock for SystemClock {
+    #[inline]
     fn now_ms(&self) -> u64 {
         wall_ms()
     }

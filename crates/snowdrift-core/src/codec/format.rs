@@ -2,7 +2,6 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::OnceLock;
 
 use super::{base62, crockford32, friendly, invalid, sqids::Sqids};
 use crate::error::{Error, Result};
@@ -18,12 +17,12 @@ use crate::layout::Layout;
 /// let twitter = Layout::preset("twitter")?;
 /// let id = 1050118621198921728;
 /// for format in Format::ALL {
-///     let text = format.encode(id, &twitter)?;
-///     assert_eq!(format.decode(&text, &twitter)?, id);
+///     let text = format.codec(&twitter).encode(id)?;
+///     assert_eq!(format.codec(&twitter).decode(&text)?, id);
 /// }
 /// let hex: Format = "hex".parse()?;
-/// assert_eq!(hex.encode(id, &twitter)?, "e92c5527c95b000");
-/// assert_eq!(hex.decode("0xE92C5527C95B000", &twitter)?, id);
+/// assert_eq!(hex.codec(&twitter).encode(id)?, "e92c5527c95b000");
+/// assert_eq!(hex.codec(&twitter).decode("0xE92C5527C95B000")?, id);
 /// # Ok::<(), snowdrift_core::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -68,40 +67,80 @@ impl Format {
         }
     }
 
-    /// Writes `id` in this format. Only [`Format::Friendly`] reads the layout; it fails when
-    /// `id` does not fit the layout. The others accept any `u64`.
-    pub fn encode(&self, id: u64, layout: &Layout) -> Result<String> {
-        Ok(match self {
-            Format::Decimal => id.to_string(),
-            Format::Hex => format!("{id:x}"),
-            Format::Base62 => base62::encode(id),
-            Format::Crockford32 => crockford32::encode(id),
-            Format::Sqids => default_sqids().encode(id)?,
-            Format::Friendly => friendly::encode(layout, id)?,
+    /// This format bound to `layout`, ready to encode and decode many IDs.
+    pub fn codec(self, layout: &Layout) -> Codec {
+        Codec(match self {
+            Format::Decimal => Inner::Decimal,
+            Format::Hex => Inner::Hex,
+            Format::Base62 => Inner::Base62,
+            Format::Crockford32 => Inner::Crockford32,
+            // Building Sqids prepares a blocklist of hundreds of words: once here, not per ID.
+            Format::Sqids => Inner::Sqids(Box::default()),
+            Format::Friendly => Inner::Friendly(layout.clone()),
         })
-    }
-
-    /// Reads an ID written in this format. Only [`Format::Friendly`] reads the layout; the
-    /// others return any `u64` the text stands for, so use
-    /// [`Layout::decode`](crate::layout::Layout::decode) to check that it fits a layout.
-    pub fn decode(&self, text: &str, layout: &Layout) -> Result<u64> {
-        match self {
-            Format::Decimal => decode_decimal(text),
-            Format::Hex => decode_hex(text),
-            Format::Base62 => base62::decode(text),
-            Format::Crockford32 => crockford32::decode(text),
-            Format::Sqids => default_sqids().decode(text),
-            Format::Friendly => friendly::decode(layout, text),
-        }
     }
 }
 
-/// Sqids with the default options, built once: building parses a blocklist of hundreds of
-/// words, too slow to repeat for every ID. It is an immutable constant computed on first use,
-/// not state: every process computes the same value.
-fn default_sqids() -> &'static Sqids {
-    static DEFAULT: OnceLock<Sqids> = OnceLock::new();
-    DEFAULT.get_or_init(Sqids::new)
+/// A [`Format`] bound to a layout: encodes and decodes IDs in that format.
+///
+/// ```
+/// use snowdrift_core::{codec::Format, layout::Layout};
+/// let codec = Format::Friendly.codec(&Layout::preset("twitter")?);
+/// assert_eq!(codec.encode(1050118621198921728)?, "20181010201924211-10-27-0");
+/// # Ok::<(), snowdrift_core::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Codec(Inner);
+
+#[derive(Debug, Clone)]
+enum Inner {
+    Decimal,
+    Hex,
+    Base62,
+    Crockford32,
+    Sqids(Box<Sqids>),
+    Friendly(Layout),
+}
+
+impl Codec {
+    /// The format.
+    pub fn format(&self) -> Format {
+        match self.0 {
+            Inner::Decimal => Format::Decimal,
+            Inner::Hex => Format::Hex,
+            Inner::Base62 => Format::Base62,
+            Inner::Crockford32 => Format::Crockford32,
+            Inner::Sqids(_) => Format::Sqids,
+            Inner::Friendly(_) => Format::Friendly,
+        }
+    }
+
+    /// Writes `id` in the format. Only [`Format::Friendly`] reads the layout; it fails when
+    /// `id` does not fit the layout. The others accept any `u64`.
+    pub fn encode(&self, id: u64) -> Result<String> {
+        Ok(match &self.0 {
+            Inner::Decimal => id.to_string(),
+            Inner::Hex => format!("{id:x}"),
+            Inner::Base62 => base62::encode(id),
+            Inner::Crockford32 => crockford32::encode(id),
+            Inner::Sqids(sqids) => sqids.encode(id)?,
+            Inner::Friendly(layout) => friendly::encode(layout, id)?,
+        })
+    }
+
+    /// Reads an ID written in the format. Only [`Format::Friendly`] reads the layout; the
+    /// others return any `u64` the text stands for, so use
+    /// [`Layout::decode`](crate::layout::Layout::decode) to check that it fits a layout.
+    pub fn decode(&self, text: &str) -> Result<u64> {
+        match &self.0 {
+            Inner::Decimal => decode_decimal(text),
+            Inner::Hex => decode_hex(text),
+            Inner::Base62 => base62::decode(text),
+            Inner::Crockford32 => crockford32::decode(text),
+            Inner::Sqids(sqids) => sqids.decode(text),
+            Inner::Friendly(layout) => friendly::decode(layout, text),
+        }
+    }
 }
 
 /// Decimal digits only: no sign, no spaces. Leading zeros are accepted (`007` is 7), as every
@@ -206,23 +245,30 @@ mod tests {
             "20181010201924211-10-27-0",
         ];
         for (format, text) in Format::ALL.into_iter().zip(expected) {
-            assert_eq!(format.encode(id, &twitter).as_deref(), Ok(text), "{format}");
-            assert_eq!(format.decode(text, &twitter), Ok(id), "{format}");
+            assert_eq!(
+                format.codec(&twitter).encode(id).as_deref(),
+                Ok(text),
+                "{format}"
+            );
+            assert_eq!(format.codec(&twitter).decode(text), Ok(id), "{format}");
         }
-        assert_eq!(Format::Sqids.encode(0, &twitter).as_deref(), Ok("bM"));
+        assert_eq!(Format::Sqids.codec(&twitter).encode(0).as_deref(), Ok("bM"));
     }
 
     #[test]
     fn decimal_and_hex_rules() {
         let l = Layout::preset("twitter").expect("preset");
-        assert_eq!(Format::Decimal.decode("007", &l), Ok(7));
+        assert_eq!(Format::Decimal.codec(&l).decode("007"), Ok(7));
         assert_eq!(
-            Format::Decimal.decode("18446744073709551615", &l),
+            Format::Decimal.codec(&l).decode("18446744073709551615"),
             Ok(u64::MAX)
         );
-        assert_eq!(Format::Hex.decode("0XfF", &l), Ok(255));
-        assert_eq!(Format::Hex.decode("ffffffffffffffff", &l), Ok(u64::MAX));
-        assert_eq!(Format::Hex.encode(255, &l).as_deref(), Ok("ff"));
+        assert_eq!(Format::Hex.codec(&l).decode("0XfF"), Ok(255));
+        assert_eq!(
+            Format::Hex.codec(&l).decode("ffffffffffffffff"),
+            Ok(u64::MAX)
+        );
+        assert_eq!(Format::Hex.codec(&l).encode(255).as_deref(), Ok("ff"));
         for (format, text, reason) in [
             (Format::Decimal, "", "empty"),
             (Format::Decimal, "+1", "not a number"),
@@ -234,7 +280,7 @@ mod tests {
             (Format::Hex, "0x+1", "not a hex number"),
             (Format::Hex, "10000000000000000", "too large"),
         ] {
-            let err = format.decode(text, &l).expect_err(text).to_string();
+            let err = format.codec(&l).decode(text).expect_err(text).to_string();
             assert!(err.contains(reason), "{format} {text:?}: {err}");
         }
     }
@@ -248,8 +294,8 @@ mod tests {
             let layout = Layout::preset(preset).expect("preset");
             let id = raw & layout.max_id();
             for format in Format::ALL {
-                let text = format.encode(id, &layout).expect("encodes");
-                prop_assert_eq!(format.decode(&text, &layout), Ok(id), "{} {}", format, text);
+                let text = format.codec(&layout).encode(id).expect("encodes");
+                prop_assert_eq!(format.codec(&layout).decode(&text), Ok(id), "{} {}", format, text);
             }
         }
 
@@ -257,8 +303,8 @@ mod tests {
         fn any_u64_round_trips_in_layout_free_formats(id: u64) {
             let layout = Layout::preset("twitter").expect("preset");
             for format in [Format::Decimal, Format::Hex, Format::Base62, Format::Crockford32, Format::Sqids] {
-                let text = format.encode(id, &layout).expect("encodes");
-                prop_assert_eq!(format.decode(&text, &layout), Ok(id));
+                let text = format.codec(&layout).encode(id).expect("encodes");
+                prop_assert_eq!(format.codec(&layout).decode(&text), Ok(id));
             }
         }
 
@@ -266,7 +312,7 @@ mod tests {
         fn decoding_never_panics(text in "\\PC{0,24}") {
             let layout = Layout::preset("twitter").expect("preset");
             for format in Format::ALL {
-                let _ = format.decode(&text, &layout);
+                let _ = format.codec(&layout).decode(&text);
             }
         }
     }

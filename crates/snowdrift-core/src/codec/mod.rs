@@ -23,7 +23,7 @@ pub mod format;
 pub mod friendly;
 pub mod sqids;
 
-pub use format::Format;
+pub use format::{Codec, Format};
 
 use crate::error::Error;
 

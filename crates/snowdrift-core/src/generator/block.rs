@@ -45,28 +45,46 @@ impl IdBlock {
     /// The IDs in increasing order.
     pub fn iter(&self) -> IdBlockIter {
         IdBlockIter {
-            next: self.start,
-            end: self.start + self.len,
-            packing: self.packing,
+            runs: self.runs(),
+            id: 0,
+            left: 0,
+            stride: 0,
         }
     }
     /// Runs of IDs that differ by a constant stride, as `(first, count, stride)`: one per
     /// tick the block touches. This is how a block travels compactly over the wire.
-    pub fn runs(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
-        let p = self.packing;
-        let stride = 1u64 << p.seq_shift;
-        let end = self.start + self.len;
-        let mut at = self.start;
-        std::iter::from_fn(move || {
-            if at >= end {
-                return None;
-            }
-            let tick_end = ((at >> p.seq_bits) + 1) << p.seq_bits;
-            let run_end = tick_end.min(end);
-            let run = (p.id(at), run_end - at, stride);
-            at = run_end;
-            Some(run)
-        })
+    pub fn runs(&self) -> Runs {
+        Runs {
+            at: self.start,
+            end: self.start + self.len,
+            packing: self.packing,
+        }
+    }
+}
+
+/// Iterator over the runs of an [`IdBlock`]: `(first ID, count, stride)`.
+#[derive(Debug, Clone)]
+pub struct Runs {
+    at: u64,
+    end: u64,
+    packing: Packing,
+}
+
+impl Iterator for Runs {
+    type Item = (u64, u64, u64);
+    #[inline]
+    fn next(&mut self) -> Option<(u64, u64, u64)> {
+        if self.at >= self.end {
+            return None;
+        }
+        let p = &self.packing;
+        // Within a tick consecutive states differ only in the sequence field, so their IDs
+        // differ by one sequence step; the next tick starts a new run.
+        let tick_end = ((self.at >> p.seq_bits) + 1) << p.seq_bits;
+        let run_end = tick_end.min(self.end);
+        let run = (p.id(self.at), run_end - self.at, 1u64 << p.seq_shift);
+        self.at = run_end;
+        Some(run)
     }
 }
 
@@ -86,26 +104,30 @@ impl IntoIterator for &IdBlock {
     }
 }
 
-/// Iterator over the IDs of an [`IdBlock`].
+/// Iterator over the IDs of an [`IdBlock`]: one addition per ID within a tick.
 #[derive(Debug, Clone)]
 pub struct IdBlockIter {
-    next: u64,
-    end: u64,
-    packing: Packing,
+    runs: Runs,
+    id: u64,
+    left: u64,
+    stride: u64,
 }
 
 impl Iterator for IdBlockIter {
     type Item = u64;
     #[inline]
     fn next(&mut self) -> Option<u64> {
-        (self.next < self.end).then(|| {
-            let id = self.packing.id(self.next);
-            self.next += 1;
-            id
-        })
+        if self.left == 0 {
+            (self.id, self.left, self.stride) = self.runs.next()?;
+        }
+        let id = self.id;
+        self.id += self.stride;
+        self.left -= 1;
+        Some(id)
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = usize::try_from(self.end - self.next).unwrap_or(usize::MAX);
+        let n = self.left + (self.runs.end - self.runs.at);
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
         (n, Some(n))
     }
 }

@@ -5,7 +5,7 @@ mod packing;
 mod snowflake;
 mod sync;
 
-pub use block::{IdBlock, IdBlockIter};
+pub use block::{IdBlock, IdBlockIter, Runs};
 pub use snowflake::{Builder, SnowflakeGenerator};
 
 use std::time::Duration;

@@ -290,14 +290,15 @@ impl<C: Clock> SnowflakeGenerator<C> {
             .saturating_add(self.epoch_ms)
     }
 
+    #[inline]
     fn now(&self) -> Result<(u64, u64)> {
         let now_ms = self.clock.now_ms();
-        let since = now_ms
-            .checked_sub(self.epoch_ms)
-            .ok_or(Error::ClockBeforeEpoch {
+        let Some(since) = now_ms.checked_sub(self.epoch_ms) else {
+            return Err(Error::ClockBeforeEpoch {
                 now_ms,
                 epoch_ms: self.epoch_ms,
-            })?;
+            });
+        };
         let tick = if self.unit_ms == 1 {
             since
         } else {
@@ -309,6 +310,7 @@ impl<C: Clock> SnowflakeGenerator<C> {
         Ok((now_ms, tick))
     }
 
+    #[cold]
     fn time_exhausted(&self) -> Error {
         Error::TimeExhausted {
             ended: format_ms(self.tick_ms(self.max_tick + 1)),
@@ -325,6 +327,7 @@ impl<C: Clock> SnowflakeGenerator<C> {
     /// The algorithm. The state is loaded before the clock is read, so any tick in it came
     /// from a clock reading no later than ours: a state ahead of our reading means borrowed
     /// time or a clock that stepped back, never just a race with another thread.
+    #[inline]
     fn step(&self, n: u64) -> Result<Step> {
         if n == 0 {
             return Err(Error::InvalidCount {

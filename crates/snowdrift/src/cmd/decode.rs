@@ -30,12 +30,15 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         Format::Decimal
     });
-    let id = format.decode(args.id.trim(), &layout).with_context(|| {
-        format!(
-            "cannot read {:?} as a {format} ID of layout {name}",
-            args.id
-        )
-    })?;
+    let id = format
+        .codec(&layout)
+        .decode(args.id.trim())
+        .with_context(|| {
+            format!(
+                "cannot read {:?} as a {format} ID of layout {name}",
+                args.id
+            )
+        })?;
     let d = layout.decode(id)?;
     let fields: serde_json::Map<String, serde_json::Value> = layout
         .fields()

@@ -73,14 +73,14 @@ pub fn run(args: Args) -> Result<()> {
         .node_id(args.worker)
         .context("--worker")?
         .build(clock)?;
-    let format = args.format.unwrap_or(Format::Decimal);
+    let codec = args.format.unwrap_or(Format::Decimal).codec(&layout);
     let mut left = args.count;
     while left > 0 {
         let block = generator
             .next_block(left)
             .with_context(|| format!("generating {name} IDs"))?;
         for id in block {
-            writeln!(out, "{}", format.encode(id, &layout)?)?;
+            writeln!(out, "{}", codec.encode(id)?)?;
         }
         left -= block.len();
     }
