@@ -13,7 +13,7 @@
 //! # Ok::<(), snowdrift_core::Error>(())
 //! ```
 
-use super::{describe_char, invalid};
+use super::{describe_char, encode_radix, invalid};
 use crate::error::Result;
 
 const CODEC: &str = "crockford32";
@@ -41,18 +41,7 @@ pub fn encode(id: u64) -> String {
 /// assert_eq!(snowdrift_core::codec::crockford32::encode_to(u64::MAX, &mut buf), "FZZZZZZZZZZZZ");
 /// ```
 pub fn encode_to(id: u64, buf: &mut [u8; MAX_LEN]) -> &str {
-    let mut n = id;
-    let mut start = MAX_LEN;
-    loop {
-        start -= 1;
-        buf[start] = ALPHABET[(n & 31) as usize];
-        n >>= 5;
-        if n == 0 {
-            break;
-        }
-    }
-    // Every byte written comes from ALPHABET, which is ASCII.
-    std::str::from_utf8(&buf[start..]).unwrap_or_default()
+    encode_radix(id, ALPHABET, buf)
 }
 
 /// The value of a symbol, with Crockford's aliases; `None` for anything else.

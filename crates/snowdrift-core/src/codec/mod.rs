@@ -51,3 +51,22 @@ pub(crate) fn describe_char(input: &str, index: usize) -> String {
         None => format!("byte {index}"),
     }
 }
+
+/// Writes `id` in positional notation over `alphabet` (the base is its length) at the end of
+/// `buf`, and returns that suffix. `buf` must hold the longest encoding of a `u64`.
+#[inline]
+pub(crate) fn encode_radix<'b>(id: u64, alphabet: &[u8], buf: &'b mut [u8]) -> &'b str {
+    let base = alphabet.len() as u64;
+    let mut n = id;
+    let mut start = buf.len();
+    loop {
+        start -= 1;
+        buf[start] = alphabet[(n % base) as usize];
+        n /= base;
+        if n == 0 {
+            break;
+        }
+    }
+    // Every byte written comes from the alphabet, which is ASCII.
+    std::str::from_utf8(&buf[start..]).unwrap_or_default()
+}
