@@ -20,6 +20,10 @@ pub(crate) struct Packing {
     pub node_part: u64,
     /// Width of the time field.
     pub time_bits: u32,
+    /// `2^seq_bits - 1`, the largest sequence value.
+    pub seq_mask: u64,
+    /// `2^time_bits - 1`.
+    pub time_mask: u64,
 }
 
 impl Packing {
@@ -32,6 +36,8 @@ impl Packing {
             high_shift: layout.shift_of(time),
             node_part,
             time_bits: u32::from(layout.time_bits()),
+            seq_mask: mask(layout.sequence_bits()),
+            time_mask: mask(layout.time_bits()),
         }
     }
 
@@ -40,13 +46,12 @@ impl Packing {
     pub fn id(&self, state: u64) -> u64 {
         ((state >> self.seq_bits) << self.high_shift)
             | self.node_part
-            | ((state & mask(self.seq_bits as u8)) << self.seq_shift)
+            | ((state & self.seq_mask) << self.seq_shift)
     }
 
     /// The compact state of an ID.
     pub fn state_of(&self, id: u64) -> u64 {
-        ((id >> self.high_shift) << self.seq_bits)
-            | ((id >> self.seq_shift) & mask(self.seq_bits as u8))
+        ((id >> self.high_shift) << self.seq_bits) | ((id >> self.seq_shift) & self.seq_mask)
     }
 
     #[inline]
@@ -55,7 +60,7 @@ impl Packing {
     }
     #[inline]
     pub fn tick(&self, state: u64) -> u64 {
-        (state >> self.seq_bits) & mask(self.time_bits as u8)
+        (state >> self.seq_bits) & self.time_mask
     }
     #[inline]
     pub fn ext(&self, state: u64) -> u64 {
@@ -63,6 +68,6 @@ impl Packing {
     }
     #[inline]
     pub fn seq_max(&self) -> u64 {
-        mask(self.seq_bits as u8)
+        self.seq_mask
     }
 }

@@ -272,14 +272,21 @@ impl<C: Clock> SnowflakeGenerator<C> {
     /// One ID, waiting on the clock if the tick is used up or the clock stepped back by
     /// less than the wait bound.
     pub fn next(&self) -> Result<u64> {
-        self.next_block(1).map(|b| b.first())
+        self.wait_for(1).map(|(start, _)| self.packing.id(start))
     }
 
     /// Up to `n` IDs (at least one), waiting on the clock as [`next`](Self::next) does.
     pub fn next_block(&self, n: u64) -> Result<IdBlock> {
+        self.wait_for(n)
+            .map(|(start, len)| IdBlock::new(start, len, self.packing))
+    }
+
+    /// Reserves up to `n` states, waiting on the clock as long as the generator asks to.
+    #[inline]
+    fn wait_for(&self, n: u64) -> Result<(u64, u64)> {
         loop {
             match self.step(n)? {
-                Step::Reserved(start, len) => return Ok(IdBlock::new(start, len, self.packing)),
+                Step::Reserved(start, len) => return Ok((start, len)),
                 Step::RetryAt { at_ms, .. } => self.clock.wait_until_ms(at_ms),
             }
         }
