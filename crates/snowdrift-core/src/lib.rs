@@ -23,5 +23,7 @@ pub mod generator;
 pub mod kinds;
 pub mod layout;
 pub mod obfuscate;
+pub mod segment;
+mod sync;
 
 pub use error::{Error, Result};

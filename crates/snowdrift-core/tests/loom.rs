@@ -1,5 +1,5 @@
-//! Model check of the lock-free generator: every interleaving of 2-3 threads, no duplicate
-//! and no reordering within a thread.
+//! Model checks of the lock-free code: the snowflake generator and the segment chain. Every
+//! interleaving of 2-3 threads: no duplicate and no reordering within a thread.
 //!
 //! Run with `RUSTFLAGS="--cfg loom" cargo test -p snowdrift-core --test loom --release`
 //! (scripts/test does).
@@ -12,6 +12,7 @@ use loom::thread;
 use snowdrift_core::clock::ManualClock;
 use snowdrift_core::generator::{Attempt, SnowflakeGenerator};
 use snowdrift_core::layout::Layout;
+use snowdrift_core::segment::{ChainConfig, IdRange, SegmentChain, Take};
 
 const T0: u64 = 1_700_000_000_000;
 
@@ -79,5 +80,58 @@ fn three_threads_over_a_tick_boundary() {
             })
             .collect();
         check(hs.into_iter().map(|h| h.join().unwrap()).collect());
+    });
+}
+
+fn chain_take(c: &SegmentChain, n: u64) -> Vec<u64> {
+    match c.take(n) {
+        Take::Ready { ids, .. } => ids.iter().collect(),
+        Take::Empty => Vec::new(),
+    }
+}
+
+/// Two takers race a refiller that reuses the slot of a used-up segment: whatever a taker
+/// read from a slot being rewritten, it hands out only IDs of pushed segments, each once.
+#[test]
+fn segment_chain_takers_race_a_refiller_reusing_a_slot() {
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(3);
+    model.check(|| {
+        let config = ChainConfig {
+            capacity: 2,
+            max_ahead: 1,
+            ..ChainConfig::default()
+        };
+        let c = Arc::new(SegmentChain::new(config).unwrap());
+        c.push(IdRange::new(0, 2)).unwrap();
+        c.push(IdRange::new(10, 12)).unwrap();
+        let refiller = {
+            let c = c.clone();
+            // Succeeds only once segment 0 is used up and its slot is free.
+            thread::spawn(move || c.push(IdRange::new(20, 22)).is_ok())
+        };
+        let takers: Vec<_> = [2u64, 1]
+            .into_iter()
+            .map(|n| {
+                let c = c.clone();
+                thread::spawn(move || {
+                    let mut ids = chain_take(&c, n);
+                    ids.extend(chain_take(&c, n));
+                    ids
+                })
+            })
+            .collect();
+        let mut per_thread: Vec<Vec<u64>> = takers.into_iter().map(|h| h.join().unwrap()).collect();
+        let pushed_third = refiller.join().unwrap();
+        per_thread.push(chain_take(&c, 2));
+        per_thread.push(chain_take(&c, 2));
+        let all: Vec<u64> = per_thread.iter().flatten().copied().collect();
+        let allowed: Vec<u64> = if pushed_third {
+            vec![0, 1, 10, 11, 20, 21]
+        } else {
+            vec![0, 1, 10, 11]
+        };
+        assert!(all.iter().all(|id| allowed.contains(id)), "{per_thread:?}");
+        check(per_thread);
     });
 }

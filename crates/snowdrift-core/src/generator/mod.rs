@@ -3,7 +3,6 @@
 mod block;
 mod packing;
 mod snowflake;
-mod sync;
 
 pub use block::{IdBlock, IdBlockIter, Runs};
 pub use snowflake::{Builder, SnowflakeGenerator};

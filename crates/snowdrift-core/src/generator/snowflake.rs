@@ -5,10 +5,10 @@ use std::time::Duration;
 use super::Attempt;
 use super::block::IdBlock;
 use super::packing::Packing;
-use super::sync::{AtomicU64, Ordering};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::layout::{Layout, Role, format_ms, mask};
+use crate::sync::{AtomicU64, Ordering};
 
 /// State value meaning "nothing issued yet"; no real state reaches it, since states use at
 /// most 63 bits.
