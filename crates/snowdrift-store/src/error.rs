@@ -1,0 +1,48 @@
+//! The error type of `snowdrift-store`.
+
+/// Everything a store can fail with. `#[non_exhaustive]`: keep a catch-all arm.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The tag does not exist.
+    #[error("tag {0:?} does not exist; create it first (snowdrift tags create {0})")]
+    TagNotFound(String),
+    /// A tag with this name exists already.
+    #[error("tag {0:?} already exists")]
+    TagExists(String),
+    /// Bad input: what was wrong and what is allowed. Nothing was written.
+    #[error("{0}")]
+    InvalidInput(String),
+    /// Claiming one more step would push `max_id` past `i64::MAX`.
+    #[error(
+        "tag {tag:?} is exhausted: max_id {max_id} + step {step} would pass {max} (i64::MAX); nothing was claimed. Move its IDs to a new tag"
+    , max = i64::MAX)]
+    Overflow {
+        /// The tag.
+        tag: String,
+        /// Its current `max_id`.
+        max_id: i64,
+        /// The step that did not fit.
+        step: i64,
+    },
+    /// The store URL is not one this build understands.
+    #[error("store url {url:?}: {reason}")]
+    InvalidUrl {
+        /// The URL, without its password.
+        url: String,
+        /// What is wrong and what is allowed.
+        reason: String,
+    },
+    /// The database could not be reached or failed; the operation may be retried.
+    #[error("store unavailable: {0}")]
+    Unavailable(#[source] sqlx::Error),
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        Error::Unavailable(e)
+    }
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,7 @@
+//! Segment stores: tags and the `max_id` ranges claimed from them.
+
+mod sql;
+mod tag;
+
+pub use sql::SqlSegmentStore;
+pub use tag::{Claim, NewTag, Tag, TagUpdate, validate_step, validate_tag};

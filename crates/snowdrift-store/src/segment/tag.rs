@@ -1,0 +1,86 @@
+//! Tags, claims, and the validation of what users send.
+
+use snowdrift_core::segment::IdRange;
+
+use crate::error::{Error, Result};
+
+/// Longest tag: Leaf's `biz_tag varchar(128)`.
+pub const MAX_TAG_LEN: usize = 128;
+/// Longest description: Leaf's `description varchar(256)`.
+pub const MAX_DESCRIPTION_LEN: usize = 256;
+/// Largest step: Leaf's `step int`.
+pub const MAX_STEP: i64 = i32::MAX as i64;
+
+/// A segment tag as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tag {
+    /// Name (`biz_tag`).
+    pub tag: String,
+    /// Highest ID claimed so far, plus one: the next segment starts here.
+    pub max_id: i64,
+    /// IDs per claimed segment.
+    pub step: i64,
+    /// Free text.
+    pub description: Option<String>,
+}
+
+/// A tag to create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTag {
+    /// Name.
+    pub tag: String,
+    /// IDs per segment (1 to 2^31 - 1).
+    pub step: i64,
+    /// Free text, at most 256 characters.
+    pub description: Option<String>,
+}
+
+/// Changes to a tag; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TagUpdate {
+    /// New step.
+    pub step: Option<i64>,
+    /// New description.
+    pub description: Option<String>,
+}
+
+/// A segment claimed from the store: durable before its first ID is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claim {
+    /// The IDs: `[max_id - step, max_id)`.
+    pub ids: IdRange,
+    /// The step used.
+    pub step: i64,
+}
+
+/// Checks a tag name: 1 to 128 characters from `A-Z a-z 0-9 _ - . :`.
+pub fn validate_tag(tag: &str) -> Result<()> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || "_-.:".contains(c);
+    if tag.is_empty() || tag.len() > MAX_TAG_LEN || !tag.chars().all(ok_char) {
+        let shown: String = tag.chars().take(40).collect();
+        return Err(Error::InvalidInput(format!(
+            "tag {shown:?} is not valid: use 1 to {MAX_TAG_LEN} characters from A-Z, a-z, 0-9, '_', '-', '.', ':'"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks a step: 1 to 2^31 - 1 (Leaf stores it as `int`).
+pub fn validate_step(step: i64) -> Result<()> {
+    if !(1..=MAX_STEP).contains(&step) {
+        return Err(Error::InvalidInput(format!(
+            "step {step} is not valid: use 1 to {MAX_STEP}"
+        )));
+    }
+    Ok(())
+}
+
+pub(crate) fn validate_description(d: Option<&str>) -> Result<()> {
+    match d {
+        Some(d) if d.chars().count() > MAX_DESCRIPTION_LEN => Err(Error::InvalidInput(format!(
+            "description is {} characters long; at most {MAX_DESCRIPTION_LEN} are allowed",
+            d.chars().count()
+        ))),
+        _ => Ok(()),
+    }
+}
