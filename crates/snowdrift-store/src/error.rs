@@ -25,6 +25,16 @@ pub enum Error {
         /// The step that did not fit.
         step: i64,
     },
+    /// Every buffered ID of a tag is used up and no refill came within the wait bound.
+    #[error("no IDs left for tag {tag:?} after waiting {waited:?}: {cause}")]
+    Exhausted {
+        /// The tag.
+        tag: String,
+        /// How long the caller waited.
+        waited: std::time::Duration,
+        /// Why the refill did not come (the store's last error).
+        cause: String,
+    },
     /// The store URL is not one this build understands.
     #[error("store url {url:?}: {reason}")]
     InvalidUrl {
