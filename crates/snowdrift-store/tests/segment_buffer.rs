@@ -5,37 +5,15 @@ use std::time::Duration;
 
 use snowdrift_store::Error;
 use snowdrift_store::segment::{BufferConfig, NewTag, SegmentBuffer, SqlSegmentStore};
-use sqlx::AssertSqlSafe;
 
-fn table(name: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!("b_{name}_{}_{nanos}", std::process::id())
-}
-
-fn pg_url() -> String {
-    std::env::var("SNOWDRIFT_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://root:root@127.0.0.1:5432/test".into())
-}
-
-async fn raw(url: &str, sql: String) {
-    sqlx::any::install_default_drivers();
-    let pool = sqlx::AnyPool::connect(url).await.unwrap();
-    sqlx::query(AssertSqlSafe(sql))
-        .execute(&pool)
-        .await
-        .unwrap();
-    pool.close().await;
-}
+mod common;
+use common::{raw, table, url};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tasks_share_a_tag_without_duplicates_and_with_few_claims() {
-    let dir = std::env::temp_dir().join(format!("snowdrift-buffer-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let url = format!("sqlite://{}/b.db", dir.display());
-    let store = SqlSegmentStore::connect(&url, "leaf_alloc").await.unwrap();
+    let store = SqlSegmentStore::connect(&url("sqlite"), &table("shared"))
+        .await
+        .unwrap();
     store
         .create_tag(&NewTag {
             tag: "order".into(),
@@ -94,7 +72,7 @@ async fn tasks_share_a_tag_without_duplicates_and_with_few_claims() {
 /// error after the wait bound, and the buffer recovers by itself when the table is back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outage_serves_buffered_ids_then_refuses_then_recovers() {
-    let url = pg_url();
+    let url = url("postgres");
     let t = table("outage");
     let store = SqlSegmentStore::connect(&url, &t).await.unwrap();
     store
@@ -115,7 +93,7 @@ async fn outage_serves_buffered_ids_then_refuses_then_recovers() {
     // Let the prefetch finish, then take the database away.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let held = buffer.status();
-    raw(&url, format!("ALTER TABLE {t} RENAME TO {t}_gone")).await;
+    raw("postgres", format!("ALTER TABLE {t} RENAME TO {t}_gone")).await;
     let mut served = HashSet::new();
     let err = loop {
         match buffer.next(100).await {
@@ -133,7 +111,7 @@ async fn outage_serves_buffered_ids_then_refuses_then_recovers() {
         err.to_string().contains("store unavailable"),
         "the cause is named: {err}"
     );
-    raw(&url, format!("ALTER TABLE {t}_gone RENAME TO {t}")).await;
+    raw("postgres", format!("ALTER TABLE {t}_gone RENAME TO {t}")).await;
     let ids = tokio::time::timeout(Duration::from_secs(10), async {
         loop {
             if let Ok(ids) = buffer.next(10).await {
@@ -146,5 +124,5 @@ async fn outage_serves_buffered_ids_then_refuses_then_recovers() {
     assert!(ids.iter().all(|id| !served.contains(&id)));
     drop(buffer);
     store.close().await;
-    raw(&url, format!("DROP TABLE {t}")).await;
+    raw("postgres", format!("DROP TABLE {t}")).await;
 }

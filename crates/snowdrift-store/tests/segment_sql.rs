@@ -5,42 +5,12 @@
 //! Every test works in a table of its own, so tests run in parallel.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use snowdrift_store::Error;
 use snowdrift_store::segment::{NewTag, SqlSegmentStore, TagUpdate};
-use sqlx::AssertSqlSafe;
 
-fn url(backend: &str) -> String {
-    match backend {
-        "sqlite" => {
-            let dir =
-                std::env::temp_dir().join(format!("snowdrift-store-test-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).unwrap();
-            format!("sqlite://{}/segments.db", dir.display())
-        }
-        "postgres" => std::env::var("SNOWDRIFT_TEST_POSTGRES_URL")
-            .unwrap_or_else(|_| "postgres://root:root@127.0.0.1:5432/test".into()),
-        "mysql" => std::env::var("SNOWDRIFT_TEST_MYSQL_URL")
-            .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into()),
-        _ => unreachable!(),
-    }
-}
-
-/// A table name no other test (or earlier run) uses.
-fn table(name: &str) -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!(
-        "t_{name}_{}_{}_{}",
-        std::process::id(),
-        nanos,
-        N.fetch_add(1, Ordering::SeqCst)
-    )
-}
+mod common;
+use common::{raw, table, url};
 
 async fn store(backend: &str, name: &str) -> (SqlSegmentStore, String) {
     let t = table(name);
@@ -48,17 +18,6 @@ async fn store(backend: &str, name: &str) -> (SqlSegmentStore, String) {
         .await
         .unwrap_or_else(|e| panic!("{backend} must be running for this test: {e}"));
     (s, t)
-}
-
-/// Runs raw SQL next to the store, for setting up states the API refuses to create.
-async fn raw(backend: &str, sql: String) {
-    sqlx::any::install_default_drivers();
-    let pool = sqlx::AnyPool::connect(&url(backend)).await.unwrap();
-    sqlx::query(AssertSqlSafe(sql))
-        .execute(&pool)
-        .await
-        .unwrap();
-    pool.close().await;
 }
 
 /// Drops a test's table once it passed (a failing test leaves it for inspection).
