@@ -43,14 +43,28 @@ pub enum Error {
         /// What is wrong and what is allowed.
         reason: String,
     },
-    /// The database could not be reached or failed; the operation may be retried.
+    /// The store could not be reached or failed; the operation may be retried.
     #[error("store unavailable: {0}")]
-    Unavailable(#[source] sqlx::Error),
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl From<sqlx::Error> for Error {
     fn from(e: sqlx::Error) -> Self {
-        Error::Unavailable(e)
+        Error::Unavailable(Box::new(e))
+    }
+}
+
+#[cfg(feature = "redis")]
+impl From<redis::RedisError> for Error {
+    fn from(e: redis::RedisError) -> Self {
+        Error::Unavailable(Box::new(e))
+    }
+}
+
+#[cfg(feature = "zookeeper")]
+impl From<zookeeper_client::Error> for Error {
+    fn from(e: zookeeper_client::Error) -> Self {
+        Error::Unavailable(Box::new(e))
     }
 }
 

@@ -8,7 +8,10 @@
 //! `max_id` forward by the step, durable before any ID of it is served.
 #![deny(missing_docs)]
 
+#[cfg(feature = "redis")]
+pub mod counter;
 pub mod error;
 pub mod segment;
+pub mod ticket;
 
 pub use error::{Error, Result};

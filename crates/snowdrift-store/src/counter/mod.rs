@@ -1,0 +1,1 @@
+//! Counter mode: Redis `INCRBY` counters, including ones that reset each day, month or year.
