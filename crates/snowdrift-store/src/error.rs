@@ -43,6 +43,22 @@ pub enum Error {
         /// What is wrong and what is allowed.
         reason: String,
     },
+    /// A ticket server's sequence or table is configured differently from this server (or
+    /// it returned an ID outside this server's class): issuing from it could collide with
+    /// another ticket server's IDs, so it is not used.
+    #[error("ticket server {server}: {reason}")]
+    TicketServerRefused {
+        /// The server (URL without its password, table or sequence, class).
+        server: String,
+        /// What disagrees and how to fix it.
+        reason: String,
+    },
+    /// Every ticket server of a pool is down or busy; nothing was issued.
+    #[error("every ticket server is down: {}", .servers.join("; "))]
+    TicketServersDown {
+        /// Each server with its last error and when it is probed next.
+        servers: Vec<String>,
+    },
     /// The store could not be reached or failed; the operation may be retried.
     #[error("store unavailable: {0}")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
