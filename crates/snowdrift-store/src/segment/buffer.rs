@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use snowdrift_core::segment::{ChainConfig, IdRange, SegmentChain, StepPolicy, Take};
 use tokio::sync::Notify;
 
-use super::SqlSegmentStore;
+use super::SegmentStore;
 use crate::error::{Error, Result};
 
 /// How a [`SegmentBuffer`] prefetches and waits.
@@ -18,6 +18,9 @@ pub struct BufferConfig {
     pub step: StepPolicy,
     /// How long a caller waits for a refill when every segment is used up.
     pub wait: Duration,
+    /// How long one claim may take before the refill gives up on it and retries, so a
+    /// store that stopped answering (a black-holed connection) cannot stall the refill.
+    pub claim_timeout: Duration,
 }
 
 impl Default for BufferConfig {
@@ -26,6 +29,7 @@ impl Default for BufferConfig {
             chain: ChainConfig::default(),
             step: StepPolicy::default(),
             wait: Duration::from_secs(1),
+            claim_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -52,12 +56,17 @@ pub struct SegmentBuffer {
 impl SegmentBuffer {
     /// Starts serving `tag`: checks it exists and claims its first segment before
     /// returning (so the first ID does not wait for the database), then refills in a task.
-    pub async fn start(store: SqlSegmentStore, tag: &str, config: BufferConfig) -> Result<Self> {
-        let stored = store.get_tag(tag).await?;
+    pub async fn start(
+        store: impl Into<SegmentStore>,
+        tag: &str,
+        config: BufferConfig,
+    ) -> Result<Self> {
+        let store = store.into();
+        let stored = within(config.claim_timeout, store.get_tag(tag)).await?;
         let chain = Arc::new(
             SegmentChain::new(config.chain).map_err(|e| Error::InvalidInput(e.to_string()))?,
         );
-        let first = store.claim(tag, None).await?;
+        let first = within(config.claim_timeout, store.claim(tag, None)).await?;
         push(&chain, first.ids)?;
         let wake = Arc::new(Notify::new());
         let refilled = Arc::new(Notify::new());
@@ -73,6 +82,7 @@ impl SegmentBuffer {
             stored_step: stored.step,
             step: first.step,
             last_claim: Instant::now(),
+            claim_timeout: config.claim_timeout,
         };
         let task = tokio::spawn(refiller.run());
         wake.notify_one();
@@ -133,6 +143,16 @@ impl Drop for SegmentBuffer {
     }
 }
 
+/// Runs a store call with a time bound. A claim cut off here may still commit in the
+/// store; its range is then skipped, never served twice.
+async fn within<T>(bound: Duration, call: impl Future<Output = Result<T>>) -> Result<T> {
+    tokio::time::timeout(bound, call).await.unwrap_or_else(|_| {
+        Err(Error::Unavailable(
+            format!("the store did not answer within {bound:?}").into(),
+        ))
+    })
+}
+
 fn push(chain: &SegmentChain, ids: IdRange) -> Result<()> {
     chain
         .push(ids)
@@ -141,7 +161,7 @@ fn push(chain: &SegmentChain, ids: IdRange) -> Result<()> {
 
 /// The background side: claims segments while the chain wants them.
 struct Refiller {
-    store: SqlSegmentStore,
+    store: SegmentStore,
     tag: String,
     chain: Arc<SegmentChain>,
     wake: Arc<Notify>,
@@ -151,6 +171,7 @@ struct Refiller {
     stored_step: i64,
     step: i64,
     last_claim: Instant,
+    claim_timeout: Duration,
 }
 
 impl Refiller {
@@ -181,7 +202,7 @@ impl Refiller {
         let step = self
             .policy
             .next_step(self.step as u64, self.stored_step as u64, lasted) as i64;
-        let claim = self.store.claim(&self.tag, Some(step)).await?;
+        let claim = within(self.claim_timeout, self.store.claim(&self.tag, Some(step))).await?;
         self.step = claim.step;
         self.last_claim = Instant::now();
         push(&self.chain, claim.ids)

@@ -1,9 +1,20 @@
-//! Segment stores: tags and the `max_id` ranges claimed from them.
+//! Segment stores: tags and the `max_id` ranges claimed from them, on SQL databases,
+//! Redis and ZooKeeper, and the buffer that serves them from memory.
 
 mod buffer;
+#[cfg(feature = "redis")]
+mod redis;
 mod sql;
+mod store;
 mod tag;
+#[cfg(feature = "zookeeper")]
+mod zookeeper;
 
 pub use buffer::{BufferConfig, SegmentBuffer};
+#[cfg(feature = "redis")]
+pub use redis::RedisSegmentStore;
 pub use sql::SqlSegmentStore;
+pub use store::SegmentStore;
 pub use tag::{Claim, NewTag, Tag, TagUpdate, validate_step, validate_tag};
+#[cfg(feature = "zookeeper")]
+pub use zookeeper::ZkSegmentStore;

@@ -6,9 +6,7 @@ use snowdrift_core::segment::IdRange;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, AssertSqlSafe, Row};
 
-use super::tag::{
-    Claim, NewTag, Tag, TagUpdate, validate_description, validate_step, validate_tag,
-};
+use super::tag::{Claim, NewTag, Tag, TagUpdate, validate_claim, validate_table, validate_tag};
 use crate::error::{Error, Result};
 
 /// Which SQL the store speaks.
@@ -38,15 +36,7 @@ impl SqlSegmentStore {
     /// Connects to `url` (`sqlite://file.db`, `postgres://...`, `mysql://...`) and creates
     /// `table` if it does not exist. A SQLite file is created if missing and put in WAL mode.
     pub async fn connect(url: &str, table: &str) -> Result<Self> {
-        let table_ok = !table.is_empty()
-            && table.len() <= 64
-            && table.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && !table.starts_with(|c: char| c.is_ascii_digit());
-        if !table_ok {
-            return Err(Error::InvalidInput(format!(
-                "table name {table:?} is not valid: use 1 to 64 letters, digits or '_', not starting with a digit"
-            )));
-        }
+        validate_table(table)?;
         let scheme = url.split(':').next().unwrap_or_default();
         let bad_url = |reason: String| Error::InvalidUrl {
             url: format!("{scheme}://…"),
@@ -124,9 +114,7 @@ impl SqlSegmentStore {
 
     /// Creates a tag whose first segment starts at 1 (as Leaf's do).
     pub async fn create_tag(&self, new: &NewTag) -> Result<Tag> {
-        validate_tag(&new.tag)?;
-        validate_step(new.step)?;
-        validate_description(new.description.as_deref())?;
+        new.validate()?;
         let insert = self.sql(
             "INSERT INTO {t} (biz_tag, max_id, step, description, update_time) \
              VALUES ($1, 1, $2, $3, CURRENT_TIMESTAMP)",
@@ -179,23 +167,16 @@ impl SqlSegmentStore {
     /// Changes a tag's step and/or description.
     pub async fn update_tag(&self, tag: &str, update: &TagUpdate) -> Result<Tag> {
         validate_tag(tag)?;
-        if let Some(step) = update.step {
-            validate_step(step)?;
-        }
-        validate_description(update.description.as_deref())?;
+        update.validate()?;
+        // `validate` refused an update with neither field.
         let statement = match (update.step, &update.description) {
-            (None, None) => {
-                return Err(Error::InvalidInput(
-                    "nothing to update: give a step and/or a description".into(),
-                ));
-            }
             (Some(_), None) => {
                 "UPDATE {t} SET step = $1, update_time = CURRENT_TIMESTAMP WHERE biz_tag = $2"
             }
             (None, Some(_)) => {
                 "UPDATE {t} SET description = $1, update_time = CURRENT_TIMESTAMP WHERE biz_tag = $2"
             }
-            (Some(_), Some(_)) => {
+            _ => {
                 "UPDATE {t} SET step = $1, description = $2, update_time = CURRENT_TIMESTAMP WHERE biz_tag = $3"
             }
         };
@@ -217,10 +198,7 @@ impl SqlSegmentStore {
     /// (Leaf's dynamic step passes its own). The new `max_id` is committed before this
     /// returns, so the range is never handed out again, even after a crash.
     pub async fn claim(&self, tag: &str, step: Option<i64>) -> Result<Claim> {
-        validate_tag(tag)?;
-        if let Some(step) = step {
-            validate_step(step)?;
-        }
+        validate_claim(tag, step)?;
         let mut tx = self.pool.begin().await?;
         let updated = match step {
             None => {
@@ -273,6 +251,15 @@ impl SqlSegmentStore {
             ids: IdRange::new(start as u64, end as u64),
             step: used,
         })
+    }
+
+    /// `sqlite`, `postgres` or `mysql`.
+    pub fn backend(&self) -> &'static str {
+        match self.dialect {
+            Dialect::Sqlite => "sqlite",
+            Dialect::Postgres => "postgres",
+            Dialect::MySql => "mysql",
+        }
     }
 
     /// Closes the pool's connections.

@@ -56,10 +56,12 @@ pub struct Claim {
 /// Checks a tag name: 1 to 128 characters from `A-Z a-z 0-9 _ - . :`.
 pub fn validate_tag(tag: &str) -> Result<()> {
     let ok_char = |c: char| c.is_ascii_alphanumeric() || "_-.:".contains(c);
-    if tag.is_empty() || tag.len() > MAX_TAG_LEN || !tag.chars().all(ok_char) {
+    // "." and ".." would be rewritten as URL path segments and as znode names.
+    let dots = tag == "." || tag == "..";
+    if tag.is_empty() || tag.len() > MAX_TAG_LEN || !tag.chars().all(ok_char) || dots {
         let shown: String = tag.chars().take(40).collect();
         return Err(Error::InvalidInput(format!(
-            "tag {shown:?} is not valid: use 1 to {MAX_TAG_LEN} characters from A-Z, a-z, 0-9, '_', '-', '.', ':'"
+            "tag {shown:?} is not valid: use 1 to {MAX_TAG_LEN} characters from A-Z, a-z, 0-9, '_', '-', '.', ':' (not \".\" or \"..\")"
         )));
     }
     Ok(())
@@ -75,7 +77,52 @@ pub fn validate_step(step: i64) -> Result<()> {
     Ok(())
 }
 
-pub(crate) fn validate_description(d: Option<&str>) -> Result<()> {
+impl NewTag {
+    /// Checks every field; nothing is written when this fails.
+    pub(crate) fn validate(&self) -> Result<()> {
+        validate_tag(&self.tag)?;
+        validate_step(self.step)?;
+        validate_description(self.description.as_deref())
+    }
+}
+
+impl TagUpdate {
+    /// Checks the fields given, and that at least one is.
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.step.is_none() && self.description.is_none() {
+            return Err(Error::InvalidInput(
+                "nothing to update: give a step and/or a description".into(),
+            ));
+        }
+        if let Some(step) = self.step {
+            validate_step(step)?;
+        }
+        validate_description(self.description.as_deref())
+    }
+}
+
+/// Checks the arguments of a claim.
+pub(crate) fn validate_claim(tag: &str, step: Option<i64>) -> Result<()> {
+    validate_tag(tag)?;
+    step.map_or(Ok(()), validate_step)
+}
+
+/// Checks the name of a store's table (or key prefix, or root znode): 1 to 64 letters,
+/// digits or `_`, not starting with a digit, so it can be spliced into SQL safely.
+pub(crate) fn validate_table(table: &str) -> Result<()> {
+    let ok = !table.is_empty()
+        && table.len() <= 64
+        && table.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !table.starts_with(|c: char| c.is_ascii_digit());
+    if !ok {
+        return Err(Error::InvalidInput(format!(
+            "table name {table:?} is not valid: use 1 to 64 letters, digits or '_', not starting with a digit"
+        )));
+    }
+    Ok(())
+}
+
+fn validate_description(d: Option<&str>) -> Result<()> {
     match d {
         Some(d) if d.chars().count() > MAX_DESCRIPTION_LEN => Err(Error::InvalidInput(format!(
             "description is {} characters long; at most {MAX_DESCRIPTION_LEN} are allowed",

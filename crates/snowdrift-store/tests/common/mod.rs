@@ -1,13 +1,13 @@
-//! Helpers shared by the store's integration tests: database URLs, unique table names, raw
-//! SQL for states the API refuses to create.
+//! Helpers shared by the store's integration tests: service URLs, unique table names, and
+//! raw access to a backend for states the API refuses to create.
 #![allow(dead_code)] // each test binary uses a different subset
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use sqlx::AssertSqlSafe;
 
-/// The URL of a backend: `sqlite` (a file in a per-process temp dir), `postgres` or `mysql`
-/// (`SNOWDRIFT_TEST_POSTGRES_URL` / `SNOWDRIFT_TEST_MYSQL_URL` override the local defaults).
+/// The URL of a backend: `sqlite` (a file in a per-process temp dir), `postgres`, `mysql`,
+/// `redis` or `zookeeper` (`SNOWDRIFT_TEST_<BACKEND>_URL` overrides the local default).
 pub fn url(backend: &str) -> String {
     match backend {
         "sqlite" => {
@@ -20,7 +20,11 @@ pub fn url(backend: &str) -> String {
             .unwrap_or_else(|_| "postgres://root:root@127.0.0.1:5432/test".into()),
         "mysql" => std::env::var("SNOWDRIFT_TEST_MYSQL_URL")
             .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into()),
-        _ => unreachable!(),
+        "redis" => std::env::var("SNOWDRIFT_TEST_REDIS_URL")
+            .unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
+        "zookeeper" => std::env::var("SNOWDRIFT_TEST_ZOOKEEPER_URL")
+            .unwrap_or_else(|_| "zookeeper://127.0.0.1:2181".into()),
+        _ => unreachable!("no test backend {backend}"),
     }
 }
 
@@ -48,4 +52,89 @@ pub async fn raw(backend: &str, sql: String) {
         .await
         .unwrap();
     pool.close().await;
+}
+
+/// Sets a tag's `max_id` behind the store's back (the API only moves it forward by steps).
+pub async fn set_max_id(backend: &str, table: &str, tag: &str, max_id: i64) {
+    match backend {
+        "redis" => {
+            let mut conn = redis_conn().await;
+            let _: () = redis::cmd("HSET")
+                .arg(format!("{table}:tag:{tag}"))
+                .arg("max_id")
+                .arg(max_id)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+        }
+        "zookeeper" => {
+            let zk = zookeeper_client::Client::connect(zk_cluster().as_str())
+                .await
+                .unwrap();
+            let path = format!("/{table}/{tag}");
+            let (data, stat) = zk.get_data(&path).await.unwrap();
+            let mut json: serde_json::Value = serde_json::from_slice(&data).unwrap();
+            json["max_id"] = max_id.into();
+            zk.set_data(
+                &path,
+                &serde_json::to_vec(&json).unwrap(),
+                Some(stat.version),
+            )
+            .await
+            .unwrap();
+        }
+        sql => {
+            raw(
+                sql,
+                format!("UPDATE {table} SET max_id = {max_id} WHERE biz_tag = '{tag}'"),
+            )
+            .await
+        }
+    }
+}
+
+/// Removes what a passing test left in a backend: its table, keys or znodes.
+pub async fn drop_table(backend: &str, table: &str) {
+    match backend {
+        "redis" => {
+            let mut conn = redis_conn().await;
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(format!("{table}:*"))
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            if !keys.is_empty() {
+                let _: () = redis::cmd("DEL")
+                    .arg(keys)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+            }
+        }
+        "zookeeper" => {
+            let zk = zookeeper_client::Client::connect(zk_cluster().as_str())
+                .await
+                .unwrap();
+            let root = format!("/{table}");
+            for child in zk.list_children(&root).await.unwrap() {
+                zk.delete(&format!("{root}/{child}"), None).await.unwrap();
+            }
+            zk.delete(&root, None).await.unwrap();
+        }
+        sql => raw(sql, format!("DROP TABLE {table}")).await,
+    }
+}
+
+async fn redis_conn() -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url("redis"))
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+fn zk_cluster() -> String {
+    url("zookeeper")
+        .trim_start_matches("zookeeper://")
+        .to_string()
 }

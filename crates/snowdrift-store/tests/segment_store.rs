@@ -1,29 +1,32 @@
-//! The SQL segment store against real SQLite, PostgreSQL and MariaDB.
+//! Every segment store against the real thing: SQLite, PostgreSQL, MariaDB, Redis and
+//! ZooKeeper.
 //!
-//! PostgreSQL and MariaDB are expected at their standard local ports (scripts/test starts
-//! them): `SNOWDRIFT_TEST_POSTGRES_URL` and `SNOWDRIFT_TEST_MYSQL_URL` override the defaults.
-//! Every test works in a table of its own, so tests run in parallel.
+//! The servers are expected at their standard local ports (scripts/test starts them);
+//! `SNOWDRIFT_TEST_<BACKEND>_URL` overrides a default. Every test works in a table (key
+//! prefix, root znode) of its own, so tests run in parallel.
 
 use std::collections::BTreeMap;
 
 use snowdrift_store::Error;
-use snowdrift_store::segment::{NewTag, SqlSegmentStore, TagUpdate};
+use snowdrift_store::segment::{NewTag, SegmentStore, SqlSegmentStore, TagUpdate};
 
 mod common;
-use common::{raw, table, url};
+use common::{drop_table, raw, set_max_id, table, url};
 
-async fn store(backend: &str, name: &str) -> (SqlSegmentStore, String) {
+async fn store(backend: &str, name: &str) -> (SegmentStore, String) {
     let t = table(name);
-    let s = SqlSegmentStore::connect(&url(backend), &t)
+    let s = SegmentStore::connect(&url(backend), &t)
         .await
         .unwrap_or_else(|e| panic!("{backend} must be running for this test: {e}"));
     (s, t)
 }
 
 /// Drops a test's table once it passed (a failing test leaves it for inspection).
-async fn cleanup(backend: &str, s: SqlSegmentStore, table: &str) {
-    s.close().await;
-    raw(backend, format!("DROP TABLE {table}")).await;
+async fn cleanup(backend: &str, s: SegmentStore, table: &str) {
+    if let SegmentStore::Sql(sql) = s {
+        sql.close().await;
+    }
+    drop_table(backend, table).await;
 }
 
 fn new_tag(tag: &str, step: i64) -> NewTag {
@@ -108,6 +111,8 @@ async fn bad_input_is_refused_and_writes_nothing(backend: &str) {
         (long.as_str(), 10),
         ("a b", 10),
         ("a/b", 10),
+        (".", 10),
+        ("..", 10),
         ("ok", 0),
         ("ok", -1),
         ("ok", 1 << 31),
@@ -141,7 +146,7 @@ async fn bad_input_is_refused_and_writes_nothing(backend: &str) {
         Err(Error::InvalidInput(_))
     ));
     assert_eq!(s.get_tag("ok").await.unwrap().max_id, 1);
-    let err = SqlSegmentStore::connect(&url(backend), "bad-name")
+    let err = SegmentStore::connect(&url(backend), "bad-name")
         .await
         .unwrap_err();
     assert!(err.to_string().contains("table name"), "{err}");
@@ -155,9 +160,9 @@ async fn claims_are_consecutive_and_survive_reconnects(backend: &str) {
     assert_eq!((a.ids.start, a.ids.end, a.step), (1, 1001, 1000));
     let b = s.claim("order", Some(5000)).await.unwrap();
     assert_eq!((b.ids.start, b.ids.end, b.step), (1001, 6001, 5000));
-    s.close().await;
-    // A new process (here: a new pool) continues after what was claimed.
-    let s2 = SqlSegmentStore::connect(&url(backend), &t).await.unwrap();
+    drop(s);
+    // A new process (here: a new connection) continues after what was claimed.
+    let s2 = SegmentStore::connect(&url(backend), &t).await.unwrap();
     let c = s2.claim("order", None).await.unwrap();
     assert_eq!((c.ids.start, c.ids.end), (6001, 7001));
     assert_eq!(s2.get_tag("order").await.unwrap().max_id, 7001);
@@ -167,7 +172,7 @@ async fn claims_are_consecutive_and_survive_reconnects(backend: &str) {
 async fn concurrent_claims_never_overlap(backend: &str) {
     let (s, t) = store(backend, "race").await;
     s.create_tag(&new_tag("hot", 100)).await.unwrap();
-    let other = SqlSegmentStore::connect(&url(backend), &t).await.unwrap();
+    let other = SegmentStore::connect(&url(backend), &t).await.unwrap();
     let tasks: Vec<_> = (0..8)
         .map(|i| {
             let s = if i % 2 == 0 { s.clone() } else { other.clone() };
@@ -198,21 +203,14 @@ async fn concurrent_claims_never_overlap(backend: &str) {
         expect = end;
     }
     assert_eq!(expect, 12_001);
-    other.close().await;
+    drop(other);
     cleanup(backend, s, &t).await;
 }
 
 async fn overflow_is_an_error_not_a_wrap(backend: &str) {
     let (s, t) = store(backend, "overflow").await;
     s.create_tag(&new_tag("big", 1000)).await.unwrap();
-    raw(
-        backend,
-        format!(
-            "UPDATE {t} SET max_id = {} WHERE biz_tag = 'big'",
-            i64::MAX - 500
-        ),
-    )
-    .await;
+    set_max_id(backend, &t, "big", i64::MAX - 500).await;
     let err = s.claim("big", None).await.unwrap_err();
     assert!(matches!(err, Error::Overflow { step: 1000, .. }), "{err}");
     assert!(err.to_string().contains("i64::MAX"), "{err}");
@@ -246,7 +244,7 @@ async fn existing_leaf_table_works_unchanged_mysql() {
     let s = SqlSegmentStore::connect(&url("mysql"), &t).await.unwrap();
     let c = s.claim("leaf-segment-test", None).await.unwrap();
     assert_eq!((c.ids.start, c.ids.end), (1, 2001));
-    cleanup("mysql", s, &t).await;
+    cleanup("mysql", s.into(), &t).await;
 }
 
 macro_rules! on_every_backend {
@@ -254,6 +252,8 @@ macro_rules! on_every_backend {
         mod sqlite { $( #[tokio::test] async fn $check() { super::$check("sqlite").await } )* }
         mod postgres { $( #[tokio::test] async fn $check() { super::$check("postgres").await } )* }
         mod mysql { $( #[tokio::test] async fn $check() { super::$check("mysql").await } )* }
+        mod redis { $( #[tokio::test] async fn $check() { super::$check("redis").await } )* }
+        mod zookeeper { $( #[tokio::test] async fn $check() { super::$check("zookeeper").await } )* }
     };
 }
 
