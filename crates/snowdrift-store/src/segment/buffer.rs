@@ -62,7 +62,6 @@ impl SegmentBuffer {
         config: BufferConfig,
     ) -> Result<Self> {
         let store = store.into();
-        let stored = within(config.claim_timeout, store.get_tag(tag)).await?;
         let chain = Arc::new(
             SegmentChain::new(config.chain).map_err(|e| Error::InvalidInput(e.to_string()))?,
         );
@@ -79,7 +78,7 @@ impl SegmentBuffer {
             refilled: refilled.clone(),
             last_error: last_error.clone(),
             policy: config.step,
-            stored_step: stored.step,
+            stored_step: first.stored_step,
             step: first.step,
             last_claim: Instant::now(),
             claim_timeout: config.claim_timeout,
@@ -204,6 +203,7 @@ impl Refiller {
             .next_step(self.step as u64, self.stored_step as u64, lasted) as i64;
         let claim = within(self.claim_timeout, self.store.claim(&self.tag, Some(step))).await?;
         self.step = claim.step;
+        self.stored_step = claim.stored_step;
         self.last_claim = Instant::now();
         push(&self.chain, claim.ids)
     }

@@ -4,6 +4,7 @@
 mod buffer;
 #[cfg(feature = "redis")]
 mod redis;
+mod service;
 mod sql;
 mod store;
 mod tag;
@@ -13,6 +14,7 @@ mod zookeeper;
 pub use buffer::{BufferConfig, SegmentBuffer};
 #[cfg(feature = "redis")]
 pub use redis::RedisSegmentStore;
+pub use service::SegmentService;
 pub use sql::SqlSegmentStore;
 pub use store::SegmentStore;
 pub use tag::{Claim, NewTag, Tag, TagUpdate, validate_step, validate_tag};

@@ -250,6 +250,7 @@ impl SqlSegmentStore {
         Ok(Claim {
             ids: IdRange::new(start as u64, end as u64),
             step: used,
+            stored_step: stored.step,
         })
     }
 

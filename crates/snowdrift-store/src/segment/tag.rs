@@ -51,6 +51,9 @@ pub struct Claim {
     pub ids: IdRange,
     /// The step used.
     pub step: i64,
+    /// The tag's step as stored when claimed, so a step changed with `update_tag` reaches
+    /// running buffers at their next claim.
+    pub stored_step: i64,
 }
 
 /// Checks a tag name: 1 to 128 characters from `A-Z a-z 0-9 _ - . :`.

@@ -1,0 +1,151 @@
+//! One type over every segment backend, chosen by the URL's scheme.
+
+#[cfg(feature = "redis")]
+use super::RedisSegmentStore;
+use super::SqlSegmentStore;
+#[cfg(feature = "zookeeper")]
+use super::ZkSegmentStore;
+use super::tag::{Claim, NewTag, Tag, TagUpdate};
+use crate::error::Result;
+
+/// Where a node's segment tags live: a SQL database, Redis or ZooKeeper.
+///
+/// Every backend keeps the same data per tag (Leaf's `max_id`, `step`, `description`) and
+/// claims a segment in one atomic step, durable before it returns; they differ only in how
+/// (a transaction, a Lua script around `HINCRBY`, a versioned `setData`).
+///
+/// ```no_run
+/// # async fn demo() -> snowdrift_store::Result<()> {
+/// use snowdrift_store::segment::{NewTag, SegmentStore};
+/// let store = SegmentStore::connect("sqlite://snowdrift.db", "leaf_alloc").await?;
+/// store.create_tag(&NewTag { tag: "order".into(), step: 1000, description: None }).await?;
+/// let claim = store.claim("order", None).await?;
+/// assert_eq!(claim.ids.len(), 1000);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum SegmentStore {
+    /// SQLite, PostgreSQL or MySQL/MariaDB.
+    Sql(SqlSegmentStore),
+    /// Redis: a hash per tag.
+    #[cfg(feature = "redis")]
+    Redis(RedisSegmentStore),
+    /// ZooKeeper: a znode per tag.
+    #[cfg(feature = "zookeeper")]
+    ZooKeeper(ZkSegmentStore),
+}
+
+/// Calls the same method on whichever backend this is.
+macro_rules! each_backend {
+    ($self:ident, $store:ident => $call:expr) => {
+        match $self {
+            SegmentStore::Sql($store) => $call,
+            #[cfg(feature = "redis")]
+            SegmentStore::Redis($store) => $call,
+            #[cfg(feature = "zookeeper")]
+            SegmentStore::ZooKeeper($store) => $call,
+        }
+    };
+}
+
+impl SegmentStore {
+    /// Connects to the store at `url` and prepares it:
+    /// - `sqlite://FILE`, `postgres://...`, `mysql://...` (or `mariadb://`): the table
+    ///   `table` in Leaf's layout, created if missing;
+    /// - `redis://HOST[:PORT][/DB]`: one hash per tag under the key prefix `table:`;
+    /// - `zookeeper://HOST:PORT[,HOST:PORT...]`: one znode per tag under `/table`.
+    pub async fn connect(url: &str, table: &str) -> Result<Self> {
+        let scheme = url.split(':').next().unwrap_or_default();
+        match scheme {
+            "redis" | "rediss" => Self::connect_redis(url, table).await,
+            "zookeeper" | "zk" => Self::connect_zookeeper(url, table).await,
+            _ => Ok(Self::Sql(SqlSegmentStore::connect(url, table).await?)),
+        }
+    }
+
+    #[cfg(feature = "redis")]
+    async fn connect_redis(url: &str, table: &str) -> Result<Self> {
+        Ok(Self::Redis(RedisSegmentStore::connect(url, table).await?))
+    }
+
+    #[cfg(not(feature = "redis"))]
+    async fn connect_redis(url: &str, _table: &str) -> Result<Self> {
+        Err(missing_feature(url, "redis"))
+    }
+
+    #[cfg(feature = "zookeeper")]
+    async fn connect_zookeeper(url: &str, table: &str) -> Result<Self> {
+        Ok(Self::ZooKeeper(ZkSegmentStore::connect(url, table).await?))
+    }
+
+    #[cfg(not(feature = "zookeeper"))]
+    async fn connect_zookeeper(url: &str, _table: &str) -> Result<Self> {
+        Err(missing_feature(url, "zookeeper"))
+    }
+
+    /// Creates a tag whose first segment starts at 1 (as Leaf's do).
+    pub async fn create_tag(&self, new: &NewTag) -> Result<Tag> {
+        each_backend!(self, s => s.create_tag(new).await)
+    }
+
+    /// All tags, by name.
+    pub async fn list_tags(&self) -> Result<Vec<Tag>> {
+        each_backend!(self, s => s.list_tags().await)
+    }
+
+    /// One tag.
+    pub async fn get_tag(&self, tag: &str) -> Result<Tag> {
+        each_backend!(self, s => s.get_tag(tag).await)
+    }
+
+    /// Changes a tag's step and/or description.
+    pub async fn update_tag(&self, tag: &str, update: &TagUpdate) -> Result<Tag> {
+        each_backend!(self, s => s.update_tag(tag, update).await)
+    }
+
+    /// Claims the next segment of `tag` (its stored step, or `step`), durably.
+    pub async fn claim(&self, tag: &str, step: Option<i64>) -> Result<Claim> {
+        each_backend!(self, s => s.claim(tag, step).await)
+    }
+
+    /// The backend's name, for logs and status pages.
+    pub fn backend(&self) -> &'static str {
+        match self {
+            SegmentStore::Sql(s) => s.backend(),
+            #[cfg(feature = "redis")]
+            SegmentStore::Redis(_) => "redis",
+            #[cfg(feature = "zookeeper")]
+            SegmentStore::ZooKeeper(_) => "zookeeper",
+        }
+    }
+}
+
+#[cfg(any(not(feature = "redis"), not(feature = "zookeeper")))]
+fn missing_feature(url: &str, feature: &str) -> crate::Error {
+    let scheme = url.split(':').next().unwrap_or_default();
+    crate::Error::InvalidUrl {
+        url: format!("{scheme}://…"),
+        reason: format!("this build has no {feature} support (cargo feature {feature:?})"),
+    }
+}
+
+impl From<SqlSegmentStore> for SegmentStore {
+    fn from(store: SqlSegmentStore) -> Self {
+        Self::Sql(store)
+    }
+}
+
+#[cfg(feature = "redis")]
+impl From<RedisSegmentStore> for SegmentStore {
+    fn from(store: RedisSegmentStore) -> Self {
+        Self::Redis(store)
+    }
+}
+
+#[cfg(feature = "zookeeper")]
+impl From<ZkSegmentStore> for SegmentStore {
+    fn from(store: ZkSegmentStore) -> Self {
+        Self::ZooKeeper(store)
+    }
+}

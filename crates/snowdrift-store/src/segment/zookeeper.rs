@@ -1,0 +1,250 @@
+//! Segment tags in ZooKeeper: a znode per tag, claimed with a versioned `setData`.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use snowdrift_core::segment::IdRange;
+use tokio::sync::Mutex;
+use zookeeper_client as zk;
+
+use super::tag::{Claim, NewTag, Tag, TagUpdate, validate_claim, validate_table, validate_tag};
+use crate::error::{Error, Result};
+
+/// How often a claim or update retries after another node changed the znode first.
+const MAX_RACES: usize = 64;
+
+/// What a tag's znode holds (JSON), Leaf's columns.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Stored {
+    max_id: i64,
+    step: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+}
+
+/// Segments and tags in ZooKeeper.
+///
+/// Tag `T` is the persistent znode `/{root}/T` holding `{"max_id": …, "step": …,
+/// "description": …}`. A claim reads the znode and writes the moved `max_id` back with
+/// `setData` at the version it read; if another node wrote first, ZooKeeper refuses the
+/// write (`BadVersion`) and the claim starts over from a fresh read. Two nodes can never
+/// both move `max_id` from the same value, so their ranges never overlap, and a write
+/// ZooKeeper acknowledged is on a quorum's disks.
+#[derive(Debug, Clone)]
+pub struct ZkSegmentStore {
+    cluster: String,
+    root: String,
+    // One session, replaced when ZooKeeper expires it (an expired client stays dead).
+    client: std::sync::Arc<Mutex<Option<zk::Client>>>,
+}
+
+impl ZkSegmentStore {
+    /// Connects to `zookeeper://HOST:PORT[,HOST:PORT...]` and creates the znode `/root` if
+    /// it is missing.
+    pub async fn connect(url: &str, root: &str) -> Result<Self> {
+        validate_table(root)?;
+        let cluster = url
+            .split_once("://")
+            .map(|(_, rest)| rest.trim_end_matches('/'))
+            .filter(|c| !c.is_empty() && !c.contains('/'))
+            .ok_or_else(|| Error::InvalidUrl {
+                url: url.to_string(),
+                reason: "use zookeeper://HOST:PORT[,HOST:PORT...]".into(),
+            })?
+            .to_string();
+        let store = Self {
+            cluster,
+            root: format!("/{root}"),
+            client: Default::default(),
+        };
+        let client = store.client().await?;
+        match client.create(&store.root, b"", &persistent()).await {
+            Ok(_) | Err(zk::Error::NodeExists) => Ok(store),
+            Err(e) => Err(store.failed(e).await),
+        }
+    }
+
+    async fn client(&self) -> Result<zk::Client> {
+        let mut slot = self.client.lock().await;
+        if let Some(client) = slot.as_ref().filter(|c| !c.state().is_terminated()) {
+            return Ok(client.clone());
+        }
+        let client = zk::Client::connector()
+            .with_session_timeout(Duration::from_secs(10))
+            .with_connection_timeout(Duration::from_secs(5))
+            .connect(&self.cluster)
+            .await?;
+        *slot = Some(client.clone());
+        Ok(client)
+    }
+
+    /// Turns a ZooKeeper error into ours, dropping a session that cannot recover.
+    async fn failed(&self, e: zk::Error) -> Error {
+        if matches!(
+            e,
+            zk::Error::SessionExpired | zk::Error::ClientClosed | zk::Error::AuthFailed
+        ) {
+            *self.client.lock().await = None;
+        }
+        e.into()
+    }
+
+    fn path(&self, tag: &str) -> String {
+        format!("{}/{tag}", self.root)
+    }
+
+    /// The tag's data and the version it was read at.
+    async fn read(&self, client: &zk::Client, tag: &str) -> Result<(Stored, i32)> {
+        match client.get_data(&self.path(tag)).await {
+            Ok((data, stat)) => {
+                let stored = serde_json::from_slice(&data).map_err(|e| {
+                    Error::InvalidInput(format!(
+                        "znode {} does not hold a tag ({e}): it was edited by hand; fix or recreate it",
+                        self.path(tag)
+                    ))
+                })?;
+                Ok((stored, stat.version))
+            }
+            Err(zk::Error::NoNode) => Err(Error::TagNotFound(tag.to_string())),
+            Err(e) => Err(self.failed(e).await),
+        }
+    }
+
+    /// Reads the tag, lets `change` compute its new data, and writes that back at the
+    /// version read, starting over when another node wrote in between.
+    async fn compare_and_set<T>(
+        &self,
+        tag: &str,
+        mut change: impl FnMut(&Stored) -> Result<(Stored, T)>,
+    ) -> Result<T> {
+        let client = self.client().await?;
+        for _ in 0..MAX_RACES {
+            let (stored, version) = self.read(&client, tag).await?;
+            let (next, out) = change(&stored)?;
+            let data = serde_json::to_vec(&next).map_err(|e| Error::InvalidInput(e.to_string()))?;
+            match client.set_data(&self.path(tag), &data, Some(version)).await {
+                Ok(_) => return Ok(out),
+                Err(zk::Error::BadVersion) => continue,
+                Err(zk::Error::NoNode) => return Err(Error::TagNotFound(tag.to_string())),
+                Err(e) => return Err(self.failed(e).await),
+            }
+        }
+        Err(Error::Unavailable(
+            format!("tag {tag:?}: {MAX_RACES} writes in a row lost the race to other nodes").into(),
+        ))
+    }
+
+    /// Creates a tag whose first segment starts at 1 (as Leaf's do).
+    pub async fn create_tag(&self, new: &NewTag) -> Result<Tag> {
+        new.validate()?;
+        let stored = Stored {
+            max_id: 1,
+            step: new.step,
+            description: new.description.clone(),
+        };
+        let data = serde_json::to_vec(&stored).map_err(|e| Error::InvalidInput(e.to_string()))?;
+        let client = self.client().await?;
+        match client
+            .create(&self.path(&new.tag), &data, &persistent())
+            .await
+        {
+            Ok(_) => Ok(tag_of(&new.tag, stored)),
+            Err(zk::Error::NodeExists) => Err(Error::TagExists(new.tag.clone())),
+            Err(e) => Err(self.failed(e).await),
+        }
+    }
+
+    /// All tags, by name.
+    pub async fn list_tags(&self) -> Result<Vec<Tag>> {
+        let client = self.client().await?;
+        let mut names = match client.list_children(&self.root).await {
+            Ok(names) => names,
+            Err(e) => return Err(self.failed(e).await),
+        };
+        names.sort();
+        let mut tags = Vec::with_capacity(names.len());
+        for name in names {
+            match self.read(&client, &name).await {
+                Ok((stored, _)) => tags.push(tag_of(&name, stored)),
+                // Deleted between the listing and the read.
+                Err(Error::TagNotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(tags)
+    }
+
+    /// One tag.
+    pub async fn get_tag(&self, tag: &str) -> Result<Tag> {
+        validate_tag(tag)?;
+        let client = self.client().await?;
+        let (stored, _) = self.read(&client, tag).await?;
+        Ok(tag_of(tag, stored))
+    }
+
+    /// Changes a tag's step and/or description.
+    pub async fn update_tag(&self, tag: &str, update: &TagUpdate) -> Result<Tag> {
+        validate_tag(tag)?;
+        update.validate()?;
+        self.compare_and_set(tag, |stored| {
+            let next = Stored {
+                max_id: stored.max_id,
+                step: update.step.unwrap_or(stored.step),
+                description: update
+                    .description
+                    .clone()
+                    .or_else(|| stored.description.clone()),
+            };
+            Ok((next.clone(), tag_of(tag, next)))
+        })
+        .await
+    }
+
+    /// Claims the next segment of `tag`: `step` IDs, or the tag's stored step when `None`.
+    /// ZooKeeper has the new `max_id` on a quorum when this returns.
+    pub async fn claim(&self, tag: &str, step: Option<i64>) -> Result<Claim> {
+        validate_claim(tag, step)?;
+        self.compare_and_set(tag, |stored| {
+            let used = step.unwrap_or(stored.step);
+            let end = stored
+                .max_id
+                .checked_add(used)
+                .ok_or_else(|| Error::Overflow {
+                    tag: tag.to_string(),
+                    max_id: stored.max_id,
+                    step: used,
+                })?;
+            if stored.max_id < 0 || used <= 0 {
+                return Err(Error::InvalidInput(format!(
+                    "znode of tag {tag:?} holds max_id {} and step {used}: it was edited by hand; fix it",
+                    stored.max_id
+                )));
+            }
+            let claim = Claim {
+                ids: IdRange::new(stored.max_id as u64, end as u64),
+                step: used,
+                stored_step: stored.step,
+            };
+            let next = Stored {
+                max_id: end,
+                step: stored.step,
+                description: stored.description.clone(),
+            };
+            Ok((next, claim))
+        })
+        .await
+    }
+}
+
+fn tag_of(tag: &str, stored: Stored) -> Tag {
+    Tag {
+        tag: tag.to_string(),
+        max_id: stored.max_id,
+        step: stored.step,
+        description: stored.description,
+    }
+}
+
+fn persistent() -> zk::CreateOptions<'static> {
+    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
+}
