@@ -152,6 +152,28 @@ pub enum Error {
         /// The times the kind can hold.
         range: &'static str,
     },
+    /// A counter template (`ORD{date:%Y%m%d}{seq:08}`) could not be parsed.
+    #[error("invalid counter template {template:?} at column {column}: {reason}")]
+    InvalidTemplate {
+        /// The template as given, truncated if long.
+        template: String,
+        /// Where the problem is: 1-based, counted in characters.
+        column: usize,
+        /// What is wrong and what is allowed.
+        reason: String,
+    },
+    /// A counter's sequence value does not fit its template's `{seq}` field.
+    #[error(
+        "sequence value {seq} does not fit the counter's {field} (largest {max}); counters error instead of wrapping: widen the field or start a new counter"
+    )]
+    CounterOverflow {
+        /// The value that did not fit.
+        seq: u64,
+        /// The largest value the field holds.
+        max: u64,
+        /// The field, e.g. `{seq:08}`.
+        field: String,
+    },
 }
 
 /// `Result` with [`Error`].

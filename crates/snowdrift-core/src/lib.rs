@@ -18,6 +18,7 @@
 
 pub mod clock;
 pub mod codec;
+pub mod counter;
 pub mod error;
 pub mod generator;
 pub mod kinds;
