@@ -3,11 +3,12 @@
 mod clock;
 mod cmd;
 mod layout_args;
+mod store_args;
 
 use clap::{Parser, Subcommand};
 
-/// Distributed unique IDs: snowflake IDs with any bit layout, UUID v4/v7, ULID and
-/// ObjectId, from one binary.
+/// Distributed unique IDs: snowflake IDs with any bit layout, database segments (Leaf),
+/// UUID v4/v7, ULID and ObjectId, from one binary.
 #[derive(Debug, Parser)]
 #[command(name = "snowdrift", version, about, long_about = None, propagate_version = true)]
 struct Cli {
@@ -21,6 +22,7 @@ enum Command {
     Decode(cmd::decode::Args),
     Layout(cmd::layout::Args),
     Bench(cmd::bench::Args),
+    Tags(cmd::tags::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -30,6 +32,7 @@ fn main() -> std::process::ExitCode {
         Command::Decode(a) => cmd::decode::run(a),
         Command::Layout(a) => cmd::layout::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Tags(a) => cmd::tags::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -14,7 +14,7 @@ mod chain;
 mod step;
 
 pub use chain::{ChainConfig, ChainStatus, SegmentChain, Take};
-pub use step::StepPolicy;
+pub use step::{StepPolicy, StepTracker};
 
 /// A half-open range of IDs `[start, end)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

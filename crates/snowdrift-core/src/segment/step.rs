@@ -55,6 +55,80 @@ impl StepPolicy {
     }
 }
 
+/// Applies a [`StepPolicy`] to a running tag: measures how long a segment's worth of IDs
+/// took to be used, and gives the step of each next claim.
+///
+/// Leaf measures "how long the last segment lasted" between two claims, which is right
+/// for a double buffer (one claim per segment used up). A chain that keeps several
+/// segments ahead claims in bursts, and the time between two claims of a burst says
+/// nothing about demand: taken literally it would double the step at every claim. So the
+/// tracker re-evaluates only once a whole step of IDs was used since the last evaluation
+/// (or `shrink_above` passed), and judges by the time that took.
+///
+/// ```
+/// use std::time::Duration;
+/// use snowdrift_core::segment::{StepPolicy, StepTracker};
+/// let mut t = StepTracker::new(StepPolicy::default(), 1000, Duration::ZERO);
+/// // Three claims in a burst, nothing used yet: the step stays.
+/// assert_eq!(t.next_step(0, 1000, Duration::from_millis(1)), 1000);
+/// assert_eq!(t.next_step(0, 1000, Duration::from_millis(2)), 1000);
+/// // A thousand used within a minute: segments last under 15 minutes, so double.
+/// assert_eq!(t.next_step(1000, 1000, Duration::from_secs(60)), 2000);
+/// ```
+#[derive(Debug, Clone)]
+pub struct StepTracker {
+    policy: StepPolicy,
+    step: u64,
+    used_at_last: u64,
+    last: Duration,
+}
+
+impl StepTracker {
+    /// Starts at `step`, at time `now` (any monotonic origin, the same for every call).
+    pub fn new(policy: StepPolicy, step: u64, now: Duration) -> Self {
+        Self {
+            policy,
+            step,
+            used_at_last: 0,
+            last: now,
+        }
+    }
+
+    /// The step for the next claim, given how many IDs were used since the tracker
+    /// started (`used`, never decreasing), the tag's stored step and the time.
+    pub fn next_step(&mut self, used: u64, stored: u64, now: Duration) -> u64 {
+        let since = used.saturating_sub(self.used_at_last);
+        let elapsed = now.saturating_sub(self.last);
+        let lasted = if since >= self.step.max(1) {
+            // How long one segment of the current step took at the measured pace.
+            Some(elapsed.mul_f64(self.step as f64 / since as f64))
+        } else if elapsed > self.policy.shrink_above {
+            Some(elapsed)
+        } else {
+            None
+        };
+        match lasted {
+            Some(lasted) => {
+                self.step = self.policy.next_step(self.step, stored, lasted);
+                self.used_at_last = used;
+                self.last = now;
+            }
+            // Not enough seen to judge: keep the step, within the stored floor and the cap.
+            None => {
+                self.step = self
+                    .policy
+                    .next_step(self.step, stored, self.policy.grow_below)
+            }
+        }
+        self.step
+    }
+
+    /// The current step.
+    pub fn step(&self) -> u64 {
+        self.step
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,5 +172,37 @@ mod tests {
             prop_assert!(next >= stored.max(1));
             prop_assert!(next <= p.max_step.max(stored.max(1)));
         }
+    }
+
+    #[test]
+    fn a_burst_of_claims_does_not_grow_the_step() {
+        let mut t = StepTracker::new(StepPolicy::default(), 1000, Duration::ZERO);
+        for ms in 1..50 {
+            assert_eq!(t.next_step(10, 1000, Duration::from_millis(ms)), 1000);
+        }
+    }
+
+    #[test]
+    fn the_step_follows_the_pace_of_use() {
+        let mut t = StepTracker::new(StepPolicy::default(), 1000, Duration::ZERO);
+        // 1000 IDs a minute: a segment lasts a minute, so the step doubles...
+        assert_eq!(t.next_step(1000, 1000, MIN), 2000);
+        // ...until a segment lasts between 15 and 30 minutes (16,000 at this pace).
+        let mut used = 1000;
+        let mut now = MIN;
+        for _ in 0..10 {
+            used += t.step();
+            now += MIN * (t.step() / 1000) as u32;
+            t.next_step(used, 1000, now);
+        }
+        assert_eq!(t.step(), 16_000);
+        // An idle tag goes back to its stored step, one halving per idle half hour.
+        for _ in 0..10 {
+            now += 31 * MIN;
+            t.next_step(used, 1000, now);
+        }
+        assert_eq!(t.step(), 1000);
+        // A step updated in the store above the current one is the new floor at once.
+        assert_eq!(t.next_step(used, 5000, now), 5000);
     }
 }

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use snowdrift_core::segment::{ChainConfig, IdRange, SegmentChain, StepPolicy, Take};
+use snowdrift_core::segment::{ChainConfig, IdRange, SegmentChain, StepPolicy, StepTracker, Take};
 use tokio::sync::Notify;
 
 use super::SegmentStore;
@@ -77,10 +77,10 @@ impl SegmentBuffer {
             wake: wake.clone(),
             refilled: refilled.clone(),
             last_error: last_error.clone(),
-            policy: config.step,
+            steps: StepTracker::new(config.step, first.step as u64, Duration::ZERO),
             stored_step: first.stored_step,
-            step: first.step,
-            last_claim: Instant::now(),
+            pushed: first.ids.len(),
+            started: Instant::now(),
             claim_timeout: config.claim_timeout,
         };
         let task = tokio::spawn(refiller.run());
@@ -166,10 +166,11 @@ struct Refiller {
     wake: Arc<Notify>,
     refilled: Arc<Notify>,
     last_error: Arc<Mutex<Option<String>>>,
-    policy: StepPolicy,
+    steps: StepTracker,
     stored_step: i64,
-    step: i64,
-    last_claim: Instant,
+    /// IDs pushed into the chain so far; minus what it holds, the IDs used.
+    pushed: u64,
+    started: Instant,
     claim_timeout: Duration,
 }
 
@@ -197,14 +198,15 @@ impl Refiller {
     }
 
     async fn claim_one(&mut self) -> Result<()> {
-        let lasted = self.last_claim.elapsed();
+        let held = self.chain.status();
+        let used = self.pushed - (held.current_left + held.ids_ahead).min(self.pushed);
         let step = self
-            .policy
-            .next_step(self.step as u64, self.stored_step as u64, lasted) as i64;
+            .steps
+            .next_step(used, self.stored_step as u64, self.started.elapsed());
+        let step = i64::try_from(step).unwrap_or(i64::MAX);
         let claim = within(self.claim_timeout, self.store.claim(&self.tag, Some(step))).await?;
-        self.step = claim.step;
         self.stored_step = claim.stored_step;
-        self.last_claim = Instant::now();
+        self.pushed += claim.ids.len();
         push(&self.chain, claim.ids)
     }
 }

@@ -5,3 +5,5 @@ pub mod decode;
 pub mod layout;
 pub mod next;
 mod next_kinds;
+mod next_segment;
+pub mod tags;

@@ -7,6 +7,7 @@ use snowdrift_core::codec::Format;
 use snowdrift_core::generator::SnowflakeGenerator;
 
 use crate::layout_args::LayoutArgs;
+use crate::store_args::StoreArgs;
 
 /// The ID kinds `next` can generate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -21,6 +22,8 @@ pub enum Kind {
     Ulid,
     /// MongoDB ObjectId (24 hex characters).
     Objectid,
+    /// The next IDs of a segment tag (Leaf's segment mode), claimed from --store.
+    Segment,
 }
 
 /// Generate IDs locally and print one per line.
@@ -29,9 +32,12 @@ pub enum Kind {
 /// using the same --worker in the same millisecond can produce the same ID: give each
 /// process its own --worker, or ask a running `snowdrift serve`, which holds a lease on its
 /// worker ID.
+///
+/// Segment IDs (--kind segment --tag T --store URL) are claimed from the store a segment
+/// at a time, so any number of processes can take IDs of one tag at once without repeats.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  snowdrift next -n 5\n  snowdrift next --layout sonyflake --worker 7 --format base62\n  snowdrift next --bits time:39,worker:12,seq:12 --unit 10ms --epoch 2024-01-01\n  snowdrift next --kind uuid7 -n 3"
+    after_help = "Examples:\n  snowdrift next -n 5\n  snowdrift next --layout sonyflake --worker 7 --format base62\n  snowdrift next --bits time:39,worker:12,seq:12 --unit 10ms --epoch 2024-01-01\n  snowdrift next --kind uuid7 -n 3\n  snowdrift next --kind segment --tag order --store sqlite://snowdrift.db -n 100"
 )]
 pub struct Args {
     /// How many IDs to print.
@@ -49,6 +55,11 @@ pub struct Args {
     /// Output of 64-bit IDs: decimal, hex, base62, crockford32, sqids or friendly.
     #[arg(long, value_name = "FMT")]
     format: Option<Format>,
+    /// The segment tag to take IDs from (--kind segment).
+    #[arg(long, value_name = "TAG", required_if_eq("kind", "segment"))]
+    tag: Option<String>,
+    #[command(flatten)]
+    store: StoreArgs,
 }
 
 /// Runs the command.
@@ -58,6 +69,15 @@ pub fn run(args: Args) -> Result<()> {
     }
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
+    if args.kind == Kind::Segment {
+        let Some(tag) = &args.tag else {
+            bail!("--kind segment needs --tag TAG");
+        };
+        if args.format.is_some() {
+            bail!("--format applies to snowflake IDs; segment IDs print as decimal");
+        }
+        return crate::cmd::next_segment::print(&args.store, tag, args.count, &mut out);
+    }
     if args.kind != Kind::Snowflake {
         if args.format.is_some() {
             let kind = format!("{:?}", args.kind).to_lowercase();

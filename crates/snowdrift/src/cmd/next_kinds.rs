@@ -12,7 +12,9 @@ use crate::clock::process_clock;
 pub fn print(kind: Kind, count: u64, out: &mut impl Write) -> Result<()> {
     let clock = process_clock()?;
     match kind {
-        Kind::Snowflake => unreachable!("snowflake IDs are printed by next.rs"),
+        Kind::Snowflake | Kind::Segment => {
+            unreachable!("printed by next.rs and next_segment.rs")
+        }
         Kind::Uuid4 => (0..count).try_for_each(|_| writeln!(out, "{}", uuid::v4()))?,
         Kind::Uuid7 => {
             let g = uuid::UuidV7Generator::new(clock);
