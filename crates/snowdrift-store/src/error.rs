@@ -59,6 +59,42 @@ pub enum Error {
         /// Each server with its last error and when it is probed next.
         servers: Vec<String>,
     },
+    /// A counter has no value left for its period: the next one would not fit its
+    /// template's `{seq}` field (or an `i64`). Nothing was served twice; the counter keeps
+    /// refusing until its period ends.
+    #[error(
+        "counter {counter:?} is full (key {key:?}): its values go up to {max}, the most its {field} holds, and the next would pass it; nothing was served twice. Widen the template's {{seq:0N}} or move to a new counter name"
+    )]
+    CounterOverflow {
+        /// The counter's name.
+        counter: String,
+        /// Its Redis key for the current period.
+        key: String,
+        /// The largest value the counter may serve.
+        max: u64,
+        /// What limits it, e.g. `{seq:08} field`.
+        field: String,
+    },
+    /// A counter's Redis key holds a value no counter reaches by counting up from 0.
+    #[error(
+        "counter key {key:?} holds {value}, below 0, so it was set by hand; set it to the last value issued (or delete it if none was) and retry"
+    )]
+    CounterCorrupt {
+        /// The Redis key.
+        key: String,
+        /// What `INCRBY` left in it, minus what was added.
+        value: i64,
+    },
+    /// A counter's template could not be evaluated at the current time (a clock past the
+    /// year 9999).
+    #[error("counter {counter:?}: {source}")]
+    CounterTemplate {
+        /// The counter's name.
+        counter: String,
+        /// What the template reported.
+        #[source]
+        source: snowdrift_core::Error,
+    },
     /// The store could not be reached or failed; the operation may be retried.
     #[error("store unavailable: {0}")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
