@@ -2,7 +2,7 @@
 //! ZooKeeper.
 //!
 //! The servers are expected at their standard local ports (scripts/test starts them);
-//! `SNOWDRIFT_TEST_<BACKEND>_URL` overrides a default. Every test works in a table (key
+//! `SNOWDRIFT_TEST_<BACKEND>` overrides a default. Every test works in a table (key
 //! prefix, root znode) of its own, so tests run in parallel.
 
 use std::collections::BTreeMap;

@@ -6,6 +6,8 @@ pub const POSTGRES_DEFAULT: &str = "postgres://root:root@127.0.0.1:5432/test";
 pub const MYSQL_DEFAULT: &str = "mysql://root@127.0.0.1:3306/test";
 /// Default Redis URL.
 pub const REDIS_DEFAULT: &str = "redis://127.0.0.1:6379";
+/// Default ZooKeeper URL (standalone server started by scripts/services).
+pub const ZOOKEEPER_DEFAULT: &str = "zookeeper://127.0.0.1:2181";
 
 fn from_env(var: &str, default: &str) -> String {
     std::env::var(var)
@@ -27,4 +29,9 @@ pub fn mysql() -> String {
 /// `SNOWDRIFT_TEST_REDIS`, or [`REDIS_DEFAULT`].
 pub fn redis() -> String {
     from_env("SNOWDRIFT_TEST_REDIS", REDIS_DEFAULT)
+}
+
+/// `SNOWDRIFT_TEST_ZOOKEEPER`, or [`ZOOKEEPER_DEFAULT`].
+pub fn zookeeper() -> String {
+    from_env("SNOWDRIFT_TEST_ZOOKEEPER", ZOOKEEPER_DEFAULT)
 }

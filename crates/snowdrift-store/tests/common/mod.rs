@@ -4,10 +4,12 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use snowdrift_testkit::urls;
 use sqlx::AssertSqlSafe;
 
-/// The URL of a backend: `sqlite` (a file in a per-process temp dir), `postgres`, `mysql`,
-/// `redis` or `zookeeper` (`SNOWDRIFT_TEST_<BACKEND>_URL` overrides the local default).
+/// The URL of a backend: `sqlite` (a file in a per-process temp dir), or `postgres`,
+/// `mysql`, `redis`, `zookeeper` from `snowdrift_testkit::urls` (`SNOWDRIFT_TEST_<BACKEND>`
+/// overrides the local default).
 pub fn url(backend: &str) -> String {
     match backend {
         "sqlite" => {
@@ -16,14 +18,10 @@ pub fn url(backend: &str) -> String {
             std::fs::create_dir_all(&dir).unwrap();
             format!("sqlite://{}/segments.db", dir.display())
         }
-        "postgres" => std::env::var("SNOWDRIFT_TEST_POSTGRES_URL")
-            .unwrap_or_else(|_| "postgres://root:root@127.0.0.1:5432/test".into()),
-        "mysql" => std::env::var("SNOWDRIFT_TEST_MYSQL_URL")
-            .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into()),
-        "redis" => std::env::var("SNOWDRIFT_TEST_REDIS_URL")
-            .unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
-        "zookeeper" => std::env::var("SNOWDRIFT_TEST_ZOOKEEPER_URL")
-            .unwrap_or_else(|_| "zookeeper://127.0.0.1:2181".into()),
+        "postgres" => urls::postgres(),
+        "mysql" => urls::mysql(),
+        "redis" => urls::redis(),
+        "zookeeper" => urls::zookeeper(),
         _ => unreachable!("no test backend {backend}"),
     }
 }
