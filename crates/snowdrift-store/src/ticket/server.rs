@@ -2,20 +2,21 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
-use sqlx::any::AnyPoolOptions;
-use sqlx::pool::PoolConnection;
-use sqlx::{Any, AnyConnection, AnyPool, AssertSqlSafe, Executor, Row};
+use std::str::FromStr;
+
+use sqlx::any::AnyConnectOptions;
+use sqlx::{AnyConnection, AssertSqlSafe, ConnectOptions, Connection, Executor, Row};
 use tokio::sync::Mutex;
-use tokio::time::{Instant, timeout_at};
+use tokio::time::timeout;
 
 use super::config::{Dialect, TicketConfig, dialect_of, redact, validate_count};
 use crate::error::{Error, Result};
 
-/// Tickets per MySQL round trip: each is two short statements, so 1,000 of them stay far
-/// below any `max_allowed_packet`.
-const MYSQL_CHUNK: usize = 1_000;
+/// Tickets per MySQL round trip. Each one is a commit on the server, so a round trip must
+/// stay well inside the timeout (about 0.1 s for 100 on a slow disk), while still sending
+/// a hundredth of the round trips.
+const MYSQL_CHUNK: usize = 100;
 
 /// The comment a table snowdrift creates carries, so a later connect with another class
 /// is refused instead of silently sharing the table.
@@ -24,12 +25,12 @@ const COMMENT_PREFIX: &str = "snowdrift tickets:";
 /// One ticket server (Flickr's design), on exactly one database connection.
 ///
 /// - **MySQL/MariaDB**: Flickr's table `tickets64 (id BIGINT AUTO_INCREMENT PRIMARY KEY,
-///   stub CHAR(1) UNIQUE)`. The connection comes from a sqlx pool of exactly one
-///   connection whose `after_connect` hook runs `SET SESSION auto_increment_increment = N,
-///   auto_increment_offset = k`, so a reconnect re-applies them; the session values are read
-///   back on every new connection and on [`check`](Self::check). A ticket is `REPLACE INTO
+///   stub CHAR(1) UNIQUE)`. Every new connection runs `SET SESSION
+///   auto_increment_increment = N, auto_increment_offset = k` before its first use, so a
+///   reconnect re-applies them; the session values are read back then and on every
+///   [`check`](Self::check). A ticket is `REPLACE INTO
 ///   tickets64 (stub) VALUES ('a'); SELECT LAST_INSERT_ID()`: the server still runs (and,
-///   with InnoDB's defaults, commits) one `REPLACE` per ticket, but up to 1,000 such pairs
+///   with InnoDB's defaults, commits) one `REPLACE` per ticket, but up to 100 such pairs
 ///   travel in one multi-statement round trip. `LAST_INSERT_ID()` belongs to the connection,
 ///   so each pair reads its own ticket.
 /// - **PostgreSQL**: a sequence `INCREMENT BY N START WITH k` (no cycle); `next(n)` is one
@@ -46,9 +47,10 @@ const COMMENT_PREFIX: &str = "snowdrift tickets:";
 /// Every returned ID is checked to be ≡ k (mod N) and positive before it is handed out; an
 /// ID outside the class is refused, never returned.
 ///
-/// Calls are serialized on the one connection and each is bounded by the configured timeout
-/// (waiting for the connection, reconnecting, the statements). After an error or a timeout
-/// the connection is dropped and the next call opens a new one.
+/// Calls are serialized on the one connection. The configured timeout bounds each step of a
+/// call: waiting for the connection, (re)connecting, and each round trip (a large MySQL call
+/// makes several, so it may take longer in all while the server keeps answering). After an
+/// error or a timeout the connection is dropped and the next call opens a new one.
 #[derive(Clone)]
 pub struct TicketServer {
     inner: Arc<Inner>,
@@ -58,10 +60,13 @@ struct Inner {
     label: String,
     dialect: Dialect,
     config: TicketConfig,
-    pool: AnyPool,
+    /// Opened directly rather than through a sqlx pool: the pool retries a refused
+    /// connection silently until its timeout and then reports only that it timed out, while
+    /// a pool of these servers needs the real cause at once to move on.
+    connect: AnyConnectOptions,
     /// The one connection, taken out while in use so that a call abandoned mid-statement
     /// never leaves a half-read answer for the next one (the dropped connection is closed).
-    conn: Mutex<Option<PoolConnection<Any>>>,
+    conn: Mutex<Option<AnyConnection>>,
 }
 
 impl fmt::Debug for TicketServer {
@@ -78,11 +83,17 @@ pub(crate) struct Failure {
     pub(crate) error: Error,
     /// The server did not fail: other callers held its connection for the whole timeout.
     pub(crate) busy: bool,
+    /// No answer within the timeout (not worth a retry on a new connection).
+    timed_out: bool,
 }
 
 impl From<Error> for Failure {
     fn from(error: Error) -> Self {
-        Self { error, busy: false }
+        Self {
+            error,
+            busy: false,
+            timed_out: false,
+        }
     }
 }
 
@@ -105,8 +116,8 @@ enum Op {
 
 impl TicketServer {
     /// Connects to `url` (`mysql://` or `mariadb://`, or `postgres://`), creates the table or
-    /// sequence if missing and checks that it belongs to `config`'s class. The whole connect
-    /// is bounded by `config.timeout`.
+    /// sequence if missing and checks that it belongs to `config`'s class. Connecting, and
+    /// then creating and checking, are each bounded by `config.timeout`.
     pub async fn connect(url: &str, config: TicketConfig) -> Result<Self> {
         let server = Self::lazy(url, config)?;
         server.call(Op::Prepare).await.map_err(|f| f.error)?;
@@ -119,38 +130,16 @@ impl TicketServer {
         let (dialect, sqlx_url) = dialect_of(url)?;
         let label = label(url, &config);
         sqlx::any::install_default_drivers();
-        let mut options = AnyPoolOptions::new()
-            .max_connections(1)
-            .min_connections(0)
-            .acquire_timeout(config.timeout)
-            // The connection is held, not returned after each call; a dead one shows up as
-            // an error on use, which drops it.
-            .test_before_acquire(false);
-        if dialect == Dialect::MySql {
-            let set = format!(
-                "SET SESSION auto_increment_increment = {}, auto_increment_offset = {}",
-                config.increment, config.offset
-            );
-            options = options.after_connect(move |conn, _meta| {
-                let set = set.clone();
-                Box::pin(async move {
-                    conn.execute(AssertSqlSafe(set)).await?;
-                    Ok(())
-                })
-            });
-        }
-        let pool = options
-            .connect_lazy(&sqlx_url)
-            .map_err(|e| Error::InvalidUrl {
-                url: redact(url),
-                reason: e.to_string(),
-            })?;
+        let connect = AnyConnectOptions::from_str(&sqlx_url).map_err(|e| Error::InvalidUrl {
+            url: redact(url),
+            reason: e.to_string(),
+        })?;
         Ok(Self {
             inner: Arc::new(Inner {
                 label,
                 dialect,
                 config,
-                pool,
+                connect,
                 conn: Mutex::new(None),
             }),
         })
@@ -189,8 +178,11 @@ impl TicketServer {
 
     /// Closes the connection.
     pub async fn close(&self) {
-        self.inner.conn.lock().await.take();
-        self.inner.pool.close().await;
+        let conn = self.inner.conn.lock().await.take();
+        if let Some(conn) = conn {
+            // A goodbye the server may never answer must not hang the caller.
+            let _ = timeout(self.inner.config.timeout, conn.close()).await;
+        }
     }
 
     /// Runs `op` on the one connection within the timeout. A connection that was idle in
@@ -201,8 +193,7 @@ impl TicketServer {
     async fn call(&self, op: Op) -> Result<Vec<u64>, Failure> {
         let inner = &self.inner;
         let limit = inner.config.timeout;
-        let deadline = Instant::now() + limit;
-        let mut slot = timeout_at(deadline, inner.conn.lock())
+        let mut slot = timeout(limit, inner.conn.lock())
             .await
             .map_err(|_| Failure {
                 error: timed_out(format!(
@@ -210,64 +201,83 @@ impl TicketServer {
                     inner.label
                 )),
                 busy: true,
+                timed_out: true,
             })?;
         let mut retried = false;
         loop {
             let (mut conn, fresh) = match slot.take() {
                 Some(conn) => (conn, false),
                 None => {
-                    let conn = timeout_at(deadline, self.fresh_connection())
-                        .await
-                        .map_err(|_| self.no_answer(limit))??;
+                    let conn = self.bounded(self.fresh_connection()).await?;
                     (conn, true)
                 }
             };
-            match timeout_at(deadline, self.perform(&mut conn, op)).await {
-                Ok(Ok(done)) => {
+            match self.perform(&mut conn, op).await {
+                Ok(done) => {
                     *slot = Some(conn);
                     return Ok(done);
                 }
-                Ok(Err(e)) => {
-                    // Hard close: the session may be in any state, and a graceful goodbye
-                    // could hang on a dead link.
-                    drop(conn.detach());
+                Err(e) => {
+                    // Dropped, not closed: the session may be in any state, and a graceful
+                    // goodbye could hang on a dead link.
+                    drop(conn);
                     let refused = matches!(e.error, Error::TicketServerRefused { .. });
-                    if fresh || retried || refused {
+                    if fresh || retried || refused || e.timed_out {
                         return Err(e);
                     }
                     retried = true;
-                }
-                Err(_) => {
-                    drop(conn.detach());
-                    return Err(self.no_answer(limit));
                 }
             }
         }
     }
 
-    fn no_answer(&self, limit: Duration) -> Failure {
-        timed_out(format!("{}: no answer within {limit:?}", self.inner.label)).into()
+    /// `step` within the timeout.
+    async fn bounded<T, E: Into<Failure>>(
+        &self,
+        step: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, Failure> {
+        let limit = self.inner.config.timeout;
+        match timeout(limit, step).await {
+            Ok(done) => done.map_err(Into::into),
+            Err(_) => Err(Failure {
+                error: timed_out(format!("{}: no answer within {limit:?}", self.inner.label)),
+                busy: false,
+                timed_out: true,
+            }),
+        }
     }
 
-    /// A new connection (the pool's hook has set the MySQL session), its session checked.
-    async fn fresh_connection(&self) -> Result<PoolConnection<Any>, Failure> {
-        let mut conn = self.inner.pool.acquire().await?;
-        // If a call is abandoned while holding it, close it rather than reuse it.
-        conn.close_on_drop();
-        self.verify_session(&mut conn).await?;
+    /// A new connection, with this class set on its MySQL session and read back.
+    async fn fresh_connection(&self) -> Result<AnyConnection, Failure> {
+        let mut conn = self.inner.connect.connect().await?;
+        if self.inner.dialect == Dialect::MySql {
+            let config = &self.inner.config;
+            let set = format!(
+                "SET SESSION auto_increment_increment = {}, auto_increment_offset = {}",
+                config.increment, config.offset
+            );
+            conn.execute(AssertSqlSafe(set)).await?;
+            self.verify_session(&mut conn).await?;
+        }
         Ok(conn)
     }
 
     async fn perform(&self, conn: &mut AnyConnection, op: Op) -> Result<Vec<u64>, Failure> {
         match op {
             Op::Prepare => {
-                self.create(conn).await?;
-                self.verify_object(conn).await?;
+                self.bounded(async {
+                    self.create(conn).await?;
+                    self.verify_object(conn).await
+                })
+                .await?;
                 Ok(Vec::new())
             }
             Op::Verify => {
-                self.verify_session(conn).await?;
-                self.verify_object(conn).await?;
+                self.bounded(async {
+                    self.verify_session(conn).await?;
+                    self.verify_object(conn).await
+                })
+                .await?;
                 Ok(Vec::new())
             }
             Op::Next(count) => {
@@ -280,21 +290,27 @@ impl TicketServer {
         }
     }
 
-    async fn next_postgres(&self, conn: &mut AnyConnection, count: usize) -> Result<Vec<i64>> {
+    async fn next_postgres(
+        &self,
+        conn: &mut AnyConnection,
+        count: usize,
+    ) -> Result<Vec<i64>, Failure> {
         let select = format!(
             "SELECT nextval('{}') FROM generate_series(1, $1::int8)",
             self.inner.config.name
         );
-        let rows = sqlx::query(AssertSqlSafe(select))
-            .bind(count as i64)
-            .fetch_all(&mut *conn)
-            .await?;
+        let query = sqlx::query(AssertSqlSafe(select)).bind(count as i64);
+        let rows = self.bounded(query.fetch_all(&mut *conn)).await?;
         rows.iter()
-            .map(|r| r.try_get::<i64, _>(0).map_err(Error::from))
+            .map(|r| r.try_get::<i64, _>(0).map_err(Failure::from))
             .collect()
     }
 
-    async fn next_mysql(&self, conn: &mut AnyConnection, count: usize) -> Result<Vec<i64>> {
+    async fn next_mysql(
+        &self,
+        conn: &mut AnyConnection,
+        count: usize,
+    ) -> Result<Vec<i64>, Failure> {
         let pair = format!(
             "REPLACE INTO {} (stub) VALUES ('a'); SELECT CAST(LAST_INSERT_ID() AS SIGNED)",
             self.inner.config.name
@@ -304,8 +320,8 @@ impl TicketServer {
         while left > 0 {
             let n = left.min(MYSQL_CHUNK);
             let script = vec![pair.as_str(); n].join("; ");
-            let rows = sqlx::raw_sql(AssertSqlSafe(script))
-                .fetch_all(&mut *conn)
+            let rows = self
+                .bounded(sqlx::raw_sql(AssertSqlSafe(script)).fetch_all(&mut *conn))
                 .await?;
             for row in &rows {
                 ids.push(row.try_get::<i64, _>(0)?);
