@@ -156,7 +156,7 @@ impl TicketPool {
             .collect()
     }
 
-    /// Closes every server's connection. Calls after this fail.
+    /// Closes every server's connection (a later call opens them again).
     pub async fn close(&self) {
         for slot in &self.inner.slots {
             let server = slot.lock().server.clone();

@@ -176,7 +176,7 @@ impl TicketServer {
         &self.inner.config
     }
 
-    /// Closes the connection.
+    /// Closes the connection (a later call opens a new one).
     pub async fn close(&self) {
         let conn = self.inner.conn.lock().await.take();
         if let Some(conn) = conn {
