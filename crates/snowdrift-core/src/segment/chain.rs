@@ -107,6 +107,7 @@ pub struct SegmentChain {
 struct Slot {
     start: AtomicU64,
     len: AtomicU64,
+    stride: AtomicU64,
 }
 
 /// Bookkeeping of the (single, serialized) refill side.
@@ -145,6 +146,7 @@ impl SegmentChain {
             .map(|_| Slot {
                 start: AtomicU64::new(0),
                 len: AtomicU64::new(0),
+                stride: AtomicU64::new(1),
             })
             .collect();
         Ok(Self {
@@ -180,6 +182,7 @@ impl SegmentChain {
             let slot = self.slot(segment);
             let start = slot.start.load(Ordering::Acquire);
             let len = slot.len.load(Ordering::Acquire);
+            let stride = slot.stride.load(Ordering::Acquire);
             let next = if offset < len {
                 let end = offset + n.min(len - offset);
                 pack(segment, end)
@@ -202,7 +205,12 @@ impl SegmentChain {
                     let end = next & OFFSET_MASK;
                     let point = self.prefetch_point(len);
                     return Take::Ready {
-                        ids: IdRange::new(start + offset, start + end),
+                        ids: IdRange {
+                            start,
+                            end: start + len * stride,
+                            stride,
+                        }
+                        .slice(offset, end),
                         refill: offset <= point && point < end,
                     };
                 }
@@ -272,6 +280,7 @@ impl SegmentChain {
         let slot = self.slot(published);
         slot.start.store(ids.start, Ordering::Release);
         slot.len.store(ids.len(), Ordering::Release);
+        slot.stride.store(ids.stride.max(1), Ordering::Release);
         self.published.store(published + 1, Ordering::Release);
         self.adapt(&mut pusher);
         Ok(())

@@ -7,6 +7,7 @@ mod redis;
 mod service;
 mod sql;
 mod store;
+mod striped;
 mod tag;
 #[cfg(feature = "zookeeper")]
 mod zookeeper;
@@ -17,6 +18,7 @@ pub use redis::RedisSegmentStore;
 pub use service::SegmentService;
 pub use sql::SqlSegmentStore;
 pub use store::SegmentStore;
+pub use striped::StripedStore;
 pub use tag::{Claim, NewTag, Tag, TagUpdate, validate_step, validate_tag};
 #[cfg(feature = "zookeeper")]
 pub use zookeeper::ZkSegmentStore;

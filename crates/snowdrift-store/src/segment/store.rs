@@ -2,10 +2,12 @@
 
 #[cfg(feature = "redis")]
 use super::RedisSegmentStore;
-use super::SqlSegmentStore;
+use std::sync::Arc;
+
 #[cfg(feature = "zookeeper")]
 use super::ZkSegmentStore;
 use super::tag::{Claim, NewTag, Tag, TagUpdate};
+use super::{SqlSegmentStore, StripedStore};
 use crate::error::Result;
 
 /// Where a node's segment tags live: a SQL database, Redis or ZooKeeper.
@@ -34,17 +36,61 @@ pub enum SegmentStore {
     /// ZooKeeper: a znode per tag.
     #[cfg(feature = "zookeeper")]
     ZooKeeper(ZkSegmentStore),
+    /// Several stores, each serving its own residue class (Tinyid's delta/remainder).
+    Striped(Arc<StripedStore>),
+}
+
+/// A store that is not striped: what a [`StripedStore`] is made of. Keeping it apart keeps
+/// the futures of a striped store from containing themselves.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Leaf<'a> {
+    Sql(&'a SqlSegmentStore),
+    #[cfg(feature = "redis")]
+    Redis(&'a RedisSegmentStore),
+    #[cfg(feature = "zookeeper")]
+    ZooKeeper(&'a ZkSegmentStore),
 }
 
 /// Calls the same method on whichever backend this is.
+macro_rules! each_leaf {
+    ($self:ident, $store:ident => $call:expr) => {
+        match $self {
+            Leaf::Sql($store) => $call,
+            #[cfg(feature = "redis")]
+            Leaf::Redis($store) => $call,
+            #[cfg(feature = "zookeeper")]
+            Leaf::ZooKeeper($store) => $call,
+        }
+    };
+}
+
+impl Leaf<'_> {
+    pub(super) async fn create_tag(self, new: &NewTag) -> Result<Tag> {
+        each_leaf!(self, s => s.create_tag(new).await)
+    }
+    pub(super) async fn list_tags(self) -> Result<Vec<Tag>> {
+        each_leaf!(self, s => s.list_tags().await)
+    }
+    pub(super) async fn get_tag(self, tag: &str) -> Result<Tag> {
+        each_leaf!(self, s => s.get_tag(tag).await)
+    }
+    pub(super) async fn update_tag(self, tag: &str, update: &TagUpdate) -> Result<Tag> {
+        each_leaf!(self, s => s.update_tag(tag, update).await)
+    }
+    pub(super) async fn claim(self, tag: &str, step: Option<i64>) -> Result<Claim> {
+        each_leaf!(self, s => s.claim(tag, step).await)
+    }
+}
+
+/// Calls a method on the striped store, or on the single backend.
 macro_rules! each_backend {
     ($self:ident, $store:ident => $call:expr) => {
         match $self {
-            SegmentStore::Sql($store) => $call,
-            #[cfg(feature = "redis")]
-            SegmentStore::Redis($store) => $call,
-            #[cfg(feature = "zookeeper")]
-            SegmentStore::ZooKeeper($store) => $call,
+            SegmentStore::Striped($store) => $call,
+            _ => {
+                let $store = $self.leaf()?;
+                $call
+            }
         }
     };
 }
@@ -62,6 +108,12 @@ impl SegmentStore {
             "zookeeper" | "zk" => Self::connect_zookeeper(url, table).await,
             _ => Ok(Self::Sql(SqlSegmentStore::connect(url, table).await?)),
         }
+    }
+
+    /// Stripes `stores` (see [`StripedStore`]): the `k`-th serves the IDs `≡ k` modulo
+    /// their number, and a tag stays available while any of them is up.
+    pub fn striped(stores: Vec<SegmentStore>) -> Result<Self> {
+        Ok(Self::Striped(Arc::new(StripedStore::new(stores)?)))
     }
 
     #[cfg(feature = "redis")]
@@ -109,6 +161,22 @@ impl SegmentStore {
         each_backend!(self, s => s.claim(tag, step).await)
     }
 
+    /// This store as a single backend; a striped store is not one.
+    pub(super) fn leaf(&self) -> Result<Leaf<'_>> {
+        Ok(match self {
+            SegmentStore::Sql(s) => Leaf::Sql(s),
+            #[cfg(feature = "redis")]
+            SegmentStore::Redis(s) => Leaf::Redis(s),
+            #[cfg(feature = "zookeeper")]
+            SegmentStore::ZooKeeper(s) => Leaf::ZooKeeper(s),
+            SegmentStore::Striped(_) => {
+                return Err(crate::Error::InvalidInput(
+                    "a striped store cannot contain another striped store".into(),
+                ));
+            }
+        })
+    }
+
     /// The backend's name, for logs and status pages.
     pub fn backend(&self) -> &'static str {
         match self {
@@ -117,6 +185,7 @@ impl SegmentStore {
             SegmentStore::Redis(_) => "redis",
             #[cfg(feature = "zookeeper")]
             SegmentStore::ZooKeeper(_) => "zookeeper",
+            SegmentStore::Striped(_) => "striped",
         }
     }
 }
