@@ -33,7 +33,7 @@ const TTL_MARGIN: Duration = Duration::from_secs(3_600);
 /// template names (`ORD{date:%Y%m%d}{seq:08}` each day) and its values are rendered as text.
 ///
 /// ```no_run
-/// # async fn run() -> snowdrift_store::Result<()> {
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// use snowdrift_core::counter::CounterTemplate;
 /// use snowdrift_store::counter::RedisCounter;
 ///
