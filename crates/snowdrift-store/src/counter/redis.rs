@@ -70,7 +70,9 @@ const TTL_MARGIN: Duration = Duration::from_secs(3_600);
 /// **Durability** is Redis's: without an append-only file (`appendonly yes`), a Redis restart
 /// can lose the last increments and values repeat. Time comes from the [`Clock`] given to the
 /// builder (the system clock by default), read once per call: the values of one call and
-/// the date they are rendered with belong to the same period.
+/// the date they are rendered with belong to the same period. A clock stepped back into an
+/// earlier period uses that period's key again, which is safe while the key lives; one stepped
+/// back further than the key's expiry would start that period again from 1.
 pub struct RedisCounter {
     conn: ConnectionManager,
     name: String,
@@ -481,6 +483,8 @@ impl RedisCounter {
         let mut conn = self.conn.clone();
         match self.ttl {
             Some(ttl) => {
+                // MULTI/EXEC rather than a Lua script: Lua numbers are doubles, which cannot
+                // hold counter values near i64::MAX exactly.
                 // Both validated: a batch is at most 2^31 - 1, an expiry at most ten years.
                 let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
                 let (end,): (i64,) = ::redis::pipe()
