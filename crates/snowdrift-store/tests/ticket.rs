@@ -475,6 +475,53 @@ async fn a_black_holed_server_is_skipped_after_its_timeout() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_queued_behind_a_black_holed_server_move_on() {
+    let [a, _, pg] = three_servers().await;
+    let name = unique_name("queue");
+    let (proxy, proxied) = FaultProxy::start_for_url(&pg).await.unwrap();
+    // No probe during the test: every connection through the proxy is a caller's.
+    let pool = TicketPool::builder()
+        .name(&name)
+        .timeout(Duration::from_millis(500))
+        .backoff(Duration::from_secs(600), Duration::from_secs(600))
+        .server(&a)
+        .server(&proxied)
+        .connect()
+        .await
+        .unwrap();
+    proxy.black_hole();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..6 {
+        let pool = pool.clone();
+        tasks.spawn(async move {
+            let mut ids = Vec::new();
+            for _ in 0..5 {
+                ids.extend(pool.next(3).await.unwrap());
+            }
+            ids
+        });
+    }
+    let all = tokio::time::timeout(Duration::from_secs(60), async {
+        let mut all = Vec::new();
+        while let Some(done) = tasks.join_next().await {
+            all.extend(done.unwrap());
+        }
+        all
+    })
+    .await
+    .expect("callers hung on the black-holed server");
+    let distinct: BTreeSet<u64> = all.iter().copied().collect();
+    assert_eq!(distinct.len(), 6 * 5 * 3);
+    assert!(!pool.status()[1].up);
+    // Only the connection made at connect: the callers queued behind the one that timed out
+    // gave way instead of each opening a new connection into the black hole.
+    assert_eq!(proxy.connections(), 1);
+    pool.close().await;
+    drop_object(&a, &name).await;
+    drop_object(&pg, &name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_server_down_names_each_one() {
     // Nothing listens on a port just released.
     let closed = {

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use std::str::FromStr;
 
@@ -67,6 +68,9 @@ struct Inner {
     /// The one connection, taken out while in use so that a call abandoned mid-statement
     /// never leaves a half-read answer for the next one (the dropped connection is closed).
     conn: Mutex<Option<AnyConnection>>,
+    /// False from a failed call until the next call that works, so that pool calls queued
+    /// behind a failure move on instead of each paying its own timeout on a dead server.
+    healthy: AtomicBool,
 }
 
 impl fmt::Debug for TicketServer {
@@ -120,7 +124,7 @@ impl TicketServer {
     /// then creating and checking, are each bounded by `config.timeout`.
     pub async fn connect(url: &str, config: TicketConfig) -> Result<Self> {
         let server = Self::lazy(url, config)?;
-        server.call(Op::Prepare).await.map_err(|f| f.error)?;
+        server.call(Op::Prepare, false).await.map_err(|f| f.error)?;
         Ok(server)
     }
 
@@ -141,6 +145,7 @@ impl TicketServer {
                 config,
                 connect,
                 conn: Mutex::new(None),
+                healthy: AtomicBool::new(true),
             }),
         })
     }
@@ -151,19 +156,24 @@ impl TicketServer {
     /// the same table or sequence may take tickets in between.
     pub async fn next(&self, count: usize) -> Result<Vec<u64>> {
         validate_count(count)?;
-        self.take(count).await.map_err(|f| f.error)
+        self.call(Op::Next(count), false).await.map_err(|f| f.error)
     }
 
-    /// The pool's entry: `count` already validated; says whether the server was only busy.
+    /// The pool's entry: `count` already validated. Says whether the server was only busy,
+    /// and gives way (as busy) if the last call on it failed: the pool has marked it down and
+    /// its probe, not a queue of callers, finds out when it is back.
     pub(crate) async fn take(&self, count: usize) -> Result<Vec<u64>, Failure> {
-        self.call(Op::Next(count)).await
+        self.call(Op::Next(count), true).await
     }
 
     /// Health check: the connection answers, the MySQL session still has this class's
     /// `auto_increment_increment`/`offset`, and the table or sequence still belongs to this
     /// class. Bounded by the timeout.
     pub async fn check(&self) -> Result<()> {
-        self.call(Op::Verify).await.map(drop).map_err(|f| f.error)
+        self.call(Op::Verify, false)
+            .await
+            .map(drop)
+            .map_err(|f| f.error)
     }
 
     /// The server for errors and logs: URL without password, table or sequence, class.
@@ -185,24 +195,37 @@ impl TicketServer {
         }
     }
 
-    /// Runs `op` on the one connection within the timeout. A connection that was idle in
-    /// between may have been closed by the server (`wait_timeout`, a restart): if it fails,
-    /// the call is tried once more on a new connection, which is safe because a lost ticket
-    /// is only a gap.
-    /// Returns the tickets of `Op::Next`, nothing for the others.
-    async fn call(&self, op: Op) -> Result<Vec<u64>, Failure> {
+    /// Runs `op` on the one connection, each step within the timeout, and returns the
+    /// tickets of `Op::Next` (nothing for the others). A connection that was idle in between
+    /// may have been closed by the server (`wait_timeout`, a restart): if it fails, the call
+    /// is tried once more on a new connection, which is safe because a lost ticket is only
+    /// a gap.
+    async fn call(&self, op: Op, give_way: bool) -> Result<Vec<u64>, Failure> {
         let inner = &self.inner;
         let limit = inner.config.timeout;
-        let mut slot = timeout(limit, inner.conn.lock())
-            .await
-            .map_err(|_| Failure {
-                error: timed_out(format!(
-                    "{}: busy: other calls held its connection for {limit:?}",
-                    inner.label
-                )),
-                busy: true,
-                timed_out: true,
-            })?;
+        let busy = |message: String| Failure {
+            error: timed_out(format!("{}: {message}", inner.label)),
+            busy: true,
+            timed_out: true,
+        };
+        let mut slot = timeout(limit, inner.conn.lock()).await.map_err(|_| {
+            busy(format!(
+                "busy: other calls held its connection for {limit:?}"
+            ))
+        })?;
+        if give_way && !inner.healthy.load(Ordering::Acquire) {
+            return Err(busy("its last call failed; waiting for a probe".into()));
+        }
+        let result = self.call_locked(&mut slot, op).await;
+        inner.healthy.store(result.is_ok(), Ordering::Release);
+        result
+    }
+
+    async fn call_locked(
+        &self,
+        slot: &mut Option<AnyConnection>,
+        op: Op,
+    ) -> Result<Vec<u64>, Failure> {
         let mut retried = false;
         loop {
             let (mut conn, fresh) = match slot.take() {
