@@ -22,8 +22,10 @@ pub const DEFAULT_BACKOFF_MAX: Duration = Duration::from_secs(30);
 ///
 /// Every server has the same increment N and its own offset k in `1..=N`, so their IDs never
 /// collide. Each call goes to the next server that is up; if that server fails or does not
-/// answer within the timeout, it is marked down and the call moves on to the next one, so a
-/// call takes at most one timeout per server that fails during it. A down server gets no
+/// answer within the timeout, it is marked down and the call moves on to the next one. A
+/// call waits for a server's one connection at most one timeout (then moves on without
+/// marking it down: busy is not down), and gives way at once if the call ahead of it failed;
+/// each round trip then has one timeout of its own. A down server gets no
 /// calls; a background task re-probes it ([`TicketServer::check`], or a first connect for a
 /// server that was down from the start) after a backoff that starts at
 /// [`DEFAULT_BACKOFF_INITIAL`] and doubles up to [`DEFAULT_BACKOFF_MAX`], and puts it back
