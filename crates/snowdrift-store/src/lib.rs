@@ -1,11 +1,16 @@
 //! # snowdrift-store
 //!
-//! The outside world of snowdrift: where segments of IDs are claimed and tags are kept. Each
-//! backend sits behind a cargo feature (`sqlite`, `postgres`, `mysql`; all on by default).
+//! The outside world of snowdrift: the databases that hand out IDs. Each backend sits behind a
+//! cargo feature (`sqlite`, `postgres`, `mysql`, `redis`, `zookeeper`; all on by default).
 //!
-//! [`segment::SqlSegmentStore`] keeps Meituan Leaf's own table, `leaf_alloc`, so an existing
-//! Leaf database works unchanged; claiming a segment is one transaction that moves
-//! `max_id` forward by the step, durable before any ID of it is served.
+//! - [`segment`]: Meituan Leaf's segment mode. [`segment::SegmentStore`] keeps tags in Leaf's
+//!   own table (`leaf_alloc`, so an existing Leaf database works unchanged), in Redis hashes
+//!   or in ZooKeeper znodes, and claims a range in one atomic step, durable before any ID of
+//!   it is served; [`segment::SegmentService`] serves every tag from memory.
+//! - [`ticket`]: Flickr's ticket servers, interleaved `auto_increment` or sequences on
+//!   several MySQL/MariaDB and PostgreSQL servers, in round-robin with health checks.
+//! - [`counter`]: Redis `INCRBY` counters served in batches, with keys that reset each
+//!   period and templates such as `ORD{date:%Y%m%d}{seq:08}`.
 #![deny(missing_docs)]
 
 #[cfg(feature = "redis")]
