@@ -1,6 +1,7 @@
-//! Shared pieces of the peer benchmarks (`benches/peers.rs`) and the correctness checks
-//! (`tests/peers_correctness.rs`): the wide "nobody waits" layouts, a ticker thread for
-//! snowdrift's [`CachedClock`], and the thread/burst timing loops.
+//! Shared pieces of the peer benchmarks (`benches/peers.rs`, `benches/segment.rs`) and the
+//! correctness checks (`tests/peers_correctness.rs`): the wide "nobody waits" layouts, a
+//! ticker thread for snowdrift's [`CachedClock`], the thread/burst timing loops, and a
+//! segment chain kept warm by a refiller thread.
 //!
 //! Nothing here is published; see `BENCHMARKS.md` at the workspace root for the results.
 
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use snowdrift_core::clock::{CachedClock, MonotonicClock};
 use snowdrift_core::layout::Layout;
+use snowdrift_core::segment::{ChainConfig, ChainStatus, IdRange, SegmentChain, Take};
 
 /// The hot-path layout for snowdrift: 30 time bits (12 days of ms from an epoch set when
 /// the bench starts), 1 worker bit, 32 sequence bits. Four billion IDs per millisecond: no
@@ -182,4 +184,107 @@ pub fn run_bursts<R>(
             .max()
             .unwrap_or_default()
     })
+}
+
+/// A [`SegmentChain`] kept full by a refiller thread, for timing takes from a warm chain.
+///
+/// The refiller pushes consecutive segments of `segment_len` IDs whenever the chain wants
+/// some, then parks; a take that crosses a prefetch point (or finds the chain empty)
+/// unparks it, as the store's refill task is woken. Nothing is claimed from a database,
+/// so what is timed is the chain alone.
+#[derive(Debug)]
+pub struct WarmChain {
+    chain: Arc<SegmentChain>,
+    stop: Arc<AtomicBool>,
+    refiller: Option<JoinHandle<()>>,
+}
+
+impl WarmChain {
+    /// A chain with the default [`ChainConfig`], filled before this returns.
+    pub fn start(segment_len: u64) -> Self {
+        let chain =
+            Arc::new(SegmentChain::new(ChainConfig::default()).expect("default chain config"));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (c, s) = (chain.clone(), stop.clone());
+        let refiller = thread::spawn(move || {
+            let mut next = 1u64;
+            while !s.load(Ordering::Acquire) {
+                while c.wanted() > 0 {
+                    c.push(IdRange::new(next, next + segment_len))
+                        .expect("the chain has room for what it wants");
+                    next += segment_len;
+                }
+                thread::park();
+            }
+        });
+        let warm = Self {
+            chain,
+            stop,
+            refiller: Some(refiller),
+        };
+        while warm.chain.status().segments_ahead == 0 && warm.chain.status().current_len == 0 {
+            thread::yield_now();
+        }
+        warm
+    }
+
+    fn wake(&self) {
+        if let Some(r) = &self.refiller {
+            r.thread().unpark();
+        }
+    }
+
+    /// One ID: `take(1)`, waking the refiller when asked to; spins on an empty chain
+    /// (counted in the chain's `starved`).
+    #[inline]
+    pub fn next_id(&self) -> u64 {
+        loop {
+            match self.chain.take(1) {
+                Take::Ready { ids, refill } => {
+                    if refill {
+                        self.wake();
+                    }
+                    return ids.start;
+                }
+                Take::Empty => {
+                    self.wake();
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
+
+    /// Up to `n` IDs from one segment, as [`next_id`](Self::next_id) does for one.
+    #[inline]
+    pub fn next_ids(&self, n: u64) -> IdRange {
+        loop {
+            match self.chain.take(n) {
+                Take::Ready { ids, refill } => {
+                    if refill {
+                        self.wake();
+                    }
+                    return ids;
+                }
+                Take::Empty => {
+                    self.wake();
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
+
+    /// The chain's counters (segments pushed, callers starved).
+    pub fn status(&self) -> ChainStatus {
+        self.chain.status()
+    }
+}
+
+impl Drop for WarmChain {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(r) = self.refiller.take() {
+            r.thread().unpark();
+            let _ = r.join();
+        }
+    }
 }
