@@ -16,6 +16,8 @@
 #[cfg(feature = "redis")]
 pub mod counter;
 pub mod error;
+#[cfg(feature = "redis")]
+mod redis_connection;
 pub mod segment;
 pub mod ticket;
 

@@ -4,7 +4,6 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
@@ -29,15 +28,9 @@ struct Keys {
 
 impl Keys {
     async fn new(test: &str) -> Self {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
         let prefix = format!(
-            "snowdrift-test:{test}:{}:{nanos}:{}:",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
+            "{}:",
+            snowdrift_testkit::unique_name(&format!("snowdrift-test:{test}"))
         );
         let client = redis::Client::open(url()).unwrap();
         let conn = client.get_multiplexed_async_connection().await.unwrap();

@@ -5,7 +5,6 @@
 //! proxy. Every test uses table and sequence names of its own, so tests run in parallel.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use snowdrift_store::Error;
@@ -34,16 +33,7 @@ async fn three_servers() -> [String; 3] {
 
 /// A table/sequence name no other test (or earlier run) uses.
 fn unique_name(what: &str) -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!(
-        "tk_{what}_{}_{nanos}_{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    )
+    snowdrift_testkit::unique_name(&format!("tk_{what}"))
 }
 
 async fn raw(url: &str, sql: String) {

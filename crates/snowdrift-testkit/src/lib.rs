@@ -11,3 +11,19 @@ pub mod urls;
 
 pub use checker::{Duplicate, IdChecker, IdValue, Negative, OrderViolation, Report};
 pub use proxy::{FaultProxy, Mode};
+
+/// A name no other test, process or earlier run uses: `{prefix}_{pid}_{nanos}_{n}`, made of
+/// letters, digits and `_` (so it fits SQL tables, Redis keys and znodes).
+pub fn unique_name(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    format!(
+        "{prefix}_{}_{nanos}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    )
+}

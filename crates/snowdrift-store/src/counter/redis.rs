@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use ::redis::aio::ConnectionManager;
 use snowdrift_core::clock::{Clock, SystemClock};
 use snowdrift_core::counter::{CounterTemplate, Period, TemplateAt};
 use tokio::sync::Mutex;
@@ -192,15 +192,7 @@ impl RedisCounterBuilder {
     /// reconnects by itself; each command gives up after 5 s.
     pub async fn connect(self, url: &str) -> Result<RedisCounter> {
         self.validate()?;
-        let client = ::redis::Client::open(url).map_err(|e| Error::InvalidUrl {
-            url: "redis://…".into(),
-            reason: e.to_string(),
-        })?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(5)))
-            .set_response_timeout(Some(Duration::from_secs(5)))
-            .set_number_of_retries(2);
-        let conn = ConnectionManager::new_with_config(client, config).await?;
+        let conn = crate::redis_connection::connect(url).await?;
         self.build(conn)
     }
 

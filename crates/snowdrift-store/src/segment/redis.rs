@@ -1,8 +1,6 @@
 //! Segment tags in Redis: a hash per tag, claimed with `HINCRBY` inside a Lua script.
 
-use std::time::Duration;
-
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Script};
 use snowdrift_core::segment::IdRange;
 
@@ -71,15 +69,7 @@ impl RedisSegmentStore {
     /// The connection reconnects by itself; each command gives up after 5 s.
     pub async fn connect(url: &str, prefix: &str) -> Result<Self> {
         validate_table(prefix)?;
-        let client = redis::Client::open(url).map_err(|e| Error::InvalidUrl {
-            url: "redis://…".into(),
-            reason: e.to_string(),
-        })?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(5)))
-            .set_response_timeout(Some(Duration::from_secs(5)))
-            .set_number_of_retries(2);
-        let conn = ConnectionManager::new_with_config(client, config).await?;
+        let conn = crate::redis_connection::connect(url).await?;
         Ok(Self {
             conn,
             prefix: prefix.to_string(),

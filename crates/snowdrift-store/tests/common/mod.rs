@@ -2,8 +2,6 @@
 //! raw access to a backend for states the API refuses to create.
 #![allow(dead_code)] // each test binary uses a different subset
 
-use std::sync::atomic::{AtomicU32, Ordering};
-
 use snowdrift_testkit::urls;
 use sqlx::AssertSqlSafe;
 
@@ -28,17 +26,7 @@ pub fn url(backend: &str) -> String {
 
 /// A table name no other test (or earlier run) uses.
 pub fn table(name: &str) -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!(
-        "t_{name}_{}_{}_{}",
-        std::process::id(),
-        nanos,
-        N.fetch_add(1, Ordering::SeqCst)
-    )
+    snowdrift_testkit::unique_name(&format!("t_{name}"))
 }
 
 /// Runs raw SQL next to the store, for setting up states the API refuses to create.
@@ -66,9 +54,7 @@ pub async fn set_max_id(backend: &str, table: &str, tag: &str, max_id: i64) {
                 .unwrap();
         }
         "zookeeper" => {
-            let zk = zookeeper_client::Client::connect(zk_cluster().as_str())
-                .await
-                .unwrap();
+            let zk = zk().await;
             let path = format!("/{table}/{tag}");
             let (data, stat) = zk.get_data(&path).await.unwrap();
             let mut json: serde_json::Value = serde_json::from_slice(&data).unwrap();
@@ -110,9 +96,7 @@ pub async fn drop_table(backend: &str, table: &str) {
             }
         }
         "zookeeper" => {
-            let zk = zookeeper_client::Client::connect(zk_cluster().as_str())
-                .await
-                .unwrap();
+            let zk = zk().await;
             let root = format!("/{table}");
             for child in zk.list_children(&root).await.unwrap() {
                 zk.delete(&format!("{root}/{child}"), None).await.unwrap();
@@ -131,8 +115,8 @@ async fn redis_conn() -> redis::aio::MultiplexedConnection {
         .unwrap()
 }
 
-fn zk_cluster() -> String {
-    url("zookeeper")
-        .trim_start_matches("zookeeper://")
-        .to_string()
+async fn zk() -> zookeeper_client::Client {
+    let cluster = url("zookeeper");
+    let cluster = cluster.trim_start_matches("zookeeper://");
+    zookeeper_client::Client::connect(cluster).await.unwrap()
 }
