@@ -209,7 +209,7 @@ async fn database_black_hole(backend: &str) {
 /// refill can claim, so no caller ever finds the chain empty (the chain's own starvation
 /// counter says so) and every call is served.
 async fn slow_database(backend: &str) {
-    let s = setup(backend, "slow", 1000).await;
+    let s = setup(backend, "slow", 2000).await;
     let checker = IdChecker::new();
     let latency = Duration::from_millis(50);
     s.proxy.delay(latency);
@@ -219,9 +219,10 @@ async fn slow_database(backend: &str) {
     assert!(t.elapsed() >= latency);
 
     let pushed_before = s.buffer.status().pushed;
-    // 10 IDs every 5 ms, 2,000 IDs/s: a claim is a few round trips (~250 ms with the
-    // delay) and brings 1,000 IDs or more (the dynamic step grows), so the refill keeps
-    // up with room to spare. Delay, not burst, after a late tick.
+    // 10 IDs every 5 ms, 2,000 IDs/s. A claim is about five round trips (~250-370 ms
+    // with the delay) and starts while 90% of a segment of at least 2,000 IDs is left
+    // (900 ms of IDs), so the refill keeps up with room to spare on a loaded machine.
+    // Delay, not burst, after a late tick.
     let mut tick = tokio::time::interval(Duration::from_millis(5));
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
     for _ in 0..600 {
@@ -237,7 +238,7 @@ async fn slow_database(backend: &str) {
         "a caller found the chain empty: {status:?}"
     );
     assert!(
-        status.pushed >= pushed_before + 3,
+        status.pushed >= pushed_before + 2,
         "the run refilled through the slow link: {status:?}"
     );
     let report = checker.assert_clean();
