@@ -170,6 +170,7 @@ impl SegmentChain {
 
     /// Reserves up to `n` IDs (`n` >= 1) from the current segment, moving on to the next
     /// segment when it is used up. Never blocks and never takes a lock.
+    #[inline]
     pub fn take(&self, n: u64) -> Take {
         let n = n.max(1);
         let mut s = self.state.load(Ordering::Acquire);
