@@ -41,6 +41,17 @@ async fn striped_stores_never_collide_and_survive_one_down() {
         striped.create_tag(&tag(30)).await,
         Err(Error::TagExists(_))
     ));
+    let tiny = NewTag {
+        tag: "tiny".into(),
+        step: 2,
+        description: None,
+    };
+    let err = striped.create_tag(&tiny).await.unwrap_err();
+    assert!(err.to_string().contains("at least 3"), "{err}");
+    assert!(matches!(
+        stores[1].get_tag("tiny").await,
+        Err(Error::TagNotFound(_))
+    ));
 
     // Claims go round the stores; each keeps to its class.
     for _ in 0..6 {

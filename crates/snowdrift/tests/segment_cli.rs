@@ -34,11 +34,7 @@ fn fails(args: &[impl AsRef<std::ffi::OsStr> + std::fmt::Debug]) -> String {
 
 /// A store URL and a table no other test (or earlier run) uses.
 fn store(backend: &str, name: &str) -> (String, String) {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let table = format!("cli_{name}_{}_{nanos}", std::process::id());
+    let table = snowdrift_testkit::unique_name(&format!("cli_{name}"));
     let url = match backend {
         "sqlite" => {
             let dir = std::env::temp_dir().join(format!("snowdrift-cli-{table}"));

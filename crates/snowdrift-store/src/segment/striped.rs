@@ -17,8 +17,9 @@ use crate::error::{Error, Result};
 ///
 /// Each store keeps its own `max_id` per tag, so their ranges overlap as numbers, but the
 /// residue classes never do: the stores never need to talk to each other. A claim goes to
-/// the stores in turn; one that fails is skipped for a back-off (1 s doubling to 30 s) and
-/// the next one serves, so the tag stays available while any store is up. The price is
+/// the stores in turn; one that fails goes to the back of the queue for a back-off (1 s
+/// doubling to 30 s) and the next one serves, so the tag stays available while any store
+/// is up (a failed store is still tried when all others fail too). The price is
 /// that a range of `step` numbers yields `step / n` IDs, and IDs from different stores
 /// interleave rather than increase together.
 ///
@@ -91,7 +92,8 @@ impl StripedStore {
     }
 
     /// Claims the next segment of `tag` from one store, as the IDs of that store's class.
-    /// The step is raised to at least the number of stores, so every segment holds an ID.
+    /// A step given here is raised to at least the number of stores, so every segment holds
+    /// an ID; stored steps are kept at least that large by `create_tag` and `update_tag`.
     pub async fn claim(&self, tag: &str, step: Option<i64>) -> Result<Claim> {
         validate_claim(tag, step)?;
         let delta = self.delta();
@@ -101,11 +103,12 @@ impl StripedStore {
             match self.stores[k].leaf()?.claim(tag, step).await {
                 Ok(claim) => {
                     self.mark(k, true);
-                    let ids = claim.ids;
-                    return Ok(Claim {
-                        ids: IdRange::residues(ids.start, ids.end, delta, k as u64),
-                        ..claim
-                    });
+                    let ids = IdRange::residues(claim.ids.start, claim.ids.end, delta, k as u64);
+                    if ids.is_empty() {
+                        // A stored step below `delta`, set in one store by hand.
+                        return Err(self.step_too_small(claim.step));
+                    }
+                    return Ok(Claim { ids, ..claim });
                 }
                 // The tag's own state, not the store's health: the same everywhere.
                 Err(e @ (Error::TagNotFound(_) | Error::InvalidInput(_))) => return Err(e),
@@ -124,6 +127,7 @@ impl StripedStore {
     /// A store that already has the tag counts as done, so a failed create can be re-run.
     pub async fn create_tag(&self, new: &NewTag) -> Result<Tag> {
         new.validate()?;
+        self.check_step(Some(new.step))?;
         let mut created = None;
         for (k, store) in self.stores.iter().enumerate() {
             match store.leaf()?.create_tag(new).await {
@@ -142,11 +146,28 @@ impl StripedStore {
 
     /// Changes the tag in every store.
     pub async fn update_tag(&self, tag: &str, update: &TagUpdate) -> Result<Tag> {
+        self.check_step(update.step)?;
         let mut last = None;
         for store in &self.stores {
             last = Some(store.leaf()?.update_tag(tag, update).await?);
         }
         last.ok_or_else(|| Error::TagNotFound(tag.to_string()))
+    }
+
+    fn check_step(&self, step: Option<i64>) -> Result<()> {
+        match step {
+            Some(step) if step < self.delta() as i64 => Err(self.step_too_small(step)),
+            _ => Ok(()),
+        }
+    }
+
+    fn step_too_small(&self, step: i64) -> Error {
+        Error::InvalidInput(format!(
+            "step {step} is too small for {} striped stores: a segment yields step / {} IDs; use a step of at least {}",
+            self.delta(),
+            self.delta(),
+            self.delta()
+        ))
     }
 
     /// All tags, as the first reachable store has them.
