@@ -95,9 +95,55 @@ pub enum Error {
         #[source]
         source: snowdrift_core::Error,
     },
+    /// Every worker ID of the layout's node space is held by a live lease.
+    #[error(
+        "all {space} worker IDs are held ({}); wait for one to expire, stop a node, or use a layout with more node bits",
+        holders_summary(.holders)
+    )]
+    WorkersExhausted {
+        /// How many worker IDs the layout has.
+        space: u64,
+        /// The live leases: worker ID and holder.
+        holders: Vec<(u64, String)>,
+    },
+    /// The worker ID this node was told to use is leased to another live node.
+    #[error(
+        "worker ID {worker_id} is held by {holder:?}, a live node; give this node another ID or stop that one"
+    )]
+    WorkerTaken {
+        /// The worker ID asked for.
+        worker_id: u64,
+        /// Who holds it.
+        holder: String,
+    },
+    /// This node's lease on a worker ID expired or passed to another holder: it must stop
+    /// issuing with that ID.
+    #[error("the lease on worker ID {worker_id} held by {holder:?} is lost: {reason}")]
+    LeaseLost {
+        /// The worker ID.
+        worker_id: u64,
+        /// The holder that lost it (this node).
+        holder: String,
+        /// What the coordinator said.
+        reason: String,
+    },
     /// The store could not be reached or failed; the operation may be retried.
     #[error("store unavailable: {0}")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// The first holders of a full node space, enough to find the culprits without a page of text.
+fn holders_summary(holders: &[(u64, String)]) -> String {
+    const SHOWN: usize = 8;
+    let mut parts: Vec<String> = holders
+        .iter()
+        .take(SHOWN)
+        .map(|(id, holder)| format!("{id} by {holder}"))
+        .collect();
+    if holders.len() > SHOWN {
+        parts.push(format!("and {} more", holders.len() - SHOWN));
+    }
+    parts.join(", ")
 }
 
 impl From<sqlx::Error> for Error {

@@ -1,7 +1,7 @@
 //! # snowdrift-store
 //!
 //! The outside world of snowdrift: the databases that hand out IDs. Each backend sits behind a
-//! cargo feature (`sqlite`, `postgres`, `mysql`, `redis`, `zookeeper`; all on by default).
+//! cargo feature (`sqlite`, `postgres`, `mysql`, `redis`, `zookeeper`, `etcd`; all on by default).
 //!
 //! - [`segment`]: Meituan Leaf's segment mode. [`segment::SegmentStore`] keeps tags in Leaf's
 //!   own table (`leaf_alloc`, so an existing Leaf database works unchanged), in Redis hashes
@@ -9,6 +9,8 @@
 //!   it is served; [`segment::SegmentService`] serves every tag from memory.
 //! - [`ticket`]: Flickr's ticket servers, interleaved `auto_increment` or sequences on
 //!   several MySQL/MariaDB and PostgreSQL servers, in round-robin with health checks.
+//! - [`worker`]: worker IDs under fenced leases (etcd, ZooKeeper, SQL, Redis, a local file)
+//!   with durable high-water marks, so two nodes never issue with the same worker ID.
 //! - [`counter`]: Redis `INCRBY` counters served in batches, with keys that reset each
 //!   period and templates such as `ORD{date:%Y%m%d}{seq:08}`.
 #![deny(missing_docs)]
@@ -20,5 +22,6 @@ pub mod error;
 mod redis_connection;
 pub mod segment;
 pub mod ticket;
+pub mod worker;
 
 pub use error::{Error, Result};

@@ -1,0 +1,45 @@
+//! Worker IDs under leases: which node may issue snowflake IDs with which worker ID, until
+//! when (fencing), and from which time on (high-water marks), for invariants 2 and 3 of the
+//! design.
+//!
+//! Every coordinator backend offers the same operations, as inherent `async fn`s on its own
+//! type (see [`PeerTime`] for the shape of the clock reports):
+//!
+//! - `claim_lowest(space, holder, ttl) -> u64`: the lowest worker ID in `0..space` that no
+//!   live lease holds, now leased to `holder`; [`Error::WorkersExhausted`] when none is free.
+//! - `claim(worker_id, holder, ttl)`: exactly that ID (static and derived sources);
+//!   [`Error::WorkerTaken`] when another live holder has it.
+//! - `renew(worker_id, holder, ttl)`: extends the lease; [`Error::LeaseLost`] when it
+//!   expired or someone else holds it now.
+//! - `release(worker_id, holder)`: gives the ID back at once (shutdown); a no-op when the
+//!   holder no longer holds it.
+//! - `holders() -> Vec<(u64, String)>`: the live leases, for status pages and error messages.
+//! - `read_mark(worker_id) -> Option<u64>` and `write_mark(worker_id, holder, mark_ms)`: the
+//!   durable high-water mark of a worker ID (milliseconds since the Unix epoch up to which IDs
+//!   may have been issued). It outlives the lease; a write is refused with
+//!   [`Error::LeaseLost`] unless `holder` holds the ID, and never lowers the mark.
+//! - `publish_time(worker_id, holder, now_ms)` and `peer_times() -> Vec<PeerTime>`: each live
+//!   node's latest clock reading, for the clock check across nodes.
+//!
+//! [`Error::WorkersExhausted`]: crate::Error::WorkersExhausted
+//! [`Error::WorkerTaken`]: crate::Error::WorkerTaken
+//! [`Error::LeaseLost`]: crate::Error::LeaseLost
+
+#[cfg(feature = "etcd")]
+mod etcd;
+#[cfg(feature = "zookeeper")]
+mod zookeeper;
+
+/// One live node's clock as it last published it.
+///
+/// A reading is at most one publish interval old, so a peer's clock now is at least
+/// `time_ms`: a node whose clock is below `time_ms - bound` is behind for certain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerTime {
+    /// The worker ID the peer holds.
+    pub worker_id: u64,
+    /// Who holds it (host, process, start nonce).
+    pub holder: String,
+    /// The peer's clock when it published, in milliseconds since the Unix epoch.
+    pub time_ms: u64,
+}
