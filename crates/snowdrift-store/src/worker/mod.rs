@@ -2,8 +2,9 @@
 //! when (fencing), and from which time on (high-water marks), for invariants 2 and 3 of the
 //! design.
 //!
-//! Every coordinator backend offers the same operations, as inherent `async fn`s on its own
-//! type (see [`PeerTime`] for the shape of the clock reports):
+//! Every coordinator backend ([`etcd`], [`zookeeper`], [`sql`], [`redis`]) offers the same
+//! operations, as inherent `async fn`s on its own type (see [`PeerTime`] for the shape of the
+//! clock reports):
 //!
 //! - `claim_lowest(space, holder, ttl) -> u64`: the lowest worker ID in `0..space` that no
 //!   live lease holds, now leased to `holder`; [`Error::WorkersExhausted`] when none is free.
@@ -26,9 +27,12 @@
 //! [`Error::LeaseLost`]: crate::Error::LeaseLost
 
 #[cfg(feature = "etcd")]
-mod etcd;
+pub mod etcd;
+#[cfg(feature = "redis")]
+pub mod redis;
+pub mod sql;
 #[cfg(feature = "zookeeper")]
-mod zookeeper;
+pub mod zookeeper;
 
 /// One live node's clock as it last published it.
 ///
