@@ -8,6 +8,8 @@ pub const MYSQL_DEFAULT: &str = "mysql://root@127.0.0.1:3306/test";
 pub const REDIS_DEFAULT: &str = "redis://127.0.0.1:6379";
 /// Default ZooKeeper URL (standalone server started by scripts/services).
 pub const ZOOKEEPER_DEFAULT: &str = "zookeeper://127.0.0.1:2181";
+/// Default etcd URL (single member started by scripts/services).
+pub const ETCD_DEFAULT: &str = "etcd://127.0.0.1:2379";
 
 fn from_env(var: &str, default: &str) -> String {
     std::env::var(var)
@@ -34,4 +36,9 @@ pub fn redis() -> String {
 /// `SNOWDRIFT_TEST_ZOOKEEPER`, or [`ZOOKEEPER_DEFAULT`].
 pub fn zookeeper() -> String {
     from_env("SNOWDRIFT_TEST_ZOOKEEPER", ZOOKEEPER_DEFAULT)
+}
+
+/// `SNOWDRIFT_TEST_ETCD`, or [`ETCD_DEFAULT`].
+pub fn etcd() -> String {
+    from_env("SNOWDRIFT_TEST_ETCD", ETCD_DEFAULT)
 }
