@@ -1,1 +1,603 @@
 //! Worker leases in a SQL table (`worker_node`: holder, lease expiry, high-water mark), claimed by a conditional update.
+
+use std::time::Duration;
+
+use sqlx::any::AnyPoolOptions;
+use sqlx::{AnyPool, AssertSqlSafe, Row};
+
+use super::PeerTime;
+use crate::error::{Error, Result};
+
+/// How many times a claim of one ID starts over after another node changed its row between
+/// the conditional update and the insert.
+const MAX_RACES: usize = 8;
+
+/// Which SQL the registry speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    Sqlite,
+    Postgres,
+    MySql,
+}
+
+impl Dialect {
+    /// The database's clock in whole milliseconds since the Unix epoch, rounded down, taken
+    /// when the statement arrived (never before the node sent it).
+    fn now_ms(self) -> &'static str {
+        match self {
+            // statement_timestamp() is the receipt of the statement, fixed for its run.
+            Dialect::Postgres => "FLOOR(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT",
+            // UTC_TIMESTAMP is fixed for the statement; no time zone rules apply to it.
+            Dialect::MySql => {
+                "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)"
+            }
+            // SQLite's 'now' is whole milliseconds, fixed for the statement.
+            Dialect::Sqlite => "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
+        }
+    }
+}
+
+/// Worker leases in one SQL table, through sqlx (SQLite, PostgreSQL, MySQL/MariaDB).
+///
+/// The table (named by the namespace, created on [`connect`](Self::connect) if missing) has
+/// one row per worker ID ever claimed:
+///
+/// | column | meaning |
+/// |---|---|
+/// | `worker_id BIGINT PRIMARY KEY` | the worker ID |
+/// | `holder VARCHAR(255)` | who holds or last held it; `NULL` once released |
+/// | `lease_expires_ms BIGINT` | end of the lease, on the database's clock (ms since the Unix epoch) |
+/// | `high_water_ms BIGINT` | the high-water mark; kept across leases |
+/// | `reported_ms BIGINT` | the holder's clock as it last published it |
+///
+/// Every expiry is judged by the database's clock, never the node's, so nodes with skewed
+/// clocks still agree on who holds what. A claim is one conditional `UPDATE` (the row is
+/// free, expired or already ours), or an `INSERT` when the row does not exist yet; the
+/// primary key turns a racing second insert into a refusal, so two nodes never both win one
+/// ID. A lease is set to end one millisecond after `now + ttl` on the database's clock, and
+/// `now` is when the statement arrived, so it never ends before `ttl` after the node sent
+/// the request. An expired ID is reused by the next claim (unlike Baidu's UidGenerator,
+/// where every start takes a new ID until the space runs out); its high-water mark stays.
+///
+/// The database's clock must not jump forward: a step of `s` seconds ends every lease `s`
+/// seconds early. Keep NTP slewing on the database server (the default on most systems).
+#[derive(Debug, Clone)]
+pub struct SqlRegistry {
+    pool: AnyPool,
+    dialect: Dialect,
+    table: String,
+}
+
+impl SqlRegistry {
+    /// Connects to `url` (`sqlite://file.db`, `postgres://...`, `mysql://...`,
+    /// `mariadb://...`) and creates the table `namespace` if it does not exist. A SQLite file
+    /// is created if missing and put in WAL mode.
+    pub async fn connect(url: &str, namespace: &str) -> Result<Self> {
+        validate_namespace(namespace)?;
+        let scheme = url.split(':').next().unwrap_or_default();
+        let bad_url = |reason: String| Error::InvalidUrl {
+            url: format!("{scheme}://…"),
+            reason,
+        };
+        let (dialect, url) = match scheme {
+            "sqlite" if cfg!(feature = "sqlite") => (Dialect::Sqlite, sqlite_create_mode(url)),
+            "postgres" | "postgresql" if cfg!(feature = "postgres") => {
+                (Dialect::Postgres, url.to_string())
+            }
+            "mysql" | "mariadb" if cfg!(feature = "mysql") => {
+                (Dialect::MySql, url.replacen("mariadb:", "mysql:", 1))
+            }
+            "sqlite" | "postgres" | "postgresql" | "mysql" | "mariadb" => {
+                return Err(bad_url(format!(
+                    "this build has no {scheme} support (cargo feature)"
+                )));
+            }
+            _ => {
+                return Err(bad_url(
+                    "use sqlite://FILE, postgres://USER@HOST/DB or mysql://USER@HOST/DB".into(),
+                ));
+            }
+        };
+        sqlx::any::install_default_drivers();
+        let pool = AnyPoolOptions::new()
+            .max_connections(if dialect == Dialect::Sqlite { 4 } else { 8 })
+            .acquire_timeout(Duration::from_secs(5))
+            .connect(&url)
+            .await?;
+        let registry = Self {
+            pool,
+            dialect,
+            table: namespace.to_string(),
+        };
+        registry.migrate().await?;
+        Ok(registry)
+    }
+
+    /// The statement for this dialect: `{t}` is the table, `{now}` the database's clock in
+    /// milliseconds, and each `?` becomes `$1`, `$2`, ... on PostgreSQL.
+    fn sql(&self, template: &str) -> AssertSqlSafe<String> {
+        let s = template
+            .replace("{t}", &self.table)
+            .replace("{now}", self.dialect.now_ms());
+        if self.dialect != Dialect::Postgres {
+            return AssertSqlSafe(s);
+        }
+        let mut numbered = String::with_capacity(s.len() + 8);
+        let mut n = 0;
+        for c in s.chars() {
+            if c == '?' {
+                n += 1;
+                numbered.push_str(&format!("${n}"));
+            } else {
+                numbered.push(c);
+            }
+        }
+        AssertSqlSafe(numbered)
+    }
+
+    async fn migrate(&self) -> Result<()> {
+        if self.dialect == Dialect::Sqlite {
+            // WAL lets readers and the writer proceed together; the setting sticks to the file.
+            sqlx::query("PRAGMA journal_mode = WAL")
+                .execute(&self.pool)
+                .await?;
+        }
+        let engine = if self.dialect == Dialect::MySql {
+            " ENGINE=InnoDB"
+        } else {
+            ""
+        };
+        let ddl = format!(
+            "CREATE TABLE IF NOT EXISTS {{t}} (\
+             worker_id BIGINT NOT NULL PRIMARY KEY, \
+             holder VARCHAR(255) DEFAULT NULL, \
+             lease_expires_ms BIGINT NOT NULL DEFAULT 0, \
+             high_water_ms BIGINT DEFAULT NULL, \
+             reported_ms BIGINT DEFAULT NULL){engine}"
+        );
+        sqlx::query(self.sql(&ddl)).execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Leases the lowest worker ID in `0..space` that no live lease holds to `holder` for
+    /// `ttl`; [`Error::WorkersExhausted`] when every one is held.
+    ///
+    /// The free IDs are read first, then claimed one by one from the lowest with the same
+    /// conditional update as [`claim`](Self::claim): an ID another node took in between is
+    /// skipped, so nodes starting at the same instant all end up with distinct IDs.
+    pub async fn claim_lowest(&self, space: u64, holder: &str, ttl: Duration) -> Result<u64> {
+        validate_space(space)?;
+        validate_holder(holder)?;
+        let ttl_ms = ttl_millis(ttl)?;
+        let space_i = i64::try_from(space).unwrap_or(i64::MAX);
+        for _ in 0..MAX_RACES {
+            let select = self.sql(
+                "SELECT worker_id FROM {t} \
+                 WHERE holder IS NOT NULL AND lease_expires_ms > {now} AND worker_id < ? \
+                 ORDER BY worker_id",
+            );
+            let held: Vec<i64> = sqlx::query_scalar(select)
+                .bind(space_i)
+                .fetch_all(&self.pool)
+                .await?;
+            let mut held = held.into_iter().peekable();
+            let mut tried = 0usize;
+            for id in 0..space_i {
+                if held.next_if_eq(&id).is_some() {
+                    continue;
+                }
+                match self.try_claim(id, holder, ttl_ms).await? {
+                    Ok(()) => return Ok(id as u64),
+                    Err(_) => tried += 1,
+                }
+                if tried > MAX_RACES * 8 {
+                    break;
+                }
+            }
+            if tried == 0 {
+                return Err(Error::WorkersExhausted {
+                    space,
+                    holders: self.holders_below(space_i).await?,
+                });
+            }
+            // Every ID that looked free was taken by others meanwhile: look again.
+        }
+        Err(Error::Unavailable(
+            format!(
+                "could not claim a worker ID in table {}: other nodes took every free one first, {MAX_RACES} rounds in a row; retry",
+                self.table
+            )
+            .into(),
+        ))
+    }
+
+    /// Leases exactly `worker_id` to `holder` for `ttl`: free, expired, released, or already
+    /// held by `holder` (then the lease is extended). [`Error::WorkerTaken`] when another
+    /// live holder has it.
+    pub async fn claim(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<()> {
+        validate_holder(holder)?;
+        let id = id_of(worker_id)?;
+        let ttl_ms = ttl_millis(ttl)?;
+        self.try_claim(id, holder, ttl_ms)
+            .await?
+            .map_err(|other| Error::WorkerTaken {
+                worker_id,
+                holder: other,
+            })
+    }
+
+    /// One claim of `id`: `Ok(Err(holder))` when another live holder has it.
+    async fn try_claim(
+        &self,
+        id: i64,
+        holder: &str,
+        ttl_ms: i64,
+    ) -> Result<std::result::Result<(), String>> {
+        for _ in 0..MAX_RACES {
+            // MySQL applies SET assignments left to right, each seeing the ones before, so
+            // reported_ms is decided before holder changes.
+            let update = self.sql(
+                "UPDATE {t} SET \
+                 reported_ms = CASE WHEN holder = ? THEN reported_ms ELSE NULL END, \
+                 holder = ?, \
+                 lease_expires_ms = {now} + ? + 1 \
+                 WHERE worker_id = ? AND (holder IS NULL OR holder = ? OR lease_expires_ms <= {now})",
+            );
+            let updated = sqlx::query(update)
+                .bind(holder)
+                .bind(holder)
+                .bind(ttl_ms)
+                .bind(id)
+                .bind(holder)
+                .execute(&self.pool)
+                .await?;
+            if updated.rows_affected() == 1 {
+                return Ok(Ok(()));
+            }
+            let insert = self.sql(
+                "INSERT INTO {t} (worker_id, holder, lease_expires_ms) VALUES (?, ?, {now} + ? + 1)",
+            );
+            let inserted = sqlx::query(insert)
+                .bind(id)
+                .bind(holder)
+                .bind(ttl_ms)
+                .execute(&self.pool)
+                .await;
+            match inserted {
+                Ok(_) => return Ok(Ok(())),
+                Err(e)
+                    if e.as_database_error()
+                        .is_some_and(|d| d.is_unique_violation()) => {}
+                Err(e) => return Err(e.into()),
+            }
+            // The row exists: held by someone live, or changed since the update (retry).
+            if let Lease::Live(other) = self.lease(id).await?
+                && other != holder
+            {
+                return Ok(Err(other));
+            }
+        }
+        Err(Error::Unavailable(
+            format!(
+                "worker ID {id} in table {}: its row changed under every claim, {MAX_RACES} times in a row; retry",
+                self.table
+            )
+            .into(),
+        ))
+    }
+
+    /// Who holds `id` now, by the database's clock.
+    async fn lease(&self, id: i64) -> Result<Lease> {
+        let select = self
+            .sql("SELECT holder, lease_expires_ms - {now} AS left_ms FROM {t} WHERE worker_id = ?");
+        let row = sqlx::query(select)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        let Some(row) = row else {
+            return Ok(Lease::Free);
+        };
+        let holder: Option<String> = row.try_get("holder")?;
+        let left_ms: i64 = row.try_get("left_ms")?;
+        Ok(match holder {
+            None => Lease::Free,
+            Some(h) if left_ms > 0 => Lease::Live(h),
+            Some(h) => Lease::Expired {
+                holder: h,
+                ago_ms: left_ms.saturating_neg(),
+            },
+        })
+    }
+
+    /// Why `holder` does not hold `id` (for [`Error::LeaseLost`]).
+    async fn lost(&self, worker_id: u64, holder: &str) -> Result<Error> {
+        let reason = match self.lease(id_of(worker_id)?).await? {
+            Lease::Free => "the worker ID is not leased (released, or never claimed)".to_string(),
+            Lease::Live(other) if other != holder => format!("{other:?} holds it now"),
+            Lease::Live(_) => "the lease changed while this call ran; retry".to_string(),
+            Lease::Expired { holder: h, ago_ms } if h == holder => {
+                format!("the lease expired {ago_ms} ms ago (database clock)")
+            }
+            Lease::Expired { holder: h, .. } => {
+                format!("{h:?} held it last, and its lease expired too")
+            }
+        };
+        Ok(Error::LeaseLost {
+            worker_id,
+            holder: holder.to_string(),
+            reason,
+        })
+    }
+
+    /// Extends `holder`'s live lease on `worker_id` to `ttl` from now (database clock).
+    /// [`Error::LeaseLost`] when it expired (even if nobody took it since) or another holder
+    /// has it.
+    pub async fn renew(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<()> {
+        validate_holder(holder)?;
+        let id = id_of(worker_id)?;
+        let ttl_ms = ttl_millis(ttl)?;
+        let update = self.sql(
+            "UPDATE {t} SET lease_expires_ms = {now} + ? + 1 \
+             WHERE worker_id = ? AND holder = ? AND lease_expires_ms > {now}",
+        );
+        let updated = sqlx::query(update)
+            .bind(ttl_ms)
+            .bind(id)
+            .bind(holder)
+            .execute(&self.pool)
+            .await?;
+        if updated.rows_affected() == 1 {
+            Ok(())
+        } else {
+            Err(self.lost(worker_id, holder).await?)
+        }
+    }
+
+    /// Gives `worker_id` back at once, keeping its high-water mark. Does nothing when
+    /// `holder` does not hold it.
+    pub async fn release(&self, worker_id: u64, holder: &str) -> Result<()> {
+        validate_holder(holder)?;
+        let id = id_of(worker_id)?;
+        let update = self.sql(
+            "UPDATE {t} SET holder = NULL, lease_expires_ms = 0, reported_ms = NULL \
+             WHERE worker_id = ? AND holder = ?",
+        );
+        sqlx::query(update)
+            .bind(id)
+            .bind(holder)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// The live leases, by worker ID.
+    pub async fn holders(&self) -> Result<Vec<(u64, String)>> {
+        self.holders_below(i64::MAX).await
+    }
+
+    async fn holders_below(&self, space: i64) -> Result<Vec<(u64, String)>> {
+        let select = self.sql(
+            "SELECT worker_id, holder FROM {t} \
+             WHERE holder IS NOT NULL AND lease_expires_ms > {now} AND worker_id < ? \
+             ORDER BY worker_id",
+        );
+        let rows = sqlx::query(select)
+            .bind(space)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let id: i64 = row.try_get("worker_id")?;
+                let holder: String = row.try_get("holder")?;
+                Ok((self.id_from_row(id)?, holder))
+            })
+            .collect()
+    }
+
+    fn id_from_row(&self, id: i64) -> Result<u64> {
+        u64::try_from(id).map_err(|_| {
+            Error::InvalidInput(format!(
+                "table {} holds worker ID {id}, below 0: it was edited by hand; delete that row",
+                self.table
+            ))
+        })
+    }
+
+    /// The high-water mark of `worker_id` (ms since the Unix epoch), `None` if none was
+    /// ever written. Readable by anyone, held or not.
+    pub async fn read_mark(&self, worker_id: u64) -> Result<Option<u64>> {
+        let id = id_of(worker_id)?;
+        let select = self.sql("SELECT high_water_ms FROM {t} WHERE worker_id = ?");
+        let mark: Option<Option<i64>> = sqlx::query_scalar(select)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        mark.flatten()
+            .map(|m| {
+                u64::try_from(m).map_err(|_| {
+                    Error::InvalidInput(format!(
+                        "table {} holds high-water mark {m} for worker ID {worker_id}, below 0: it was edited by hand; fix it",
+                        self.table
+                    ))
+                })
+            })
+            .transpose()
+    }
+
+    /// Raises the high-water mark of `worker_id` to `mark_ms` (a lower value leaves it as
+    /// it is). [`Error::LeaseLost`] unless `holder` holds a live lease on it; one statement,
+    /// so a node that lost its lease can never write.
+    pub async fn write_mark(&self, worker_id: u64, holder: &str, mark_ms: u64) -> Result<()> {
+        validate_holder(holder)?;
+        let id = id_of(worker_id)?;
+        let mark = i64::try_from(mark_ms).map_err(|_| {
+            Error::InvalidInput(format!(
+                "high-water mark {mark_ms} ms is past i64::MAX; pass milliseconds since the Unix epoch"
+            ))
+        })?;
+        let update = self.sql(
+            "UPDATE {t} SET high_water_ms = CASE \
+             WHEN high_water_ms IS NULL OR high_water_ms < ? THEN ? ELSE high_water_ms END \
+             WHERE worker_id = ? AND holder = ? AND lease_expires_ms > {now}",
+        );
+        let updated = sqlx::query(update)
+            .bind(mark)
+            .bind(mark)
+            .bind(id)
+            .bind(holder)
+            .execute(&self.pool)
+            .await?;
+        // sqlx asks MySQL for matched rows (CLIENT_FOUND_ROWS), so an unchanged mark counts.
+        if updated.rows_affected() == 1 {
+            Ok(())
+        } else {
+            Err(self.lost(worker_id, holder).await?)
+        }
+    }
+
+    /// Records `holder`'s clock reading `now_ms` on `worker_id`. [`Error::LeaseLost`] unless
+    /// `holder` holds a live lease on it.
+    pub async fn publish_time(&self, worker_id: u64, holder: &str, now_ms: u64) -> Result<()> {
+        validate_holder(holder)?;
+        let id = id_of(worker_id)?;
+        let now = i64::try_from(now_ms).map_err(|_| {
+            Error::InvalidInput(format!(
+                "clock reading {now_ms} ms is past i64::MAX; pass milliseconds since the Unix epoch"
+            ))
+        })?;
+        let update = self.sql(
+            "UPDATE {t} SET reported_ms = ? \
+             WHERE worker_id = ? AND holder = ? AND lease_expires_ms > {now}",
+        );
+        let updated = sqlx::query(update)
+            .bind(now)
+            .bind(id)
+            .bind(holder)
+            .execute(&self.pool)
+            .await?;
+        if updated.rows_affected() == 1 {
+            Ok(())
+        } else {
+            Err(self.lost(worker_id, holder).await?)
+        }
+    }
+
+    /// The latest clock reading of every live holder that published one, by worker ID.
+    pub async fn peer_times(&self) -> Result<Vec<PeerTime>> {
+        let select = self.sql(
+            "SELECT worker_id, holder, reported_ms FROM {t} \
+             WHERE holder IS NOT NULL AND lease_expires_ms > {now} AND reported_ms IS NOT NULL \
+             ORDER BY worker_id",
+        );
+        let rows = sqlx::query(select).fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|row| {
+                let id: i64 = row.try_get("worker_id")?;
+                let time: i64 = row.try_get("reported_ms")?;
+                Ok(PeerTime {
+                    worker_id: self.id_from_row(id)?,
+                    holder: row.try_get("holder")?,
+                    // A reading below the epoch was written by hand; it is as old as can be.
+                    time_ms: u64::try_from(time).unwrap_or(0),
+                })
+            })
+            .collect()
+    }
+
+    /// `sqlite`, `postgres` or `mysql`.
+    pub fn backend(&self) -> &'static str {
+        match self.dialect {
+            Dialect::Sqlite => "sqlite",
+            Dialect::Postgres => "postgres",
+            Dialect::MySql => "mysql",
+        }
+    }
+
+    /// Closes the pool's connections.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// A worker ID's row as the database's clock sees it.
+enum Lease {
+    Free,
+    Live(String),
+    Expired { holder: String, ago_ms: i64 },
+}
+
+/// Checks a namespace (a table name, key prefix or root znode). The four backends share
+/// SQL's table-name rules, the strictest of them, so a namespace valid on one is valid on
+/// all.
+pub(super) fn validate_namespace(namespace: &str) -> Result<()> {
+    let ok = !namespace.is_empty()
+        && namespace.len() <= 64
+        && namespace
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !namespace.starts_with(|c: char| c.is_ascii_digit());
+    if !ok {
+        return Err(Error::InvalidInput(format!(
+            "worker namespace {namespace:?} is not valid: use 1 to 64 letters, digits or '_', not starting with a digit"
+        )));
+    }
+    Ok(())
+}
+
+/// The longest holder every backend stores (the SQL column is `VARCHAR(255)`).
+pub(super) const MAX_HOLDER_LEN: usize = 255;
+
+/// Checks a holder name: 1 to 255 characters, none of them control characters.
+pub(super) fn validate_holder(holder: &str) -> Result<()> {
+    let len = holder.chars().count();
+    if len == 0 || len > MAX_HOLDER_LEN || holder.chars().any(char::is_control) {
+        return Err(Error::InvalidInput(format!(
+            "lease holder {holder:?} is not valid: use 1 to {MAX_HOLDER_LEN} characters without control characters (host, process, start nonce)"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks the size of a node space.
+pub(super) fn validate_space(space: u64) -> Result<()> {
+    if space == 0 {
+        return Err(Error::InvalidInput(
+            "the worker ID space is empty (0 IDs): the layout needs at least one node bit, or use a static worker ID".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// A lease's length in whole milliseconds, rounded up (a lease may last longer than asked,
+/// never shorter). At most `i32::MAX` ms (about 24 days), the most ZooKeeper's session
+/// timeout holds, so a ttl valid on one backend is valid on all.
+pub(super) fn ttl_millis(ttl: Duration) -> Result<i64> {
+    let ms = ttl.as_nanos().div_ceil(1_000_000);
+    if ms == 0 || ms > i32::MAX as u128 {
+        return Err(Error::InvalidInput(format!(
+            "lease ttl {ttl:?} is not valid: use 1 ms to {} ms (about 24 days); a few seconds is usual",
+            i32::MAX
+        )));
+    }
+    Ok(ms as i64)
+}
+
+/// A worker ID as the `BIGINT` the table stores.
+fn id_of(worker_id: u64) -> Result<i64> {
+    i64::try_from(worker_id).map_err(|_| {
+        Error::InvalidInput(format!(
+            "worker ID {worker_id} is past i64::MAX; no layout has that many node bits"
+        ))
+    })
+}
+
+/// Adds `mode=rwc` so a missing SQLite file is created.
+fn sqlite_create_mode(url: &str) -> String {
+    if url.contains("mode=") {
+        url.to_string()
+    } else if url.contains('?') {
+        format!("{url}&mode=rwc")
+    } else {
+        format!("{url}?mode=rwc")
+    }
+}

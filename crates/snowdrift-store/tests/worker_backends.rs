@@ -1,0 +1,515 @@
+//! The same checks on every worker-lease backend (etcd, ZooKeeper, PostgreSQL, MariaDB,
+//! SQLite, Redis), against the real services: distinct IDs under concurrent claims,
+//! exhaustion, expiry and takeover (a lease never ends before `ttl` after the renew that
+//! was sent last), release, fenced high-water marks that never go down, clock reports, and
+//! clear errors for bad input.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use snowdrift_store::Error;
+use snowdrift_store::worker::PeerTime;
+use snowdrift_store::worker::sql::SqlRegistry;
+use snowdrift_testkit::{FaultProxy, unique_name, urls};
+
+/// A lease long enough never to expire during a check.
+const LONG: Duration = Duration::from_secs(60);
+
+/// How long a check waits for something that must happen (an expiry, a reconnect) before
+/// it fails. Generous: a loaded CI machine is slow, and waiting longer never hides a bug.
+const PATIENCE: Duration = Duration::from_secs(90);
+
+/// One registry of any backend, so every check runs unchanged on all of them.
+enum Reg {
+    Sql(SqlRegistry),
+}
+
+impl Reg {
+    async fn connect_url(backend: &str, url: &str, ns: &str) -> Result<Reg, Error> {
+        Ok(match backend {
+            "sqlite" | "postgres" | "mysql" => Reg::Sql(SqlRegistry::connect(url, ns).await?),
+            _ => unreachable!("no backend {backend}"),
+        })
+    }
+
+    async fn connect(backend: &str, ns: &str) -> Reg {
+        Reg::connect_url(backend, &url(backend), ns)
+            .await
+            .unwrap_or_else(|e| panic!("connect to {backend}: {e}"))
+    }
+
+    async fn claim_lowest(&self, space: u64, holder: &str, ttl: Duration) -> Result<u64, Error> {
+        match self {
+            Reg::Sql(r) => r.claim_lowest(space, holder, ttl).await,
+        }
+    }
+
+    async fn claim(&self, id: u64, holder: &str, ttl: Duration) -> Result<(), Error> {
+        match self {
+            Reg::Sql(r) => r.claim(id, holder, ttl).await,
+        }
+    }
+
+    async fn renew(&self, id: u64, holder: &str, ttl: Duration) -> Result<(), Error> {
+        match self {
+            Reg::Sql(r) => r.renew(id, holder, ttl).await,
+        }
+    }
+
+    async fn release(&self, id: u64, holder: &str) -> Result<(), Error> {
+        match self {
+            Reg::Sql(r) => r.release(id, holder).await,
+        }
+    }
+
+    async fn holders(&self) -> Result<Vec<(u64, String)>, Error> {
+        match self {
+            Reg::Sql(r) => r.holders().await,
+        }
+    }
+
+    async fn read_mark(&self, id: u64) -> Result<Option<u64>, Error> {
+        match self {
+            Reg::Sql(r) => r.read_mark(id).await,
+        }
+    }
+
+    async fn write_mark(&self, id: u64, holder: &str, mark: u64) -> Result<(), Error> {
+        match self {
+            Reg::Sql(r) => r.write_mark(id, holder, mark).await,
+        }
+    }
+
+    async fn publish_time(&self, id: u64, holder: &str, now_ms: u64) -> Result<(), Error> {
+        match self {
+            Reg::Sql(r) => r.publish_time(id, holder, now_ms).await,
+        }
+    }
+
+    async fn peer_times(&self) -> Result<Vec<PeerTime>, Error> {
+        match self {
+            Reg::Sql(r) => r.peer_times().await,
+        }
+    }
+}
+
+fn url(backend: &str) -> String {
+    match backend {
+        "sqlite" => {
+            let dir =
+                std::env::temp_dir().join(format!("snowdrift-worker-test-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            format!("sqlite://{}/workers.db", dir.display())
+        }
+        "postgres" => urls::postgres(),
+        "mysql" => urls::mysql(),
+        "redis" => urls::redis(),
+        "zookeeper" => urls::zookeeper(),
+        "etcd" => urls::etcd(),
+        _ => unreachable!("no backend {backend}"),
+    }
+}
+
+/// A short lease that still fits the backend's minimum: etcd grants at least about 2 s
+/// (1.5 election timeouts, rounded up), and ZooKeeper at least 2 ticks (4 s by default).
+fn short_ttl(backend: &str) -> Duration {
+    match backend {
+        "etcd" => Duration::from_secs(2),
+        "zookeeper" => Duration::from_secs(4),
+        _ => Duration::from_millis(1500),
+    }
+}
+
+fn namespace(check: &str) -> String {
+    unique_name(&format!("w_{check}"))
+}
+
+/// Removes what a passing check left behind: its table, keys or znodes.
+async fn cleanup(backend: &str, ns: &str) {
+    match backend {
+        "sqlite" | "postgres" | "mysql" => {
+            sqlx::any::install_default_drivers();
+            let pool = sqlx::AnyPool::connect(&url(backend)).await.unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(format!("DROP TABLE {ns}")))
+                .execute(&pool)
+                .await
+                .unwrap();
+            pool.close().await;
+        }
+        _ => unreachable!("no backend {backend}"),
+    }
+}
+
+fn lease_lost(result: Result<(), Error>, what: &str) {
+    match result {
+        Err(Error::LeaseLost { .. }) => {}
+        other => panic!("{what}: expected LeaseLost, got {other:?}"),
+    }
+}
+
+/// Many nodes starting at the same instant all get distinct IDs, the lowest ones, and
+/// `holders` lists exactly them.
+async fn concurrent_claims_are_distinct(backend: &str) {
+    const NODES: usize = 4;
+    const TASKS_PER_NODE: usize = 6;
+    let ns = namespace("concurrent");
+    let mut regs = Vec::new();
+    for _ in 0..NODES {
+        regs.push(Arc::new(Reg::connect(backend, &ns).await));
+    }
+    let start = Arc::new(tokio::sync::Barrier::new(NODES * TASKS_PER_NODE));
+    let mut tasks = Vec::new();
+    for (n, reg) in regs.iter().enumerate() {
+        for t in 0..TASKS_PER_NODE {
+            let (reg, start) = (reg.clone(), start.clone());
+            let holder = format!("node-{n}-task-{t}");
+            tasks.push(tokio::spawn(async move {
+                start.wait().await;
+                let id = reg.claim_lowest(64, &holder, LONG).await;
+                (id, holder)
+            }));
+        }
+    }
+    let mut claimed = Vec::new();
+    for task in tasks {
+        let (id, holder) = task.await.unwrap();
+        claimed.push((id.unwrap_or_else(|e| panic!("{holder}: {e}")), holder));
+    }
+    claimed.sort();
+    let ids: BTreeSet<u64> = claimed.iter().map(|(id, _)| *id).collect();
+    assert_eq!(
+        ids.len(),
+        claimed.len(),
+        "two tasks got one ID: {claimed:?}"
+    );
+    assert_eq!(
+        ids,
+        (0..(NODES * TASKS_PER_NODE) as u64).collect::<BTreeSet<_>>(),
+        "not the lowest IDs"
+    );
+    assert_eq!(regs[0].holders().await.unwrap(), claimed);
+    for (id, holder) in &claimed {
+        regs[1].release(*id, holder).await.unwrap();
+    }
+    assert_eq!(regs[2].holders().await.unwrap(), vec![]);
+    drop(regs);
+    cleanup(backend, &ns).await;
+}
+
+/// A full node space is a clear error naming the holders; a claimed ID is refused to
+/// others; a released ID is the next one handed out.
+async fn exhaustion_names_the_holders(backend: &str) {
+    let ns = namespace("exhaust");
+    let reg = Reg::connect(backend, &ns).await;
+    for n in 0..3 {
+        let id = reg
+            .claim_lowest(3, &format!("holder-{n}"), LONG)
+            .await
+            .unwrap();
+        assert_eq!(id, n);
+    }
+    match reg.claim_lowest(3, "holder-3", LONG).await {
+        Err(e @ Error::WorkersExhausted { .. }) => {
+            let text = e.to_string();
+            let Error::WorkersExhausted { space, holders } = e else {
+                unreachable!()
+            };
+            assert_eq!(space, 3);
+            assert_eq!(
+                holders,
+                (0..3)
+                    .map(|n| (n, format!("holder-{n}")))
+                    .collect::<Vec<_>>()
+            );
+            assert!(text.contains("all 3 worker IDs are held"), "{text}");
+            assert!(text.contains("1 by holder-1"), "{text}");
+        }
+        other => panic!("expected WorkersExhausted, got {other:?}"),
+    }
+    match reg.claim(1, "holder-3", LONG).await {
+        Err(Error::WorkerTaken { worker_id, holder }) => {
+            assert_eq!((worker_id, holder.as_str()), (1, "holder-1"));
+        }
+        other => panic!("expected WorkerTaken, got {other:?}"),
+    }
+    // Claiming again what one holds is fine (a retry after a lost answer).
+    reg.claim(2, "holder-2", LONG).await.unwrap();
+    reg.release(1, "holder-1").await.unwrap();
+    assert_eq!(reg.claim_lowest(3, "holder-3", LONG).await.unwrap(), 1);
+    // A larger space has room above.
+    assert_eq!(reg.claim_lowest(5, "holder-4", LONG).await.unwrap(), 3);
+    for (id, holder) in reg.holders().await.unwrap() {
+        reg.release(id, &holder).await.unwrap();
+    }
+    drop(reg);
+    cleanup(backend, &ns).await;
+}
+
+/// A lease ends no earlier than `ttl` after the last renew was sent, and then: the old
+/// holder's renew, mark and clock writes are refused with LeaseLost, another holder claims
+/// the ID, and the old holder's release does not touch the new lease.
+///
+/// ZooKeeper keeps a session alive by itself while the client can reach the server, so
+/// there the old holder is cut off (a black-holed proxy) to let its session expire.
+async fn expired_lease_is_lost_and_taken_over(backend: &str) {
+    let ns = namespace("expiry");
+    let ttl = short_ttl(backend);
+    let (proxy, url_a) = if backend == "zookeeper" {
+        let (proxy, url) = FaultProxy::start_for_url(&url(backend)).await.unwrap();
+        (Some(proxy), url)
+    } else {
+        (None, url(backend))
+    };
+    let a = Reg::connect_url(backend, &url_a, &ns).await.unwrap();
+    let b = Reg::connect(backend, &ns).await;
+    let id = a.claim_lowest(8, "old", ttl).await.unwrap();
+    a.write_mark(id, "old", 1_000).await.unwrap();
+    tokio::time::sleep(ttl / 2).await;
+    let renewed_at = Instant::now();
+    a.renew(id, "old", ttl).await.unwrap();
+    if let Some(proxy) = &proxy {
+        proxy.black_hole();
+    }
+    // Watch the lease from the other registry until it is gone.
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let holders = b.holders().await.unwrap();
+        if holders.is_empty() {
+            break;
+        }
+        assert_eq!(holders, vec![(id, "old".to_string())]);
+        assert!(Instant::now() < deadline, "the lease never expired");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let gone_at = Instant::now();
+    assert!(
+        gone_at >= renewed_at + ttl,
+        "the lease ended {:?} after the renew was sent, before its ttl {ttl:?}",
+        gone_at - renewed_at
+    );
+    if let Some(proxy) = &proxy {
+        proxy.heal();
+        // The client learns that its session expired once it reaches the server again;
+        // until then a renew fails as unavailable, and it must never succeed.
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            match a.renew(id, "old", ttl).await {
+                Err(Error::LeaseLost { .. }) => break,
+                Err(Error::Unavailable(_)) => {}
+                other => panic!("renew after the session expired: {other:?}"),
+            }
+            assert!(Instant::now() < deadline, "the client never saw the expiry");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    } else {
+        lease_lost(a.renew(id, "old", ttl).await, "renew after expiry");
+    }
+    b.claim(id, "new", LONG).await.unwrap();
+    lease_lost(a.renew(id, "old", ttl).await, "renew after takeover");
+    lease_lost(a.write_mark(id, "old", 5_000).await, "mark after takeover");
+    lease_lost(
+        a.publish_time(id, "old", 5_000).await,
+        "clock after takeover",
+    );
+    a.release(id, "old").await.unwrap();
+    assert_eq!(b.holders().await.unwrap(), vec![(id, "new".to_string())]);
+    b.renew(id, "new", LONG).await.unwrap();
+    // The mark outlived the lease and the refused write did not land.
+    assert_eq!(b.read_mark(id).await.unwrap(), Some(1_000));
+    b.release(id, "new").await.unwrap();
+    drop((a, b, proxy));
+    cleanup(backend, &ns).await;
+}
+
+/// Release frees an ID at once; a release by a non-holder changes nothing.
+async fn release_frees_at_once(backend: &str) {
+    let ns = namespace("release");
+    let a = Reg::connect(backend, &ns).await;
+    let b = Reg::connect(backend, &ns).await;
+    a.claim(5, "a", LONG).await.unwrap();
+    assert!(matches!(
+        b.claim(5, "b", LONG).await,
+        Err(Error::WorkerTaken { .. })
+    ));
+    b.release(5, "b").await.unwrap();
+    assert_eq!(b.holders().await.unwrap(), vec![(5, "a".to_string())]);
+    a.renew(5, "a", LONG).await.unwrap();
+    a.release(5, "a").await.unwrap();
+    assert_eq!(a.holders().await.unwrap(), vec![]);
+    lease_lost(a.renew(5, "a", LONG).await, "renew after release");
+    b.claim(5, "b", LONG).await.unwrap();
+    assert_eq!(a.holders().await.unwrap(), vec![(5, "b".to_string())]);
+    // Releasing twice, or what was never held, is a no-op.
+    a.release(5, "a").await.unwrap();
+    a.release(6, "a").await.unwrap();
+    assert_eq!(a.holders().await.unwrap(), vec![(5, "b".to_string())]);
+    b.release(5, "b").await.unwrap();
+    drop((a, b));
+    cleanup(backend, &ns).await;
+}
+
+/// Marks outlive release, are written only by the holder, and never go down, even under
+/// concurrent writes.
+async fn marks_are_fenced_and_never_go_down(backend: &str) {
+    let ns = namespace("marks");
+    let a = Arc::new(Reg::connect(backend, &ns).await);
+    let b = Reg::connect(backend, &ns).await;
+    assert_eq!(a.read_mark(2).await.unwrap(), None);
+    lease_lost(a.write_mark(2, "a", 100).await, "mark without a lease");
+    assert_eq!(a.read_mark(2).await.unwrap(), None);
+    a.claim(2, "a", LONG).await.unwrap();
+    a.write_mark(2, "a", 100).await.unwrap();
+    assert_eq!(b.read_mark(2).await.unwrap(), Some(100));
+    a.write_mark(2, "a", 50).await.unwrap();
+    assert_eq!(
+        b.read_mark(2).await.unwrap(),
+        Some(100),
+        "the mark went down"
+    );
+    a.write_mark(2, "a", 100).await.unwrap();
+    a.write_mark(2, "a", 1_700_000_000_123).await.unwrap();
+    assert_eq!(b.read_mark(2).await.unwrap(), Some(1_700_000_000_123));
+    lease_lost(
+        b.write_mark(2, "b", 1_800_000_000_000).await,
+        "mark by a non-holder",
+    );
+    assert_eq!(b.read_mark(2).await.unwrap(), Some(1_700_000_000_123));
+    // Marks are per worker ID.
+    assert_eq!(b.read_mark(3).await.unwrap(), None);
+    // Concurrent raises by the holder: the highest wins, whatever the order.
+    let mut writes = Vec::new();
+    for n in 0..16u64 {
+        let a = a.clone();
+        let mark = 1_700_000_001_000 + (n * 7919) % 16 * 1_000;
+        writes.push(tokio::spawn(
+            async move { a.write_mark(2, "a", mark).await },
+        ));
+    }
+    for w in writes {
+        w.await.unwrap().unwrap();
+    }
+    assert_eq!(b.read_mark(2).await.unwrap(), Some(1_700_000_016_000));
+    a.release(2, "a").await.unwrap();
+    assert_eq!(
+        b.read_mark(2).await.unwrap(),
+        Some(1_700_000_016_000),
+        "lost on release"
+    );
+    b.claim(2, "b", LONG).await.unwrap();
+    assert_eq!(
+        b.read_mark(2).await.unwrap(),
+        Some(1_700_000_016_000),
+        "lost on claim"
+    );
+    b.write_mark(2, "b", 1_700_000_002_000).await.unwrap();
+    assert_eq!(b.read_mark(2).await.unwrap(), Some(1_700_000_016_000));
+    b.write_mark(2, "b", 1_700_000_017_000).await.unwrap();
+    assert_eq!(a.read_mark(2).await.unwrap(), Some(1_700_000_017_000));
+    b.release(2, "b").await.unwrap();
+    drop((a, b));
+    cleanup(backend, &ns).await;
+}
+
+/// Clock reports round-trip for live holders only, and only the holder writes them.
+async fn clock_reports_round_trip(backend: &str) {
+    let ns = namespace("clock");
+    let a = Reg::connect(backend, &ns).await;
+    let b = Reg::connect(backend, &ns).await;
+    assert_eq!(a.peer_times().await.unwrap(), vec![]);
+    let ia = a.claim_lowest(4, "a", LONG).await.unwrap();
+    let ib = b.claim_lowest(4, "b", LONG).await.unwrap();
+    // Nothing published yet.
+    assert_eq!(a.peer_times().await.unwrap(), vec![]);
+    a.publish_time(ia, "a", 1_700_000_000_000).await.unwrap();
+    b.publish_time(ib, "b", 1_700_000_000_500).await.unwrap();
+    a.publish_time(ia, "a", 1_700_000_001_000).await.unwrap();
+    let peer = |worker_id, holder: &str, time_ms| PeerTime {
+        worker_id,
+        holder: holder.to_string(),
+        time_ms,
+    };
+    assert_eq!(
+        b.peer_times().await.unwrap(),
+        vec![
+            peer(ia, "a", 1_700_000_001_000),
+            peer(ib, "b", 1_700_000_000_500)
+        ]
+    );
+    lease_lost(a.publish_time(ib, "a", 1).await, "clock on another's ID");
+    a.release(ia, "a").await.unwrap();
+    assert_eq!(
+        b.peer_times().await.unwrap(),
+        vec![peer(ib, "b", 1_700_000_000_500)]
+    );
+    lease_lost(a.publish_time(ia, "a", 1).await, "clock after release");
+    // A new holder of the ID starts without a report.
+    b.claim(ia, "c", LONG).await.unwrap();
+    assert_eq!(
+        b.peer_times().await.unwrap(),
+        vec![peer(ib, "b", 1_700_000_000_500)]
+    );
+    b.release(ia, "c").await.unwrap();
+    b.release(ib, "b").await.unwrap();
+    drop((a, b));
+    cleanup(backend, &ns).await;
+}
+
+/// Bad namespaces, URLs, holders, ttls and spaces are refused with messages that say what
+/// is allowed.
+async fn bad_input_is_refused_clearly(backend: &str) {
+    for bad in ["", "has-dash", "1starts_with_digit", "a/b", &"x".repeat(65)] {
+        match Reg::connect_url(backend, &url(backend), bad).await {
+            Err(Error::InvalidInput(m)) => assert!(m.contains("1 to 64 letters"), "{m}"),
+            Err(e) => panic!("namespace {bad:?}: {e}"),
+            Ok(_) => panic!("namespace {bad:?} was accepted"),
+        }
+    }
+    let bad_url = match backend {
+        "sqlite" | "postgres" | "mysql" => "oracle://scott@db/orcl",
+        "redis" => "redis://",
+        "zookeeper" => "zookeeper://",
+        "etcd" => "etcd://",
+        _ => unreachable!(),
+    };
+    match Reg::connect_url(backend, bad_url, "fine").await {
+        Err(Error::InvalidUrl { reason, .. }) => assert!(!reason.is_empty()),
+        Err(e) => panic!("url {bad_url:?}: {e}"),
+        Ok(_) => panic!("url {bad_url:?} was accepted"),
+    }
+    let ns = namespace("bad");
+    let reg = Reg::connect(backend, &ns).await;
+    let invalid = |r: Result<(), Error>, what: &str| match r {
+        Err(Error::InvalidInput(m)) => assert!(!m.is_empty()),
+        other => panic!("{what}: expected InvalidInput, got {other:?}"),
+    };
+    invalid(reg.claim(0, "", LONG).await, "empty holder");
+    invalid(reg.claim(0, "a\nb", LONG).await, "holder with a newline");
+    invalid(reg.claim(0, &"h".repeat(256), LONG).await, "long holder");
+    invalid(reg.claim(0, "a", Duration::ZERO).await, "zero ttl");
+    invalid(
+        reg.claim_lowest(0, "a", LONG).await.map(|_| ()),
+        "empty space",
+    );
+    assert_eq!(reg.holders().await.unwrap(), vec![]);
+    drop(reg);
+    cleanup(backend, &ns).await;
+}
+
+macro_rules! on_every_backend {
+    ($($check:ident),* $(,)?) => {
+        mod sqlite { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $check() { super::$check("sqlite").await } )* }
+        mod postgres { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $check() { super::$check("postgres").await } )* }
+        mod mysql { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $check() { super::$check("mysql").await } )* }
+    };
+}
+
+on_every_backend!(
+    concurrent_claims_are_distinct,
+    exhaustion_names_the_holders,
+    expired_lease_is_lost_and_taken_over,
+    release_frees_at_once,
+    marks_are_fenced_and_never_go_down,
+    clock_reports_round_trip,
+    bad_input_is_refused_clearly,
+);
