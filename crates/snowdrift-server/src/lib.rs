@@ -1,5 +1,75 @@
 //! # snowdrift-server
 //!
-//! The snowdrift server: every ID kind over HTTP, with Leaf-compatible routes, admin, health
-//! and metrics.
+//! The snowdrift server: every ID kind over HTTP, with Leaf-compatible routes, tag admin,
+//! health and Prometheus metrics, shaped after mini-redis: the library exposes [`run`] over a
+//! bound listener and a shutdown future; the binary only parses flags and binds.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), snowdrift_server::StartError> {
+//! use snowdrift_server::{Config, Server};
+//! let config = Config::load(None, std::env::vars())?;
+//! let server = Server::start(&config).await?;
+//! let listener = tokio::net::TcpListener::bind(config.server.listen).await?;
+//! snowdrift_server::run(listener, server, async { let _ = tokio::signal::ctrl_c().await; }).await?;
+//! # Ok(()) }
+//! ```
 #![deny(missing_docs)]
+
+pub mod config;
+pub mod decode;
+pub mod error;
+pub mod generators;
+pub mod http;
+pub mod layout;
+pub mod source;
+
+use std::future::Future;
+use std::sync::Arc;
+
+pub use config::Config;
+pub use error::{ApiError, ConfigError, StartError};
+
+use generators::Generators;
+use http::AppState;
+
+/// A server ready to serve: stores connected, generators built.
+#[derive(Debug)]
+pub struct Server {
+    state: Arc<AppState>,
+    max_body: usize,
+}
+
+impl Server {
+    /// Connects what `config` names and builds its generators; fails with a message naming
+    /// the generator or store at fault.
+    pub async fn start(config: &Config) -> Result<Self, StartError> {
+        http::install_recorder();
+        let generators = Generators::build(config).await?;
+        Ok(Self {
+            state: Arc::new(AppState {
+                generators,
+                max_count: config.limits.max_count,
+            }),
+            max_body: config.limits.max_body,
+        })
+    }
+
+    /// The generators, for status.
+    pub fn generators(&self) -> &Generators {
+        &self.state.generators
+    }
+}
+
+/// Serves `server` on `listener` until `shutdown` completes, then stops accepting and
+/// finishes the requests in flight.
+pub async fn run(
+    listener: tokio::net::TcpListener,
+    server: Server,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), StartError> {
+    let app = http::router(server.state.clone(), server.max_body);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await?;
+    Ok(())
+}

@@ -23,6 +23,7 @@ enum Command {
     Layout(cmd::layout::Args),
     Bench(cmd::bench::Args),
     Tags(cmd::tags::Args),
+    Serve(cmd::serve::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -33,6 +34,7 @@ fn main() -> std::process::ExitCode {
         Command::Layout(a) => cmd::layout::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Tags(a) => cmd::tags::run(a),
+        Command::Serve(a) => cmd::serve::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -10,6 +10,8 @@ pub const MAX_TAG_LEN: usize = 128;
 pub const MAX_DESCRIPTION_LEN: usize = 256;
 /// Largest step: Leaf's `step int`.
 pub const MAX_STEP: i64 = i32::MAX as i64;
+/// The step of a tag created without one.
+pub const DEFAULT_STEP: i64 = 1000;
 
 /// A segment tag as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]

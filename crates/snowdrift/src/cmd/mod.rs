@@ -6,4 +6,5 @@ pub mod layout;
 pub mod next;
 mod next_kinds;
 mod next_segment;
+pub mod serve;
 pub mod tags;

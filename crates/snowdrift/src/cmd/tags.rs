@@ -36,7 +36,7 @@ enum Action {
         /// The tag: 1 to 128 of A-Z a-z 0-9 _ - . :
         tag: String,
         /// IDs per segment claimed from the store (1 to 2147483647).
-        #[arg(long, default_value_t = 1000)]
+        #[arg(long, default_value_t = snowdrift_store::segment::DEFAULT_STEP)]
         step: i64,
         /// Free text, at most 256 characters.
         #[arg(long)]

@@ -1,0 +1,607 @@
+//! The server's configuration: one TOML file, overridden by `SNOWDRIFT_<SECTION>__<KEY>`
+//! environment variables, validated before anything starts.
+//!
+//! ```toml
+//! [server]
+//! listen = "127.0.0.1:8080"
+//!
+//! [store]
+//! url = "sqlite://snowdrift.db"
+//!
+//! [[generator]]
+//! name = "snowflake"
+//! kind = "snowflake"
+//! layout = "twitter"
+//! ```
+//!
+//! Unknown keys are errors naming the key's path, so a typo never silently falls back to a
+//! default.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConfigError;
+
+/// Prefix of the environment variables that override the file.
+pub const ENV_PREFIX: &str = "SNOWDRIFT_";
+
+/// Everything the server needs to start.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Where to listen and how.
+    pub server: ServerConfig,
+    /// Where segment tags live.
+    pub store: StoreConfig,
+    /// How this node gets its worker ID.
+    pub worker: WorkerConfig,
+    /// Request limits.
+    pub limits: LimitsConfig,
+    /// The generators, by name. Empty means the defaults: `snowflake` (Twitter layout),
+    /// `uuid7`, `ulid` and `objectid`.
+    #[serde(rename = "generator")]
+    pub generators: Vec<GeneratorConfig>,
+}
+
+/// `[server]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// Allow listening on a non-loopback address without auth.
+    pub insecure_bind: bool,
+    /// How long shutdown waits for in-flight requests.
+    #[serde(with = "duration_text")]
+    pub shutdown_timeout: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            insecure_bind: false,
+            shutdown_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// `[store]`: the segment store, which holds tags.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreConfig {
+    /// `sqlite://FILE`, `postgres://...`, `mysql://...`, `redis://...` or `zookeeper://...`.
+    pub url: String,
+    /// Several stores striped Tinyid-style (store k serves IDs ≡ k mod n); replaces `url`.
+    pub urls: Vec<String>,
+    /// The Leaf table (or key prefix / znode root).
+    pub table: String,
+    /// Tags whose first segment is claimed at start, so their first ID does not wait.
+    pub preload: Vec<String>,
+    /// How long a request waits for a refill when every buffered ID is used.
+    #[serde(with = "duration_text")]
+    pub wait: Duration,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            url: "sqlite://snowdrift.db".into(),
+            urls: Vec::new(),
+            table: "leaf_alloc".into(),
+            preload: Vec::new(),
+            wait: Duration::from_secs(1),
+        }
+    }
+}
+
+/// `[worker]`: how this node gets and keeps its worker ID.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkerConfig {
+    /// `static`, `derived`, `file`, `etcd`, `zookeeper`, `sql` or `redis`.
+    pub registry: String,
+    /// The worker ID (`static`, `file`).
+    pub id: u64,
+    /// The coordinator (`etcd`, `zookeeper`, `sql`, `redis`).
+    pub url: Option<String>,
+    /// The lease file and high-water mark (`file`).
+    pub path: String,
+    /// Lease time to live.
+    #[serde(with = "duration_text")]
+    pub ttl: Duration,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        Self {
+            registry: "file".into(),
+            id: 0,
+            url: None,
+            path: "snowdrift.worker".into(),
+            ttl: Duration::from_secs(10),
+        }
+    }
+}
+
+/// `[limits]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// Most IDs one request may ask for.
+    pub max_count: u64,
+    /// Largest request body, in bytes.
+    pub max_body: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_count: 10_000,
+            max_body: 64 * 1024,
+        }
+    }
+}
+
+/// What a generator produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// 64-bit time-ordered IDs under a bit layout.
+    Snowflake,
+    /// Leaf segments of a tag in the store.
+    Segment,
+    /// Flickr ticket servers.
+    Ticket,
+    /// Redis counters.
+    Counter,
+    /// UUID version 4 (random).
+    Uuid4,
+    /// UUID version 7 (time-ordered).
+    Uuid7,
+    /// ULID.
+    Ulid,
+    /// MongoDB ObjectId.
+    Objectid,
+}
+
+impl Kind {
+    /// The name used in config and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Snowflake => "snowflake",
+            Kind::Segment => "segment",
+            Kind::Ticket => "ticket",
+            Kind::Counter => "counter",
+            Kind::Uuid4 => "uuid4",
+            Kind::Uuid7 => "uuid7",
+            Kind::Ulid => "ulid",
+            Kind::Objectid => "objectid",
+        }
+    }
+}
+
+/// One `[[generator]]`. Keys that do not apply to its kind are errors.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratorConfig {
+    /// The name it is served under (`/v1/ids/{name}`); shares one namespace with tags.
+    pub name: String,
+    /// What it produces.
+    pub kind: Kind,
+    /// `snowflake`: a preset (`twitter`, `sonyflake`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<String>,
+    /// `snowflake`: a custom layout, e.g. `time:41,datacenter:5,worker:5,seq:12`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bits: Option<String>,
+    /// `snowflake` with `bits`: the time unit (`1ms`, `10ms`, `1s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    /// `snowflake` with `bits`: the epoch (RFC 3339, a date, or ms since 1970).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<String>,
+    /// `segment`: the tag served under this name (default: the name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// `ticket`: the ticket servers' URLs, in the order of their classes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<String>,
+    /// `counter`: the Redis URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// `counter`: a template such as `ORD{date:%Y%m%d}{seq:08}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// `counter`: how many values one Redis round trip reserves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<u64>,
+}
+
+impl Config {
+    /// Reads `file` (if any) and the `SNOWDRIFT_<SECTION>__<KEY>` variables of `env`, then
+    /// validates the result.
+    ///
+    /// Environment keys are the config's path in upper case with `__` between levels;
+    /// generators are addressed by index: `SNOWDRIFT_GENERATOR__0__LAYOUT=sonyflake`.
+    pub fn load(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let mut builder = config::Config::builder();
+        if let Some(path) = file {
+            if !path.exists() {
+                return Err(ConfigError::new(format!(
+                    "config file {} does not exist",
+                    path.display()
+                )));
+            }
+            builder = builder.add_source(
+                config::File::from(path)
+                    .format(config::FileFormat::Toml)
+                    .required(true),
+            );
+        }
+        for (key, value) in env {
+            let Some(path) = env_key_path(&key) else {
+                continue;
+            };
+            builder = builder
+                .set_override(path, value)
+                .map_err(|e| ConfigError::new(format!("{key}: {e}")))?;
+        }
+        let merged = builder
+            .build()
+            .map_err(|e| ConfigError::new(e.to_string()))?;
+        let config: Config = serde_path_to_error::deserialize(merged).map_err(|e| {
+            let path = e.path().to_string();
+            ConfigError::new(format!("{path}: {}", e.into_inner()))
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks what serde cannot: names, kinds' keys, limits.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.limits.max_count == 0 {
+            return Err(ConfigError::new(
+                "limits.max_count: must be at least 1".into(),
+            ));
+        }
+        if !self.server.listen.ip().is_loopback() && !self.server.insecure_bind {
+            return Err(ConfigError::new(format!(
+                "server.listen: {} is reachable from other machines and auth is off (this \
+                 version has no auth yet); listen on 127.0.0.1, or set server.insecure_bind = \
+                 true (--insecure-bind) if the network is trusted",
+                self.server.listen
+            )));
+        }
+        let mut seen = BTreeMap::new();
+        for (i, g) in self.generators.iter().enumerate() {
+            let at = format!("generator[{i}] ({:?})", g.name);
+            snowdrift_store::segment::validate_tag(&g.name)
+                .map_err(|e| ConfigError::new(format!("{at}: name: {e}")))?;
+            if let Some(first) = seen.insert(g.name.clone(), i) {
+                return Err(ConfigError::new(format!(
+                    "{at}: the name is already used by generator[{first}]"
+                )));
+            }
+            g.check_keys()
+                .map_err(|e| ConfigError::new(format!("{at}: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// The generators to serve: the configured ones, or the defaults when none are.
+    pub fn effective_generators(&self) -> Vec<GeneratorConfig> {
+        if !self.generators.is_empty() {
+            return self.generators.clone();
+        }
+        let simple = |name: &str, kind| GeneratorConfig::new(name, kind);
+        let mut snowflake = simple("snowflake", Kind::Snowflake);
+        snowflake.layout = Some("twitter".into());
+        vec![
+            snowflake,
+            simple("uuid7", Kind::Uuid7),
+            simple("ulid", Kind::Ulid),
+            simple("objectid", Kind::Objectid),
+        ]
+    }
+
+    /// The effective configuration as TOML, with passwords in URLs masked.
+    pub fn to_masked_toml(&self) -> String {
+        let mut shown = self.clone();
+        shown.generators = self.effective_generators();
+        shown.store.url = mask_url(&shown.store.url);
+        shown.store.urls = shown.store.urls.iter().map(|u| mask_url(u)).collect();
+        shown.worker.url = shown.worker.url.as_deref().map(mask_url);
+        for g in &mut shown.generators {
+            g.url = g.url.as_deref().map(mask_url);
+            g.servers = g.servers.iter().map(|u| mask_url(u)).collect();
+        }
+        let value = serde_json::to_value(&shown).unwrap_or_default();
+        toml_text(&value)
+    }
+}
+
+impl GeneratorConfig {
+    /// A generator of `kind` named `name` with every optional key unset.
+    pub fn new(name: &str, kind: Kind) -> Self {
+        Self {
+            name: name.into(),
+            kind,
+            layout: None,
+            bits: None,
+            unit: None,
+            epoch: None,
+            tag: None,
+            servers: Vec::new(),
+            url: None,
+            template: None,
+            batch: None,
+        }
+    }
+
+    /// Refuses keys set for a kind that ignores them, so a misplaced key is not silently
+    /// dropped.
+    fn check_keys(&self) -> Result<(), String> {
+        let set: [(&str, bool, &[Kind]); 9] = [
+            ("layout", self.layout.is_some(), &[Kind::Snowflake]),
+            ("bits", self.bits.is_some(), &[Kind::Snowflake]),
+            ("unit", self.unit.is_some(), &[Kind::Snowflake]),
+            ("epoch", self.epoch.is_some(), &[Kind::Snowflake]),
+            ("tag", self.tag.is_some(), &[Kind::Segment]),
+            ("servers", !self.servers.is_empty(), &[Kind::Ticket]),
+            ("url", self.url.is_some(), &[Kind::Counter]),
+            ("template", self.template.is_some(), &[Kind::Counter]),
+            ("batch", self.batch.is_some(), &[Kind::Counter]),
+        ];
+        for (key, present, kinds) in set {
+            if present && !kinds.contains(&self.kind) {
+                let allowed: Vec<_> = kinds.iter().map(|k| k.name()).collect();
+                return Err(format!(
+                    "key {key:?} does not apply to kind {}; it is for kind {}",
+                    self.kind.name(),
+                    allowed.join(", ")
+                ));
+            }
+        }
+        if self.layout.is_some() && self.bits.is_some() {
+            return Err("give either layout (a preset) or bits (a custom layout), not both".into());
+        }
+        if self.kind == Kind::Ticket && self.servers.is_empty() {
+            return Err("kind ticket needs servers = [\"mysql://...\", ...]".into());
+        }
+        if self.kind == Kind::Counter && self.url.is_none() {
+            return Err("kind counter needs url = \"redis://...\"".into());
+        }
+        Ok(())
+    }
+}
+
+/// `SNOWDRIFT_STORE__URL` -> `store.url`; `SNOWDRIFT_GENERATOR__0__LAYOUT` ->
+/// `generator[0].layout`. Variables without `__` (such as test-only settings) are not
+/// config keys.
+fn env_key_path(key: &str) -> Option<String> {
+    let rest = key.strip_prefix(ENV_PREFIX)?;
+    if !rest.contains("__") {
+        return None;
+    }
+    let mut path = String::new();
+    for part in rest.split("__") {
+        let part = part.to_ascii_lowercase();
+        if part.bytes().all(|b| b.is_ascii_digit()) && !part.is_empty() {
+            path.push_str(&format!("[{part}]"));
+        } else {
+            if !path.is_empty() {
+                path.push('.');
+            }
+            path.push_str(&part);
+        }
+    }
+    Some(path)
+}
+
+/// `scheme://user:secret@host` -> `scheme://user:***@host`.
+pub fn mask_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority, tail) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let Some((userinfo, host)) = authority.rsplit_once('@') else {
+        return url.to_string();
+    };
+    match userinfo.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
+        None => url.to_string(),
+    }
+}
+
+/// Renders a JSON object of sections as TOML: tables for objects, arrays of tables for
+/// arrays of objects. Enough for the config's own shapes, which have no nested tables.
+fn toml_text(value: &serde_json::Value) -> String {
+    let mut out = String::new();
+    let Some(sections) = value.as_object() else {
+        return out;
+    };
+    for (name, section) in sections {
+        match section {
+            serde_json::Value::Object(keys) => {
+                out.push_str(&format!("[{name}]\n"));
+                push_keys(&mut out, keys);
+                out.push('\n');
+            }
+            serde_json::Value::Array(items) => {
+                for item in items {
+                    if let Some(keys) = item.as_object() {
+                        out.push_str(&format!("[[{name}]]\n"));
+                        push_keys(&mut out, keys);
+                        out.push('\n');
+                    }
+                }
+            }
+            other => out.push_str(&format!("{name} = {other}\n")),
+        }
+    }
+    out
+}
+
+fn push_keys(out: &mut String, keys: &serde_json::Map<String, serde_json::Value>) {
+    for (key, value) in keys {
+        if !value.is_null() {
+            // JSON strings, numbers, booleans and arrays of them are valid TOML values.
+            out.push_str(&format!("{key} = {value}\n"));
+        }
+    }
+}
+
+/// Durations as text (`"10s"`, `"250ms"`, `"1m 30s"`), parsed by jiff's friendly format.
+mod duration_text {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        let signed = jiff::SignedDuration::try_from(*d).map_err(serde::ser::Error::custom)?;
+        s.serialize_str(&format!("{signed:#}"))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        let signed: jiff::SignedDuration = text.trim().parse().map_err(|_| {
+            serde::de::Error::custom(format!(
+                "{text:?} is not a duration; write e.g. \"10s\", \"250ms\" or \"1m 30s\""
+            ))
+        })?;
+        Duration::try_from(signed).map_err(|_| {
+            serde::de::Error::custom(format!("{text:?}: a duration cannot be negative"))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(toml: &str, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let dir = std::env::temp_dir().join(format!(
+            "snowdrift-config-{}-{}",
+            std::process::id(),
+            rand_suffix()
+        ));
+        std::fs::create_dir_all(&dir).map_err(|e| ConfigError::new(e.to_string()))?;
+        let path = dir.join("snowdrift.toml");
+        std::fs::write(&path, toml).map_err(|e| ConfigError::new(e.to_string()))?;
+        let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        let loaded = Config::load(Some(&path), env);
+        let _ = std::fs::remove_dir_all(&dir);
+        loaded
+    }
+
+    fn rand_suffix() -> u64 {
+        let mut b = [0u8; 8];
+        getrandom::fill(&mut b)
+            .map(|()| u64::from_le_bytes(b))
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn defaults_without_a_file() {
+        let c = Config::load(None, Vec::new()).unwrap();
+        assert_eq!(c.server.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.store.url, "sqlite://snowdrift.db");
+        let names: Vec<_> = c
+            .effective_generators()
+            .iter()
+            .map(|g| g.name.clone())
+            .collect();
+        assert_eq!(names, ["snowflake", "uuid7", "ulid", "objectid"]);
+    }
+
+    #[test]
+    fn unknown_keys_name_their_path() {
+        let e = load("[server]\nlsten = \"127.0.0.1:1\"\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("lsten"), "{e}");
+        assert!(e.to_string().contains("server"), "{e}");
+        let e = load(
+            "[[generator]]\nname = \"a\"\nkind = \"snowflake\"\nlayuot = \"twitter\"\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("layuot"), "{e}");
+    }
+
+    #[test]
+    fn environment_overrides_the_file() {
+        let c = load(
+            "[server]\nlisten = \"127.0.0.1:1\"\n[[generator]]\nname = \"a\"\nkind = \"snowflake\"\n",
+            &[
+                ("SNOWDRIFT_SERVER__LISTEN", "127.0.0.1:9999"),
+                ("SNOWDRIFT_LIMITS__MAX_COUNT", "5"),
+                ("SNOWDRIFT_GENERATOR__0__LAYOUT", "sonyflake"),
+                ("SNOWDRIFT_TEST_CLOCK_OFFSET_MS", "5"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.server.listen.port(), 9999);
+        assert_eq!(c.limits.max_count, 5);
+        assert_eq!(c.generators[0].layout.as_deref(), Some("sonyflake"));
+    }
+
+    #[test]
+    fn bad_values_say_what_is_allowed() {
+        let e = load("[worker]\nttl = \"soon\"\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("worker.ttl"), "{e}");
+        assert!(e.to_string().contains("10s"), "{e}");
+        let e = load("[[generator]]\nname = \"a\"\nkind = \"snowflak\"\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("snowflak"), "{e}");
+        let e = load("[limits]\nmax_count = 0\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("max_count"), "{e}");
+        let e = load("[server]\nlisten = \"0.0.0.0:8080\"\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("insecure_bind"), "{e}");
+        let c = load(
+            "[server]\nlisten = \"0.0.0.0:8080\"\ninsecure_bind = true\n",
+            &[],
+        )
+        .unwrap();
+        assert!(c.server.insecure_bind);
+    }
+
+    #[test]
+    fn keys_of_another_kind_and_duplicate_names_are_refused() {
+        let e = load(
+            "[[generator]]\nname = \"a\"\nkind = \"uuid7\"\nlayout = \"twitter\"\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("does not apply"), "{e}");
+        let e = load(
+            "[[generator]]\nname = \"a\"\nkind = \"uuid7\"\n[[generator]]\nname = \"a\"\nkind = \"ulid\"\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("already used"), "{e}");
+    }
+
+    #[test]
+    fn masked_output_hides_passwords_and_parses_back() {
+        let c = load(
+            "[store]\nurl = \"postgres://app:hunter2@db:5432/ids\"\n",
+            &[],
+        )
+        .unwrap();
+        let text = c.to_masked_toml();
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(text.contains("postgres://app:***@db:5432/ids"), "{text}");
+        let again = load(&text, &[]).unwrap();
+        assert_eq!(again.server.listen, c.server.listen);
+        assert_eq!(again.generators.len(), 4);
+    }
+}

@@ -1,0 +1,156 @@
+//! The generators one server serves, by name, built from the configuration; segment tags
+//! without a generator of their own are served under their tag name.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use snowdrift_core::clock::MonotonicClock;
+use snowdrift_core::generator::SnowflakeGenerator;
+use snowdrift_store::counter::RedisCounter;
+use snowdrift_store::segment::{BufferConfig, SegmentService, SegmentStore};
+use snowdrift_store::ticket::TicketPool;
+
+use crate::config::{Config, GeneratorConfig, Kind};
+use crate::error::{ApiError, StartError};
+use crate::source::{
+    CounterSource, IdSource, SegmentSource, SimpleSource, SnowflakeSource, Source, TicketSource,
+};
+
+/// Every name this server answers to.
+#[derive(Debug)]
+pub struct Generators {
+    by_name: BTreeMap<String, Arc<Source>>,
+    segments: Arc<SegmentService>,
+}
+
+impl Generators {
+    /// Connects the stores and builds every generator of `config`.
+    pub async fn build(config: &Config) -> Result<Self, StartError> {
+        let store = match config.store.urls.as_slice() {
+            [] => SegmentStore::connect(&config.store.url, &config.store.table).await?,
+            urls => {
+                let mut stores = Vec::with_capacity(urls.len());
+                for url in urls {
+                    stores.push(SegmentStore::connect(url, &config.store.table).await?);
+                }
+                SegmentStore::striped(stores)?
+            }
+        };
+        let buffer = BufferConfig {
+            wait: config.store.wait,
+            ..BufferConfig::default()
+        };
+        let segments = Arc::new(SegmentService::new(store, buffer));
+        let mut by_name = BTreeMap::new();
+        for g in config.effective_generators() {
+            let source = build_one(&g, config, &segments).await.map_err(|message| {
+                StartError::Generator {
+                    name: g.name.clone(),
+                    message,
+                }
+            })?;
+            by_name.insert(g.name.clone(), Arc::new(source));
+        }
+        let preload: Vec<&str> = config.store.preload.iter().map(String::as_str).collect();
+        segments.preload(&preload).await?;
+        Ok(Self { by_name, segments })
+    }
+
+    /// The source serving `name`: a configured generator, or else the segment tag of that
+    /// name (which may not exist: the store says so on first use).
+    pub fn get(&self, name: &str) -> Result<Arc<Source>, ApiError> {
+        if let Some(source) = self.by_name.get(name) {
+            return Ok(source.clone());
+        }
+        snowdrift_store::segment::validate_tag(name)?;
+        Ok(Arc::new(Source::Segment(SegmentSource::new(
+            self.segments.clone(),
+            name.to_string(),
+        ))))
+    }
+
+    /// True when `name` is a configured generator (so no tag may take it).
+    pub fn is_generator(&self, name: &str) -> bool {
+        self.by_name.contains_key(name)
+    }
+
+    /// The configured generators, by name.
+    pub fn configured(&self) -> impl Iterator<Item = (&str, &Source)> {
+        self.by_name.iter().map(|(n, s)| (n.as_str(), s.as_ref()))
+    }
+
+    /// The snowflake generator named `snowflake`, else the first one, with its name: what
+    /// Leaf's `/api/snowflake/get/{key}` serves for a key that names no generator.
+    pub fn default_snowflake(&self) -> Option<(&str, Arc<Source>)> {
+        let is_snowflake = |s: &&Arc<Source>| s.kind() == Kind::Snowflake;
+        self.by_name
+            .get_key_value("snowflake")
+            .filter(|(_, s)| is_snowflake(s))
+            .or_else(|| self.by_name.iter().find(|(_, s)| is_snowflake(s)))
+            .map(|(n, s)| (n.as_str(), s.clone()))
+    }
+
+    /// The segment service (tags, buffers).
+    pub fn segments(&self) -> &Arc<SegmentService> {
+        &self.segments
+    }
+}
+
+async fn build_one(
+    g: &GeneratorConfig,
+    config: &Config,
+    segments: &Arc<SegmentService>,
+) -> Result<Source, String> {
+    Ok(match g.kind {
+        Kind::Snowflake => {
+            let (layout, layout_name) = crate::layout::resolve(
+                g.layout.as_deref(),
+                g.bits.as_deref(),
+                g.unit.as_deref(),
+                g.epoch.as_deref(),
+            )?;
+            let generator = SnowflakeGenerator::builder(layout)
+                .node_id(config.worker.id)
+                .map_err(|e| format!("worker.id: {e}"))?
+                .build(MonotonicClock::new())
+                .map_err(|e| e.to_string())?;
+            Source::Snowflake(SnowflakeSource::new(generator, layout_name))
+        }
+        Kind::Segment => {
+            let tag = g.tag.clone().unwrap_or_else(|| g.name.clone());
+            snowdrift_store::segment::validate_tag(&tag).map_err(|e| format!("tag: {e}"))?;
+            Source::Segment(SegmentSource::new(segments.clone(), tag))
+        }
+        Kind::Ticket => {
+            // The servers' default table/sequence (`tickets64`): generators on the same servers
+            // share it, which keeps their tickets unique across generators too.
+            let mut pool = TicketPool::builder();
+            for url in &g.servers {
+                pool = pool.server(url.as_str());
+            }
+            Source::Ticket(TicketSource::new(
+                pool.connect().await.map_err(|e| e.to_string())?,
+            ))
+        }
+        Kind::Counter => {
+            let mut counter = RedisCounter::builder(g.name.as_str());
+            if let Some(text) = &g.template {
+                let template = text
+                    .parse()
+                    .map_err(|e| format!("template {text:?}: {e}"))?;
+                counter = counter.template(template);
+            }
+            if let Some(batch) = g.batch {
+                counter = counter.batch(batch);
+            }
+            counter = counter.max_per_call(config.limits.max_count);
+            let url = g.url.as_deref().unwrap_or_default();
+            Source::Counter(CounterSource::new(
+                counter.connect(url).await.map_err(|e| e.to_string())?,
+            ))
+        }
+        kind => Source::Simple(SimpleSource::new(kind).ok_or_else(|| {
+            "the operating system gave no randomness for the ObjectId process value".to_string()
+        })?),
+    })
+}

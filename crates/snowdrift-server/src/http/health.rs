@@ -1,0 +1,108 @@
+//! `/healthz` (the process is up), `/readyz` (every generator can issue) and
+//! `/v1/generators` (what each generator is and holds).
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use super::AppState;
+use crate::source::{IdSource, Source};
+
+/// 200 while the process serves HTTP.
+pub async fn healthz() -> Json<Value> {
+    Json(json!({"status": "ok"}))
+}
+
+/// 200 when every generator can issue now, else 503 naming the ones that cannot and why.
+pub async fn readyz(State(state): State<Arc<AppState>>) -> (StatusCode, Json<Value>) {
+    let mut ready = true;
+    let mut generators = Vec::new();
+    for (name, source) in state.generators.configured() {
+        let (ok, reason) = readiness(source).await;
+        ready &= ok;
+        generators.push(json!({"name": name, "ready": ok, "reason": reason}));
+    }
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        status,
+        Json(json!({"ready": ready, "generators": generators})),
+    )
+}
+
+/// Whether `source` can issue now, and why not.
+async fn readiness(source: &Source) -> (bool, Option<String>) {
+    match source {
+        Source::Segment(s) => {
+            // Ready when IDs are buffered, or when the store answers for the tag.
+            let buffered = s
+                .service()
+                .status()
+                .iter()
+                .any(|(tag, st)| tag == s.tag() && st.current_left + st.ids_ahead > 0);
+            if buffered {
+                return (true, None);
+            }
+            match s.service().get_tag(s.tag()).await {
+                Ok(_) => (true, None),
+                Err(e) => (false, Some(e.to_string())),
+            }
+        }
+        Source::Ticket(t) => {
+            let up = t.pool().status().iter().any(|s| s.up);
+            (up, (!up).then(|| "every ticket server is down".to_string()))
+        }
+        _ => (true, None),
+    }
+}
+
+/// Every configured generator with its kind and state.
+pub async fn generators(State(state): State<Arc<AppState>>) -> Json<Value> {
+    let list: Vec<Value> = state
+        .generators
+        .configured()
+        .map(|(name, source)| describe(name, source))
+        .collect();
+    let buffers: Vec<Value> = state
+        .generators
+        .segments()
+        .status()
+        .iter()
+        .map(|(tag, st)| {
+            json!({
+                "tag": tag,
+                "current_left": st.current_left,
+                "current_len": st.current_len,
+                "segments_ahead": st.segments_ahead,
+                "ids_ahead": st.ids_ahead,
+                "target_ahead": st.target_ahead,
+            })
+        })
+        .collect();
+    Json(json!({"generators": list, "segment_buffers": buffers}))
+}
+
+fn describe(name: &str, source: &Source) -> Value {
+    let mut v = json!({"name": name, "kind": source.kind().name()});
+    match source {
+        Source::Snowflake(s) => {
+            v["layout"] = s.layout_name().into();
+        }
+        Source::Segment(s) => {
+            v["tag"] = s.tag().into();
+        }
+        Source::Counter(c) => {
+            let stats = c.counter().stats();
+            v["round_trips"] = stats.round_trips.into();
+            v["served"] = stats.served.into();
+        }
+        _ => {}
+    }
+    v
+}

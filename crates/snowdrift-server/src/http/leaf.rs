@@ -1,0 +1,85 @@
+//! Meituan Leaf's routes, so a client written for Leaf works unchanged: the ID as
+//! `text/plain`. Unlike Leaf, an error is a non-200 status with a message, never a `0` with
+//! 200.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+use super::AppState;
+use super::ids::{decode_with, issue};
+use crate::config::Kind;
+use crate::error::ApiError;
+use crate::source::{IdSource, Ids, Source};
+
+/// `GET /api/segment/get/{tag}`: one segment ID.
+pub async fn segment(State(state): State<Arc<AppState>>, Path(tag): Path<String>) -> Response {
+    let source = match state.generators.get(&tag) {
+        Ok(s) if s.kind() == Kind::Segment => s,
+        Ok(s) => {
+            return text_error(ApiError::bad_request(format!(
+                "{tag:?} is a {} generator, not a segment tag",
+                s.kind().name()
+            )));
+        }
+        Err(e) => return text_error(e),
+    };
+    one(&tag, &source).await
+}
+
+/// `GET /api/snowflake/get/{key}`: one snowflake ID. Leaf ignores the key; here a key that
+/// names a snowflake generator picks it, any other key gets the default one.
+pub async fn snowflake(State(state): State<Arc<AppState>>, Path(key): Path<String>) -> Response {
+    let Some((name, source)) = snowflake_for(&state, &key) else {
+        return text_error(ApiError::not_found(
+            "this server has no snowflake generator",
+        ));
+    };
+    one(&name, &source).await
+}
+
+/// `GET /api/snowflake/decode/{id}`: the fields of a snowflake ID of the default generator,
+/// as JSON.
+pub async fn decode(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
+    let Some((_, source)) = snowflake_for(&state, "") else {
+        return ApiError::not_found("this server has no snowflake generator").into_response();
+    };
+    match decode_with(&source, &id, None) {
+        Ok(v) => Json::<Value>(v).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+fn snowflake_for(state: &AppState, key: &str) -> Option<(String, Arc<Source>)> {
+    if state.generators.is_generator(key)
+        && let Ok(s) = state.generators.get(key)
+        && s.kind() == Kind::Snowflake
+    {
+        return Some((key.to_string(), s));
+    }
+    let (name, s) = state.generators.default_snowflake()?;
+    Some((name.to_string(), s))
+}
+
+async fn one(name: &str, source: &Source) -> Response {
+    match issue(name, source, 1).await {
+        Ok(Ids::Runs(runs)) => match runs.first() {
+            Some(run) => (StatusCode::OK, run.first.to_string()).into_response(),
+            None => text_error(ApiError::unavailable("no ID was issued")),
+        },
+        Ok(Ids::Text(text)) => match text.into_iter().next() {
+            Some(id) => (StatusCode::OK, id).into_response(),
+            None => text_error(ApiError::unavailable("no ID was issued")),
+        },
+        Err(e) => text_error(e),
+    }
+}
+
+/// Leaf clients read the body as text: keep errors text too, with the contract's status.
+fn text_error(e: ApiError) -> Response {
+    (e.status, format!("error: {}: {}", e.code, e.message)).into_response()
+}

@@ -1,0 +1,65 @@
+//! The HTTP API: routes, shared state, and the contract's error shape for every failure
+//! (bad query, bad JSON, unknown route, wrong method).
+
+mod health;
+mod ids;
+mod leaf;
+mod metrics;
+mod query;
+mod tags;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
+
+use crate::error::ApiError;
+use crate::generators::Generators;
+
+pub use metrics::install_recorder;
+
+/// What every handler shares.
+#[derive(Debug)]
+pub struct AppState {
+    /// The generators and tags.
+    pub generators: Generators,
+    /// Most IDs one request may ask for.
+    pub max_count: u64,
+}
+
+/// The router for `state`.
+pub fn router(state: Arc<AppState>, max_body: usize) -> Router {
+    Router::new()
+        .route("/v1/ids/{name}", get(ids::next))
+        .route("/v1/ids/{name}/decode/{id}", get(ids::decode))
+        .route("/v1/tags", get(tags::list).post(tags::create))
+        .route("/v1/tags/{tag}", get(tags::get).patch(tags::update))
+        .route("/v1/generators", get(health::generators))
+        .route("/api/segment/get/{tag}", get(leaf::segment))
+        .route("/api/snowflake/get/{key}", get(leaf::snowflake))
+        .route("/api/snowflake/decode/{id}", get(leaf::decode))
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/metrics", get(metrics::render))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn(metrics::track))
+        .layer(DefaultBodyLimit::max(max_body))
+        .with_state(state)
+}
+
+async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::not_found(format!(
+        "no route {}; see /openapi.json for the API",
+        uri.path()
+    ))
+}
+
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError {
+        status: axum::http::StatusCode::METHOD_NOT_ALLOWED,
+        code: "method_not_allowed",
+        message: format!("{method} is not allowed on {}", uri.path()),
+    }
+}

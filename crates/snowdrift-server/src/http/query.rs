@@ -1,0 +1,81 @@
+//! Query strings read by hand, so every mistake gets the contract's JSON error naming the
+//! parameter and what is allowed (axum's own rejections are plain text).
+
+use std::collections::HashMap;
+
+use snowdrift_core::codec::Format;
+
+use crate::error::ApiError;
+
+/// The parameters of a query string; unknown ones are refused.
+pub struct Params(HashMap<String, String>);
+
+impl Params {
+    /// Parses `raw`, allowing only `allowed` names, each at most once.
+    pub fn parse(raw: Option<&str>, allowed: &[&str]) -> Result<Self, ApiError> {
+        let mut map = HashMap::new();
+        for (key, value) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
+            if !allowed.contains(&key.as_ref()) {
+                return Err(ApiError::bad_request(format!(
+                    "unknown query parameter {key:?}; allowed: {}",
+                    allowed.join(", ")
+                )));
+            }
+            if map.insert(key.to_string(), value.into_owned()).is_some() {
+                return Err(ApiError::bad_request(format!(
+                    "query parameter {key:?} is given twice"
+                )));
+            }
+        }
+        Ok(Self(map))
+    }
+
+    /// `count`: 1 (default) to `max`.
+    pub fn count(&self, max: u64) -> Result<u64, ApiError> {
+        let Some(text) = self.0.get("count") else {
+            return Ok(1);
+        };
+        match text.parse::<u64>() {
+            Ok(n) if (1..=max).contains(&n) => Ok(n),
+            _ => Err(ApiError::bad_request(format!(
+                "count must be a whole number from 1 to {max}, got {text:?}"
+            ))),
+        }
+    }
+
+    /// `format`: one of the 64-bit formats, if given.
+    pub fn format(&self) -> Result<Option<Format>, ApiError> {
+        self.0
+            .get("format")
+            .map(|f| {
+                f.parse::<Format>().map_err(|_| {
+                    let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
+                    ApiError::bad_request(format!(
+                        "format {f:?} is not one of {}",
+                        names.join(", ")
+                    ))
+                })
+            })
+            .transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn count_bounds_and_unknown_names() {
+        let p = Params::parse(Some("count=5&format=hex"), &["count", "format"]).unwrap();
+        assert_eq!(p.count(10).unwrap(), 5);
+        assert_eq!(p.format().unwrap(), Some(Format::Hex));
+        for bad in ["count=0", "count=11", "count=-1", "count=abc", "count="] {
+            let p = Params::parse(Some(bad), &["count"]).unwrap();
+            assert!(p.count(10).is_err(), "{bad}");
+        }
+        assert!(Params::parse(Some("cnt=1"), &["count"]).is_err());
+        assert!(Params::parse(Some("count=1&count=2"), &["count"]).is_err());
+        let p = Params::parse(Some("count=%31"), &["count"]).unwrap();
+        assert_eq!(p.count(10).unwrap(), 1);
+    }
+}

@@ -1,0 +1,72 @@
+//! 128- and 96-bit kinds that need no coordination: UUID v4/v7, ULID, ObjectId.
+
+use snowdrift_core::clock::MonotonicClock;
+use snowdrift_core::kinds::objectid::ObjectIdGenerator;
+use snowdrift_core::kinds::ulid::UlidGenerator;
+use snowdrift_core::kinds::uuid::{self as uuid_kind, UuidV7Generator};
+
+use super::{IdSource, Ids};
+use crate::config::Kind;
+use crate::error::ApiError;
+
+/// A generator of a kind whose IDs are unique by construction (time plus randomness).
+#[derive(Debug)]
+pub enum SimpleSource {
+    /// Random UUIDs.
+    Uuid4,
+    /// Time-ordered UUIDs, monotonic within this process.
+    Uuid7(UuidV7Generator<MonotonicClock>),
+    /// ULIDs, monotonic within this process.
+    Ulid(UlidGenerator<MonotonicClock>),
+    /// ObjectIds with this process's random value.
+    ObjectId(ObjectIdGenerator<MonotonicClock>),
+}
+
+impl SimpleSource {
+    /// A source of `kind`, which must be one of the simple kinds.
+    pub fn new(kind: Kind) -> Option<Self> {
+        Some(match kind {
+            Kind::Uuid4 => SimpleSource::Uuid4,
+            Kind::Uuid7 => SimpleSource::Uuid7(UuidV7Generator::new(MonotonicClock::new())),
+            Kind::Ulid => SimpleSource::Ulid(UlidGenerator::new(MonotonicClock::new())),
+            Kind::Objectid => {
+                let mut seed = [0u8; 9];
+                // Without OS randomness two processes could share a process value; refuse
+                // rather than risk it.
+                getrandom::fill(&mut seed).ok()?;
+                let process = [seed[0], seed[1], seed[2], seed[3], seed[4]];
+                let counter = u32::from_le_bytes([seed[5], seed[6], seed[7], seed[8]]);
+                SimpleSource::ObjectId(ObjectIdGenerator::new(
+                    MonotonicClock::new(),
+                    process,
+                    counter,
+                ))
+            }
+            _ => return None,
+        })
+    }
+}
+
+impl IdSource for SimpleSource {
+    fn kind(&self) -> Kind {
+        match self {
+            SimpleSource::Uuid4 => Kind::Uuid4,
+            SimpleSource::Uuid7(_) => Kind::Uuid7,
+            SimpleSource::Ulid(_) => Kind::Ulid,
+            SimpleSource::ObjectId(_) => Kind::Objectid,
+        }
+    }
+
+    async fn next(&self, count: u64) -> Result<Ids, ApiError> {
+        let mut out = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            out.push(match self {
+                SimpleSource::Uuid4 => uuid_kind::v4().to_string(),
+                SimpleSource::Uuid7(g) => g.next()?.to_string(),
+                SimpleSource::Ulid(g) => g.next()?.to_string(),
+                SimpleSource::ObjectId(g) => g.next()?.to_string(),
+            });
+        }
+        Ok(Ids::Text(out))
+    }
+}

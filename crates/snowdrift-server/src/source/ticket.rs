@@ -1,0 +1,43 @@
+//! Flickr ticket servers in round-robin.
+
+use snowdrift_store::ticket::TicketPool;
+
+use super::{IdSource, Ids};
+use crate::config::Kind;
+use crate::error::ApiError;
+
+/// A pool of ticket servers.
+#[derive(Debug)]
+pub struct TicketSource {
+    pool: TicketPool,
+}
+
+impl TicketSource {
+    /// Serves tickets from `pool`.
+    pub fn new(pool: TicketPool) -> Self {
+        Self { pool }
+    }
+
+    /// The pool, for status.
+    pub fn pool(&self) -> &TicketPool {
+        &self.pool
+    }
+}
+
+impl IdSource for TicketSource {
+    fn kind(&self) -> Kind {
+        Kind::Ticket
+    }
+
+    async fn next(&self, count: u64) -> Result<Ids, ApiError> {
+        let mut values = Vec::new();
+        let mut left = count;
+        while left > 0 {
+            let take = left.min(snowdrift_store::ticket::MAX_TICKETS_PER_CALL as u64);
+            let got = self.pool.next(take as usize).await?;
+            left -= got.len() as u64;
+            values.extend(got);
+        }
+        Ok(Ids::from_values(values))
+    }
+}

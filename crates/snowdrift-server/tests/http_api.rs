@@ -1,0 +1,282 @@
+//! The HTTP API end to end: a real server on port 0 over a SQLite store, driven by an HTTP
+//! client, checking the contract's shapes and errors.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+use snowdrift_server::{Config, Server};
+
+struct TestServer {
+    base: String,
+    client: reqwest::Client,
+    _dir: TempDir,
+}
+
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+async fn start(extra_toml: &str) -> TestServer {
+    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("snowdrift-http"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("ids.db");
+    let file = dir.join("snowdrift.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n[store]\nurl = \"sqlite://{}\"\n[limits]\nmax_count = 1000\n{extra_toml}",
+            db.display()
+        ),
+    )
+    .unwrap();
+    let config = Config::load(Some(&file), Vec::new()).unwrap();
+    let server = Server::start(&config).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(snowdrift_server::run(
+        listener,
+        server,
+        std::future::pending(),
+    ));
+    TestServer {
+        base: format!("http://{addr}"),
+        client: reqwest::Client::new(),
+        _dir: TempDir(dir),
+    }
+}
+
+impl TestServer {
+    async fn get(&self, path: &str) -> (u16, String) {
+        let r = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    }
+
+    async fn json(&self, path: &str) -> (u16, Value) {
+        let (status, body) = self.get(path).await;
+        let v = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"));
+        (status, v)
+    }
+
+    async fn send(&self, method: &str, path: &str, body: &str) -> (u16, Value) {
+        let r = self
+            .client
+            .request(method.parse().unwrap(), format!("{}{path}", self.base))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let text = r.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(json!({"raw": text})),
+        )
+    }
+}
+
+fn ids(v: &Value) -> Vec<String> {
+    v["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn error_code(v: &Value) -> &str {
+    v["error"]["code"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not an error body: {v}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_generators_serve_every_kind() {
+    let s = start("").await;
+    let (status, v) = s.json("/v1/ids/snowflake?count=1000").await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["name"], "snowflake");
+    let got = ids(&v);
+    assert_eq!(got.len(), 1000);
+    let nums: Vec<u64> = got.iter().map(|i| i.parse().unwrap()).collect();
+    assert!(
+        nums.windows(2).all(|w| w[0] < w[1]),
+        "snowflake IDs increase"
+    );
+    for (name, len) in [("uuid7", 36), ("ulid", 26), ("objectid", 24)] {
+        let (status, v) = s.json(&format!("/v1/ids/{name}?count=50")).await;
+        assert_eq!(status, 200, "{v}");
+        let got = ids(&v);
+        assert_eq!(got.len(), 50);
+        assert!(got.iter().all(|i| i.len() == len), "{name}: {got:?}");
+        assert_eq!(
+            got.iter().collect::<HashSet<_>>().len(),
+            50,
+            "{name} unique"
+        );
+    }
+    // Formats and decoding round-trip.
+    let (_, v) = s.json("/v1/ids/snowflake?format=base62").await;
+    let text = ids(&v).remove(0);
+    let (status, d) = s
+        .json(&format!("/v1/ids/snowflake/decode/{text}?format=base62"))
+        .await;
+    assert_eq!(status, 200, "{d}");
+    assert_eq!(d["layout"], "twitter");
+    assert!(
+        d["fields"]["sequence"].is_number() || d["fields"]["seq"].is_number(),
+        "{d}"
+    );
+    let (_, v) = s.json("/v1/ids/uuid7").await;
+    let (status, d) = s
+        .json(&format!("/v1/ids/uuid7/decode/{}", ids(&v)[0]))
+        .await;
+    assert_eq!(status, 200, "{d}");
+    assert_eq!(d["version"], 7);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_get_the_contract_error_shape() {
+    let s = start("").await;
+    for (path, status, code) in [
+        ("/v1/ids/snowflake?count=0", 400, "invalid_request"),
+        ("/v1/ids/snowflake?count=1001", 400, "invalid_request"),
+        ("/v1/ids/snowflake?count=abc", 400, "invalid_request"),
+        ("/v1/ids/snowflake?cuont=1", 400, "invalid_request"),
+        ("/v1/ids/snowflake?format=roman", 400, "invalid_request"),
+        ("/v1/ids/uuid7?format=hex", 400, "invalid_request"),
+        ("/v1/ids/no-such-tag", 404, "not_found"),
+        ("/v1/ids/bad%20name", 400, "invalid_request"),
+        ("/v1/ids/snowflake/decode/notanid", 400, "invalid_request"),
+        ("/v1/nothing", 404, "not_found"),
+    ] {
+        let (got, v) = s.json(path).await;
+        assert_eq!(got, status, "{path}: {v}");
+        assert_eq!(error_code(&v), code, "{path}: {v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().len() > 10,
+            "{path}: {v}"
+        );
+    }
+    let (status, v) = s.send("DELETE", "/v1/tags", "").await;
+    assert_eq!(status, 405, "{v}");
+    assert_eq!(error_code(&v), "method_not_allowed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tags_are_created_served_and_updated_without_restart() {
+    let s = start("").await;
+    let (status, v) = s
+        .send(
+            "POST",
+            "/v1/tags",
+            r#"{"tag": "order", "step": 100, "description": "orders"}"#,
+        )
+        .await;
+    assert_eq!(status, 201, "{v}");
+    assert_eq!(v["tag"], "order");
+    assert_eq!(v["step"], 100);
+    // Served at once under its name, by the contract route and Leaf's.
+    let (status, v) = s.json("/v1/ids/order?count=250").await;
+    assert_eq!(status, 200, "{v}");
+    let mut seen: Vec<u64> = ids(&v).iter().map(|i| i.parse().unwrap()).collect();
+    let (status, text) = s.get("/api/segment/get/order").await;
+    assert_eq!(status, 200, "{text}");
+    seen.push(text.parse().unwrap());
+    let unique: HashSet<_> = seen.iter().collect();
+    assert_eq!(unique.len(), seen.len(), "no duplicate segment IDs");
+    assert_eq!(seen[0], 1, "a new tag starts at 1");
+    // Taken names are 409s: another tag, or a generator.
+    let (status, v) = s.send("POST", "/v1/tags", r#"{"tag": "order"}"#).await;
+    assert_eq!((status, error_code(&v)), (409, "conflict"), "{v}");
+    let (status, v) = s.send("POST", "/v1/tags", r#"{"tag": "snowflake"}"#).await;
+    assert_eq!((status, error_code(&v)), (409, "conflict"), "{v}");
+    // Bad bodies say what is wrong and write nothing.
+    for body in [
+        r#"{"tag": "x", "step": 0}"#,
+        r#"{"tag": "", "step": 10}"#,
+        r#"{"tag": "y", "colour": "red"}"#,
+        r#"not json"#,
+    ] {
+        let (status, v) = s.send("POST", "/v1/tags", body).await;
+        assert_eq!(status, 400, "{body}: {v}");
+        assert_eq!(error_code(&v), "invalid_request", "{body}: {v}");
+    }
+    let (_, v) = s.json("/v1/tags").await;
+    let names: Vec<&str> = v["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tag"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["order"]);
+    let (status, v) = s.send("PATCH", "/v1/tags/order", r#"{"step": 500}"#).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["step"], 500);
+    let (status, v) = s.json("/v1/tags/order").await;
+    assert_eq!((status, v["step"].as_i64()), (200, Some(500)));
+    let (status, v) = s.send("PATCH", "/v1/tags/nope", r#"{"step": 5}"#).await;
+    assert_eq!((status, error_code(&v)), (404, "not_found"), "{v}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leaf_routes_answer_in_text_and_errors_are_never_zero() {
+    let s = start("").await;
+    let (status, text) = s.get("/api/snowflake/get/anything").await;
+    assert_eq!(status, 200);
+    let id: u64 = text.trim().parse().unwrap();
+    assert!(id > 0);
+    let (status, v) = s.json(&format!("/api/snowflake/decode/{id}")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["id"], id.to_string());
+    let (status, text) = s.get("/api/segment/get/missing").await;
+    assert_eq!(status, 404, "{text}");
+    assert_ne!(text.trim(), "0");
+    let (status, text) = s.get("/api/segment/get/uuid7").await;
+    assert_eq!(status, 400, "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configured_segment_generator_health_and_metrics() {
+    let s = start("[[generator]]\nname = \"orders\"\nkind = \"segment\"\ntag = \"order-ids\"\n[[generator]]\nname = \"sf\"\nkind = \"snowflake\"\nlayout = \"sonyflake\"\n").await;
+    // Not ready while its tag does not exist.
+    let (status, v) = s.json("/readyz").await;
+    assert_eq!(status, 503, "{v}");
+    assert_eq!(v["ready"], false);
+    let (status, _) = s.send("POST", "/v1/tags", r#"{"tag": "order-ids"}"#).await;
+    assert_eq!(status, 201);
+    let (status, v) = s.json("/readyz").await;
+    assert_eq!(status, 200, "{v}");
+    let (status, v) = s.json("/v1/ids/orders?count=5").await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(ids(&v), ["1", "2", "3", "4", "5"]);
+    let (status, v) = s.json("/v1/ids/sf/decode/1").await;
+    assert_eq!((status, &v["layout"]), (200, &json!("sonyflake")), "{v}");
+    // The defaults are replaced by the configured generators.
+    let (status, _) = s.json("/v1/ids/uuid7").await;
+    assert_eq!(status, 404);
+    let (status, v) = s.json("/healthz").await;
+    assert_eq!((status, &v["status"]), (200, &json!("ok")));
+    let (status, text) = s.get("/metrics").await;
+    assert_eq!(status, 200);
+    assert!(text.contains("snowdrift_ids_issued_total"), "{text}");
+    assert!(text.contains("generator=\"orders\""), "{text}");
+    assert!(text.contains("snowdrift_segment_current_left"), "{text}");
+    assert!(
+        text.contains("snowdrift_request_duration_seconds"),
+        "{text}"
+    );
+    let (status, v) = s.json("/v1/generators").await;
+    assert_eq!(status, 200);
+    assert_eq!(v["generators"].as_array().unwrap().len(), 2, "{v}");
+}

@@ -1,0 +1,127 @@
+//! `snowdrift serve`: the server.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use snowdrift_server::{Config, Server};
+
+/// Run the snowdrift server: every generator over HTTP, Leaf-compatible routes, tag admin,
+/// /healthz, /readyz and /metrics.
+///
+/// With no config it serves the generators snowflake (Twitter layout), uuid7, ulid and
+/// objectid, and segment tags from ./snowdrift.db (SQLite), on 127.0.0.1:8080. Every config key
+/// can also be set as SNOWDRIFT_<SECTION>__<KEY> (e.g. SNOWDRIFT_SERVER__LISTEN); flags win
+/// over both.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  snowdrift serve\n  snowdrift serve --config snowdrift.toml\n  snowdrift serve --listen 127.0.0.1:9000 --store postgres://root@127.0.0.1/test\n  snowdrift serve --config snowdrift.toml --check-config\n\nThen:\n  curl 'http://127.0.0.1:8080/v1/ids/snowflake?count=3'\n  curl -X POST http://127.0.0.1:8080/v1/tags -d '{\"tag\": \"order\"}' -H 'content-type: application/json'\n  curl http://127.0.0.1:8080/api/segment/get/order"
+)]
+pub struct Args {
+    /// The TOML config file.
+    #[arg(long, value_name = "FILE", env = "SNOWDRIFT_CONFIG")]
+    config: Option<PathBuf>,
+    /// Address to listen on (server.listen).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<std::net::SocketAddr>,
+    /// Segment store URL (store.url): sqlite://FILE, postgres://..., mysql://...,
+    /// redis://..., zookeeper://...
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
+    /// Allow a non-loopback listen address although auth is off (server.insecure_bind).
+    #[arg(long)]
+    insecure_bind: bool,
+    /// Validate the config, print the effective config (passwords masked) and exit.
+    #[arg(long)]
+    check_config: bool,
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+/// How logs are written (to stderr).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    /// One human-readable line per event.
+    Text,
+    /// One JSON object per event.
+    Json,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> Result<()> {
+    let config = load(&args)?;
+    if args.check_config {
+        print!("{}", config.to_masked_toml());
+        return Ok(());
+    }
+    init_logs(args.log_format);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(serve(config))
+}
+
+fn load(args: &Args) -> Result<Config> {
+    let mut env: Vec<(String, String)> = std::env::vars().collect();
+    // Flags are the highest layer: feed them in as the config keys they stand for.
+    if let Some(listen) = args.listen {
+        env.push(("SNOWDRIFT_SERVER__LISTEN".into(), listen.to_string()));
+    }
+    if let Some(store) = &args.store {
+        env.push(("SNOWDRIFT_STORE__URL".into(), store.clone()));
+    }
+    if args.insecure_bind {
+        env.push(("SNOWDRIFT_SERVER__INSECURE_BIND".into(), "true".into()));
+    }
+    Ok(Config::load(args.config.as_deref(), env)?)
+}
+
+async fn serve(config: Config) -> Result<()> {
+    let server = Server::start(&config).await?;
+    let listener = tokio::net::TcpListener::bind(config.server.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.server.listen))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, "snowdrift serving");
+    // Scripts (and tests binding port 0) read the address from this line.
+    eprintln!("snowdrift: listening on http://{addr}");
+    snowdrift_server::run(listener, server, shutdown_signal()).await?;
+    tracing::info!("snowdrift stopped");
+    Ok(())
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutting down: finishing requests in flight");
+}
+
+fn init_logs(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SNOWDRIFT_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
