@@ -11,9 +11,11 @@
 //! larger, a segment that lasts long makes it smaller.
 
 mod chain;
+mod local;
 mod step;
 
 pub use chain::{ChainConfig, ChainStatus, SegmentChain, Take};
+pub use local::{LocalConfig, LocalSegment, LocalTake};
 pub use step::{StepPolicy, StepTracker};
 
 /// The IDs `start, start + stride, start + 2 * stride, ...` below `end`.
