@@ -3,7 +3,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use snowdrift_core::segment::{ChainConfig, IdRange, SegmentChain, StepPolicy, StepTracker, Take};
+use snowdrift_core::segment::{
+    ChainConfig, IdRange, LocalConfig, LocalSegment, LocalTake, SegmentChain, StepPolicy,
+    StepTracker, Take,
+};
 use tokio::sync::Notify;
 
 use super::SegmentStore;
@@ -42,6 +45,37 @@ impl Default for BufferConfig {
 /// dynamic step. If the store is down, callers keep getting buffered IDs; once those run out
 /// they wait up to `wait` and then get [`Error::Exhausted`], and the buffer recovers by
 /// itself when the store is back.
+///
+/// # One ID at a time from several threads: use a handle
+///
+/// Every [`next`](Self::next) is a compare-and-swap of one word that all callers share.
+/// From one thread that is cheap, but when two threads call `next(1)` in a tight loop the
+/// word's cache line moves between their cores on every call, and together they serve
+/// *fewer* IDs per second than one thread alone (see BENCHMARKS.md, "Segment mode").
+/// Two ways out:
+///
+/// - ask for many IDs per call, `next(n)`, when the caller can use a batch;
+/// - give each thread or task that wants single IDs its own [`SegmentHandle`]
+///   ([`handle`](Self::handle)): it takes a block of IDs from the buffer (8, then 16, 32,
+///   up to 64 by default) and serves single IDs from it without touching shared memory.
+///
+/// A handle costs two things. IDs it holds when dropped are never served (not by it, not
+/// by anyone: no duplicate, but a gap of up to a block). And IDs from two handles
+/// interleave: an ID served later on one thread may be smaller than one served earlier on
+/// another; within one handle they increase (for one store). Keep a handle for as long as
+/// its thread or task serves IDs, not one per request: a handle made per request wastes up
+/// to a block per request. For IDs in strict call order across threads, or no gaps
+/// beyond restarts, call `next` instead.
+///
+/// ```no_run
+/// # async fn f(buffer: &snowdrift_store::segment::SegmentBuffer) -> snowdrift_store::Result<()> {
+/// let mut ids = buffer.handle();
+/// for _ in 0..1000 {
+///     let id: u64 = ids.next().await?; // a field read, except once per block
+///     # let _ = id;
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct SegmentBuffer {
     tag: String,
@@ -97,42 +131,142 @@ impl SegmentBuffer {
     }
 
     /// Up to `n` IDs (at least one), from one segment.
+    ///
+    /// Returns without waiting while the buffer holds IDs; when it holds none, waits up to
+    /// the configured `wait` for the refill, then fails with [`Error::Exhausted`].
     pub async fn next(&self, n: u64) -> Result<IdRange> {
+        self.serve(|chain| match chain.take(n) {
+            Take::Ready { ids, refill } => Some((ids, refill)),
+            Take::Empty => None,
+        })
+        .await
+    }
+
+    /// A handle that serves single IDs from a block of its own, for one thread or task:
+    /// blocks of 8, 16, 32, then 64 IDs ([`LocalConfig::default`]). See "One ID at a time
+    /// from several threads" above for when to use one and what it costs.
+    pub fn handle(&self) -> SegmentHandle<'_> {
+        SegmentHandle {
+            buffer: self,
+            local: LocalSegment::default(),
+        }
+    }
+
+    /// As [`handle`](Self::handle), with the block sizes of `config`: larger blocks touch
+    /// the shared chain less often and leave larger gaps when a handle is dropped.
+    pub fn handle_with(&self, config: LocalConfig) -> Result<SegmentHandle<'_>> {
+        let local = LocalSegment::new(config).map_err(|e| Error::InvalidInput(e.to_string()))?;
+        Ok(SegmentHandle {
+            buffer: self,
+            local,
+        })
+    }
+
+    /// Runs `attempt` on the chain until it yields, waking the refill task when asked or
+    /// when the chain is empty, and waiting for refills up to `wait` in total.
+    async fn serve<T>(
+        &self,
+        mut attempt: impl FnMut(&SegmentChain) -> Option<(T, bool)>,
+    ) -> Result<T> {
+        // The hot path: no clock read, no waiter registered.
+        if let Some(got) = self.attempt(&mut attempt) {
+            return Ok(got);
+        }
         let deadline = tokio::time::Instant::now() + self.wait;
         loop {
-            // Register for the refill signal before looking, so a push between the look
-            // and the wait is not missed.
+            self.wake.notify_one();
+            // Register for the refill signal before looking again, so a push between the
+            // look and the wait is not missed (`notify_waiters` reaches every `Notified`
+            // created before it, polled or not).
             let refilled = self.refilled.notified();
-            match self.chain.take(n) {
-                Take::Ready { ids, refill } => {
-                    if refill {
-                        self.wake.notify_one();
-                    }
-                    return Ok(ids);
+            if let Some(got) = self.attempt(&mut attempt) {
+                return Ok(got);
+            }
+            if tokio::time::timeout_at(deadline, refilled).await.is_err() {
+                // One last look: a refill may have landed just as the wait ran out.
+                if let Some(got) = self.attempt(&mut attempt) {
+                    return Ok(got);
                 }
-                Take::Empty => {
-                    self.wake.notify_one();
-                    if tokio::time::timeout_at(deadline, refilled).await.is_err() {
-                        let cause = self
-                            .last_error
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .clone();
-                        return Err(Error::Exhausted {
-                            tag: self.tag.clone(),
-                            waited: self.wait,
-                            cause: cause
-                                .unwrap_or_else(|| "the refill is slower than the demand".into()),
-                        });
-                    }
-                }
+                let cause = self
+                    .last_error
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone();
+                return Err(Error::Exhausted {
+                    tag: self.tag.clone(),
+                    waited: self.wait,
+                    cause: cause.unwrap_or_else(|| "the refill is slower than the demand".into()),
+                });
             }
         }
+    }
+
+    #[inline]
+    fn attempt<T>(
+        &self,
+        attempt: &mut impl FnMut(&SegmentChain) -> Option<(T, bool)>,
+    ) -> Option<T> {
+        let (got, refill) = attempt(&self.chain)?;
+        if refill {
+            self.wake.notify_one();
+        }
+        Some(got)
     }
 
     /// What the chain holds now.
     pub fn status(&self) -> snowdrift_core::segment::ChainStatus {
         self.chain.status()
+    }
+}
+
+/// Single IDs for one thread or task, served from a block of IDs only this handle owns;
+/// made by [`SegmentBuffer::handle`].
+///
+/// Serving an ID from the block reads and writes the handle's own fields: no atomic, no
+/// lock, no cache line shared with another thread. When the block is used up the handle
+/// takes the next one from the buffer (one compare-and-swap on the shared chain, block
+/// sizes doubling from `first_block` to `max_block`) and, if the buffer is empty, waits
+/// for the refill as [`SegmentBuffer::next`] does.
+///
+/// IDs the handle holds when it is dropped are skipped for good, and IDs of different
+/// handles interleave; [`held`](Self::held) shows what would be skipped.
+#[derive(Debug)]
+pub struct SegmentHandle<'a> {
+    buffer: &'a SegmentBuffer,
+    local: LocalSegment,
+}
+
+impl SegmentHandle<'_> {
+    /// The next ID. Returns at once while the handle's block or the buffer holds IDs;
+    /// otherwise waits up to the buffer's `wait` for the refill, then fails with
+    /// [`Error::Exhausted`].
+    #[inline]
+    pub async fn next(&mut self) -> Result<u64> {
+        // Served from the block (or a new block off a non-empty chain) without entering
+        // the buffer's waiting path.
+        if let LocalTake::Ready { id, refill } = self.local.next(&self.buffer.chain) {
+            if refill {
+                self.buffer.wake.notify_one();
+            }
+            return Ok(id);
+        }
+        let local = &mut self.local;
+        self.buffer
+            .serve(|chain| match local.next(chain) {
+                LocalTake::Ready { id, refill } => Some((id, refill)),
+                LocalTake::Empty => None,
+            })
+            .await
+    }
+
+    /// The IDs taken from the buffer and not served yet: skipped if the handle is dropped.
+    pub fn held(&self) -> IdRange {
+        self.local.held()
+    }
+
+    /// IDs served through this handle so far.
+    pub fn served(&self) -> u64 {
+        self.local.served()
     }
 }
 
