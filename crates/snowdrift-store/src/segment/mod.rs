@@ -12,7 +12,7 @@ mod tag;
 #[cfg(feature = "zookeeper")]
 mod zookeeper;
 
-pub use buffer::{BufferConfig, SegmentBuffer};
+pub use buffer::{BufferConfig, SegmentBuffer, SegmentHandle};
 #[cfg(feature = "redis")]
 pub use redis::RedisSegmentStore;
 pub use service::SegmentService;
