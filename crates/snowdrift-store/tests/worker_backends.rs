@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use snowdrift_store::Error;
 use snowdrift_store::worker::PeerTime;
+use snowdrift_store::worker::redis::RedisRegistry;
 use snowdrift_store::worker::sql::SqlRegistry;
 use snowdrift_testkit::{FaultProxy, unique_name, urls};
 
@@ -23,12 +24,14 @@ const PATIENCE: Duration = Duration::from_secs(90);
 /// One registry of any backend, so every check runs unchanged on all of them.
 enum Reg {
     Sql(SqlRegistry),
+    Redis(RedisRegistry),
 }
 
 impl Reg {
     async fn connect_url(backend: &str, url: &str, ns: &str) -> Result<Reg, Error> {
         Ok(match backend {
             "sqlite" | "postgres" | "mysql" => Reg::Sql(SqlRegistry::connect(url, ns).await?),
+            "redis" => Reg::Redis(RedisRegistry::connect(url, ns).await?),
             _ => unreachable!("no backend {backend}"),
         })
     }
@@ -42,54 +45,63 @@ impl Reg {
     async fn claim_lowest(&self, space: u64, holder: &str, ttl: Duration) -> Result<u64, Error> {
         match self {
             Reg::Sql(r) => r.claim_lowest(space, holder, ttl).await,
+            Reg::Redis(r) => r.claim_lowest(space, holder, ttl).await,
         }
     }
 
     async fn claim(&self, id: u64, holder: &str, ttl: Duration) -> Result<(), Error> {
         match self {
             Reg::Sql(r) => r.claim(id, holder, ttl).await,
+            Reg::Redis(r) => r.claim(id, holder, ttl).await,
         }
     }
 
     async fn renew(&self, id: u64, holder: &str, ttl: Duration) -> Result<(), Error> {
         match self {
             Reg::Sql(r) => r.renew(id, holder, ttl).await,
+            Reg::Redis(r) => r.renew(id, holder, ttl).await,
         }
     }
 
     async fn release(&self, id: u64, holder: &str) -> Result<(), Error> {
         match self {
             Reg::Sql(r) => r.release(id, holder).await,
+            Reg::Redis(r) => r.release(id, holder).await,
         }
     }
 
     async fn holders(&self) -> Result<Vec<(u64, String)>, Error> {
         match self {
             Reg::Sql(r) => r.holders().await,
+            Reg::Redis(r) => r.holders().await,
         }
     }
 
     async fn read_mark(&self, id: u64) -> Result<Option<u64>, Error> {
         match self {
             Reg::Sql(r) => r.read_mark(id).await,
+            Reg::Redis(r) => r.read_mark(id).await,
         }
     }
 
     async fn write_mark(&self, id: u64, holder: &str, mark: u64) -> Result<(), Error> {
         match self {
             Reg::Sql(r) => r.write_mark(id, holder, mark).await,
+            Reg::Redis(r) => r.write_mark(id, holder, mark).await,
         }
     }
 
     async fn publish_time(&self, id: u64, holder: &str, now_ms: u64) -> Result<(), Error> {
         match self {
             Reg::Sql(r) => r.publish_time(id, holder, now_ms).await,
+            Reg::Redis(r) => r.publish_time(id, holder, now_ms).await,
         }
     }
 
     async fn peer_times(&self) -> Result<Vec<PeerTime>, Error> {
         match self {
             Reg::Sql(r) => r.peer_times().await,
+            Reg::Redis(r) => r.peer_times().await,
         }
     }
 }
@@ -136,6 +148,22 @@ async fn cleanup(backend: &str, ns: &str) {
                 .await
                 .unwrap();
             pool.close().await;
+        }
+        "redis" => {
+            let client = ::redis::Client::open(url(backend)).unwrap();
+            let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+            let keys: Vec<String> = ::redis::cmd("KEYS")
+                .arg(format!("{ns}:*"))
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            if !keys.is_empty() {
+                let _: () = ::redis::cmd("DEL")
+                    .arg(keys)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+            }
         }
         _ => unreachable!("no backend {backend}"),
     }
@@ -501,6 +529,7 @@ macro_rules! on_every_backend {
         mod sqlite { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $check() { super::$check("sqlite").await } )* }
         mod postgres { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $check() { super::$check("postgres").await } )* }
         mod mysql { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $check() { super::$check("mysql").await } )* }
+        mod redis { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $check() { super::$check("redis").await } )* }
     };
 }
 

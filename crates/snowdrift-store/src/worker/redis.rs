@@ -1,1 +1,447 @@
 //! Worker leases in Redis: `SET key holder NX PX ttl`, renewed and released by a compare-and-set script.
+
+use std::time::Duration;
+
+use redis::Script;
+use redis::aio::ConnectionManager;
+
+use super::PeerTime;
+use super::sql::{ttl_millis, validate_holder, validate_namespace, validate_space};
+use crate::error::{Error, Result};
+
+/// Takes the lowest free ID in `0..space` (ARGV: prefix, space, holder, ttl in ms). Lua
+/// numbers are doubles, exact up to 2^53, which bounds the space. When every ID is held,
+/// answers `full` followed by each ID and its holder, read in the same atomic step.
+const CLAIM_LOWEST: &str = r"
+local prefix, space, holder, ttl = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+for id = 0, space - 1 do
+  local key = prefix .. ':worker:' .. string.format('%d', id)
+  if redis.call('SET', key, holder, 'NX', 'PX', ttl) then
+    redis.call('DEL', prefix .. ':time:' .. string.format('%d', id))
+    return {'ok', string.format('%d', id)}
+  end
+end
+local answer = {'full'}
+for id = 0, space - 1 do
+  local held = redis.call('GET', prefix .. ':worker:' .. string.format('%d', id))
+  if held then
+    table.insert(answer, string.format('%d', id))
+    table.insert(answer, held)
+  end
+end
+return answer
+";
+
+/// Takes one ID, or extends it when the caller holds it already (KEYS: lease, clock;
+/// ARGV: holder, ttl in ms).
+const CLAIM: &str = r"
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  redis.call('DEL', KEYS[2])
+  return {'ok'}
+end
+local held = redis.call('GET', KEYS[1])
+if held == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return {'ok'}
+end
+return {'taken', held or ''}
+";
+
+/// Extends the lease if the caller still holds it (KEYS: lease, clock; ARGV: holder, ttl).
+const RENEW: &str = r"
+local held = redis.call('GET', KEYS[1])
+if held ~= ARGV[1] then return {'lost', held or ''} end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
+return {'ok'}
+";
+
+/// Drops the lease and the clock report if the caller holds it (KEYS: lease, clock;
+/// ARGV: holder).
+const RELEASE: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1], KEYS[2])
+end
+return 1
+";
+
+/// Raises the mark if the caller holds the lease (KEYS: lease, mark; ARGV: holder, mark).
+/// Marks are compared as decimal strings without leading zeros (longer is larger), so no
+/// value is rounded through a double.
+const WRITE_MARK: &str = r"
+local held = redis.call('GET', KEYS[1])
+if held ~= ARGV[1] then return {'lost', held or ''} end
+local mark = redis.call('GET', KEYS[2])
+if mark and not string.match(mark, '^[1-9]%d*$') and mark ~= '0' then
+  return {'corrupt', mark}
+end
+if not mark or #mark < #ARGV[2] or (#mark == #ARGV[2] and mark < ARGV[2]) then
+  redis.call('SET', KEYS[2], ARGV[2])
+end
+return {'ok'}
+";
+
+/// Stores `time:holder` for the caller's lease, expiring with it (KEYS: lease, clock;
+/// ARGV: holder, time in ms).
+const PUBLISH_TIME: &str = r"
+local held = redis.call('GET', KEYS[1])
+if held ~= ARGV[1] then return {'lost', held or ''} end
+local left = redis.call('PTTL', KEYS[1])
+if left > 0 then
+  redis.call('SET', KEYS[2], ARGV[2] .. ':' .. ARGV[1], 'PX', left)
+else
+  redis.call('SET', KEYS[2], ARGV[2] .. ':' .. ARGV[1])
+end
+return {'ok'}
+";
+
+/// The largest node space a claim script can walk exactly (Lua numbers are doubles).
+const MAX_SPACE: u64 = 1 << 53;
+
+/// Worker leases in Redis.
+///
+/// Worker ID `N` is leased by the key `{prefix}:worker:N`, holding the holder's name, set
+/// with `SET ... NX PX ttl`: Redis refuses the second of two racing claims, and drops the
+/// key when the lease expires. Renew, release, mark and clock writes are Lua scripts that
+/// compare the holder and act in one atomic step (never a `GET` then a `SET`, the race
+/// that gave Yitter's Redis helper duplicate worker IDs). [`claim_lowest`] walks the space
+/// from 0 inside one script, so nodes starting together get distinct IDs. The high-water
+/// mark of `N` is the persistent key `{prefix}:mark:N`; a clock report is
+/// `{prefix}:time:N` (`time:holder`), expiring with the lease.
+///
+/// A lease ends `ttl` after Redis ran the command, which is after the node sent it, by
+/// Redis's clock. Two limits are Redis's own: its expiry follows the server's wall clock,
+/// so a forward step of that clock ends leases early (keep NTP slewing on the Redis host);
+/// and replication is asynchronous, so a replica promoted after a failover may not know a
+/// lease (or a mark) that the old primary acknowledged. Run one primary, with
+/// `appendonly yes` if marks must survive a restart, or use etcd, ZooKeeper or SQL where
+/// that matters. The scripts name keys they compute, so Redis Cluster is not supported.
+///
+/// [`claim_lowest`]: Self::claim_lowest
+#[derive(Clone)]
+pub struct RedisRegistry {
+    conn: ConnectionManager,
+    prefix: String,
+}
+
+impl std::fmt::Debug for RedisRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisRegistry")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisRegistry {
+    /// Connects to `redis://HOST[:PORT][/DB]`; `namespace` prefixes every key (see the
+    /// type's docs). The connection reconnects by itself; each command gives up after 5 s.
+    pub async fn connect(url: &str, namespace: &str) -> Result<Self> {
+        validate_namespace(namespace)?;
+        let conn = crate::redis_connection::connect(url).await?;
+        Ok(Self {
+            conn,
+            prefix: namespace.to_string(),
+        })
+    }
+
+    fn lease_key(&self, worker_id: u64) -> String {
+        format!("{}:worker:{worker_id}", self.prefix)
+    }
+
+    fn mark_key(&self, worker_id: u64) -> String {
+        format!("{}:mark:{worker_id}", self.prefix)
+    }
+
+    fn time_key(&self, worker_id: u64) -> String {
+        format!("{}:time:{worker_id}", self.prefix)
+    }
+
+    /// Runs a script on the lease and one other key; its answer is a list of strings.
+    async fn run(
+        &self,
+        script: &str,
+        worker_id: u64,
+        other_key: String,
+        args: &[&str],
+    ) -> Result<Vec<String>> {
+        let script = Script::new(script);
+        let mut invocation = script.key(self.lease_key(worker_id));
+        invocation.key(other_key);
+        for arg in args {
+            invocation.arg(*arg);
+        }
+        Ok(invocation.invoke_async(&mut self.conn.clone()).await?)
+    }
+
+    /// Leases the lowest worker ID in `0..space` that no live lease holds to `holder` for
+    /// `ttl` (one script: find and take are one atomic step); [`Error::WorkersExhausted`]
+    /// when every one is held.
+    pub async fn claim_lowest(&self, space: u64, holder: &str, ttl: Duration) -> Result<u64> {
+        validate_space(space)?;
+        validate_holder(holder)?;
+        if space > MAX_SPACE {
+            return Err(Error::InvalidInput(format!(
+                "a Redis registry serves at most 2^53 worker IDs, not {space}"
+            )));
+        }
+        let ttl_ms = ttl_millis(ttl)?.to_string();
+        let answer: Vec<String> = Script::new(CLAIM_LOWEST)
+            .arg(&self.prefix)
+            .arg(space.to_string())
+            .arg(holder)
+            .arg(&ttl_ms)
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        match answer.first().map(String::as_str) {
+            Some("ok") => answer
+                .get(1)
+                .and_then(|id| id.parse().ok())
+                .ok_or_else(|| self.bad_answer("claim_lowest", &answer)),
+            Some("full") => {
+                let holders = answer[1..]
+                    .chunks(2)
+                    .map(|pair| match pair {
+                        [id, holder] => id
+                            .parse()
+                            .map(|id| (id, holder.clone()))
+                            .map_err(|_| self.bad_answer("claim_lowest", &answer)),
+                        _ => Err(self.bad_answer("claim_lowest", &answer)),
+                    })
+                    .collect::<Result<_>>()?;
+                Err(Error::WorkersExhausted { space, holders })
+            }
+            _ => Err(self.bad_answer("claim_lowest", &answer)),
+        }
+    }
+
+    /// Leases exactly `worker_id` to `holder` for `ttl`, or extends it when `holder` holds
+    /// it already. [`Error::WorkerTaken`] when another live holder has it.
+    pub async fn claim(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<()> {
+        validate_holder(holder)?;
+        let ttl_ms = ttl_millis(ttl)?.to_string();
+        let answer = self
+            .run(
+                CLAIM,
+                worker_id,
+                self.time_key(worker_id),
+                &[holder, &ttl_ms],
+            )
+            .await?;
+        match answer.first().map(String::as_str) {
+            Some("ok") => Ok(()),
+            Some("taken") => Err(Error::WorkerTaken {
+                worker_id,
+                holder: answer.get(1).cloned().unwrap_or_default(),
+            }),
+            _ => Err(self.bad_answer("claim", &answer)),
+        }
+    }
+
+    /// Extends `holder`'s lease on `worker_id` to `ttl` from now (Redis's clock).
+    /// [`Error::LeaseLost`] when it expired or another holder has it.
+    pub async fn renew(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<()> {
+        validate_holder(holder)?;
+        let ttl_ms = ttl_millis(ttl)?.to_string();
+        let answer = self
+            .run(
+                RENEW,
+                worker_id,
+                self.time_key(worker_id),
+                &[holder, &ttl_ms],
+            )
+            .await?;
+        self.lost_or_ok(worker_id, holder, "renew", &answer)
+    }
+
+    /// Gives `worker_id` back at once (its mark stays). Does nothing when `holder` does not
+    /// hold it.
+    pub async fn release(&self, worker_id: u64, holder: &str) -> Result<()> {
+        validate_holder(holder)?;
+        let script = Script::new(RELEASE);
+        let _: i64 = script
+            .key(self.lease_key(worker_id))
+            .key(self.time_key(worker_id))
+            .arg(holder)
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        Ok(())
+    }
+
+    /// The live leases, by worker ID.
+    pub async fn holders(&self) -> Result<Vec<(u64, String)>> {
+        let ids = self.scan_ids("worker").await?;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<String> = ids.iter().map(|id| self.lease_key(*id)).collect();
+        let held: Vec<Option<String>> = redis::cmd("MGET")
+            .arg(&keys)
+            .query_async(&mut self.conn.clone())
+            .await?;
+        // A key that expired between the scan and the read is no longer a lease.
+        Ok(ids
+            .into_iter()
+            .zip(held)
+            .filter_map(|(id, holder)| holder.map(|h| (id, h)))
+            .collect())
+    }
+
+    /// The worker IDs of the keys `{prefix}:{kind}:N`, sorted. `SCAN` does not block Redis
+    /// the way `KEYS` does; a key that exists throughout the scan is always found.
+    async fn scan_ids(&self, kind: &str) -> Result<Vec<u64>> {
+        let pattern = format!("{}:{kind}:*", self.prefix);
+        let head = pattern.len() - 1;
+        let mut conn = self.conn.clone();
+        let mut cursor = 0u64;
+        let mut ids = Vec::new();
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1000)
+                .query_async(&mut conn)
+                .await?;
+            // A key not of the form prefix:kind:N was not written here; it is no lease.
+            ids.extend(
+                keys.iter()
+                    .filter_map(|k| k.get(head..)?.parse::<u64>().ok()),
+            );
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    /// The high-water mark of `worker_id` (ms since the Unix epoch), `None` if none was
+    /// ever written.
+    pub async fn read_mark(&self, worker_id: u64) -> Result<Option<u64>> {
+        let mark: Option<String> = redis::cmd("GET")
+            .arg(self.mark_key(worker_id))
+            .query_async(&mut self.conn.clone())
+            .await?;
+        mark.map(|m| {
+            m.parse().map_err(|_| {
+                Error::InvalidInput(format!(
+                    "Redis key {} holds {m:?}, not a high-water mark: it was edited by hand; set it to the last time used (ms) or delete it",
+                    self.mark_key(worker_id)
+                ))
+            })
+        })
+        .transpose()
+    }
+
+    /// Raises the high-water mark of `worker_id` to `mark_ms` (a lower value leaves it as
+    /// it is). [`Error::LeaseLost`] unless `holder` holds the lease; the check and the write
+    /// are one script.
+    pub async fn write_mark(&self, worker_id: u64, holder: &str, mark_ms: u64) -> Result<()> {
+        validate_holder(holder)?;
+        let answer = self
+            .run(
+                WRITE_MARK,
+                worker_id,
+                self.mark_key(worker_id),
+                &[holder, &mark_ms.to_string()],
+            )
+            .await?;
+        if answer.first().map(String::as_str) == Some("corrupt") {
+            return Err(Error::InvalidInput(format!(
+                "Redis key {} holds {:?}, not a high-water mark: it was edited by hand; set it to the last time used (ms) or delete it",
+                self.mark_key(worker_id),
+                answer.get(1).map(String::as_str).unwrap_or_default()
+            )));
+        }
+        self.lost_or_ok(worker_id, holder, "write_mark", &answer)
+    }
+
+    /// Records `holder`'s clock reading `now_ms` on `worker_id`. [`Error::LeaseLost`] unless
+    /// `holder` holds the lease.
+    pub async fn publish_time(&self, worker_id: u64, holder: &str, now_ms: u64) -> Result<()> {
+        validate_holder(holder)?;
+        let answer = self
+            .run(
+                PUBLISH_TIME,
+                worker_id,
+                self.time_key(worker_id),
+                &[holder, &now_ms.to_string()],
+            )
+            .await?;
+        self.lost_or_ok(worker_id, holder, "publish_time", &answer)
+    }
+
+    /// The latest clock reading of every live holder that published one, by worker ID.
+    pub async fn peer_times(&self) -> Result<Vec<PeerTime>> {
+        let ids = self.scan_ids("time").await?;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for id in &ids {
+            pipe.get(self.time_key(*id)).get(self.lease_key(*id));
+        }
+        let answers: Vec<Option<String>> = pipe.query_async(&mut self.conn.clone()).await?;
+        let mut peers = Vec::new();
+        for (id, pair) in ids.into_iter().zip(answers.chunks(2)) {
+            let [Some(report), Some(holder)] = pair else {
+                continue;
+            };
+            // A report counts only while its writer still holds the lease.
+            let Some((time, by)) = report.split_once(':') else {
+                continue;
+            };
+            if by != holder {
+                continue;
+            }
+            if let Ok(time_ms) = time.parse() {
+                peers.push(PeerTime {
+                    worker_id: id,
+                    holder: holder.clone(),
+                    time_ms,
+                });
+            }
+        }
+        Ok(peers)
+    }
+
+    /// `ok`, or [`Error::LeaseLost`] saying who holds the ID now.
+    fn lost_or_ok(
+        &self,
+        worker_id: u64,
+        holder: &str,
+        what: &str,
+        answer: &[String],
+    ) -> Result<()> {
+        match answer.first().map(String::as_str) {
+            Some("ok") => Ok(()),
+            Some("lost") => {
+                let reason = match answer.get(1).map(String::as_str) {
+                    None | Some("") => {
+                        "no lease: it expired or was released (Redis dropped the key)".to_string()
+                    }
+                    Some(other) => format!("{other:?} holds it now"),
+                };
+                Err(Error::LeaseLost {
+                    worker_id,
+                    holder: holder.to_string(),
+                    reason,
+                })
+            }
+            _ => Err(self.bad_answer(what, answer)),
+        }
+    }
+
+    fn bad_answer(&self, what: &str, answer: &[String]) -> Error {
+        Error::Unavailable(
+            format!(
+                "Redis answered {what} on prefix {} with {answer:?}, which no script here returns; is another program writing these keys?",
+                self.prefix
+            )
+            .into(),
+        )
+    }
+}
