@@ -92,7 +92,8 @@ fn tags_are_managed_from_the_command_line() {
     assert!(fails(&with(&["create", "x", "--step", "0"])).contains("step 0 is not valid"));
     assert!(fails(&with(&["update", "order"])).contains("nothing to update"));
     assert!(fails(&with(&["update", "nope", "--step", "5"])).contains("does not exist"));
-    assert!(fails(&["tags", "list"]).contains("pass --store"));
+    let err = fails(&["tags", "--server", "http://127.0.0.1:1", "list"]);
+    assert!(err.contains("cannot reach the snowdrift server"), "{err}");
     let first = ids(&ok(&[
         "next", "--kind", "segment", "--tag", "order", "--store", &url, "--table", &t, "-n", "3",
     ]));
@@ -101,6 +102,89 @@ fn tags_are_managed_from_the_command_line() {
         "next", "--kind", "segment", "--tag", "nope", "--store", &url, "--table", &t,
     ]);
     assert!(err.contains("create it first"), "{err}");
+}
+
+/// `snowdrift serve` in the background, stopped (SIGTERM) when dropped.
+struct Served {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Served {
+    fn start(store_url: &str, table: &str) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_snowdrift"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--store", store_url])
+            .env("SNOWDRIFT_STORE__TABLE", table)
+            .env_remove("SNOWDRIFT_STORE__URL")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let mut lines = BufReader::new(stderr).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .expect("serve exited before listening")
+                .unwrap();
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                break rest.trim().to_string();
+            }
+        };
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Served { child, url }
+    }
+
+    fn stop(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn tags_are_managed_through_a_running_server() {
+    let (url, t) = store("sqlite", "served");
+    let served = Served::start(&url, &t);
+    let server = served.url.clone();
+    let with = |rest: &[&str]| -> Vec<String> {
+        ["tags", "--server", server.as_str()]
+            .iter()
+            .chain(rest)
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let out = ok(&with(&[
+        "create",
+        "order",
+        "--step",
+        "40",
+        "--description",
+        "orders",
+    ]));
+    assert!(out.contains("created order (max_id 1, step 40"), "{out}");
+    let out = ok(&with(&["update", "order", "--step", "90"]));
+    assert!(out.contains("step 90"), "{out}");
+    let list = ok(&with(&["list", "--json"]));
+    let tags: serde_json::Value = serde_json::from_str(&list).unwrap();
+    assert_eq!(tags[0]["tag"], "order");
+    assert_eq!(tags[0]["step"], 90);
+    // The server refuses what the store alone would not know about: a generator's name.
+    let err = fails(&with(&["create", "snowflake"]));
+    assert!(err.contains("409") && err.contains("generator"), "{err}");
+    let err = fails(&with(&["create", "x", "--step", "0"]));
+    assert!(err.contains("400") && err.contains("step"), "{err}");
+    // The tag made through the server is in the store the server uses.
+    assert_eq!(max_id(&url, &t, "order"), 1);
+    let status = served.stop();
+    assert!(status.success(), "SIGTERM is a clean shutdown: {status:?}");
 }
 
 /// Three processes take IDs of one tag at the same time: none repeats.

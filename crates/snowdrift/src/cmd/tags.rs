@@ -1,32 +1,36 @@
 //! `snowdrift tags`: create, list and update segment tags.
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use snowdrift_store::segment::{NewTag, Tag, TagUpdate};
 
 use crate::store_args::{StoreArgs, runtime};
 
 /// Create, list and update segment tags (Leaf's biz_tag rows).
 ///
-/// With --store the command works on the store directly. Without it, it would talk to a
-/// running `snowdrift serve` at --server; that server is not built yet, so --store is
-/// required for now.
+/// By default the command asks a running `snowdrift serve` (--server), which also checks that
+/// a new tag does not take a generator's name. With --store it works on the store directly,
+/// with no server running.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  snowdrift tags --store sqlite://snowdrift.db create order --step 1000 --description orders\n  snowdrift tags --store postgres://root@127.0.0.1/test list\n  snowdrift tags --store redis://127.0.0.1:6379 update order --step 5000"
+    after_help = "Examples:\n  snowdrift tags create order --step 1000 --description orders\n  snowdrift tags --server http://10.0.0.5:8080 list\n  snowdrift tags --store sqlite://snowdrift.db create order --step 1000\n  snowdrift tags --store postgres://root@127.0.0.1/test list\n  snowdrift tags --store redis://127.0.0.1:6379 update order --step 5000"
 )]
 pub struct Args {
     #[command(subcommand)]
     action: Action,
     #[command(flatten)]
     store: StoreArgs,
-    /// A running snowdrift server to send the change to.
+    /// The running snowdrift server to ask (when --store is not given).
     #[arg(
         long,
         global = true,
         value_name = "URL",
-        default_value = "http://127.0.0.1:8080"
+        default_value = "http://127.0.0.1:8080",
+        env = "SNOWDRIFT_SERVER_URL"
     )]
     server: String,
+    /// Bearer token sent to the server (`Authorization: Bearer TOKEN`).
+    #[arg(long, global = true, value_name = "TOKEN", env = "SNOWDRIFT_TOKEN")]
+    token: Option<String>,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -63,31 +67,33 @@ enum Action {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    if args.store.url.is_none() {
-        bail!(
-            "talking to a server ({}) is not implemented yet; pass --store URL to work on the store directly",
-            args.server
-        );
-    }
     runtime()?.block_on(async {
-        let store = args.store.connect().await?;
+        let admin = match args.store.url {
+            Some(_) => Admin::Store(args.store.connect().await?),
+            None => Admin::Server(TagClient::new(&args.server, args.token.as_deref())?),
+        };
         match args.action {
             Action::Create {
                 tag,
                 step,
                 description,
             } => {
-                let t = store
-                    .create_tag(&NewTag {
-                        tag,
-                        step,
-                        description,
-                    })
-                    .await?;
+                let new = NewTag {
+                    tag,
+                    step,
+                    description,
+                };
+                let t = match &admin {
+                    Admin::Store(store) => store.create_tag(&new).await?,
+                    Admin::Server(client) => client.create(&new).await?,
+                };
                 println!("created {}", summary(&t));
             }
             Action::List { json } => {
-                let tags = store.list_tags().await?;
+                let tags = match &admin {
+                    Admin::Store(store) => store.list_tags().await?,
+                    Admin::Server(client) => client.list().await?,
+                };
                 if json {
                     let all: Vec<_> = tags.iter().map(to_json).collect();
                     println!("{}", serde_json::to_string_pretty(&all)?);
@@ -109,14 +115,22 @@ pub fn run(args: Args) -> Result<()> {
                 step,
                 description,
             } => {
-                let t = store
-                    .update_tag(&tag, &TagUpdate { step, description })
-                    .await?;
+                let update = TagUpdate { step, description };
+                let t = match &admin {
+                    Admin::Store(store) => store.update_tag(&tag, &update).await?,
+                    Admin::Server(client) => client.update(&tag, &update).await?,
+                };
                 println!("updated {}", summary(&t));
             }
         }
         Ok(())
     })
+}
+
+/// Where tag changes go.
+enum Admin {
+    Store(snowdrift_store::segment::SegmentStore),
+    Server(TagClient),
 }
 
 fn summary(t: &Tag) -> String {
@@ -130,6 +144,113 @@ fn summary(t: &Tag) -> String {
             .map(|d| format!(", {d:?}"))
             .unwrap_or_default()
     )
+}
+
+/// The server's `/v1/tags` API.
+struct TagClient {
+    http: reqwest::Client,
+    base: String,
+    token: Option<String>,
+}
+
+impl TagClient {
+    fn new(server: &str, token: Option<&str>) -> Result<Self> {
+        let base = server.trim_end_matches('/').to_string();
+        if !base.starts_with("http://") && !base.starts_with("https://") {
+            bail!("--server {server:?} must start with http:// or https://");
+        }
+        let http = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(30))
+            .build()
+            .context("building the HTTP client")?;
+        Ok(Self {
+            http,
+            base,
+            token: token.map(str::to_string),
+        })
+    }
+
+    async fn create(&self, new: &NewTag) -> Result<Tag> {
+        let body = serde_json::json!({
+            "tag": new.tag, "step": new.step, "description": new.description,
+        });
+        let v = self.send(self.http.post(self.url("")).json(&body)).await?;
+        from_json(&v)
+    }
+
+    async fn list(&self) -> Result<Vec<Tag>> {
+        let v = self.send(self.http.get(self.url(""))).await?;
+        let Some(tags) = v["tags"].as_array() else {
+            bail!("the server's tag list has no \"tags\" array: {v}");
+        };
+        tags.iter().map(from_json).collect()
+    }
+
+    async fn update(&self, tag: &str, update: &TagUpdate) -> Result<Tag> {
+        let mut body = serde_json::Map::new();
+        if let Some(step) = update.step {
+            body.insert("step".into(), step.into());
+        }
+        if let Some(d) = &update.description {
+            body.insert("description".into(), d.clone().into());
+        }
+        let url = self.url(&format!("/{tag}"));
+        from_json(&self.send(self.http.patch(url).json(&body)).await?)
+    }
+
+    fn url(&self, rest: &str) -> String {
+        format!("{}/v1/tags{rest}", self.base)
+    }
+
+    /// Sends `req` and returns its JSON body, or the server's error message.
+    async fn send(&self, mut req: reqwest::RequestBuilder) -> Result<serde_json::Value> {
+        if let Some(token) = &self.token {
+            req = req.bearer_auth(token);
+        }
+        let response = req.send().await.with_context(|| {
+            format!(
+                "cannot reach the snowdrift server at {}; start it with `snowdrift serve`, \
+                 point --server at it, or use --store URL to work on the store directly",
+                self.base
+            )
+        })?;
+        let status = response.status();
+        let text = response
+            .text()
+            .await
+            .context("reading the server's answer")?;
+        let v: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+            format!("the server answered {status} with something other than JSON: {text:.200}")
+        })?;
+        if !status.is_success() {
+            let message = v["error"]["message"].as_str().unwrap_or(&text);
+            bail!("the server refused ({status}): {message}");
+        }
+        Ok(v)
+    }
+}
+
+fn from_json(v: &serde_json::Value) -> Result<Tag> {
+    let field = |name: &str| {
+        v.get(name)
+            .with_context(|| format!("the server's tag has no {name:?}: {v}"))
+    };
+    let tag = field("tag")?
+        .as_str()
+        .context("tag is not a string")?
+        .to_string();
+    let max_id = match field("max_id")? {
+        serde_json::Value::String(s) => s.parse().context("max_id is not a number")?,
+        other => other.as_i64().context("max_id is not a number")?,
+    };
+    let step = field("step")?.as_i64().context("step is not a number")?;
+    let description = v["description"].as_str().map(str::to_string);
+    Ok(Tag {
+        tag,
+        max_id,
+        step,
+        description,
+    })
 }
 
 fn to_json(t: &Tag) -> serde_json::Value {
