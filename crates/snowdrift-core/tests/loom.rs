@@ -135,3 +135,68 @@ fn segment_chain_takers_race_a_refiller_reusing_a_slot() {
         check(per_thread);
     });
 }
+
+/// Two threads serve single IDs through their own `LocalSegment` while a refiller reuses a
+/// slot: a block is taken with the chain's CAS and then owned by one thread, so across
+/// every interleaving no ID is served or held twice, and a thread's IDs increase.
+#[test]
+fn local_segments_over_one_chain_race_a_refiller() {
+    use snowdrift_core::segment::{LocalConfig, LocalSegment, LocalTake};
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(3);
+    model.check(|| {
+        let config = ChainConfig {
+            capacity: 2,
+            max_ahead: 1,
+            ..ChainConfig::default()
+        };
+        let c = Arc::new(SegmentChain::new(config).unwrap());
+        c.push(IdRange::new(0, 3)).unwrap();
+        c.push(IdRange::new(10, 13)).unwrap();
+        let refiller = {
+            let c = c.clone();
+            thread::spawn(move || c.push(IdRange::new(20, 23)).is_ok())
+        };
+        let local = LocalConfig {
+            first_block: 2,
+            max_block: 2,
+        };
+        let takers: Vec<_> = (0..2)
+            .map(|_| {
+                let c = c.clone();
+                thread::spawn(move || {
+                    let mut l = LocalSegment::new(local).unwrap();
+                    let mut ids = Vec::new();
+                    for _ in 0..3 {
+                        if let LocalTake::Ready { id, .. } = l.next(&c) {
+                            ids.push(id);
+                        }
+                    }
+                    (ids, l.held().iter().collect::<Vec<u64>>())
+                })
+            })
+            .collect();
+        let mut per_thread = Vec::new();
+        let mut everything = Vec::new();
+        for t in takers {
+            let (served, held) = t.join().unwrap();
+            everything.extend(served.iter().chain(&held).copied());
+            per_thread.push(served);
+        }
+        let pushed_third = refiller.join().unwrap();
+        let allowed: Vec<u64> = if pushed_third {
+            vec![0, 1, 2, 10, 11, 12, 20, 21, 22]
+        } else {
+            vec![0, 1, 2, 10, 11, 12]
+        };
+        assert!(
+            everything.iter().all(|id| allowed.contains(id)),
+            "{per_thread:?}"
+        );
+        check(per_thread);
+        let n = everything.len();
+        everything.sort_unstable();
+        everything.dedup();
+        assert_eq!(everything.len(), n, "an ID both served and held");
+    });
+}
