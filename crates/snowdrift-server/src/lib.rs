@@ -23,7 +23,7 @@ pub mod http;
 pub mod layout;
 pub mod source;
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::sync::Arc;
 
 pub use config::Config;
@@ -37,6 +37,7 @@ use http::AppState;
 pub struct Server {
     state: Arc<AppState>,
     max_body: usize,
+    shutdown_timeout: std::time::Duration,
 }
 
 impl Server {
@@ -51,6 +52,7 @@ impl Server {
                 max_count: config.limits.max_count,
             }),
             max_body: config.limits.max_body,
+            shutdown_timeout: config.server.shutdown_timeout,
         })
     }
 
@@ -61,15 +63,34 @@ impl Server {
 }
 
 /// Serves `server` on `listener` until `shutdown` completes, then stops accepting and
-/// finishes the requests in flight.
+/// finishes the requests in flight, waiting for them at most `server.shutdown_timeout`.
 pub async fn run(
     listener: tokio::net::TcpListener,
     server: Server,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
     let app = http::router(server.state.clone(), server.max_body);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await?;
-    Ok(())
+    let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
+    let signal = async move {
+        shutdown.await;
+        let _ = stopping_tx.send(());
+    };
+    let serving = axum::serve(listener, app)
+        .with_graceful_shutdown(signal)
+        .into_future();
+    tokio::pin!(serving);
+    tokio::select! {
+        served = &mut serving => return Ok(served?),
+        Ok(()) = stopping_rx => {}
+    }
+    match tokio::time::timeout(server.shutdown_timeout, serving).await {
+        Ok(served) => Ok(served?),
+        Err(_) => {
+            tracing::warn!(
+                timeout = ?server.shutdown_timeout,
+                "requests still in flight at the shutdown timeout were cut off"
+            );
+            Ok(())
+        }
+    }
 }
