@@ -134,6 +134,9 @@ impl Default for WorkerConfig {
 pub struct LimitsConfig {
     /// Most IDs one request may ask for.
     pub max_count: u64,
+    /// Most IDs one gRPC `Stream` call may ask for in total; its messages carry at most
+    /// `max_count` each, so a large total costs no more memory than one batch.
+    pub max_stream: u64,
     /// Largest request body, in bytes.
     pub max_body: usize,
 }
@@ -142,6 +145,7 @@ impl Default for LimitsConfig {
     fn default() -> Self {
         Self {
             max_count: 10_000,
+            max_stream: 100_000_000,
             max_body: 64 * 1024,
         }
     }
@@ -211,6 +215,10 @@ pub struct GeneratorConfig {
     /// `ticket`: the ticket servers' URLs, in the order of their classes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub servers: Vec<String>,
+    /// `ticket`: the table (MySQL/MariaDB) or sequence (PostgreSQL) on every server
+    /// (default `tickets64`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
     /// `counter`: the Redis URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
@@ -270,6 +278,11 @@ impl Config {
         if self.limits.max_count == 0 {
             return Err(ConfigError::new(
                 "limits.max_count: must be at least 1".into(),
+            ));
+        }
+        if self.limits.max_stream == 0 {
+            return Err(ConfigError::new(
+                "limits.max_stream: must be at least 1".into(),
             ));
         }
         if !self.server.listen.ip().is_loopback() && !self.server.insecure_bind {
@@ -340,6 +353,7 @@ impl GeneratorConfig {
             epoch: None,
             tag: None,
             servers: Vec::new(),
+            table: None,
             url: None,
             template: None,
             batch: None,
@@ -349,13 +363,14 @@ impl GeneratorConfig {
     /// Refuses keys set for a kind that ignores them, so a misplaced key is not silently
     /// dropped.
     fn check_keys(&self) -> Result<(), String> {
-        let set: [(&str, bool, &[Kind]); 9] = [
+        let set: [(&str, bool, &[Kind]); 10] = [
             ("layout", self.layout.is_some(), &[Kind::Snowflake]),
             ("bits", self.bits.is_some(), &[Kind::Snowflake]),
             ("unit", self.unit.is_some(), &[Kind::Snowflake]),
             ("epoch", self.epoch.is_some(), &[Kind::Snowflake]),
             ("tag", self.tag.is_some(), &[Kind::Segment]),
             ("servers", !self.servers.is_empty(), &[Kind::Ticket]),
+            ("table", self.table.is_some(), &[Kind::Ticket]),
             ("url", self.url.is_some(), &[Kind::Counter]),
             ("template", self.template.is_some(), &[Kind::Counter]),
             ("batch", self.batch.is_some(), &[Kind::Counter]),
@@ -564,6 +579,8 @@ mod tests {
         assert!(e.to_string().contains("snowflak"), "{e}");
         let e = load("[limits]\nmax_count = 0\n", &[]).unwrap_err();
         assert!(e.to_string().contains("max_count"), "{e}");
+        let e = load("[limits]\nmax_stream = 0\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("limits.max_stream"), "{e}");
         let e = load("[server]\nlisten = \"0.0.0.0:8080\"\n", &[]).unwrap_err();
         assert!(e.to_string().contains("insecure_bind"), "{e}");
         let c = load(
