@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use snowdrift_store::Error;
 use snowdrift_store::worker::PeerTime;
+use snowdrift_store::worker::etcd::EtcdRegistry;
 use snowdrift_store::worker::redis::RedisRegistry;
 use snowdrift_store::worker::sql::SqlRegistry;
 use snowdrift_testkit::{FaultProxy, unique_name, urls};
@@ -25,6 +26,7 @@ const PATIENCE: Duration = Duration::from_secs(90);
 enum Reg {
     Sql(SqlRegistry),
     Redis(RedisRegistry),
+    Etcd(EtcdRegistry),
 }
 
 impl Reg {
@@ -32,6 +34,7 @@ impl Reg {
         Ok(match backend {
             "sqlite" | "postgres" | "mysql" => Reg::Sql(SqlRegistry::connect(url, ns).await?),
             "redis" => Reg::Redis(RedisRegistry::connect(url, ns).await?),
+            "etcd" => Reg::Etcd(EtcdRegistry::connect(url, ns).await?),
             _ => unreachable!("no backend {backend}"),
         })
     }
@@ -46,6 +49,7 @@ impl Reg {
         match self {
             Reg::Sql(r) => r.claim_lowest(space, holder, ttl).await,
             Reg::Redis(r) => r.claim_lowest(space, holder, ttl).await,
+            Reg::Etcd(r) => r.claim_lowest(space, holder, ttl).await,
         }
     }
 
@@ -53,6 +57,7 @@ impl Reg {
         match self {
             Reg::Sql(r) => r.claim(id, holder, ttl).await,
             Reg::Redis(r) => r.claim(id, holder, ttl).await,
+            Reg::Etcd(r) => r.claim(id, holder, ttl).await,
         }
     }
 
@@ -60,6 +65,7 @@ impl Reg {
         match self {
             Reg::Sql(r) => r.renew(id, holder, ttl).await,
             Reg::Redis(r) => r.renew(id, holder, ttl).await,
+            Reg::Etcd(r) => r.renew(id, holder, ttl).await,
         }
     }
 
@@ -67,6 +73,7 @@ impl Reg {
         match self {
             Reg::Sql(r) => r.release(id, holder).await,
             Reg::Redis(r) => r.release(id, holder).await,
+            Reg::Etcd(r) => r.release(id, holder).await,
         }
     }
 
@@ -74,6 +81,7 @@ impl Reg {
         match self {
             Reg::Sql(r) => r.holders().await,
             Reg::Redis(r) => r.holders().await,
+            Reg::Etcd(r) => r.holders().await,
         }
     }
 
@@ -81,6 +89,7 @@ impl Reg {
         match self {
             Reg::Sql(r) => r.read_mark(id).await,
             Reg::Redis(r) => r.read_mark(id).await,
+            Reg::Etcd(r) => r.read_mark(id).await,
         }
     }
 
@@ -88,6 +97,7 @@ impl Reg {
         match self {
             Reg::Sql(r) => r.write_mark(id, holder, mark).await,
             Reg::Redis(r) => r.write_mark(id, holder, mark).await,
+            Reg::Etcd(r) => r.write_mark(id, holder, mark).await,
         }
     }
 
@@ -95,6 +105,7 @@ impl Reg {
         match self {
             Reg::Sql(r) => r.publish_time(id, holder, now_ms).await,
             Reg::Redis(r) => r.publish_time(id, holder, now_ms).await,
+            Reg::Etcd(r) => r.publish_time(id, holder, now_ms).await,
         }
     }
 
@@ -102,6 +113,7 @@ impl Reg {
         match self {
             Reg::Sql(r) => r.peer_times().await,
             Reg::Redis(r) => r.peer_times().await,
+            Reg::Etcd(r) => r.peer_times().await,
         }
     }
 }
@@ -164,6 +176,19 @@ async fn cleanup(backend: &str, ns: &str) {
                     .await
                     .unwrap();
             }
+        }
+        "etcd" => {
+            let mut client =
+                etcd_client::Client::connect([url(backend).replace("etcd://", "http://")], None)
+                    .await
+                    .unwrap();
+            client
+                .delete(
+                    format!("/{ns}/"),
+                    Some(etcd_client::DeleteOptions::new().with_prefix()),
+                )
+                .await
+                .unwrap();
         }
         _ => unreachable!("no backend {backend}"),
     }
@@ -529,6 +554,7 @@ macro_rules! on_every_backend {
         mod sqlite { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $check() { super::$check("sqlite").await } )* }
         mod postgres { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $check() { super::$check("postgres").await } )* }
         mod mysql { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $check() { super::$check("mysql").await } )* }
+        mod etcd { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $check() { super::$check("etcd").await } )* }
         mod redis { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $check() { super::$check("redis").await } )* }
     };
 }

@@ -1,1 +1,586 @@
 //! Worker leases on etcd: a key per worker ID under a lease, claimed by a transaction on `create_revision == 0`.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use etcd_client as etcd;
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, GetOptions, KeyValue, LeaseTimeToLiveOptions,
+    PutOptions, Txn, TxnOp, TxnOpResponse,
+};
+
+use super::PeerTime;
+use super::sql::{ttl_millis, validate_holder, validate_namespace, validate_space};
+use crate::error::{Error, Result};
+
+/// How many times a claim starts over when other nodes took every ID it saw free, and a
+/// mark write when other writes of the same mark came first.
+const MAX_RACES: usize = 64;
+
+/// Worker leases on etcd (v3 API).
+///
+/// Worker ID `N` is leased by the key `/{namespace}/worker/N`, holding the holder's name,
+/// attached to an etcd lease of `ttl` (whole seconds, rounded up). A claim is a transaction
+/// that writes the key only if it does not exist (`create_revision == 0`), so two nodes
+/// never both win one ID; when the lease expires, etcd deletes the key and the ID is free.
+/// A renew is a lease keep-alive (etcd answers with the remaining TTL; 0 means the lease
+/// is gone) followed by a check that the key is still attached to it. The high-water mark
+/// of `N` is `/{namespace}/mark/N`, a key without a lease (it outlives every lease),
+/// written by a transaction that checks that the lease key still names the holder and
+/// that the mark did not change since it was read; the mark only goes up. A clock report is
+/// `/{namespace}/time/N`, attached to the same lease.
+///
+/// etcd counts a lease's TTL from when its leader handled the keep-alive (after the node
+/// sent it), on its monotonic clock, and a new leader extends every lease rather than
+/// shortening it. Its TTL is whole seconds with a minimum of about 1.5 election timeouts
+/// (2 s with etcd's defaults): a shorter `ttl` is rounded up to that, so the lease lasts
+/// longer than asked, which is safe for fencing but makes a crashed node's ID free later.
+#[derive(Clone)]
+pub struct EtcdRegistry {
+    // etcd's client is a few KiB of per-service handles; shared, the registry stays small.
+    client: std::sync::Arc<Client>,
+    root: String,
+}
+
+impl std::fmt::Debug for EtcdRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdRegistry")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EtcdRegistry {
+    /// Connects to `etcd://HOST:PORT[,HOST:PORT...]` (or `http://` with the same hosts) and
+    /// checks that etcd answers. `namespace` roots every key (see the type's docs). Each
+    /// request gives up after 5 s.
+    pub async fn connect(url: &str, namespace: &str) -> Result<Self> {
+        validate_namespace(namespace)?;
+        let endpoints = endpoints(url)?;
+        let options = ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(5))
+            .with_timeout(Duration::from_secs(5));
+        let client = Client::connect(&endpoints, Some(options))
+            .await
+            .map_err(unavailable)?;
+        let registry = Self {
+            client: std::sync::Arc::new(client),
+            root: format!("/{namespace}"),
+        };
+        // The client connects lazily: ask once, so a wrong address fails here.
+        registry
+            .client
+            .kv_client()
+            .get(
+                registry.root.clone(),
+                Some(GetOptions::new().with_count_only()),
+            )
+            .await
+            .map_err(unavailable)?;
+        Ok(registry)
+    }
+
+    fn lease_key(&self, worker_id: u64) -> String {
+        format!("{}/worker/{worker_id}", self.root)
+    }
+
+    fn mark_key(&self, worker_id: u64) -> String {
+        format!("{}/mark/{worker_id}", self.root)
+    }
+
+    fn time_key(&self, worker_id: u64) -> String {
+        format!("{}/time/{worker_id}", self.root)
+    }
+
+    fn lease_prefix(&self) -> String {
+        format!("{}/worker/", self.root)
+    }
+
+    /// Grants a lease of `ttl`, rounded up to whole seconds: (its ID, the TTL etcd granted).
+    async fn grant(&self, ttl: Duration) -> Result<(i64, i64)> {
+        let seconds = ttl_seconds(ttl)?;
+        let granted = self
+            .client
+            .lease_client()
+            .grant(seconds, None)
+            .await
+            .map_err(unavailable)?;
+        if granted.ttl() < seconds {
+            // etcd only ever raises a TTL; a shorter one would break fencing.
+            self.revoke_quietly(granted.id()).await;
+            return Err(Error::Unavailable(
+                format!(
+                    "etcd granted a lease of {} s for a ttl of {seconds} s",
+                    granted.ttl()
+                )
+                .into(),
+            ));
+        }
+        Ok((granted.id(), granted.ttl()))
+    }
+
+    /// Revokes a lease nobody uses; if that fails, it expires by itself after its TTL.
+    async fn revoke_quietly(&self, lease: i64) {
+        let _ = self.client.lease_client().revoke(lease).await;
+    }
+
+    /// Writes the lease key of `worker_id` under `lease` unless it exists: `None` on
+    /// success, else the key as it is.
+    async fn create(&self, worker_id: u64, holder: &str, lease: i64) -> Result<Option<KeyValue>> {
+        let key = self.lease_key(worker_id);
+        let txn = Txn::new()
+            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(
+                key.clone(),
+                holder,
+                Some(PutOptions::new().with_lease(lease)),
+            )])
+            .or_else([TxnOp::get(key, None)]);
+        let answer = self
+            .client
+            .kv_client()
+            .txn(txn)
+            .await
+            .map_err(unavailable)?;
+        if answer.succeeded() {
+            return Ok(None);
+        }
+        Ok(first_kv(answer.op_responses()))
+    }
+
+    /// Leases the lowest worker ID in `0..space` that no live lease holds to `holder` for
+    /// `ttl`; [`Error::WorkersExhausted`] when every one is held.
+    ///
+    /// The held IDs are read first, then the free ones are claimed from the lowest, each
+    /// with a `create_revision == 0` transaction: an ID another node took in between is
+    /// skipped, so nodes starting at the same instant all get distinct IDs.
+    pub async fn claim_lowest(&self, space: u64, holder: &str, ttl: Duration) -> Result<u64> {
+        validate_space(space)?;
+        validate_holder(holder)?;
+        let (lease, _) = self.grant(ttl).await?;
+        let claimed = self.claim_lowest_under(space, holder, lease).await;
+        if !matches!(claimed, Ok(Some(_))) {
+            self.revoke_quietly(lease).await;
+        }
+        match claimed? {
+            Some(id) => Ok(id),
+            None => Err(Error::Unavailable(
+                format!(
+                    "could not claim a worker ID under {}: other nodes took every free one first, {MAX_RACES} rounds in a row; retry",
+                    self.root
+                )
+                .into(),
+            )),
+        }
+    }
+
+    async fn claim_lowest_under(
+        &self,
+        space: u64,
+        holder: &str,
+        lease: i64,
+    ) -> Result<Option<u64>> {
+        for _ in 0..MAX_RACES {
+            let held: Vec<u64> = self
+                .holders()
+                .await?
+                .into_iter()
+                .map(|(id, _)| id)
+                .filter(|id| *id < space)
+                .collect();
+            let mut held = held.into_iter().peekable();
+            let mut tried = 0;
+            for id in 0..space {
+                if held.next_if_eq(&id).is_some() {
+                    continue;
+                }
+                if self.create(id, holder, lease).await?.is_none() {
+                    return Ok(Some(id));
+                }
+                tried += 1;
+                if tried > MAX_RACES {
+                    break;
+                }
+            }
+            if tried == 0 {
+                let holders = self
+                    .holders()
+                    .await?
+                    .into_iter()
+                    .filter(|(id, _)| *id < space)
+                    .collect();
+                return Err(Error::WorkersExhausted { space, holders });
+            }
+        }
+        Ok(None)
+    }
+
+    /// Leases exactly `worker_id` to `holder` for `ttl`, or extends it when `holder` holds
+    /// it already. [`Error::WorkerTaken`] when another live holder has it.
+    pub async fn claim(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<()> {
+        validate_holder(holder)?;
+        let (lease, _) = self.grant(ttl).await?;
+        let existing = match self.create(worker_id, holder, lease).await {
+            Ok(None) => return Ok(()),
+            Ok(Some(kv)) => kv,
+            Err(e) => {
+                self.revoke_quietly(lease).await;
+                return Err(e);
+            }
+        };
+        self.revoke_quietly(lease).await;
+        if existing.value() == holder.as_bytes() {
+            return self.renew(worker_id, holder, ttl).await;
+        }
+        Err(Error::WorkerTaken {
+            worker_id,
+            holder: text(existing.value()),
+        })
+    }
+
+    /// The lease key of `worker_id` if `holder` holds it, else [`Error::LeaseLost`].
+    async fn held(&self, worker_id: u64, holder: &str) -> Result<KeyValue> {
+        let answer = self
+            .client
+            .kv_client()
+            .get(self.lease_key(worker_id), None)
+            .await
+            .map_err(unavailable)?;
+        match answer.kvs().first() {
+            Some(kv) if kv.value() == holder.as_bytes() => Ok(kv.clone()),
+            Some(kv) => Err(lost(
+                worker_id,
+                holder,
+                format!("{:?} holds it now", text(kv.value())),
+            )),
+            None => Err(lost(
+                worker_id,
+                holder,
+                "no lease: it expired or was released (etcd deleted the key)".into(),
+            )),
+        }
+    }
+
+    /// Extends `holder`'s lease on `worker_id` by a keep-alive: it runs `ttl` from when
+    /// etcd handled it. [`Error::LeaseLost`] when the lease expired or the key is another
+    /// holder's; [`Error::InvalidInput`] when `ttl` is longer than the lease was granted
+    /// for (claim again with the longer ttl).
+    pub async fn renew(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<()> {
+        validate_holder(holder)?;
+        let seconds = ttl_seconds(ttl)?;
+        let kv = self.held(worker_id, holder).await?;
+        let lease = kv.lease();
+        let mut leases = self.client.lease_client();
+        match leases.keep_alive(lease).await {
+            Ok(_) => {}
+            // The client's own answer when etcd reports a TTL of 0: the lease is gone.
+            Err(etcd::Error::LeaseKeepAliveError(_)) => {
+                return Err(lost(
+                    worker_id,
+                    holder,
+                    "the etcd lease expired before the keep-alive reached it".into(),
+                ));
+            }
+            Err(e) => return Err(unavailable(e)),
+        }
+        let status = leases
+            .time_to_live(lease, Some(LeaseTimeToLiveOptions::new().with_keys()))
+            .await
+            .map_err(unavailable)?;
+        if status.ttl() <= 0 {
+            return Err(lost(
+                worker_id,
+                holder,
+                "the etcd lease expired right after the keep-alive".into(),
+            ));
+        }
+        let key = self.lease_key(worker_id);
+        if !status.keys().iter().any(|k| k.as_slice() == key.as_bytes()) {
+            return Err(lost(
+                worker_id,
+                holder,
+                "the key left the lease (deleted by hand?)".into(),
+            ));
+        }
+        if status.granted_ttl() < seconds {
+            return Err(Error::InvalidInput(format!(
+                "the etcd lease on worker ID {worker_id} was granted for {} s, and a renew cannot make it longer than that ({seconds} s asked): renew with the ttl it was claimed with, or release and claim again",
+                status.granted_ttl()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Gives `worker_id` back at once by revoking its lease (its mark stays). Does nothing
+    /// when `holder` does not hold it.
+    pub async fn release(&self, worker_id: u64, holder: &str) -> Result<()> {
+        validate_holder(holder)?;
+        let kv = match self.held(worker_id, holder).await {
+            Ok(kv) => kv,
+            Err(Error::LeaseLost { .. }) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        match self.client.lease_client().revoke(kv.lease()).await {
+            Ok(_) => Ok(()),
+            // etcd refuses to revoke a lease that expired meanwhile: released all the same.
+            Err(e) => match self.held(worker_id, holder).await {
+                Err(Error::LeaseLost { .. }) => Ok(()),
+                _ => Err(unavailable(e)),
+            },
+        }
+    }
+
+    /// The live leases, by worker ID.
+    pub async fn holders(&self) -> Result<Vec<(u64, String)>> {
+        let answer = self
+            .client
+            .kv_client()
+            .get(self.lease_prefix(), Some(GetOptions::new().with_prefix()))
+            .await
+            .map_err(unavailable)?;
+        let mut holders: Vec<(u64, String)> = answer
+            .kvs()
+            .iter()
+            .filter_map(|kv| Some((self.id_in(kv, "worker")?, text(kv.value()))))
+            .collect();
+        holders.sort();
+        Ok(holders)
+    }
+
+    /// The worker ID in a key `/{namespace}/{kind}/N`; `None` for a key not written here.
+    fn id_in(&self, kv: &KeyValue, kind: &str) -> Option<u64> {
+        let key = std::str::from_utf8(kv.key()).ok()?;
+        key.strip_prefix(&self.root)?
+            .strip_prefix('/')?
+            .strip_prefix(kind)?
+            .strip_prefix('/')?
+            .parse()
+            .ok()
+    }
+
+    /// The high-water mark of `worker_id` (ms since the Unix epoch), `None` if none was
+    /// ever written.
+    pub async fn read_mark(&self, worker_id: u64) -> Result<Option<u64>> {
+        let answer = self
+            .client
+            .kv_client()
+            .get(self.mark_key(worker_id), None)
+            .await
+            .map_err(unavailable)?;
+        answer
+            .kvs()
+            .first()
+            .map(|kv| self.mark_of(worker_id, kv))
+            .transpose()
+    }
+
+    fn mark_of(&self, worker_id: u64, kv: &KeyValue) -> Result<u64> {
+        let value = text(kv.value());
+        value.parse().map_err(|_| {
+            Error::InvalidInput(format!(
+                "etcd key {} holds {value:?}, not a high-water mark: it was edited by hand; set it to the last time used (ms) or delete it",
+                self.mark_key(worker_id)
+            ))
+        })
+    }
+
+    /// Raises the high-water mark of `worker_id` to `mark_ms` (a lower value leaves it as
+    /// it is). [`Error::LeaseLost`] unless `holder` holds the lease: the check and the
+    /// write are one transaction.
+    pub async fn write_mark(&self, worker_id: u64, holder: &str, mark_ms: u64) -> Result<()> {
+        validate_holder(holder)?;
+        let lease_key = self.lease_key(worker_id);
+        let mark_key = self.mark_key(worker_id);
+        let mut kv = self.client.kv_client();
+        for _ in 0..MAX_RACES {
+            let current = kv.get(mark_key.clone(), None).await.map_err(unavailable)?;
+            let (current, revision) = match current.kvs().first() {
+                Some(m) => (Some(self.mark_of(worker_id, m)?), m.mod_revision()),
+                None => (None, 0),
+            };
+            let raise = current.is_none_or(|m| m < mark_ms);
+            let write: Vec<TxnOp> = if raise {
+                vec![TxnOp::put(mark_key.clone(), mark_ms.to_string(), None)]
+            } else {
+                Vec::new()
+            };
+            let txn = Txn::new()
+                .when([
+                    Compare::value(lease_key.clone(), CompareOp::Equal, holder),
+                    // A missing key's mod revision compares as 0.
+                    Compare::mod_revision(mark_key.clone(), CompareOp::Equal, revision),
+                ])
+                .and_then(write)
+                .or_else([TxnOp::get(lease_key.clone(), None)]);
+            let answer = kv.txn(txn).await.map_err(unavailable)?;
+            if answer.succeeded() {
+                return Ok(());
+            }
+            match first_kv(answer.op_responses()) {
+                Some(l) if l.value() == holder.as_bytes() => {} // the mark moved: read again
+                Some(l) => {
+                    return Err(lost(
+                        worker_id,
+                        holder,
+                        format!("{:?} holds it now", text(l.value())),
+                    ));
+                }
+                None => {
+                    return Err(lost(
+                        worker_id,
+                        holder,
+                        "no lease: it expired or was released (etcd deleted the key)".into(),
+                    ));
+                }
+            }
+        }
+        Err(Error::Unavailable(
+            format!(
+                "the mark of worker ID {worker_id} under {} changed under each of {MAX_RACES} writes; retry",
+                self.root
+            )
+            .into(),
+        ))
+    }
+
+    /// Records `holder`'s clock reading `now_ms` on `worker_id`, attached to its lease.
+    /// [`Error::LeaseLost`] unless `holder` holds the lease.
+    pub async fn publish_time(&self, worker_id: u64, holder: &str, now_ms: u64) -> Result<()> {
+        validate_holder(holder)?;
+        let kv = self.held(worker_id, holder).await?;
+        let lease_key = self.lease_key(worker_id);
+        let txn = Txn::new()
+            .when([
+                Compare::value(lease_key.clone(), CompareOp::Equal, holder),
+                Compare::lease(lease_key, CompareOp::Equal, kv.lease()),
+            ])
+            .and_then([TxnOp::put(
+                self.time_key(worker_id),
+                now_ms.to_string(),
+                Some(PutOptions::new().with_lease(kv.lease())),
+            )]);
+        let answer = self
+            .client
+            .kv_client()
+            .txn(txn)
+            .await
+            .map_err(unavailable)?;
+        if answer.succeeded() {
+            Ok(())
+        } else {
+            Err(lost(
+                worker_id,
+                holder,
+                "the lease changed while the report was written".into(),
+            ))
+        }
+    }
+
+    /// The latest clock reading of every live holder that published one, by worker ID.
+    pub async fn peer_times(&self) -> Result<Vec<PeerTime>> {
+        // Both ranges in one transaction: one consistent revision.
+        let prefix = Some(GetOptions::new().with_prefix());
+        let txn = Txn::new().and_then([
+            TxnOp::get(self.lease_prefix(), prefix.clone()),
+            TxnOp::get(format!("{}/time/", self.root), prefix),
+        ]);
+        let answer = self
+            .client
+            .kv_client()
+            .txn(txn)
+            .await
+            .map_err(unavailable)?;
+        let mut ranges = answer.op_responses().into_iter().filter_map(|r| match r {
+            TxnOpResponse::Get(g) => Some(g),
+            _ => None,
+        });
+        let (Some(leases), Some(times)) = (ranges.next(), ranges.next()) else {
+            return Err(Error::Unavailable(
+                "etcd answered a two-range transaction without two ranges".into(),
+            ));
+        };
+        let live: HashMap<u64, (i64, String)> = leases
+            .kvs()
+            .iter()
+            .filter_map(|kv| Some((self.id_in(kv, "worker")?, (kv.lease(), text(kv.value())))))
+            .collect();
+        let mut peers: Vec<PeerTime> = times
+            .kvs()
+            .iter()
+            .filter_map(|kv| {
+                let id = self.id_in(kv, "time")?;
+                let (lease, holder) = live.get(&id)?;
+                // A report counts only under the lease that wrote it.
+                (*lease == kv.lease()).then_some(())?;
+                Some(PeerTime {
+                    worker_id: id,
+                    holder: holder.clone(),
+                    time_ms: text(kv.value()).parse().ok()?,
+                })
+            })
+            .collect();
+        peers.sort_by_key(|p| p.worker_id);
+        Ok(peers)
+    }
+}
+
+/// `etcd://a:1,b:2` or `http://a:1,b:2` as the client's endpoint list.
+fn endpoints(url: &str) -> Result<Vec<String>> {
+    let bad = |reason: &str| Error::InvalidUrl {
+        url: url.to_string(),
+        reason: reason.to_string(),
+    };
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| bad("use etcd://HOST:PORT[,HOST:PORT...]"))?;
+    match scheme {
+        "etcd" | "http" => {}
+        "https" => {
+            return Err(bad(
+                "TLS to etcd is not built in; use etcd://HOST:PORT over a trusted network",
+            ));
+        }
+        _ => return Err(bad("use etcd://HOST:PORT[,HOST:PORT...]")),
+    }
+    let hosts: Vec<String> = rest
+        .trim_end_matches('/')
+        .split(',')
+        .map(|h| format!("http://{}", h.trim()))
+        .collect();
+    if rest.trim_end_matches('/').is_empty()
+        || rest.trim_end_matches('/').contains('/')
+        || rest.split(',').any(|h| h.trim().is_empty())
+    {
+        return Err(bad("use etcd://HOST:PORT[,HOST:PORT...], without a path"));
+    }
+    Ok(hosts)
+}
+
+/// A ttl in whole seconds, rounded up (etcd's unit).
+fn ttl_seconds(ttl: Duration) -> Result<i64> {
+    Ok((ttl_millis(ttl)? + 999) / 1000)
+}
+
+/// The key of the first range in a transaction's answer.
+fn first_kv(responses: Vec<TxnOpResponse>) -> Option<KeyValue> {
+    responses.into_iter().find_map(|r| match r {
+        TxnOpResponse::Get(g) => g.kvs().first().cloned(),
+        _ => None,
+    })
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn lost(worker_id: u64, holder: &str, reason: String) -> Error {
+    Error::LeaseLost {
+        worker_id,
+        holder: holder.to_string(),
+        reason,
+    }
+}
+
+fn unavailable(e: etcd::Error) -> Error {
+    Error::Unavailable(Box::new(e))
+}
