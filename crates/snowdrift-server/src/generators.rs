@@ -122,9 +122,12 @@ async fn build_one(
             Source::Segment(SegmentSource::new(segments.clone(), tag))
         }
         Kind::Ticket => {
-            // The servers' default table/sequence (`tickets64`): generators on the same servers
-            // share it, which keeps their tickets unique across generators too.
+            // Generators on the same servers and table share its tickets, which keeps them
+            // unique across those generators too.
             let mut pool = TicketPool::builder();
+            if let Some(table) = &g.table {
+                pool = pool.name(table.as_str());
+            }
             for url in &g.servers {
                 pool = pool.server(url.as_str());
             }
