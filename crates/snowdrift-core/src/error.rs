@@ -174,6 +174,33 @@ pub enum Error {
         /// The field, e.g. `{seq:08}`.
         field: String,
     },
+    /// A fenced generator may not issue: its fence is closed.
+    #[error("not issuing: {reason}")]
+    NotIssuing {
+        /// Why the fence is closed.
+        reason: crate::generator::ClosedReason,
+    },
+    /// A fenced generator's lease deadline passed before the keeper renewed the lease.
+    #[error(
+        "not issuing: the worker ID's lease could not be renewed in time; issuing stopped at {deadline_ms} ms since 1970 (now {now_ms}); the node resumes when the coordinator answers again"
+    )]
+    LeaseExpired {
+        /// The deadline, ms since 1970 on the generator's clock.
+        deadline_ms: u64,
+        /// The clock reading that passed it.
+        now_ms: u64,
+    },
+    /// The next ID's time would pass the durable high-water mark: the keeper has not
+    /// extended the window yet (the coordinator is slow or unreachable).
+    #[error(
+        "not issuing: the next ID's time would pass the durable high-water mark {window_end_ms} ms since 1970 (now {now_ms}); the lease keeper has not extended it yet, check the coordinator"
+    )]
+    WindowNotExtended {
+        /// The window end (high-water mark), ms since 1970.
+        window_end_ms: u64,
+        /// The clock reading.
+        now_ms: u64,
+    },
 }
 
 /// `Result` with [`Error`].
