@@ -1,10 +1,12 @@
 //! The snowflake generator and the blocks of IDs it hands out.
 
 mod block;
+mod fence;
 mod packing;
 mod snowflake;
 
 pub use block::{IdBlock, IdBlockIter, Runs};
+pub use fence::{ClosedReason, Fence};
 pub use snowflake::{Builder, SnowflakeGenerator};
 
 use std::time::Duration;

@@ -1,9 +1,11 @@
 //! The lock-free snowflake generator.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::Attempt;
 use super::block::IdBlock;
+use super::fence::Fence;
 use super::packing::Packing;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
@@ -39,9 +41,28 @@ pub struct Builder {
     backward_wait: Duration,
     random_start: Option<(u64, u64)>,
     start_after: Option<u64>,
+    fence: Option<Arc<Fence>>,
 }
 
 impl Builder {
+    /// The layout the generator will follow.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Gates every issue on `fence`: the generator issues only while its clock is before
+    /// the fence's lease deadline, and never an ID whose tick ends after the fence's
+    /// durable window (the high-water mark). Refusals are [`Error::NotIssuing`],
+    /// [`Error::LeaseExpired`] and [`Error::WindowNotExtended`]. Without a fence (the
+    /// default) nothing is checked. The generator's clock must be the one the fence's
+    /// keeper computes deadlines with, and it must not step (a [`MonotonicClock`]).
+    ///
+    /// [`MonotonicClock`]: crate::clock::MonotonicClock
+    pub fn fence(mut self, fence: Arc<Fence>) -> Self {
+        self.fence = Some(fence);
+        self
+    }
+
     /// Sets one node field (`worker`, `datacenter`...). Unset node fields are 0.
     pub fn node(mut self, name: &str, value: u64) -> Result<Self> {
         let i = self.layout.field_index(name)?;
@@ -168,6 +189,7 @@ impl Builder {
             lead_ticks: ms(self.max_lead) / unit,
             wait_bound_ms: ms(self.backward_wait),
             random_start: self.random_start,
+            fence: self.fence,
             layout,
         })
     }
@@ -192,6 +214,7 @@ pub struct SnowflakeGenerator<C> {
     lead_ticks: u64,
     wait_bound_ms: u64,
     random_start: Option<(u64, u64)>,
+    fence: Option<Arc<Fence>>,
     layout: Layout,
 }
 
@@ -212,6 +235,7 @@ impl SnowflakeGenerator<()> {
             backward_wait: DEFAULT_BACKWARD_WAIT,
             random_start: None,
             start_after: None,
+            fence: None,
         }
     }
 }
@@ -224,6 +248,11 @@ impl<C: Clock> SnowflakeGenerator<C> {
     /// The clock the generator reads.
     pub fn clock(&self) -> &C {
         &self.clock
+    }
+
+    /// The fence this generator issues behind, if any.
+    pub fn fence(&self) -> Option<&Arc<Fence>> {
+        self.fence.as_ref()
     }
 
     /// The most recent ID issued, if any.
@@ -346,6 +375,10 @@ impl<C: Clock> SnowflakeGenerator<C> {
         let mut cur = self.state.load(Ordering::Acquire);
         loop {
             let (now_ms, now) = self.now()?;
+            let fence_tick = match &self.fence {
+                None => u64::MAX,
+                Some(f) => self.fenced_last_tick(f, now_ms, now)?,
+            };
             let (ext, start) = if cur == NONE {
                 (0, p.pack(0, now, self.first_seq(now)))
             } else {
@@ -379,7 +412,7 @@ impl<C: Clock> SnowflakeGenerator<C> {
                     (ext + 1, p.pack(ext + 1, now, self.first_seq(now)))
                 }
             };
-            let limit_tick = (now + self.lead_ticks).min(self.max_tick);
+            let limit_tick = (now + self.lead_ticks).min(self.max_tick).min(fence_tick);
             let limit = p.pack(ext, limit_tick, p.seq_max());
             if start > limit {
                 if limit_tick == self.max_tick {
@@ -403,6 +436,46 @@ impl<C: Clock> SnowflakeGenerator<C> {
     }
 }
 
+impl<C: Clock> SnowflakeGenerator<C> {
+    /// The last tick the fence lets this call use: the lease deadline must lie ahead of
+    /// the clock, and a tick may be used only if it ends at or before the window end.
+    #[inline]
+    fn fenced_last_tick(&self, fence: &Fence, now_ms: u64, now: u64) -> Result<u64> {
+        let (until, end) = fence.limits();
+        if now_ms >= until {
+            return Err(Self::fence_refusal(fence, until, now_ms));
+        }
+        let since = end.saturating_sub(self.epoch_ms);
+        // Ticks that end at or before `end`: 0..end_ticks.
+        let end_ticks = if self.unit_ms == 1 {
+            since
+        } else {
+            since / self.unit_ms
+        };
+        if end_ticks <= now {
+            return Err(Error::WindowNotExtended {
+                window_end_ms: end,
+                now_ms,
+            });
+        }
+        Ok(end_ticks - 1)
+    }
+
+    #[cold]
+    fn fence_refusal(fence: &Fence, until: u64, now_ms: u64) -> Error {
+        if until == 0 {
+            Error::NotIssuing {
+                reason: fence.closed_reason(),
+            }
+        } else {
+            Error::LeaseExpired {
+                deadline_ms: until,
+                now_ms,
+            }
+        }
+    }
+}
+
 /// SplitMix64: a cheap, well-mixed hash of the tick for the random sequence start.
 fn splitmix64(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -411,5 +484,7 @@ fn splitmix64(x: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+#[cfg(all(test, not(loom)))]
+mod fence_tests;
 #[cfg(all(test, not(loom)))]
 mod tests;
