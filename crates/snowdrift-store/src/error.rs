@@ -127,6 +127,38 @@ pub enum Error {
         /// What the coordinator said.
         reason: String,
     },
+    /// The worker ID's high-water mark lies further ahead of this node's clock than the
+    /// node may wait: IDs up to the mark may exist already (a clock set back since the last
+    /// run, or another node with a clock ahead).
+    #[error(
+        "worker ID {worker_id}'s high-water mark is {gap:?} ahead of this node's clock (mark {mark_ms} ms, clock {now_ms} ms since 1970), more than the {bound:?} this node may wait; IDs up to the mark may exist. Fix the clock (NTP), wait and restart, or raise the wait bound"
+    )]
+    MarkAhead {
+        /// The worker ID.
+        worker_id: u64,
+        /// The mark, ms since 1970.
+        mark_ms: u64,
+        /// This node's clock, ms since 1970.
+        now_ms: u64,
+        /// How far the mark is ahead.
+        gap: std::time::Duration,
+        /// The longest wait allowed.
+        bound: std::time::Duration,
+    },
+    /// This node's clock is behind a live peer's published clock by more than the bound.
+    #[error(
+        "this node's clock is at least {behind:?} behind {peer:?}'s (worker ID {peer_worker_id}), more than the {bound:?} allowed; fix the clock (NTP) before starting"
+    )]
+    ClockBehindPeers {
+        /// The peer furthest ahead.
+        peer: String,
+        /// Its worker ID.
+        peer_worker_id: u64,
+        /// How far behind this node is, at least.
+        behind: std::time::Duration,
+        /// The allowed bound.
+        bound: std::time::Duration,
+    },
     /// The store could not be reached or failed; the operation may be retried.
     #[error("store unavailable: {0}")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
