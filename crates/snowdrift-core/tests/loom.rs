@@ -200,3 +200,67 @@ fn local_segments_over_one_chain_race_a_refiller() {
         assert_eq!(everything.len(), n, "an ID both served and held");
     });
 }
+
+/// A keeper extends the window and then closes the fence while two threads take blocks:
+/// no ID's tick passes the window a taker could have seen, no call that starts after the
+/// close (as the taker observed it) issues anything, and nothing is issued twice.
+#[test]
+fn fence_extend_and_close_race_takers() {
+    use loom::sync::atomic::{AtomicBool, Ordering};
+    use snowdrift_core::generator::{ClosedReason, Fence};
+
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(2);
+    model.check(|| {
+        // The generator holds a std Arc; the fence's atomics are loom's all the same.
+        let fence = std::sync::Arc::new(Fence::new());
+        // Tick T0 only (4 IDs); the keeper's extension adds tick T0 + 1.
+        fence.extend_window(T0 + 1);
+        fence.open_until(T0 + 1_000);
+        let layout = Layout::from_spec("time:41,worker:2,seq:2", 1, T0 - 1_000).unwrap();
+        let g = Arc::new(
+            SnowflakeGenerator::builder(layout)
+                .max_lead(Duration::from_millis(5))
+                .fence(fence.clone())
+                .build(ManualClock::new(T0))
+                .unwrap(),
+        );
+        let closed = Arc::new(AtomicBool::new(false));
+        let keeper = {
+            let (fence, closed) = (fence.clone(), closed.clone());
+            thread::spawn(move || {
+                fence.extend_window(T0 + 2);
+                fence.close(ClosedReason::LeaseLost);
+                closed.store(true, Ordering::Release);
+            })
+        };
+        let takers: Vec<_> = (0..2)
+            .map(|_| {
+                let (g, closed) = (g.clone(), closed.clone());
+                thread::spawn(move || {
+                    let mut ids = Vec::new();
+                    for _ in 0..2 {
+                        let was_closed = closed.load(Ordering::Acquire);
+                        match g.try_next_block(3) {
+                            Ok(Attempt::Ready(b)) => {
+                                assert!(!was_closed, "issued after the fence was closed");
+                                ids.extend(b.iter());
+                            }
+                            Ok(Attempt::RetryAfter(_)) => {}
+                            Err(_) => {}
+                        }
+                    }
+                    ids
+                })
+            })
+            .collect();
+        keeper.join().unwrap();
+        let per_thread: Vec<Vec<u64>> = takers.into_iter().map(|h| h.join().unwrap()).collect();
+        for id in per_thread.iter().flatten() {
+            let t = g.layout().decode(*id).unwrap().time_ms;
+            assert!(t < T0 + 2, "ID at {t} passes the window");
+        }
+        assert!(g.try_next().is_err(), "closed fence still issues");
+        check(per_thread);
+    });
+}
