@@ -19,6 +19,7 @@ pub mod config;
 pub mod decode;
 pub mod error;
 pub mod generators;
+pub mod grpc;
 pub mod http;
 pub mod layout;
 pub mod source;
@@ -37,6 +38,7 @@ use http::AppState;
 pub struct Server {
     state: Arc<AppState>,
     max_body: usize,
+    max_stream: u64,
     shutdown_timeout: std::time::Duration,
 }
 
@@ -52,6 +54,7 @@ impl Server {
                 max_count: config.limits.max_count,
             }),
             max_body: config.limits.max_body,
+            max_stream: config.limits.max_stream,
             shutdown_timeout: config.server.shutdown_timeout,
         })
     }
@@ -69,7 +72,8 @@ pub async fn run(
     server: Server,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
-    let app = http::router(server.state.clone(), server.max_body);
+    let (grpc, shutdown) = grpc::router(server.state.clone(), server.max_stream, shutdown).await;
+    let app = http::router(server.state.clone(), server.max_body).merge(grpc);
     let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
     let signal = async move {
         shutdown.await;
