@@ -1,0 +1,158 @@
+//! The wire messages built from the server's own values: a batch of [`Ids`] as an
+//! [`pb::IdBatch`], the decoded fields (the same JSON the HTTP API returns) as a
+//! [`pb::DecodeResponse`], and the decoding itself, which depends on the generator's kind.
+
+use serde_json::Value;
+use snowdrift_core::codec::Format;
+
+use super::pb;
+use crate::config::Kind;
+use crate::error::ApiError;
+use crate::source::{IdSource, Ids, Source};
+
+/// `ids` from generator `name` of `kind` as one message: runs stay runs, text stays text.
+pub fn batch(name: &str, kind: Kind, ids: Ids) -> pb::IdBatch {
+    let count = ids.len();
+    let (runs, text) = match ids {
+        Ids::Runs(runs) => (
+            runs.into_iter()
+                .map(|r| pb::IdRun {
+                    first: r.first,
+                    count: r.count,
+                    stride: r.stride,
+                })
+                .collect(),
+            Vec::new(),
+        ),
+        Ids::Text(text) => (Vec::new(), text),
+    };
+    pb::IdBatch {
+        name: name.to_string(),
+        kind: kind.name().to_string(),
+        count,
+        runs,
+        text,
+    }
+}
+
+impl pb::IdBatch {
+    /// The IDs of `runs`, in order: what a client does with a batch of a 64-bit kind. A run
+    /// that would pass `u64::MAX` (never sent by a snowdrift server) stops there.
+    pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.runs.iter().flat_map(|r| {
+            (0..r.count).map_while(move |k| r.first.checked_add(k.checked_mul(r.stride)?))
+        })
+    }
+}
+
+/// What `id` (text, in `format` for snowflake IDs) holds under `source`'s kind; the same
+/// rules and messages as `GET /v1/ids/{name}/decode/{id}`.
+pub fn decode(
+    source: &Source,
+    id: &str,
+    format: Option<&str>,
+) -> Result<pb::DecodeResponse, ApiError> {
+    let format = format
+        .map(|f| {
+            f.parse::<Format>().map_err(|_| {
+                let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
+                ApiError::bad_request(format!("format {f:?} is not one of {}", names.join(", ")))
+            })
+        })
+        .transpose()?;
+    let kind = source.kind();
+    let fields = match source {
+        Source::Snowflake(s) => {
+            crate::decode::snowflake_text(s.layout(), s.layout_name(), id, format)
+                .map_err(ApiError::bad_request)?
+        }
+        _ if format.is_some() => {
+            return Err(ApiError::bad_request(format!(
+                "format applies to snowflake IDs, not {}",
+                kind.name()
+            )));
+        }
+        _ => match kind {
+            Kind::Segment | Kind::Ticket | Kind::Counter => {
+                return Err(ApiError::bad_request(format!(
+                    "{} IDs are plain counters: there are no fields to decode",
+                    kind.name()
+                )));
+            }
+            kind => crate::decode::text_kind(kind, id).map_err(ApiError::bad_request)?,
+        },
+    };
+    Ok(decoded(kind, &fields))
+}
+
+/// The JSON of [`crate::decode`] as a message (the keys it may hold, each where it belongs).
+fn decoded(kind: Kind, v: &Value) -> pb::DecodeResponse {
+    let text = |key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
+    let number = |key: &str| v.get(key).and_then(Value::as_u64);
+    let small = |key: &str| number(key).and_then(|n| u32::try_from(n).ok());
+    pb::DecodeResponse {
+        id: text("id").unwrap_or_default(),
+        kind: kind.name().to_string(),
+        layout: text("layout").unwrap_or_default(),
+        time: text("time"),
+        time_ms: number("time_ms"),
+        fields: v
+            .get("fields")
+            .and_then(Value::as_object)
+            .map(|fields| {
+                fields
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_u64()?)))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        version: small("version"),
+        process: text("process"),
+        counter: small("counter"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::IdRun;
+
+    #[test]
+    fn runs_and_text_travel_as_they_are() {
+        let runs = vec![
+            IdRun {
+                first: 10,
+                count: 3,
+                stride: 1,
+            },
+            IdRun {
+                first: 100,
+                count: 2,
+                stride: 7,
+            },
+        ];
+        let b = batch("order", Kind::Segment, Ids::Runs(runs));
+        assert_eq!(
+            (b.name.as_str(), b.kind.as_str(), b.count),
+            ("order", "segment", 5)
+        );
+        assert!(b.text.is_empty());
+        assert_eq!(b.ids().collect::<Vec<_>>(), [10, 11, 12, 100, 107]);
+        let b = batch("ulid", Kind::Ulid, Ids::Text(vec!["a".into(), "b".into()]));
+        assert_eq!(b.count, 2);
+        assert!(b.runs.is_empty());
+        assert_eq!(b.text, ["a", "b"]);
+    }
+
+    #[test]
+    fn a_million_consecutive_ids_are_a_few_bytes() {
+        use prost::Message;
+        let runs = vec![IdRun {
+            first: 1 << 40,
+            count: 1_000_000,
+            stride: 1,
+        }];
+        let b = batch("order", Kind::Segment, Ids::Runs(runs));
+        assert!(b.encoded_len() < 40, "{} bytes", b.encoded_len());
+    }
+}

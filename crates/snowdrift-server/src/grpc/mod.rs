@@ -1,0 +1,108 @@
+//! The gRPC API (`snowdrift.v1.IdService`, plus the standard health and reflection services)
+//! as axum routes, so it shares the HTTP listener: gRPC clients speak HTTP/2 with
+//! `content-type: application/grpc` to `/{service}/{method}` paths, which no HTTP route uses.
+//!
+//! The messages and client come from `proto/snowdrift.proto`, in [`pb`]:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use snowdrift_server::grpc::pb::{NextRequest, id_service_client::IdServiceClient};
+//! let channel = tonic::transport::Endpoint::from_static("http://127.0.0.1:8080")
+//!     .connect()
+//!     .await?;
+//! let mut client = IdServiceClient::new(channel);
+//! let request = NextRequest { name: "snowflake".into(), count: Some(1000) };
+//! let batch = client.next(request).await?.into_inner();
+//! let ids: Vec<u64> = batch.ids().collect();
+//! # Ok(()) }
+//! ```
+
+mod convert;
+mod service;
+mod status;
+mod stream;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use axum::Router;
+use tokio::sync::watch;
+use tonic::server::NamedService;
+use tonic_health::ServingStatus;
+
+pub use service::IdApi;
+pub use status::{ERROR_CODE_KEY, code_for};
+pub use stream::IdStream;
+
+use crate::http::AppState;
+
+/// The messages, server and client generated from `proto/snowdrift.proto`.
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod pb {
+    tonic::include_proto!("snowdrift.v1");
+
+    /// The encoded descriptor set of `snowdrift.proto`, which the reflection service serves.
+    pub const FILE_DESCRIPTOR_SET: &[u8] =
+        include_bytes!(concat!(env!("OUT_DIR"), "/snowdrift_descriptor.bin"));
+}
+
+use pb::id_service_server::IdServiceServer;
+
+/// The gRPC routes for `state` (`Stream` calls bounded by `max_stream` IDs), and a shutdown
+/// future to serve them with: it completes when `shutdown` does, after marking the health
+/// service NOT_SERVING and telling running streams to end at their next batch, so a
+/// graceful shutdown is not held up by a stream of a hundred million IDs.
+pub async fn router(
+    state: Arc<AppState>,
+    max_stream: u64,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> (Router, impl Future<Output = ()> + Send + 'static) {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let ids = IdServiceServer::new(IdApi::new(state, max_stream, stop_rx));
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<IdServiceServer<IdApi>>().await;
+    let router = Router::new()
+        .route_service(&path::<IdServiceServer<IdApi>>(), ids)
+        .route_service(&path_of(&health_service), health_service);
+    let router = reflection(router);
+    let shutdown = async move {
+        shutdown.await;
+        for name in ["", IdServiceServer::<IdApi>::NAME] {
+            health
+                .set_service_status(name, ServingStatus::NotServing)
+                .await;
+        }
+        let _ = stop_tx.send(true);
+    };
+    (router, shutdown)
+}
+
+/// Adds the reflection services (v1, and v1alpha for older tools such as grpcurl before
+/// 1.8.8) describing `snowdrift.v1` and the health service.
+fn reflection(router: Router) -> Router {
+    let build = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    // The descriptor sets are compiled into the binary (and checked by protox at build
+    // time), so they can only fail to load through a bug, which the tests would show.
+    let v1 = build()
+        .build_v1()
+        .expect("the descriptor sets compiled into snowdrift are valid");
+    let v1alpha = build()
+        .build_v1alpha()
+        .expect("the descriptor sets compiled into snowdrift are valid");
+    router
+        .route_service(&path_of(&v1), v1)
+        .route_service(&path_of(&v1alpha), v1alpha)
+}
+
+/// The route of every method of service `S`.
+fn path<S: NamedService>() -> String {
+    format!("/{}/{{*method}}", S::NAME)
+}
+
+fn path_of<S: NamedService>(_: &S) -> String {
+    path::<S>()
+}

@@ -1,0 +1,103 @@
+//! `snowdrift.v1.IdService`: `Next`, `Stream` and `Decode` over the same generators, limits
+//! and errors as the HTTP API.
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+use tonic::{Request, Response, Status};
+
+use super::convert;
+use super::pb;
+use super::pb::id_service_server::IdService;
+use super::stream::{IdStream, batches};
+use crate::error::ApiError;
+use crate::http::AppState;
+use crate::source::{IdSource, Ids, Source};
+
+/// The service: the server's generators, its limits, and the shutdown signal that ends
+/// streams.
+#[derive(Debug)]
+pub struct IdApi {
+    state: Arc<AppState>,
+    max_stream: u64,
+    stop: watch::Receiver<bool>,
+}
+
+impl IdApi {
+    /// Serves `state`'s generators; `Stream` calls may ask for up to `max_stream` IDs and end
+    /// once `stop` turns true.
+    pub fn new(state: Arc<AppState>, max_stream: u64, stop: watch::Receiver<bool>) -> Self {
+        Self {
+            state,
+            max_stream,
+            stop,
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl IdService for IdApi {
+    async fn next(
+        &self,
+        request: Request<pb::NextRequest>,
+    ) -> Result<Response<pb::IdBatch>, Status> {
+        let r = request.into_inner();
+        let count = bounded("count", r.count.unwrap_or(1), self.state.max_count)?;
+        let source = self.state.generators.get(&r.name)?;
+        let ids = issue(&r.name, &source, count).await?;
+        Ok(Response::new(convert::batch(&r.name, source.kind(), ids)))
+    }
+
+    type StreamStream = IdStream;
+
+    async fn stream(
+        &self,
+        request: Request<pb::StreamRequest>,
+    ) -> Result<Response<IdStream>, Status> {
+        let r = request.into_inner();
+        let total = bounded("count", r.count, self.max_stream)?;
+        let max = self.state.max_count;
+        let batch = bounded("batch", r.batch.unwrap_or(max), max)?;
+        let source = self.state.generators.get(&r.name)?;
+        Ok(Response::new(batches(
+            source,
+            r.name,
+            total,
+            batch,
+            self.stop.clone(),
+        )))
+    }
+
+    async fn decode(
+        &self,
+        request: Request<pb::DecodeRequest>,
+    ) -> Result<Response<pb::DecodeResponse>, Status> {
+        let r = request.into_inner();
+        let source = self.state.generators.get(&r.name)?;
+        let decoded = convert::decode(&source, &r.id, r.format.as_deref())?;
+        Ok(Response::new(decoded))
+    }
+}
+
+/// `value` when it is 1 to `max`, else the error the HTTP API gives for the same mistake.
+fn bounded(field: &str, value: u64, max: u64) -> Result<u64, ApiError> {
+    if (1..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(ApiError::bad_request(format!(
+            "{field} must be a whole number from 1 to {max}, got {value}"
+        )))
+    }
+}
+
+/// Takes `count` IDs from `source` and counts them in the same metrics as the HTTP API.
+pub async fn issue(name: &str, source: &Source, count: u64) -> Result<Ids, ApiError> {
+    let ids = source.next(count).await?;
+    let labels = [
+        ("generator", name.to_string()),
+        ("kind", source.kind().name().to_string()),
+    ];
+    metrics::counter!("snowdrift_ids_issued_total", &labels).increment(ids.len());
+    metrics::histogram!("snowdrift_batch_size", &labels).record(ids.len() as f64);
+    Ok(ids)
+}

@@ -1,0 +1,96 @@
+//! The body of `Stream`: batches of at most `batch` IDs until `total` were sent. The next
+//! batch is issued only when the client has taken the last one, so a slow client holds back
+//! its own stream, not the server's memory; when the server shuts down, the stream ends with
+//! UNAVAILABLE at a batch boundary, saying how many IDs were sent.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures_util::Stream;
+use tokio::sync::watch;
+use tonic::Status;
+
+use super::convert::batch;
+use super::pb;
+use super::service::issue;
+use crate::source::{IdSource, Source};
+
+/// What `Stream` returns.
+pub type IdStream = Pin<Box<dyn Stream<Item = Result<pb::IdBatch, Status>> + Send>>;
+
+struct Progress {
+    source: Arc<Source>,
+    name: String,
+    total: u64,
+    sent: u64,
+    batch: u64,
+    stop: watch::Receiver<bool>,
+    done: bool,
+}
+
+/// `total` IDs of `source` (served as `name`) in batches of at most `batch`, stopping early
+/// once `stop` turns true.
+pub fn batches(
+    source: Arc<Source>,
+    name: String,
+    total: u64,
+    batch: u64,
+    stop: watch::Receiver<bool>,
+) -> IdStream {
+    let progress = Progress {
+        source,
+        name,
+        total,
+        sent: 0,
+        batch,
+        stop,
+        done: false,
+    };
+    Box::pin(futures_util::stream::unfold(progress, step))
+}
+
+async fn step(mut p: Progress) -> Option<(Result<pb::IdBatch, Status>, Progress)> {
+    if p.done || p.sent >= p.total {
+        return None;
+    }
+    let n = (p.total - p.sent).min(p.batch);
+    let issued = tokio::select! {
+        // A stop already signalled wins over issuing another batch.
+        biased;
+        () = stopping(&mut p.stop) => None,
+        issued = issue(&p.name, &p.source, n) => Some(issued),
+    };
+    let item = match issued {
+        Some(Ok(ids)) if !ids.is_empty() => {
+            p.sent += ids.len();
+            Ok(batch(&p.name, p.source.kind(), ids))
+        }
+        Some(Ok(_)) => {
+            p.done = true;
+            Err(Status::internal(format!(
+                "generator {:?} returned no IDs; this is a bug in snowdrift, please report it",
+                p.name
+            )))
+        }
+        Some(Err(e)) => {
+            p.done = true;
+            Err(e.into())
+        }
+        None => {
+            p.done = true;
+            Err(Status::unavailable(format!(
+                "the server is shutting down: {} of the {} IDs asked for were sent (all of \
+                 them valid); ask another node, or this one once it is back, for the remaining {}",
+                p.sent,
+                p.total,
+                p.total - p.sent
+            )))
+        }
+    };
+    Some((item, p))
+}
+
+/// Completes once the server starts shutting down (or the signal is gone with the server).
+async fn stopping(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stopping| *stopping).await;
+}
