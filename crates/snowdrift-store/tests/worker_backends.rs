@@ -13,10 +13,11 @@ use snowdrift_store::worker::PeerTime;
 use snowdrift_store::worker::etcd::EtcdRegistry;
 use snowdrift_store::worker::redis::RedisRegistry;
 use snowdrift_store::worker::sql::SqlRegistry;
+use snowdrift_store::worker::zookeeper::ZkRegistry;
 use snowdrift_testkit::{FaultProxy, unique_name, urls};
 
 /// A lease long enough never to expire during a check.
-const LONG: Duration = Duration::from_secs(60);
+const LONG: Duration = Duration::from_secs(30);
 
 /// How long a check waits for something that must happen (an expiry, a reconnect) before
 /// it fails. Generous: a loaded CI machine is slow, and waiting longer never hides a bug.
@@ -27,6 +28,7 @@ enum Reg {
     Sql(SqlRegistry),
     Redis(RedisRegistry),
     Etcd(EtcdRegistry),
+    Zk(ZkRegistry),
 }
 
 impl Reg {
@@ -35,6 +37,7 @@ impl Reg {
             "sqlite" | "postgres" | "mysql" => Reg::Sql(SqlRegistry::connect(url, ns).await?),
             "redis" => Reg::Redis(RedisRegistry::connect(url, ns).await?),
             "etcd" => Reg::Etcd(EtcdRegistry::connect(url, ns).await?),
+            "zookeeper" => Reg::Zk(ZkRegistry::connect(url, ns).await?),
             _ => unreachable!("no backend {backend}"),
         })
     }
@@ -50,6 +53,7 @@ impl Reg {
             Reg::Sql(r) => r.claim_lowest(space, holder, ttl).await,
             Reg::Redis(r) => r.claim_lowest(space, holder, ttl).await,
             Reg::Etcd(r) => r.claim_lowest(space, holder, ttl).await,
+            Reg::Zk(r) => r.claim_lowest(space, holder, ttl).await,
         }
     }
 
@@ -58,6 +62,7 @@ impl Reg {
             Reg::Sql(r) => r.claim(id, holder, ttl).await,
             Reg::Redis(r) => r.claim(id, holder, ttl).await,
             Reg::Etcd(r) => r.claim(id, holder, ttl).await,
+            Reg::Zk(r) => r.claim(id, holder, ttl).await,
         }
     }
 
@@ -66,6 +71,7 @@ impl Reg {
             Reg::Sql(r) => r.renew(id, holder, ttl).await,
             Reg::Redis(r) => r.renew(id, holder, ttl).await,
             Reg::Etcd(r) => r.renew(id, holder, ttl).await,
+            Reg::Zk(r) => r.renew(id, holder, ttl).await,
         }
     }
 
@@ -74,6 +80,7 @@ impl Reg {
             Reg::Sql(r) => r.release(id, holder).await,
             Reg::Redis(r) => r.release(id, holder).await,
             Reg::Etcd(r) => r.release(id, holder).await,
+            Reg::Zk(r) => r.release(id, holder).await,
         }
     }
 
@@ -82,6 +89,7 @@ impl Reg {
             Reg::Sql(r) => r.holders().await,
             Reg::Redis(r) => r.holders().await,
             Reg::Etcd(r) => r.holders().await,
+            Reg::Zk(r) => r.holders().await,
         }
     }
 
@@ -90,6 +98,7 @@ impl Reg {
             Reg::Sql(r) => r.read_mark(id).await,
             Reg::Redis(r) => r.read_mark(id).await,
             Reg::Etcd(r) => r.read_mark(id).await,
+            Reg::Zk(r) => r.read_mark(id).await,
         }
     }
 
@@ -98,6 +107,7 @@ impl Reg {
             Reg::Sql(r) => r.write_mark(id, holder, mark).await,
             Reg::Redis(r) => r.write_mark(id, holder, mark).await,
             Reg::Etcd(r) => r.write_mark(id, holder, mark).await,
+            Reg::Zk(r) => r.write_mark(id, holder, mark).await,
         }
     }
 
@@ -106,6 +116,7 @@ impl Reg {
             Reg::Sql(r) => r.publish_time(id, holder, now_ms).await,
             Reg::Redis(r) => r.publish_time(id, holder, now_ms).await,
             Reg::Etcd(r) => r.publish_time(id, holder, now_ms).await,
+            Reg::Zk(r) => r.publish_time(id, holder, now_ms).await,
         }
     }
 
@@ -114,6 +125,7 @@ impl Reg {
             Reg::Sql(r) => r.peer_times().await,
             Reg::Redis(r) => r.peer_times().await,
             Reg::Etcd(r) => r.peer_times().await,
+            Reg::Zk(r) => r.peer_times().await,
         }
     }
 }
@@ -189,6 +201,22 @@ async fn cleanup(backend: &str, ns: &str) {
                 )
                 .await
                 .unwrap();
+        }
+        "zookeeper" => {
+            let cluster = url(backend).replace("zookeeper://", "");
+            let zk = zookeeper_client::Client::connect(&cluster).await.unwrap();
+            for dir in ["lease", "mark"] {
+                let dir = format!("/{ns}/{dir}");
+                for child in zk.list_children(&dir).await.unwrap() {
+                    // A lease znode may vanish by itself (its session ended).
+                    match zk.delete(&format!("{dir}/{child}"), None).await {
+                        Ok(()) | Err(zookeeper_client::Error::NoNode) => {}
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                zk.delete(&dir, None).await.unwrap();
+            }
+            zk.delete(&format!("/{ns}"), None).await.unwrap();
         }
         _ => unreachable!("no backend {backend}"),
     }
@@ -371,6 +399,10 @@ async fn expired_lease_is_lost_and_taken_over(backend: &str) {
     // The mark outlived the lease and the refused write did not land.
     assert_eq!(b.read_mark(id).await.unwrap(), Some(1_000));
     b.release(id, "new").await.unwrap();
+    // The old registry can claim again (on ZooKeeper, with a new session).
+    a.claim(id, "old-again", ttl).await.unwrap();
+    a.renew(id, "old-again", ttl).await.unwrap();
+    a.release(id, "old-again").await.unwrap();
     drop((a, b, proxy));
     cleanup(backend, &ns).await;
 }
@@ -423,6 +455,19 @@ async fn marks_are_fenced_and_never_go_down(backend: &str) {
     a.write_mark(2, "a", 100).await.unwrap();
     a.write_mark(2, "a", 1_700_000_000_123).await.unwrap();
     assert_eq!(b.read_mark(2).await.unwrap(), Some(1_700_000_000_123));
+    // Another holder in the same registry (on ZooKeeper, the same session) is refused.
+    a.claim(4, "a-other", LONG).await.unwrap();
+    lease_lost(
+        a.write_mark(2, "a-other", 1_800_000_000_000).await,
+        "mark by a holder of another ID",
+    );
+    lease_lost(
+        a.renew(2, "a-other", LONG).await,
+        "renew by a holder of another ID",
+    );
+    a.release(4, "a-other").await.unwrap();
+    // b holds a lease of its own (so on ZooKeeper it has a live session), just not ID 2.
+    b.claim(3, "b", LONG).await.unwrap();
     lease_lost(
         b.write_mark(2, "b", 1_800_000_000_000).await,
         "mark by a non-holder",
@@ -449,6 +494,7 @@ async fn marks_are_fenced_and_never_go_down(backend: &str) {
         Some(1_700_000_016_000),
         "lost on release"
     );
+    b.release(3, "b").await.unwrap();
     b.claim(2, "b", LONG).await.unwrap();
     assert_eq!(
         b.read_mark(2).await.unwrap(),
@@ -508,6 +554,41 @@ async fn clock_reports_round_trip(backend: &str) {
     cleanup(backend, &ns).await;
 }
 
+/// A renew never reports a lease longer than the coordinator gives: etcd's lease TTL and
+/// ZooKeeper's session timeout are fixed when granted, so a renew asking for more is
+/// refused (and the lease stays as it was); SQL and Redis extend to the new ttl. A ttl past
+/// ZooKeeper's maxSessionTimeout is refused at the claim.
+async fn renew_never_outgrows_the_lease(backend: &str) {
+    let ns = namespace("outgrow");
+    let ttl = short_ttl(backend);
+    let reg = Reg::connect(backend, &ns).await;
+    reg.claim(1, "a", ttl).await.unwrap();
+    match (backend, reg.renew(1, "a", LONG).await) {
+        ("etcd" | "zookeeper", Err(Error::InvalidInput(m))) => {
+            assert!(m.contains("renew") || m.contains("session timeout"), "{m}")
+        }
+        ("etcd" | "zookeeper", other) => panic!("renew past the granted ttl: {other:?}"),
+        (_, Ok(())) => {
+            // The lease now runs for LONG: twice the old ttl later it is still held.
+            tokio::time::sleep(ttl * 2).await;
+            assert_eq!(reg.holders().await.unwrap(), vec![(1, "a".to_string())]);
+        }
+        (_, other) => panic!("renew with a longer ttl: {other:?}"),
+    }
+    reg.renew(1, "a", ttl).await.unwrap();
+    reg.release(1, "a").await.unwrap();
+    if backend == "zookeeper" {
+        let fresh = Reg::connect(backend, &ns).await;
+        match fresh.claim(2, "b", Duration::from_secs(3600)).await {
+            Err(Error::InvalidInput(m)) => assert!(m.contains("maxSessionTimeout"), "{m}"),
+            other => panic!("a ttl past maxSessionTimeout: {other:?}"),
+        }
+        assert_eq!(fresh.holders().await.unwrap(), vec![]);
+    }
+    drop(reg);
+    cleanup(backend, &ns).await;
+}
+
 /// Bad namespaces, URLs, holders, ttls and spaces are refused with messages that say what
 /// is allowed.
 async fn bad_input_is_refused_clearly(backend: &str) {
@@ -555,6 +636,7 @@ macro_rules! on_every_backend {
         mod postgres { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $check() { super::$check("postgres").await } )* }
         mod mysql { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $check() { super::$check("mysql").await } )* }
         mod etcd { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $check() { super::$check("etcd").await } )* }
+        mod zookeeper { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $check() { super::$check("zookeeper").await } )* }
         mod redis { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $check() { super::$check("redis").await } )* }
     };
 }
@@ -566,5 +648,6 @@ on_every_backend!(
     release_frees_at_once,
     marks_are_fenced_and_never_go_down,
     clock_reports_round_trip,
+    renew_never_outgrows_the_lease,
     bad_input_is_refused_clearly,
 );

@@ -1,1 +1,571 @@
 //! Worker leases on ZooKeeper: an ephemeral znode per claimed worker ID, a persistent one for its high-water mark.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::Mutex;
+use zookeeper_client as zk;
+
+use super::PeerTime;
+use super::sql::{ttl_millis, validate_holder, validate_namespace, validate_space};
+use crate::error::{Error, Result};
+
+/// How many times an operation starts over after another write to the same znode came
+/// first (a clock report racing a renew, two mark writes, nodes racing for free IDs).
+const MAX_RACES: usize = 64;
+
+/// What a lease znode holds (JSON).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Lease {
+    holder: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    time_ms: Option<u64>,
+}
+
+/// Worker leases on ZooKeeper.
+///
+/// Worker ID `N` is leased by the ephemeral znode `/{namespace}/lease/N`, holding
+/// `{"holder": …, "time_ms": …}` (`time_ms` is the holder's latest clock report). A claim
+/// creates it; ZooKeeper refuses a second create, so two nodes never both win one ID. The
+/// lease lives as long as the registry's ZooKeeper session: when the session expires (the
+/// node could not reach ZooKeeper for the session timeout), ZooKeeper deletes the znode,
+/// the ID is free, and every operation on it reports [`Error::LeaseLost`]; the next claim
+/// opens a new session. A renew is a write through the leader (a `multi` checking the
+/// znode's version) that only succeeds while the session is alive and the znode is this
+/// session's. The high-water mark of `N` is the persistent znode `/{namespace}/mark/N`,
+/// written in one `multi` with a version check of the lease znode (only the holder writes)
+/// and of the mark (a versioned compare-and-set that only raises it).
+///
+/// The session timeout is the `ttl` of the first claim. ZooKeeper negotiates it into its
+/// bounds (by default 2 to 20 ticks, 4 s to 40 s with a 2 s tick): a shorter `ttl` is
+/// rounded up to the server's minimum (safe: the lease lasts longer than asked), and a
+/// longer one than the server's maximum is refused with [`Error::InvalidInput`], as is a
+/// later claim or renew asking for more than the session has. The client pings by itself,
+/// so a lease may outlive the last renew while the network is up; it never ends earlier
+/// than the session timeout after ZooKeeper last heard from the node. On an ensemble, a
+/// follower passes session activity to the leader with its pings (every half tick), so
+/// keep the fencing margin above one tick.
+#[derive(Debug, Clone)]
+pub struct ZkRegistry {
+    cluster: String,
+    root: String,
+    // Reads and setup, reopened when it expires; holds no leases.
+    reader: Arc<Mutex<Option<zk::Client>>>,
+    // The session whose ephemeral znodes are the leases; replaced only by a claim.
+    leases: Arc<Mutex<Option<zk::Client>>>,
+}
+
+impl ZkRegistry {
+    /// Connects to `zookeeper://HOST:PORT[,HOST:PORT...]` and creates the znodes
+    /// `/{namespace}`, `/{namespace}/lease` and `/{namespace}/mark` if they are missing.
+    pub async fn connect(url: &str, namespace: &str) -> Result<Self> {
+        validate_namespace(namespace)?;
+        let cluster = url
+            .split_once("://")
+            .filter(|(scheme, _)| *scheme == "zookeeper")
+            .map(|(_, rest)| rest.trim_end_matches('/'))
+            .filter(|c| !c.is_empty() && !c.contains('/') && !c.split(',').any(str::is_empty))
+            .ok_or_else(|| Error::InvalidUrl {
+                url: url.to_string(),
+                reason: "use zookeeper://HOST:PORT[,HOST:PORT...]".into(),
+            })?
+            .to_string();
+        let registry = Self {
+            cluster,
+            root: format!("/{namespace}"),
+            reader: Default::default(),
+            leases: Default::default(),
+        };
+        let client = registry.reader().await?;
+        for path in [
+            registry.root.clone(),
+            registry.lease_dir(),
+            format!("{}/mark", registry.root),
+        ] {
+            match client.create(&path, b"", &persistent()).await {
+                Ok(_) | Err(zk::Error::NodeExists) => {}
+                Err(e) => return Err(registry.reader_failed(e).await),
+            }
+        }
+        Ok(registry)
+    }
+
+    fn lease_dir(&self) -> String {
+        format!("{}/lease", self.root)
+    }
+
+    fn lease_path(&self, worker_id: u64) -> String {
+        format!("{}/lease/{worker_id}", self.root)
+    }
+
+    fn mark_path(&self, worker_id: u64) -> String {
+        format!("{}/mark/{worker_id}", self.root)
+    }
+
+    async fn reader(&self) -> Result<zk::Client> {
+        let mut slot = self.reader.lock().await;
+        if let Some(client) = slot.as_ref().filter(|c| !c.state().is_terminated()) {
+            return Ok(client.clone());
+        }
+        let client = zk::Client::connector()
+            .with_session_timeout(Duration::from_secs(10))
+            .with_connection_timeout(Duration::from_secs(5))
+            .connect(&self.cluster)
+            .await?;
+        *slot = Some(client.clone());
+        Ok(client)
+    }
+
+    /// Turns an error of the reading session into ours, dropping the session if it cannot
+    /// recover.
+    async fn reader_failed(&self, e: zk::Error) -> Error {
+        if terminal(&e) {
+            *self.reader.lock().await = None;
+        }
+        e.into()
+    }
+
+    /// The lease session for a claim of `ttl`: the current one, or a new one if there is
+    /// none or it expired.
+    async fn claiming_session(&self, ttl: Duration) -> Result<zk::Client> {
+        let timeout = Duration::from_millis(ttl_millis(ttl)? as u64);
+        let mut slot = self.leases.lock().await;
+        if let Some(client) = slot.as_ref().filter(|c| !c.state().is_terminated()) {
+            check_timeout(client, ttl, "this registry's ZooKeeper session")?;
+            return Ok(client.clone());
+        }
+        let client = zk::Client::connector()
+            .with_session_timeout(timeout)
+            .connect(&self.cluster)
+            .await?;
+        check_timeout(&client, ttl, "the ZooKeeper server's maxSessionTimeout")?;
+        *slot = Some(client.clone());
+        Ok(client)
+    }
+
+    /// The lease session, if one is alive: leases live and die with it, so a renew never
+    /// opens a new one.
+    async fn holding_session(&self, worker_id: u64, holder: &str) -> Result<zk::Client> {
+        let slot = self.leases.lock().await;
+        match slot.as_ref() {
+            Some(client) if !client.state().is_terminated() => Ok(client.clone()),
+            Some(_) => Err(lost(
+                worker_id,
+                holder,
+                "the ZooKeeper session expired (ZooKeeper deleted its leases); claim again".into(),
+            )),
+            None => Err(lost(
+                worker_id,
+                holder,
+                "this registry holds no ZooKeeper session; claim first".into(),
+            )),
+        }
+    }
+
+    /// Turns an error of the lease session into ours: an expired session is a lost lease.
+    async fn lease_failed(&self, worker_id: u64, holder: &str, e: zk::Error) -> Error {
+        if terminal(&e) {
+            *self.leases.lock().await = None;
+        }
+        match e {
+            zk::Error::SessionExpired | zk::Error::ClientClosed => lost(
+                worker_id,
+                holder,
+                "the ZooKeeper session expired (ZooKeeper deleted its leases); claim again".into(),
+            ),
+            e => e.into(),
+        }
+    }
+
+    /// Turns an error of a claim into ours: an expired session is dropped, so that the
+    /// next claim opens a new one, and the claim may be retried.
+    async fn claim_failed(&self, e: zk::Error) -> Error {
+        if terminal(&e) {
+            *self.leases.lock().await = None;
+        }
+        e.into()
+    }
+
+    /// Reads the lease znode of `worker_id` and checks that `holder` holds it in `client`'s
+    /// session: its data and version.
+    async fn held(
+        &self,
+        client: &zk::Client,
+        worker_id: u64,
+        holder: &str,
+    ) -> Result<(Lease, i32)> {
+        match client.get_data(&self.lease_path(worker_id)).await {
+            Ok((data, stat)) => {
+                let lease = self.parse(worker_id, &data)?;
+                if lease.holder != holder {
+                    Err(lost(
+                        worker_id,
+                        holder,
+                        format!("{:?} holds it now", lease.holder),
+                    ))
+                } else if stat.ephemeral_owner != client.session_id().0 {
+                    Err(lost(
+                        worker_id,
+                        holder,
+                        "another ZooKeeper session holds it under the same holder name".into(),
+                    ))
+                } else {
+                    Ok((lease, stat.version))
+                }
+            }
+            Err(zk::Error::NoNode) => Err(lost(
+                worker_id,
+                holder,
+                "no lease: its session expired or it was released (ZooKeeper deleted the znode)"
+                    .into(),
+            )),
+            Err(e) => Err(self.lease_failed(worker_id, holder, e).await),
+        }
+    }
+
+    fn parse(&self, worker_id: u64, data: &[u8]) -> Result<Lease> {
+        serde_json::from_slice(data).map_err(|e| {
+            Error::InvalidInput(format!(
+                "znode {} does not hold a lease ({e}): it was edited by hand; delete it",
+                self.lease_path(worker_id)
+            ))
+        })
+    }
+
+    /// Creates the lease znode: `Ok(None)` when claimed, `Ok(Some(holder))` when another
+    /// holder has it.
+    async fn create(
+        &self,
+        client: &zk::Client,
+        worker_id: u64,
+        holder: &str,
+    ) -> Result<Option<String>> {
+        let data = lease_data(&Lease {
+            holder: holder.to_string(),
+            time_ms: None,
+        })?;
+        let path = self.lease_path(worker_id);
+        for _ in 0..MAX_RACES {
+            match client.create(&path, &data, &ephemeral()).await {
+                Ok(_) => return Ok(None),
+                Err(zk::Error::NodeExists) => {}
+                Err(e) => return Err(self.claim_failed(e).await),
+            }
+            match client.get_data(&path).await {
+                Ok((data, stat)) => {
+                    let lease = self.parse(worker_id, &data)?;
+                    if lease.holder == holder && stat.ephemeral_owner == client.session_id().0 {
+                        return Ok(None);
+                    }
+                    return Ok(Some(lease.holder));
+                }
+                // Its session ended between the create and the read: try again.
+                Err(zk::Error::NoNode) => {}
+                Err(e) => return Err(self.claim_failed(e).await),
+            }
+        }
+        Err(Error::Unavailable(
+            format!("znode {path} appeared and vanished under {MAX_RACES} claims in a row; retry")
+                .into(),
+        ))
+    }
+
+    /// Leases the lowest worker ID in `0..space` that no live lease holds to `holder`, for
+    /// the session's timeout (at least `ttl`); [`Error::WorkersExhausted`] when every one
+    /// is held.
+    ///
+    /// The held IDs are listed first, then the free ones are created from the lowest: an
+    /// ID another node took in between is skipped, so nodes starting at the same instant
+    /// all get distinct IDs.
+    pub async fn claim_lowest(&self, space: u64, holder: &str, ttl: Duration) -> Result<u64> {
+        validate_space(space)?;
+        validate_holder(holder)?;
+        let client = self.claiming_session(ttl).await?;
+        for _ in 0..MAX_RACES {
+            let mut held: Vec<u64> = match client.list_children(&self.lease_dir()).await {
+                Ok(names) => names.iter().filter_map(|n| n.parse().ok()).collect(),
+                Err(e) => return Err(self.claim_failed(e).await),
+            };
+            held.sort_unstable();
+            let mut held = held.into_iter().peekable();
+            let mut tried = 0;
+            for id in 0..space {
+                if held.next_if_eq(&id).is_some() {
+                    continue;
+                }
+                if self.create(&client, id, holder).await?.is_none() {
+                    return Ok(id);
+                }
+                tried += 1;
+                if tried > MAX_RACES {
+                    break;
+                }
+            }
+            if tried == 0 {
+                let holders = self
+                    .holders()
+                    .await?
+                    .into_iter()
+                    .filter(|(id, _)| *id < space)
+                    .collect();
+                return Err(Error::WorkersExhausted { space, holders });
+            }
+        }
+        Err(Error::Unavailable(
+            format!(
+                "could not claim a worker ID under {}: other nodes took every free one first, {MAX_RACES} rounds in a row; retry",
+                self.root
+            )
+            .into(),
+        ))
+    }
+
+    /// Leases exactly `worker_id` to `holder`, for the session's timeout (at least `ttl`);
+    /// a no-op when this registry's session holds it for `holder` already.
+    /// [`Error::WorkerTaken`] when another live holder has it.
+    pub async fn claim(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<()> {
+        validate_holder(holder)?;
+        let client = self.claiming_session(ttl).await?;
+        match self.create(&client, worker_id, holder).await? {
+            None => Ok(()),
+            Some(other) => Err(Error::WorkerTaken {
+                worker_id,
+                holder: other,
+            }),
+        }
+    }
+
+    /// Proves that `holder`'s lease on `worker_id` is alive: a write through the leader
+    /// that succeeds only while the session is alive and the znode is this session's.
+    /// ZooKeeper then keeps the session at least its timeout (≥ `ttl`) from when it handled
+    /// the write. [`Error::LeaseLost`] when the session expired or the znode is gone or
+    /// someone else's.
+    pub async fn renew(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<()> {
+        validate_holder(holder)?;
+        ttl_millis(ttl)?;
+        let client = self.holding_session(worker_id, holder).await?;
+        check_timeout(&client, ttl, "this registry's ZooKeeper session")?;
+        let path = self.lease_path(worker_id);
+        for _ in 0..MAX_RACES {
+            let (_, version) = self.held(&client, worker_id, holder).await?;
+            let mut check = client.new_multi_writer();
+            check.add_check_version(&path, version)?;
+            match check.commit().await {
+                Ok(_) => return Ok(()),
+                // A clock report changed the znode since the read: read again.
+                Err(zk::MultiWriteError::OperationFailed {
+                    source: zk::Error::BadVersion | zk::Error::NoNode,
+                    ..
+                }) => {}
+                Err(e) => return Err(self.lease_failed(worker_id, holder, e.into()).await),
+            }
+        }
+        Err(race(&path))
+    }
+
+    /// Gives `worker_id` back at once by deleting its znode (its mark stays). Does nothing
+    /// when `holder` does not hold it. Like on the other backends, the holder's name is
+    /// what counts, so any registry can release a lease (say, a tool cleaning up after a
+    /// node that will not come back).
+    pub async fn release(&self, worker_id: u64, holder: &str) -> Result<()> {
+        validate_holder(holder)?;
+        let client = self.reader().await?;
+        let path = self.lease_path(worker_id);
+        for _ in 0..MAX_RACES {
+            let version = match client.get_data(&path).await {
+                Ok((data, stat)) if self.parse(worker_id, &data)?.holder == holder => stat.version,
+                Ok(_) | Err(zk::Error::NoNode) => return Ok(()),
+                Err(e) => return Err(self.reader_failed(e).await),
+            };
+            match client.delete(&path, Some(version)).await {
+                Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
+                // A clock report changed the znode since the read: read again.
+                Err(zk::Error::BadVersion) => {}
+                Err(e) => return Err(self.reader_failed(e).await),
+            }
+        }
+        Err(race(&path))
+    }
+
+    /// The live leases and their data, by worker ID.
+    async fn leases(&self) -> Result<Vec<(u64, Lease)>> {
+        let client = self.reader().await?;
+        let names = match client.list_children(&self.lease_dir()).await {
+            Ok(names) => names,
+            Err(e) => return Err(self.reader_failed(e).await),
+        };
+        let mut ids: Vec<u64> = names.iter().filter_map(|n| n.parse().ok()).collect();
+        ids.sort_unstable();
+        let mut leases = Vec::with_capacity(ids.len());
+        for id in ids {
+            match client.get_data(&self.lease_path(id)).await {
+                Ok((data, _)) => leases.push((id, self.parse(id, &data)?)),
+                // Expired or released between the listing and the read.
+                Err(zk::Error::NoNode) => {}
+                Err(e) => return Err(self.reader_failed(e).await),
+            }
+        }
+        Ok(leases)
+    }
+
+    /// The live leases, by worker ID.
+    pub async fn holders(&self) -> Result<Vec<(u64, String)>> {
+        Ok(self
+            .leases()
+            .await?
+            .into_iter()
+            .map(|(id, lease)| (id, lease.holder))
+            .collect())
+    }
+
+    /// The high-water mark of `worker_id` (ms since the Unix epoch), `None` if none was
+    /// ever written. A `sync` first makes the server catch up with the leader, so the
+    /// latest mark written anywhere is seen.
+    pub async fn read_mark(&self, worker_id: u64) -> Result<Option<u64>> {
+        let client = self.reader().await?;
+        let path = self.mark_path(worker_id);
+        if let Err(e) = client.sync(&path).await {
+            return Err(self.reader_failed(e).await);
+        }
+        match client.get_data(&path).await {
+            Ok((data, _)) => Ok(Some(self.mark_of(worker_id, &data)?)),
+            Err(zk::Error::NoNode) => Ok(None),
+            Err(e) => Err(self.reader_failed(e).await),
+        }
+    }
+
+    fn mark_of(&self, worker_id: u64, data: &[u8]) -> Result<u64> {
+        let text = String::from_utf8_lossy(data);
+        text.parse().map_err(|_| {
+            Error::InvalidInput(format!(
+                "znode {} holds {text:?}, not a high-water mark: it was edited by hand; set it to the last time used (ms) or delete it",
+                self.mark_path(worker_id)
+            ))
+        })
+    }
+
+    /// Raises the high-water mark of `worker_id` to `mark_ms` (a lower value leaves it as
+    /// it is). [`Error::LeaseLost`] unless `holder` holds the lease: the write is one
+    /// `multi` with a version check of the lease znode.
+    pub async fn write_mark(&self, worker_id: u64, holder: &str, mark_ms: u64) -> Result<()> {
+        validate_holder(holder)?;
+        let client = self.holding_session(worker_id, holder).await?;
+        let (lease_path, mark_path) = (self.lease_path(worker_id), self.mark_path(worker_id));
+        let data = mark_ms.to_string();
+        for _ in 0..MAX_RACES {
+            let (_, lease_version) = self.held(&client, worker_id, holder).await?;
+            let current = match client.get_data(&mark_path).await {
+                Ok((data, stat)) => Some((self.mark_of(worker_id, &data)?, stat.version)),
+                Err(zk::Error::NoNode) => None,
+                Err(e) => return Err(self.lease_failed(worker_id, holder, e).await),
+            };
+            let mut write = client.new_multi_writer();
+            write.add_check_version(&lease_path, lease_version)?;
+            match current {
+                Some((mark, _)) if mark >= mark_ms => return Ok(()),
+                Some((_, version)) => {
+                    write.add_set_data(&mark_path, data.as_bytes(), Some(version))?
+                }
+                None => write.add_create(&mark_path, data.as_bytes(), &persistent())?,
+            }
+            match write.commit().await {
+                Ok(_) => return Ok(()),
+                // The lease znode or the mark changed since the reads: read again (a lost
+                // lease shows there).
+                Err(zk::MultiWriteError::OperationFailed {
+                    source: zk::Error::BadVersion | zk::Error::NoNode | zk::Error::NodeExists,
+                    ..
+                }) => {}
+                Err(e) => return Err(self.lease_failed(worker_id, holder, e.into()).await),
+            }
+        }
+        Err(race(&mark_path))
+    }
+
+    /// Records `holder`'s clock reading `now_ms` in its lease znode. [`Error::LeaseLost`]
+    /// unless `holder` holds the lease.
+    pub async fn publish_time(&self, worker_id: u64, holder: &str, now_ms: u64) -> Result<()> {
+        validate_holder(holder)?;
+        let client = self.holding_session(worker_id, holder).await?;
+        let path = self.lease_path(worker_id);
+        for _ in 0..MAX_RACES {
+            let (mut lease, version) = self.held(&client, worker_id, holder).await?;
+            lease.time_ms = Some(now_ms);
+            match client
+                .set_data(&path, &lease_data(&lease)?, Some(version))
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(zk::Error::BadVersion | zk::Error::NoNode) => {}
+                Err(e) => return Err(self.lease_failed(worker_id, holder, e).await),
+            }
+        }
+        Err(race(&path))
+    }
+
+    /// The latest clock reading of every live holder that published one, by worker ID.
+    pub async fn peer_times(&self) -> Result<Vec<PeerTime>> {
+        Ok(self
+            .leases()
+            .await?
+            .into_iter()
+            .filter_map(|(worker_id, lease)| {
+                Some(PeerTime {
+                    worker_id,
+                    time_ms: lease.time_ms?,
+                    holder: lease.holder,
+                })
+            })
+            .collect())
+    }
+}
+
+/// Refuses a session whose negotiated timeout is shorter than `ttl`: its leases could end
+/// before the node's fence.
+fn check_timeout(client: &zk::Client, ttl: Duration, limit: &str) -> Result<()> {
+    let timeout = client.session_timeout();
+    if timeout < ttl {
+        return Err(Error::InvalidInput(format!(
+            "a lease of {ttl:?} needs a ZooKeeper session timeout at least that long, and {limit} allows {timeout:?}: use a ttl of at most {timeout:?} (or raise maxSessionTimeout on the server); one registry keeps one session, so use one ttl per registry"
+        )));
+    }
+    Ok(())
+}
+
+/// Whether the session is gone for good (the client then fails every request).
+fn terminal(e: &zk::Error) -> bool {
+    matches!(
+        e,
+        zk::Error::NoHosts
+            | zk::Error::SessionExpired
+            | zk::Error::AuthFailed
+            | zk::Error::ClientClosed
+    )
+}
+
+fn lease_data(lease: &Lease) -> Result<Vec<u8>> {
+    serde_json::to_vec(lease).map_err(|e| Error::InvalidInput(e.to_string()))
+}
+
+fn lost(worker_id: u64, holder: &str, reason: String) -> Error {
+    Error::LeaseLost {
+        worker_id,
+        holder: holder.to_string(),
+        reason,
+    }
+}
+
+fn race(path: &str) -> Error {
+    Error::Unavailable(
+        format!("znode {path} changed under each of {MAX_RACES} writes in a row; retry").into(),
+    )
+}
+
+fn persistent() -> zk::CreateOptions<'static> {
+    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
+}
+
+fn ephemeral() -> zk::CreateOptions<'static> {
+    zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all())
+}
