@@ -41,6 +41,8 @@ pub struct Config {
     pub worker: WorkerConfig,
     /// Request limits.
     pub limits: LimitsConfig,
+    /// Bearer tokens; none means auth is off.
+    pub auth: AuthConfig,
     /// The generators, by name. Empty means the defaults: `snowflake` (Twitter layout),
     /// `uuid7`, `ulid` and `objectid`.
     #[serde(rename = "generator")]
@@ -149,6 +151,36 @@ impl Default for LimitsConfig {
             max_body: 64 * 1024,
         }
     }
+}
+
+/// `[auth]`: bearer tokens. Auth is on exactly when at least one `[[auth.token]]` is
+/// configured (there is no separate switch that could leave tokens configured but unused).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthConfig {
+    /// The tokens, as `snowdrift token create` prints them.
+    #[serde(rename = "token")]
+    pub tokens: Vec<TokenConfig>,
+}
+
+/// One `[[auth.token]]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenConfig {
+    /// Shown in messages and logs, never used to authenticate.
+    pub name: String,
+    /// `sha256:<hex>` of the token; the token itself is never stored.
+    pub hash: String,
+    /// The generator and tag names it may use, or `["*"]` for all.
+    pub generators: Vec<String>,
+    /// `read` (issue and decode IDs) or `admin` (also tag admin).
+    pub role: crate::auth::Role,
+    /// Requests per second on average; no limit when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<u32>,
+    /// Requests at once before `rate` applies (default: `rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u32>,
 }
 
 /// What a generator produces.
@@ -285,11 +317,14 @@ impl Config {
                 "limits.max_stream: must be at least 1".into(),
             ));
         }
-        if !self.server.listen.ip().is_loopback() && !self.server.insecure_bind {
+        crate::auth::Auth::from_config(&self.auth)?;
+        let auth_on = !self.auth.tokens.is_empty();
+        if !self.server.listen.ip().is_loopback() && !self.server.insecure_bind && !auth_on {
             return Err(ConfigError::new(format!(
-                "server.listen: {} is reachable from other machines and auth is off (this \
-                 version has no auth yet); listen on 127.0.0.1, or set server.insecure_bind = \
-                 true (--insecure-bind) if the network is trusted",
+                "server.listen: {} is reachable from other machines and auth is off (no \
+                 [[auth.token]] is configured); listen on 127.0.0.1, add tokens (snowdrift \
+                 token create), or set server.insecure_bind = true (--insecure-bind) if the \
+                 network is trusted",
                 self.server.listen
             )));
         }
@@ -440,7 +475,8 @@ pub fn mask_url(url: &str) -> String {
 }
 
 /// Renders a JSON object of sections as TOML: tables for objects, arrays of tables for
-/// arrays of objects. Enough for the config's own shapes, which have no nested tables.
+/// arrays of objects, one level deep inside a section too (`[[auth.token]]`). Enough for the
+/// config's own shapes.
 fn toml_text(value: &serde_json::Value) -> String {
     let mut out = String::new();
     let Some(sections) = value.as_object() else {
@@ -452,6 +488,13 @@ fn toml_text(value: &serde_json::Value) -> String {
                 out.push_str(&format!("[{name}]\n"));
                 push_keys(&mut out, keys);
                 out.push('\n');
+                for (key, value) in keys {
+                    for item in tables(value) {
+                        out.push_str(&format!("[[{name}.{key}]]\n"));
+                        push_keys(&mut out, item);
+                        out.push('\n');
+                    }
+                }
             }
             serde_json::Value::Array(items) => {
                 for item in items {
@@ -468,9 +511,20 @@ fn toml_text(value: &serde_json::Value) -> String {
     out
 }
 
+/// The tables of an array of tables; none for any other value.
+fn tables(value: &serde_json::Value) -> Vec<&serde_json::Map<String, serde_json::Value>> {
+    match value {
+        serde_json::Value::Array(items) if items.first().is_some_and(|i| i.is_object()) => {
+            items.iter().filter_map(|i| i.as_object()).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
 fn push_keys(out: &mut String, keys: &serde_json::Map<String, serde_json::Value>) {
     for (key, value) in keys {
-        if !value.is_null() {
+        // Arrays of tables follow as `[[section.key]]`, after the section's plain keys.
+        if !value.is_null() && tables(value).is_empty() {
             // JSON strings, numbers, booleans and arrays of them are valid TOML values.
             out.push_str(&format!("{key} = {value}\n"));
         }
@@ -605,6 +659,66 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("already used"), "{e}");
+    }
+
+    const HASH: &str = "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+
+    #[test]
+    fn auth_tokens_turn_auth_on_and_allow_other_machines() {
+        let token = format!(
+            "[[auth.token]]\nname = \"ci\"\nhash = \"{HASH}\"\ngenerators = [\"orders\"]\n\
+             role = \"read\"\nrate = 100\nburst = 200\n"
+        );
+        let c = load(
+            &format!("[server]\nlisten = \"0.0.0.0:8080\"\n{token}"),
+            &[],
+        )
+        .unwrap();
+        let t = &c.auth.tokens[0];
+        assert_eq!((t.name.as_str(), t.role), ("ci", crate::auth::Role::Read));
+        assert_eq!((t.rate, t.burst), (Some(100), Some(200)));
+        assert_eq!(t.generators, ["orders"]);
+        let e = load("[server]\nlisten = \"0.0.0.0:8080\"\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("[[auth.token]]"), "{e}");
+        // Unknown keys and bad values are named by path, down to the token.
+        let e = load(&format!("{token}scopes = [\"x\"]\n"), &[]).unwrap_err();
+        assert!(
+            e.to_string().contains("auth.token[0]") && e.to_string().contains("scopes"),
+            "{e}"
+        );
+        let e = load("[auth]\nenabled = true\n", &[]).unwrap_err();
+        assert!(
+            e.to_string().contains("auth") && e.to_string().contains("enabled"),
+            "{e}"
+        );
+        let e = load(&token.replace("\"read\"", "\"write\""), &[]).unwrap_err();
+        assert!(e.to_string().contains("auth.token[0].role"), "{e}");
+        let e = load(&token.replace(HASH, "sd_abc"), &[]).unwrap_err();
+        assert!(e.to_string().contains("auth.token[0] (\"ci\")"), "{e}");
+        // A token's keys can come from the environment as well.
+        let c = load(&token, &[("SNOWDRIFT_AUTH__TOKEN__0__RATE", "7")]).unwrap();
+        assert_eq!(c.auth.tokens[0].rate, Some(7));
+    }
+
+    #[test]
+    fn masked_output_keeps_tokens_and_parses_back() {
+        let c = load(
+            &format!(
+                "[[auth.token]]\nname = \"a\"\nhash = \"{HASH}\"\ngenerators = [\"*\"]\n\
+                 role = \"admin\"\n[[auth.token]]\nname = \"b\"\nhash = \"{}\"\n\
+                 generators = [\"x\", \"y\"]\nrole = \"read\"\nrate = 5\n",
+                HASH.replace("ba78", "0000")
+            ),
+            &[],
+        )
+        .unwrap();
+        let text = c.to_masked_toml();
+        assert_eq!(text.matches("[[auth.token]]").count(), 2, "{text}");
+        let again = load(&text, &[]).unwrap();
+        assert_eq!(again.auth.tokens.len(), 2);
+        assert_eq!(again.auth.tokens[1].generators, ["x", "y"]);
+        assert_eq!(again.auth.tokens[1].rate, Some(5));
+        assert_eq!(again.auth.tokens[0].hash, HASH);
     }
 
     #[test]
