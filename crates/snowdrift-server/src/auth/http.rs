@@ -1,0 +1,187 @@
+//! Auth for HTTP routes: which role and name each route needs, and the refusals as the
+//! contract's errors with `WWW-Authenticate` (401, 403) and `Retry-After` (429).
+//!
+//! Open without a token: `/healthz`, `/readyz`, `/metrics`, `/openapi.json`, `/ui` (and its
+//! assets) and `/v1/generators` (status the dashboard shows; `/metrics` has the same names).
+//! A route this table does not know needs an admin token for every name, so a new route is
+//! closed until someone decides otherwise.
+
+use std::sync::Arc;
+
+use axum::extract::rejection::RawPathParamsRejection;
+use axum::extract::{MatchedPath, RawPathParams, Request, State};
+use axum::http::header::{AUTHORIZATION, RETRY_AFTER, WWW_AUTHENTICATE};
+use axum::http::{HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::{Denied, Role, Target, retry_after_secs};
+use crate::config::Kind;
+use crate::http::AppState;
+use crate::source::IdSource;
+
+/// Middleware for the HTTP router (`from_fn_with_state(state, require)`): passes a request
+/// whose token allows its route, answers any other with 401, 403 or 429. Requests no route
+/// matched pass through to the fallback's 404.
+pub async fn require(
+    State(state): State<Arc<AppState>>,
+    route: Option<MatchedPath>,
+    params: Result<RawPathParams, RawPathParamsRejection>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if !state.auth.is_enabled() {
+        return next.run(request).await;
+    }
+    // No matched route: the fallback's 404 (or 405) guards nothing.
+    let Some(template) = route.as_ref().map(MatchedPath::as_str) else {
+        return next.run(request).await;
+    };
+    // Path parameters that are not UTF-8 name nothing: the token is still checked for the
+    // role, and the handler refuses the request with a 400.
+    let param = |key: &str| -> Option<String> {
+        let params = params.as_ref().ok()?;
+        params
+            .iter()
+            .find_map(|(k, v)| (k == key).then(|| v.to_string()))
+    };
+    let Some((role, on)) = need(template) else {
+        return next.run(request).await;
+    };
+    let name = match on {
+        On::Param(key) => param(key),
+        On::Snowflake(key) => snowflake_name(&state, &param(key).unwrap_or_default()),
+        On::All => None,
+    };
+    let target = match (on, &name) {
+        (On::All, _) => Target::All,
+        (_, Some(name)) => Target::Name(name),
+        // Also a Leaf snowflake route on a server without snowflake generators: the handler
+        // answers 404 to any valid token.
+        (_, None) => Target::Any,
+    };
+    let authorization = request
+        .headers()
+        .get(AUTHORIZATION)
+        .map(|v| v.to_str().unwrap_or_default());
+    match state.auth.authorize(authorization, target, role) {
+        Ok(()) => next.run(request).await,
+        Err(denied) => {
+            tracing::debug!(
+                route = template,
+                code = denied.error.code,
+                "request refused"
+            );
+            refusal(denied)
+        }
+    }
+}
+
+/// The names a route's request touches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum On {
+    /// The name in this path parameter.
+    Param(&'static str),
+    /// The snowflake generator the Leaf route picks with this parameter.
+    Snowflake(&'static str),
+    /// Every name.
+    All,
+}
+
+/// What a route (by its template) needs: nothing (open), or a role on some names.
+fn need(template: &str) -> Option<(Role, On)> {
+    let need = match template {
+        "/healthz" | "/readyz" | "/metrics" | "/openapi.json" | "/v1/generators" | "/ui" => {
+            return None;
+        }
+        t if t.starts_with("/ui/") => return None,
+        "/v1/ids/{name}" | "/v1/ids/{name}/decode/{id}" => (Role::Read, On::Param("name")),
+        "/api/segment/get/{tag}" => (Role::Read, On::Param("tag")),
+        "/api/snowflake/get/{key}" => (Role::Read, On::Snowflake("key")),
+        "/api/snowflake/decode/{id}" => (Role::Read, On::Snowflake("")),
+        "/v1/tags/{tag}" => (Role::Admin, On::Param("tag")),
+        // "/v1/tags" (list, create) and any route not listed here.
+        _ => (Role::Admin, On::All),
+    };
+    Some(need)
+}
+
+/// The generator a Leaf snowflake route serves for `key`: the key when it names a snowflake
+/// generator (Leaf ignores the key; snowdrift lets it pick), else the default one.
+fn snowflake_name(state: &AppState, key: &str) -> Option<String> {
+    let generators = &state.generators;
+    if generators.is_generator(key)
+        && generators
+            .get(key)
+            .is_ok_and(|s| s.kind() == Kind::Snowflake)
+    {
+        return Some(key.to_string());
+    }
+    generators
+        .default_snowflake()
+        .map(|(name, _)| name.to_string())
+}
+
+/// The refusal as a response: the contract's JSON body and the headers RFC 6750 and RFC 9110
+/// ask for.
+fn refusal(denied: Denied) -> Response {
+    let status = denied.error.status;
+    let mut response = denied.error.into_response();
+    let headers = response.headers_mut();
+    match status {
+        StatusCode::UNAUTHORIZED => {
+            headers.insert(
+                WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"snowdrift\""),
+            );
+        }
+        StatusCode::FORBIDDEN => {
+            headers.insert(
+                WWW_AUTHENTICATE,
+                HeaderValue::from_static(
+                    "Bearer realm=\"snowdrift\", error=\"insufficient_scope\"",
+                ),
+            );
+        }
+        _ => {}
+    }
+    if let Some(wait) = denied.retry_after {
+        headers.insert(RETRY_AFTER, HeaderValue::from(retry_after_secs(wait)));
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_routes_stay_open_and_unknown_ones_are_closed() {
+        for open in [
+            "/healthz",
+            "/readyz",
+            "/metrics",
+            "/openapi.json",
+            "/v1/generators",
+            "/ui",
+            "/ui/app.js",
+        ] {
+            assert_eq!(need(open), None, "{open}");
+        }
+        let read_name = Some((Role::Read, On::Param("name")));
+        assert_eq!(need("/v1/ids/{name}"), read_name);
+        assert_eq!(need("/v1/ids/{name}/decode/{id}"), read_name);
+        assert_eq!(
+            need("/api/segment/get/{tag}"),
+            Some((Role::Read, On::Param("tag")))
+        );
+        assert_eq!(
+            need("/v1/tags/{tag}"),
+            Some((Role::Admin, On::Param("tag")))
+        );
+        let admin_all = Some((Role::Admin, On::All));
+        assert_eq!(need("/v1/tags"), admin_all);
+        assert_eq!(need("/v1/something/new"), admin_all);
+        assert_eq!(need("/uix"), admin_all);
+    }
+}
