@@ -15,6 +15,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod auth;
 pub mod config;
 pub mod decode;
 pub mod error;
@@ -47,11 +48,13 @@ impl Server {
     /// the generator or store at fault.
     pub async fn start(config: &Config) -> Result<Self, StartError> {
         http::install_recorder();
+        let auth = auth::Auth::from_config(&config.auth)?;
         let generators = Generators::build(config).await?;
         Ok(Self {
             state: Arc::new(AppState {
                 generators,
                 max_count: config.limits.max_count,
+                auth,
             }),
             max_body: config.limits.max_body,
             max_stream: config.limits.max_stream,
