@@ -26,6 +26,8 @@ pub struct AppState {
     pub generators: Generators,
     /// Most IDs one request may ask for.
     pub max_count: u64,
+    /// Who may call what; off without configured tokens.
+    pub auth: crate::auth::Auth,
 }
 
 /// The router for `state`.
@@ -44,6 +46,10 @@ pub fn router(state: Arc<AppState>, max_body: usize) -> Router {
         .route("/metrics", get(metrics::render))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::auth::require,
+        ))
         .layer(axum::middleware::from_fn(metrics::track))
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(state)
