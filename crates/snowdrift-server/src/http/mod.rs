@@ -5,8 +5,11 @@ mod health;
 mod ids;
 mod leaf;
 mod metrics;
+mod openapi;
+mod path;
 mod query;
 mod tags;
+mod ui;
 
 use std::sync::Arc;
 
@@ -44,6 +47,10 @@ pub fn router(state: Arc<AppState>, max_body: usize) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(metrics::render))
+        .route("/openapi.json", get(openapi::spec))
+        .route("/ui", get(ui::page))
+        .route("/ui/app.js", get(ui::script))
+        .route("/ui/style.css", get(ui::style))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(
