@@ -82,6 +82,8 @@ pub async fn generators(State(state): State<Arc<AppState>>) -> Json<Value> {
                 "segments_ahead": st.segments_ahead,
                 "ids_ahead": st.ids_ahead,
                 "target_ahead": st.target_ahead,
+                "refills": st.pushed,
+                "starved": st.starved,
             })
         })
         .collect();

@@ -3,11 +3,12 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use serde_json::{Value, json};
 use snowdrift_core::codec::Format;
 
 use super::AppState;
+use super::path::ApiPath;
 use super::query::Params;
 use crate::config::Kind;
 use crate::error::ApiError;
@@ -16,7 +17,7 @@ use crate::source::{IdSource, Ids, Source};
 /// `{"name": "...", "ids": ["...", ...]}`: `count` new IDs, as strings.
 pub async fn next(
     State(state): State<Arc<AppState>>,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
     let params = Params::parse(query.as_deref(), &["count", "format"])?;
@@ -78,7 +79,7 @@ pub fn render(source: &Source, ids: &Ids, format: Option<Format>) -> Result<Vec<
 /// The fields inside an ID.
 pub async fn decode(
     State(state): State<Arc<AppState>>,
-    Path((name, id)): Path<(String, String)>,
+    ApiPath((name, id)): ApiPath<(String, String)>,
     RawQuery(query): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
     let params = Params::parse(query.as_deref(), &["format"])?;

@@ -5,19 +5,27 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::AppState;
 use super::ids::{decode_with, issue};
+use super::path::ApiPath;
 use crate::config::Kind;
 use crate::error::ApiError;
 use crate::source::{IdSource, Ids, Source};
 
 /// `GET /api/segment/get/{tag}`: one segment ID.
-pub async fn segment(State(state): State<Arc<AppState>>, Path(tag): Path<String>) -> Response {
+pub async fn segment(
+    State(state): State<Arc<AppState>>,
+    tag: Result<ApiPath<String>, ApiError>,
+) -> Response {
+    let tag = match tag {
+        Ok(ApiPath(tag)) => tag,
+        Err(e) => return text_error(e),
+    };
     let source = match state.generators.get(&tag) {
         Ok(s) if s.kind() == Kind::Segment => s,
         Ok(s) => {
@@ -33,7 +41,14 @@ pub async fn segment(State(state): State<Arc<AppState>>, Path(tag): Path<String>
 
 /// `GET /api/snowflake/get/{key}`: one snowflake ID. Leaf ignores the key; here a key that
 /// names a snowflake generator picks it, any other key gets the default one.
-pub async fn snowflake(State(state): State<Arc<AppState>>, Path(key): Path<String>) -> Response {
+pub async fn snowflake(
+    State(state): State<Arc<AppState>>,
+    key: Result<ApiPath<String>, ApiError>,
+) -> Response {
+    let key = match key {
+        Ok(ApiPath(key)) => key,
+        Err(e) => return text_error(e),
+    };
     let Some((name, source)) = snowflake_for(&state, &key) else {
         return text_error(ApiError::not_found(
             "this server has no snowflake generator",
@@ -44,7 +59,7 @@ pub async fn snowflake(State(state): State<Arc<AppState>>, Path(key): Path<Strin
 
 /// `GET /api/snowflake/decode/{id}`: the fields of a snowflake ID of the default generator,
 /// as JSON.
-pub async fn decode(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
+pub async fn decode(State(state): State<Arc<AppState>>, ApiPath(id): ApiPath<String>) -> Response {
     let Some((_, source)) = snowflake_for(&state, "") else {
         return ApiError::not_found("this server has no snowflake generator").into_response();
     };

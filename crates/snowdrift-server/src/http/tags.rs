@@ -3,14 +3,15 @@
 use std::sync::Arc;
 
 use axum::Json;
+use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use snowdrift_store::segment::{DEFAULT_STEP, NewTag, Tag, TagUpdate};
 
 use super::AppState;
+use super::path::ApiPath;
 use crate::error::ApiError;
 
 /// The body of `POST /v1/tags`.
@@ -51,7 +52,7 @@ pub async fn list(State(state): State<Arc<AppState>>) -> Result<Json<Value>, Api
 /// One tag.
 pub async fn get(
     State(state): State<Arc<AppState>>,
-    Path(tag): Path<String>,
+    ApiPath(tag): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     Ok(Json(tag_json(
         &state.generators.segments().get_tag(&tag).await?,
@@ -82,7 +83,7 @@ pub async fn create(
 /// Changes a tag's step and/or description.
 pub async fn update(
     State(state): State<Arc<AppState>>,
-    Path(tag): Path<String>,
+    ApiPath(tag): ApiPath<String>,
     body: Result<Json<UpdateBody>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Json(body) = body.map_err(json_error)?;
