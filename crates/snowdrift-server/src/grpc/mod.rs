@@ -21,6 +21,7 @@ mod convert;
 mod service;
 mod status;
 mod stream;
+mod unknown;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -63,7 +64,8 @@ pub async fn router(
     health.set_serving::<IdServiceServer<IdApi>>().await;
     let router = Router::new()
         .route_service(&path::<IdServiceServer<IdApi>>(), ids)
-        .route_service(&path_of(&health_service), health_service);
+        .route_service(&path_of(&health_service), health_service)
+        .route("/{service}/{method}", axum::routing::any(unknown::unknown));
     let router = reflection(router);
     let shutdown = async move {
         shutdown.await;
