@@ -147,13 +147,13 @@ fn url(backend: &str) -> String {
     }
 }
 
-/// A short lease that still fits the backend's minimum: etcd grants at least about 2 s
-/// (1.5 election timeouts, rounded up), and ZooKeeper at least 2 ticks (4 s by default).
+/// A short lease, above the backend's minimum (etcd grants at least about 2 s, 1.5
+/// election timeouts rounded up; ZooKeeper at least 2 ticks, 4 s by default) and long
+/// enough that a stalled CI machine does not lose it between a claim and the next renew.
 fn short_ttl(backend: &str) -> Duration {
     match backend {
-        "etcd" => Duration::from_secs(2),
-        "zookeeper" => Duration::from_secs(4),
-        _ => Duration::from_millis(1500),
+        "zookeeper" => Duration::from_secs(6),
+        _ => Duration::from_secs(3),
     }
 }
 
@@ -346,7 +346,9 @@ async fn expired_lease_is_lost_and_taken_over(backend: &str) {
     let b = Reg::connect(backend, &ns).await;
     let id = a.claim_lowest(8, "old", ttl).await.unwrap();
     a.write_mark(id, "old", 1_000).await.unwrap();
-    tokio::time::sleep(ttl / 2).await;
+    // Renew well inside the lease; a renew that did not extend it would let it end a
+    // quarter ttl before the bound checked below.
+    tokio::time::sleep(ttl / 4).await;
     let renewed_at = Instant::now();
     a.renew(id, "old", ttl).await.unwrap();
     if let Some(proxy) = &proxy {
@@ -569,8 +571,8 @@ async fn renew_never_outgrows_the_lease(backend: &str) {
         }
         ("etcd" | "zookeeper", other) => panic!("renew past the granted ttl: {other:?}"),
         (_, Ok(())) => {
-            // The lease now runs for LONG: twice the old ttl later it is still held.
-            tokio::time::sleep(ttl * 2).await;
+            // The lease now runs for LONG: past the old ttl it is still held.
+            tokio::time::sleep(ttl + Duration::from_millis(500)).await;
             assert_eq!(reg.holders().await.unwrap(), vec![(1, "a".to_string())]);
         }
         (_, other) => panic!("renew with a longer ttl: {other:?}"),
