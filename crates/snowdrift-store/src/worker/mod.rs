@@ -22,9 +22,47 @@
 //! - `publish_time(worker_id, holder, now_ms)` and `peer_times() -> Vec<PeerTime>`: each live
 //!   node's latest clock reading, for the clock check across nodes.
 //!
+//! On top of them, [`WorkerNode`] is what a server runs: it claims a worker ID from a
+//! [`WorkerSource`] on a [`WorkerRegistry`] (any backend above, or lock files on one
+//! machine: [`FileRegistry`]), waits out the ID's high-water mark, and keeps the lease, the
+//! mark and the clock checks going in a background task while a fenced
+//! [`SnowflakeGenerator`] issues IDs; [`WorkerNode::status`] says where it stands.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use snowdrift_core::{clock::MonotonicClock, generator::SnowflakeGenerator, layout::Layout};
+//! use snowdrift_store::worker::{WorkerConfig, WorkerNode, WorkerSource};
+//! let config = WorkerConfig::new("postgres://root@127.0.0.1/test", WorkerSource::Lowest);
+//! let builder = SnowflakeGenerator::builder(Layout::preset("twitter")?);
+//! let node = WorkerNode::start(config, builder, MonotonicClock::new()).await?;
+//! let ids = node.next_block(100)?;
+//! println!("worker {:?}: {} IDs", node.status().worker_id, ids.len());
+//! node.shutdown().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! [`SnowflakeGenerator`]: snowdrift_core::generator::SnowflakeGenerator
 //! [`Error::WorkersExhausted`]: crate::Error::WorkersExhausted
 //! [`Error::WorkerTaken`]: crate::Error::WorkerTaken
 //! [`Error::LeaseLost`]: crate::Error::LeaseLost
+
+mod config;
+pub mod file;
+mod keeper;
+mod node;
+mod registry;
+mod source;
+mod status;
+
+pub use config::{
+    DEFAULT_CLOCK_BOUND, DEFAULT_MAX_MARK_WAIT, DEFAULT_PUBLISH_EVERY, DEFAULT_TTL, DEFAULT_WINDOW,
+    WorkerConfig,
+};
+pub use file::FileRegistry;
+pub use node::{Epoch, WorkerNode};
+pub use registry::WorkerRegistry;
+pub use source::{WorkerSource, hostname};
+pub use status::{PeerOffset, WorkerState, WorkerStatus};
 
 #[cfg(feature = "etcd")]
 pub mod etcd;

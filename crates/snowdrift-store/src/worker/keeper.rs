@@ -1,0 +1,471 @@
+//! The lease keeper: claims a worker ID and opens the fence only after the mark is durable,
+//! then renews, extends the mark, checks clocks and regains a lost ID, in one task.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use snowdrift_core::clock::Clock;
+use snowdrift_core::generator::ClosedReason;
+
+use super::node::{Epoch, Shared, lock, ms, new_epoch, read};
+use super::status::{PeerOffset, WorkerState};
+use crate::error::{Error, Result};
+
+/// The lease as the keeper tracks it.
+#[derive(Debug)]
+pub(super) struct Held {
+    pub worker_id: u64,
+    /// When the latest successful renewal (or the claim) was sent, on the node's clock
+    /// (for the fence deadline) and on the runtime's clock (for scheduling the next one,
+    /// so a clock that stands still or jumps cannot stop renewals).
+    pub sent_ms: u64,
+    pub sent_at: Instant,
+    /// `sent_ms + ttl - margin`.
+    pub deadline_ms: u64,
+    /// The lease is gone; the fence is closed until an ID is regained.
+    pub lost: bool,
+    /// The clock is behind a peer's; the fence is closed until it catches up.
+    pub clock_behind: bool,
+    pub last_publish: Option<Instant>,
+}
+
+impl<C: Clock + Clone + 'static> Shared<C> {
+    /// Runs one coordinator call with the configured timeout.
+    async fn call<T>(&self, what: &str, f: impl Future<Output = Result<T>>) -> Result<T> {
+        let limit = self.config.op_timeout();
+        match tokio::time::timeout(limit, f).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::Unavailable(
+                format!(
+                    "{what} on the {} coordinator got no answer within {limit:?}",
+                    self.registry.backend()
+                )
+                .into(),
+            )),
+        }
+    }
+
+    fn deadline(&self, sent_ms: u64) -> u64 {
+        sent_ms.saturating_add(ms(self.config.ttl) - ms(self.config.margin()))
+    }
+
+    fn note_error(&self, e: &Error) {
+        lock(&self.status).last_error = Some(e.to_string());
+    }
+
+    fn set_state(&self, state: WorkerState) {
+        lock(&self.status).state = state;
+    }
+
+    /// Claims the ID the source names (or the lowest free one); returns it with the time
+    /// the claim was sent.
+    async fn claim(&self) -> Result<(u64, u64, Instant)> {
+        let ttl = self.config.ttl;
+        let sent_at = Instant::now();
+        let sent = self.clock.now_ms();
+        let id = match self.config.source.resolve(self.space, &self.hostname)? {
+            None => {
+                self.call(
+                    "claiming a worker ID",
+                    self.registry.claim_lowest(self.space, &self.holder, ttl),
+                )
+                .await?
+            }
+            Some(id) => {
+                self.call(
+                    "claiming a worker ID",
+                    self.registry.claim(id, &self.holder, ttl),
+                )
+                .await?;
+                id
+            }
+        };
+        Ok((id, sent, sent_at))
+    }
+
+    /// Publishes this node's clock and compares it with the live peers'. Returns how far
+    /// behind the furthest peer this clock is for certain (0 if not behind).
+    async fn check_clocks(&self, worker_id: u64) -> Result<(Duration, Option<PeerOffset>)> {
+        let now = self.clock.now_ms();
+        self.call(
+            "publishing the clock",
+            self.registry.publish_time(worker_id, &self.holder, now),
+        )
+        .await?;
+        let peers = self
+            .call("reading the peers' clocks", self.registry.peer_times())
+            .await?;
+        let now = self.clock.now_ms();
+        let offsets: Vec<PeerOffset> = peers
+            .into_iter()
+            .filter(|p| p.holder != self.holder)
+            .map(|p| PeerOffset {
+                worker_id: p.worker_id,
+                holder: p.holder,
+                ahead_ms: i64::try_from(i128::from(p.time_ms) - i128::from(now))
+                    .unwrap_or(i64::MAX),
+            })
+            .collect();
+        let worst = offsets.iter().max_by_key(|p| p.ahead_ms).cloned();
+        let behind = worst
+            .as_ref()
+            .map_or(0, |p| u64::try_from(p.ahead_ms).unwrap_or(0));
+        // A report can be up to one interval old, so a peer that seems ahead by more than
+        // that may only have stopped reporting (frozen, about to expire): a warning, not a
+        // refusal.
+        let slack = ms(self.config.publish_every) + ms(self.config.clock_bound);
+        for p in offsets.iter().filter(|p| p.ahead_ms < 0) {
+            if p.ahead_ms.unsigned_abs() > slack {
+                tracing::warn!(
+                    peer = %p.holder,
+                    peer_worker_id = p.worker_id,
+                    behind_ms = p.ahead_ms.unsigned_abs(),
+                    "a peer's clock report is far behind this node's clock (its clock is behind, or it stopped reporting)"
+                );
+            }
+        }
+        lock(&self.status).peers = offsets;
+        Ok((Duration::from_millis(behind), worst))
+    }
+
+    /// After a claim: waits until the clock passes the ID's high-water mark (renewing the
+    /// lease meanwhile), writes the next mark, and opens a new epoch's fence.
+    async fn open_epoch(
+        &self,
+        worker_id: u64,
+        (mut sent_ms, mut sent_at): (u64, Instant),
+        bound: Option<Duration>,
+    ) -> Result<Held> {
+        self.set_state(WorkerState::WaitingForMark);
+        lock(&self.status).worker_id = Some(worker_id);
+        let mark = self
+            .call(
+                "reading the high-water mark",
+                self.registry.read_mark(worker_id),
+            )
+            .await?
+            .unwrap_or(0);
+        let now = self.clock.now_ms();
+        if let Some(bound) = bound
+            && mark > now.saturating_add(ms(bound))
+        {
+            return Err(Error::MarkAhead {
+                worker_id,
+                mark_ms: mark,
+                now_ms: now,
+                gap: Duration::from_millis(mark - now),
+                bound,
+            });
+        }
+        if mark > now {
+            tracing::info!(
+                worker_id,
+                wait_ms = mark - now,
+                "waiting for the clock to pass the worker ID's high-water mark"
+            );
+        }
+        let renew_every = self.config.renew_every();
+        loop {
+            let now = self.clock.now_ms();
+            if now >= mark {
+                break;
+            }
+            let left = Duration::from_millis(mark - now);
+            tokio::time::sleep(left.min(renew_every)).await;
+            if sent_at.elapsed() >= renew_every {
+                let (at, now_ms) = (Instant::now(), self.clock.now_ms());
+                self.call(
+                    "renewing the lease",
+                    self.registry
+                        .renew(worker_id, &self.holder, self.config.ttl),
+                )
+                .await?;
+                (sent_ms, sent_at) = (now_ms, at);
+            }
+        }
+        let number = read(&self.current).number() + 1;
+        let epoch = new_epoch(self, number, worker_id)?;
+        let new_mark = self
+            .clock
+            .now_ms()
+            .max(mark)
+            .saturating_add(ms(self.config.window));
+        // Durable before the first ID of the window: a restart waits past it.
+        self.call(
+            "writing the high-water mark",
+            self.registry.write_mark(worker_id, &self.holder, new_mark),
+        )
+        .await?;
+        epoch.fence().extend_window(new_mark);
+        let deadline_ms = self.deadline(sent_ms);
+        epoch.fence().open_until(deadline_ms);
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(epoch);
+        {
+            let mut s = lock(&self.status);
+            s.state = WorkerState::Issuing;
+            s.deadline_ms = deadline_ms;
+            s.last_error = None;
+        }
+        Ok(Held {
+            worker_id,
+            sent_ms,
+            sent_at,
+            deadline_ms,
+            lost: false,
+            clock_behind: false,
+            last_publish: None,
+        })
+    }
+}
+
+/// Claims an ID and opens the first (`first`: with the start-up checks and bounds) or a
+/// later epoch. On failure after the claim, the ID is released.
+pub(super) async fn acquire<C: Clock + Clone + 'static>(
+    shared: &Shared<C>,
+    first: bool,
+) -> Result<Held> {
+    let (worker_id, sent_ms, sent_at) =
+        shared.claim().await.map_err(|e| explain_claim(shared, e))?;
+    let result = async {
+        if first {
+            let (behind, worst) = shared.check_clocks(worker_id).await?;
+            if behind > shared.config.clock_bound
+                && let Some(peer) = worst
+            {
+                return Err(Error::ClockBehindPeers {
+                    peer: peer.holder,
+                    peer_worker_id: peer.worker_id,
+                    behind,
+                    bound: shared.config.clock_bound,
+                });
+            }
+        }
+        let bound = first.then_some(shared.config.max_mark_wait);
+        let mut held = shared
+            .open_epoch(worker_id, (sent_ms, sent_at), bound)
+            .await?;
+        if first {
+            held.last_publish = Some(Instant::now());
+        }
+        Ok(held)
+    }
+    .await;
+    if result.is_err() {
+        let _ = shared
+            .call(
+                "releasing the worker ID",
+                shared.registry.release(worker_id, &shared.holder),
+            )
+            .await;
+    }
+    result
+}
+
+/// Adds what the source was to a refused claim of a derived ID.
+fn explain_claim<C: Clock + Clone + 'static>(shared: &Shared<C>, e: Error) -> Error {
+    match e {
+        Error::WorkerTaken { worker_id, holder } if shared.config.source.is_derived() => {
+            Error::WorkerTaken {
+                worker_id,
+                holder: format!(
+                    "{holder} (this node's ID was {}, and two hosts collided on it: use the 'lowest' source or a static ID)",
+                    shared.config.source.describe()
+                ),
+            }
+        }
+        other => other,
+    }
+}
+
+/// The keeper task: runs until `stop` turns true; returns the lease as it stands.
+pub(super) async fn run<C: Clock + Clone + 'static>(
+    shared: Arc<Shared<C>>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    mut held: Held,
+) -> Held {
+    let config = &shared.config;
+    // Often enough to renew on time, extend the mark half a window ahead, and notice a
+    // lost lease well before the deadline.
+    let tick = (config.renew_every() / 2)
+        .min(config.window / 4)
+        .min(config.publish_every)
+        .max(Duration::from_millis(5));
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(tick) => {}
+            _ = stop.changed() => break,
+        }
+        if held.lost {
+            regain(&shared, &mut held).await;
+            continue;
+        }
+        step(&shared, &mut held).await;
+    }
+    held
+}
+
+/// One round while holding the lease: renew, extend the mark, check clocks.
+async fn step<C: Clock + Clone + 'static>(shared: &Shared<C>, held: &mut Held) {
+    let config = &shared.config;
+    let epoch = read(&shared.current).clone();
+    if held.sent_at.elapsed() >= config.renew_every() {
+        let (sent, sent_at) = (shared.clock.now_ms(), Instant::now());
+        let renewed = shared
+            .call(
+                "renewing the lease",
+                shared
+                    .registry
+                    .renew(held.worker_id, &shared.holder, config.ttl),
+            )
+            .await;
+        match renewed {
+            Ok(()) => {
+                held.sent_ms = sent;
+                held.sent_at = sent_at;
+                held.deadline_ms = shared.deadline(sent);
+                if !held.clock_behind {
+                    epoch.fence().open_until(held.deadline_ms);
+                }
+                let mut s = lock(&shared.status);
+                s.deadline_ms = held.deadline_ms;
+                s.last_error = None;
+                if !held.clock_behind {
+                    s.state = WorkerState::Issuing;
+                }
+            }
+            Err(e) => {
+                if failed(shared, &epoch, held, &e) {
+                    return;
+                }
+            }
+        }
+    }
+    let used = shared
+        .clock
+        .now_ms()
+        .max(epoch.generator().used_until_ms().unwrap_or(0));
+    let window = ms(config.window);
+    if epoch.fence().window_end() < used.saturating_add(window / 2) {
+        let mark = used.saturating_add(window);
+        let written = shared
+            .call(
+                "writing the high-water mark",
+                shared
+                    .registry
+                    .write_mark(held.worker_id, &shared.holder, mark),
+            )
+            .await;
+        match written {
+            Ok(()) => epoch.fence().extend_window(mark),
+            Err(e) => {
+                if failed(shared, &epoch, held, &e) {
+                    return;
+                }
+            }
+        }
+    }
+    if held
+        .last_publish
+        .is_none_or(|at| at.elapsed() >= config.publish_every)
+    {
+        held.last_publish = Some(Instant::now());
+        match shared.check_clocks(held.worker_id).await {
+            Ok((behind, worst)) => {
+                if behind > config.clock_bound {
+                    if !held.clock_behind {
+                        held.clock_behind = true;
+                        epoch.fence().close(ClosedReason::ClockBehind);
+                        shared.set_state(WorkerState::ClockBehind);
+                        tracing::error!(
+                            behind_ms = ms(behind),
+                            bound_ms = ms(config.clock_bound),
+                            peer = ?worst.map(|p| p.holder),
+                            "this node's clock is behind a peer's by more than the bound; stopped issuing until it catches up (check NTP)"
+                        );
+                    }
+                } else if held.clock_behind {
+                    held.clock_behind = false;
+                    epoch.fence().open_until(held.deadline_ms);
+                    shared.set_state(WorkerState::Issuing);
+                    tracing::info!("this node's clock caught up with its peers; issuing again");
+                }
+            }
+            Err(e) => {
+                failed(shared, &epoch, held, &e);
+            }
+        }
+    }
+}
+
+/// Handles a failed coordinator call; returns true when the lease is lost.
+fn failed<C: Clock + Clone + 'static>(
+    shared: &Shared<C>,
+    epoch: &Epoch<C>,
+    held: &mut Held,
+    e: &Error,
+) -> bool {
+    shared.note_error(e);
+    if let Error::LeaseLost { .. } = e {
+        epoch.fence().close(ClosedReason::LeaseLost);
+        held.lost = true;
+        shared.set_state(WorkerState::LeaseLost);
+        tracing::error!(
+            worker_id = held.worker_id,
+            error = %e,
+            "lost the worker ID's lease; stopped issuing and trying to regain an ID"
+        );
+        return true;
+    }
+    tracing::warn!(
+        worker_id = held.worker_id,
+        error = %e,
+        deadline_ms = held.deadline_ms,
+        "coordinator call failed; issuing continues until the lease deadline unless a retry succeeds"
+    );
+    false
+}
+
+/// Tries once to claim an ID again after losing the lease.
+async fn regain<C: Clock + Clone + 'static>(shared: &Shared<C>, held: &mut Held) {
+    match acquire(shared, false).await {
+        Ok(new) => {
+            tracing::info!(
+                worker_id = new.worker_id,
+                epoch = read(&shared.current).number(),
+                "regained a worker ID; issuing again after its high-water mark"
+            );
+            *held = new;
+        }
+        Err(e) => {
+            shared.note_error(&e);
+            tracing::warn!(error = %e, "could not regain a worker ID yet; retrying");
+        }
+    }
+}
+
+/// At shutdown: the final mark (covering every ID issued), then the release.
+pub(super) async fn finish<C: Clock + Clone + 'static>(
+    shared: &Shared<C>,
+    epoch: &Epoch<C>,
+    worker_id: u64,
+) -> Result<()> {
+    let mark = epoch
+        .fence()
+        .window_end()
+        .max(epoch.generator().used_until_ms().unwrap_or(0));
+    shared
+        .call(
+            "writing the final high-water mark",
+            shared.registry.write_mark(worker_id, &shared.holder, mark),
+        )
+        .await?;
+    shared
+        .call(
+            "releasing the worker ID",
+            shared.registry.release(worker_id, &shared.holder),
+        )
+        .await
+}

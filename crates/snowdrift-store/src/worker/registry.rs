@@ -1,0 +1,160 @@
+//! One type over every coordinator backend, chosen by the URL's scheme.
+
+use std::time::Duration;
+
+use super::PeerTime;
+use super::file::FileRegistry;
+use crate::error::{Error, Result};
+
+/// A worker-ID coordinator: the lease, high-water mark and clock-report operations of the
+/// module docs, on whichever backend the URL names.
+///
+/// | URL | backend |
+/// |---|---|
+/// | `file://DIR` | [`FileRegistry`]: lock files on this machine |
+/// | `etcd://HOST:2379`, `http://HOST:2379` | etcd (cargo feature `etcd`) |
+/// | `zookeeper://HOST:2181`, `zk://HOST:2181` | ZooKeeper (feature `zookeeper`) |
+/// | `sqlite://FILE`, `postgres://...`, `mysql://...`, `mariadb://...` | a SQL table |
+/// | `redis://HOST:6379` | Redis keys (feature `redis`) |
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum WorkerRegistry {
+    /// Lock files on this machine.
+    File(FileRegistry),
+    /// A `worker_node` table on SQLite, PostgreSQL or MySQL/MariaDB.
+    Sql(super::sql::SqlRegistry),
+    /// Redis keys.
+    #[cfg(feature = "redis")]
+    Redis(super::redis::RedisRegistry),
+    /// etcd keys under leases.
+    #[cfg(feature = "etcd")]
+    Etcd(super::etcd::EtcdRegistry),
+    /// ZooKeeper ephemeral znodes.
+    #[cfg(feature = "zookeeper")]
+    Zk(super::zookeeper::ZkRegistry),
+}
+
+/// Calls the same method on whichever backend `self` is.
+macro_rules! dispatch {
+    ($self:ident, $r:ident => $call:expr) => {
+        match $self {
+            WorkerRegistry::File($r) => $call,
+            WorkerRegistry::Sql($r) => $call,
+            #[cfg(feature = "redis")]
+            WorkerRegistry::Redis($r) => $call,
+            #[cfg(feature = "etcd")]
+            WorkerRegistry::Etcd($r) => $call,
+            #[cfg(feature = "zookeeper")]
+            WorkerRegistry::Zk($r) => $call,
+        }
+    };
+}
+
+impl WorkerRegistry {
+    /// Connects to the coordinator `url` (see the table above); `namespace` names the
+    /// table, key prefix, root znode or file prefix, so several clusters can share one
+    /// coordinator.
+    pub async fn connect(url: &str, namespace: &str) -> Result<Self> {
+        let scheme = url.split("://").next().unwrap_or_default();
+        #[allow(unused)]
+        let not_built = |feature: &str| Error::InvalidUrl {
+            url: format!("{scheme}://…"),
+            reason: format!(
+                "this build of snowdrift has no {feature} worker registry (cargo feature {feature:?})"
+            ),
+        };
+        match scheme {
+            "file" => Ok(Self::File(FileRegistry::connect(url, namespace)?)),
+            "sqlite" | "postgres" | "postgresql" | "mysql" | "mariadb" => Ok(Self::Sql(
+                super::sql::SqlRegistry::connect(url, namespace).await?,
+            )),
+            #[cfg(feature = "redis")]
+            "redis" | "rediss" => Ok(Self::Redis(
+                super::redis::RedisRegistry::connect(url, namespace).await?,
+            )),
+            #[cfg(feature = "etcd")]
+            "etcd" | "http" | "https" => Ok(Self::Etcd(
+                super::etcd::EtcdRegistry::connect(url, namespace).await?,
+            )),
+            #[cfg(feature = "zookeeper")]
+            "zookeeper" | "zk" => Ok(Self::Zk(
+                super::zookeeper::ZkRegistry::connect(
+                    &url.replacen("zk://", "zookeeper://", 1),
+                    namespace,
+                )
+                .await?,
+            )),
+            #[cfg(not(feature = "redis"))]
+            "redis" | "rediss" => Err(not_built("redis")),
+            #[cfg(not(feature = "etcd"))]
+            "etcd" | "http" | "https" => Err(not_built("etcd")),
+            #[cfg(not(feature = "zookeeper"))]
+            "zookeeper" | "zk" => Err(not_built("zookeeper")),
+            _ => Err(Error::InvalidUrl {
+                url: format!("{scheme}://…"),
+                reason: "use file://DIR, etcd://HOST:2379, zookeeper://HOST:2181, sqlite://FILE, postgres://..., mysql://... or redis://HOST:6379".into(),
+            }),
+        }
+    }
+
+    /// The backend's name, for status pages: `file`, `etcd`, `zookeeper`, `sqlite`,
+    /// `postgres`, `mysql` or `redis`.
+    pub fn backend(&self) -> &'static str {
+        match self {
+            WorkerRegistry::File(_) => "file",
+            WorkerRegistry::Sql(r) => r.backend(),
+            #[cfg(feature = "redis")]
+            WorkerRegistry::Redis(_) => "redis",
+            #[cfg(feature = "etcd")]
+            WorkerRegistry::Etcd(_) => "etcd",
+            #[cfg(feature = "zookeeper")]
+            WorkerRegistry::Zk(_) => "zookeeper",
+        }
+    }
+
+    /// Leases the lowest free worker ID in `0..space`; [`Error::WorkersExhausted`] when
+    /// none is free.
+    pub async fn claim_lowest(&self, space: u64, holder: &str, ttl: Duration) -> Result<u64> {
+        dispatch!(self, r => r.claim_lowest(space, holder, ttl).await)
+    }
+
+    /// Leases exactly `worker_id`; [`Error::WorkerTaken`] when another live node holds it.
+    pub async fn claim(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<()> {
+        dispatch!(self, r => r.claim(worker_id, holder, ttl).await)
+    }
+
+    /// Extends the lease; [`Error::LeaseLost`] when it is gone.
+    pub async fn renew(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<()> {
+        dispatch!(self, r => r.renew(worker_id, holder, ttl).await)
+    }
+
+    /// Gives the worker ID back (a no-op when `holder` no longer holds it).
+    pub async fn release(&self, worker_id: u64, holder: &str) -> Result<()> {
+        dispatch!(self, r => r.release(worker_id, holder).await)
+    }
+
+    /// The live leases: worker ID and holder.
+    pub async fn holders(&self) -> Result<Vec<(u64, String)>> {
+        dispatch!(self, r => r.holders().await)
+    }
+
+    /// The worker ID's durable high-water mark (ms since 1970), if any.
+    pub async fn read_mark(&self, worker_id: u64) -> Result<Option<u64>> {
+        dispatch!(self, r => r.read_mark(worker_id).await)
+    }
+
+    /// Raises the high-water mark durably; [`Error::LeaseLost`] unless `holder` holds the ID.
+    pub async fn write_mark(&self, worker_id: u64, holder: &str, mark_ms: u64) -> Result<()> {
+        dispatch!(self, r => r.write_mark(worker_id, holder, mark_ms).await)
+    }
+
+    /// Publishes this node's clock reading.
+    pub async fn publish_time(&self, worker_id: u64, holder: &str, now_ms: u64) -> Result<()> {
+        dispatch!(self, r => r.publish_time(worker_id, holder, now_ms).await)
+    }
+
+    /// Every live node's latest clock reading.
+    pub async fn peer_times(&self) -> Result<Vec<PeerTime>> {
+        dispatch!(self, r => r.peer_times().await)
+    }
+}

@@ -1,0 +1,191 @@
+//! Where a node's worker ID comes from: configuration, the host's name or address, or the
+//! coordinator.
+
+use std::net::IpAddr;
+
+use crate::error::{Error, Result};
+
+/// How a node picks its worker ID. Every ID is then claimed on the registry, so a second
+/// live node with the same ID is refused ([`Error::WorkerTaken`]) instead of issuing
+/// duplicates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WorkerSource {
+    /// The lowest worker ID no live node holds, found by the coordinator (etcd, ZooKeeper,
+    /// SQL, Redis, or lock files on one machine). The safe default.
+    Lowest,
+    /// Exactly this ID, from configuration.
+    Static(u64),
+    /// A hash of the host name, reduced to the node space. Two hosts can land on the same
+    /// ID; the claim on the registry detects that, and a warning says so at start.
+    Hostname,
+    /// The low bits of an IP address (Sonyflake's choice). `None` takes the address the
+    /// host name resolves to. Hosts whose addresses agree in the low bits collide; the
+    /// claim detects it and a warning says so at start.
+    Ip(Option<IpAddr>),
+    /// The ordinal of a Kubernetes StatefulSet pod: the number after the host name's last
+    /// `-` (`web-3` is 3, as in CosId). Pods of one set never share an ordinal.
+    StatefulSetOrdinal,
+}
+
+impl WorkerSource {
+    /// The worker ID this source names within `0..space`, or `None` for
+    /// [`Lowest`](Self::Lowest) (the coordinator picks). `hostname` is this host's name.
+    pub fn resolve(&self, space: u64, hostname: &str) -> Result<Option<u64>> {
+        let id = match self {
+            WorkerSource::Lowest => return Ok(None),
+            WorkerSource::Static(id) => {
+                if *id >= space {
+                    return Err(Error::InvalidInput(format!(
+                        "static worker ID {id} does not fit the layout's node space (0..{space}); pick a smaller ID or a layout with more node bits"
+                    )));
+                }
+                *id
+            }
+            WorkerSource::Hostname => {
+                let id = fnv1a(hostname.as_bytes()) % space;
+                tracing::warn!(
+                    hostname,
+                    worker_id = id,
+                    "worker ID derived from the host name can collide with another host's; the coordinator refuses a second live holder, but prefer the 'lowest' source"
+                );
+                id
+            }
+            WorkerSource::Ip(addr) => {
+                let addr = match addr {
+                    Some(a) => *a,
+                    None => host_address(hostname)?,
+                };
+                let low = match addr {
+                    IpAddr::V4(a) => u64::from(u32::from(a)),
+                    IpAddr::V6(a) => u128::from(a) as u64,
+                };
+                let id = low % space;
+                tracing::warn!(
+                    %addr,
+                    worker_id = id,
+                    "worker ID derived from the IP address's low bits collides with any host whose address agrees in them; the coordinator refuses a second live holder, but prefer the 'lowest' source"
+                );
+                id
+            }
+            WorkerSource::StatefulSetOrdinal => {
+                let ordinal = hostname
+                    .rsplit_once('-')
+                    .and_then(|(_, n)| n.parse::<u64>().ok());
+                let Some(ordinal) = ordinal else {
+                    return Err(Error::InvalidInput(format!(
+                        "host name {hostname:?} has no StatefulSet ordinal (a '-N' suffix such as web-3); use another worker source outside a StatefulSet"
+                    )));
+                };
+                if ordinal >= space {
+                    return Err(Error::InvalidInput(format!(
+                        "StatefulSet ordinal {ordinal} (host {hostname:?}) does not fit the layout's node space (0..{space}); use a layout with more node bits or fewer replicas"
+                    )));
+                }
+                ordinal
+            }
+        };
+        Ok(Some(id))
+    }
+
+    /// True for the sources derived from the host (name, address, ordinal).
+    pub fn is_derived(&self) -> bool {
+        matches!(
+            self,
+            WorkerSource::Hostname | WorkerSource::Ip(_) | WorkerSource::StatefulSetOrdinal
+        )
+    }
+
+    /// A short description for logs and errors.
+    pub fn describe(&self) -> String {
+        match self {
+            WorkerSource::Lowest => "lowest free ID from the coordinator".into(),
+            WorkerSource::Static(id) => format!("static ID {id}"),
+            WorkerSource::Hostname => "derived from the host name".into(),
+            WorkerSource::Ip(Some(a)) => format!("derived from IP {a}"),
+            WorkerSource::Ip(None) => "derived from the host's IP".into(),
+            WorkerSource::StatefulSetOrdinal => "StatefulSet ordinal of the host name".into(),
+        }
+    }
+}
+
+/// This host's name, or `localhost` if it has none that is valid text.
+pub fn hostname() -> String {
+    gethostname::gethostname()
+        .into_string()
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
+}
+
+/// The address `hostname` resolves to, preferring a non-loopback IPv4 one.
+fn host_address(hostname: &str) -> Result<IpAddr> {
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<IpAddr> = (hostname, 0)
+        .to_socket_addrs()
+        .map_err(|e| {
+            Error::InvalidInput(format!(
+                "cannot derive a worker ID from the IP: host name {hostname:?} does not resolve ({e}); give the address explicitly or use another worker source"
+            ))
+        })?
+        .map(|a| a.ip())
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4() && !a.is_loopback())
+        .or_else(|| addrs.iter().find(|a| !a.is_loopback()))
+        .or_else(|| addrs.first())
+        .copied()
+        .ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "cannot derive a worker ID from the IP: host name {hostname:?} resolves to no address"
+            ))
+        })
+}
+
+/// FNV-1a, 64 bits: stable across versions and platforms, unlike std's hasher.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statefulset_ordinal_is_the_suffix() {
+        let s = WorkerSource::StatefulSetOrdinal;
+        assert_eq!(s.resolve(1024, "snowdrift-17").unwrap(), Some(17));
+        assert_eq!(s.resolve(1024, "a-b-0").unwrap(), Some(0));
+        assert!(s.resolve(1024, "snowdrift").is_err());
+        assert!(s.resolve(1024, "snowdrift-x").is_err());
+        let err = s.resolve(16, "web-16").unwrap_err().to_string();
+        assert!(err.contains("0..16"), "{err}");
+    }
+
+    #[test]
+    fn static_ids_must_fit_the_space() {
+        assert_eq!(WorkerSource::Static(31).resolve(32, "h").unwrap(), Some(31));
+        assert!(WorkerSource::Static(32).resolve(32, "h").is_err());
+        assert_eq!(WorkerSource::Lowest.resolve(32, "h").unwrap(), None);
+    }
+
+    #[test]
+    fn derived_ids_are_stable_and_in_range() {
+        let a = WorkerSource::Hostname
+            .resolve(1024, "node-a.example")
+            .unwrap();
+        assert_eq!(
+            a,
+            WorkerSource::Hostname
+                .resolve(1024, "node-a.example")
+                .unwrap()
+        );
+        assert!(a.unwrap() < 1024);
+        let ip = WorkerSource::Ip(Some("10.1.2.3".parse().unwrap()));
+        assert_eq!(ip.resolve(256, "h").unwrap(), Some(3));
+        assert_eq!(ip.resolve(1 << 16, "h").unwrap(), Some((2 << 8) | 3));
+    }
+}
