@@ -202,8 +202,12 @@ impl Auth {
 
 impl Token {
     fn from_config(t: &TokenConfig) -> Result<Self, String> {
-        if t.name.trim().is_empty() {
-            return Err("name is empty; give each token a name (it shows in messages)".into());
+        if t.name.trim().is_empty() || t.name.chars().any(char::is_control) {
+            return Err(
+                "name is empty or has control characters; give each token a plain name (it \
+                 shows in messages and logs)"
+                    .into(),
+            );
         }
         let hash = t
             .hash
