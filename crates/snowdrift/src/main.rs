@@ -24,6 +24,7 @@ enum Command {
     Bench(cmd::bench::Args),
     Tags(cmd::tags::Args),
     Serve(cmd::serve::Args),
+    Token(cmd::token::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -35,6 +36,7 @@ fn main() -> std::process::ExitCode {
         Command::Bench(a) => cmd::bench::run(a),
         Command::Tags(a) => cmd::tags::run(a),
         Command::Serve(a) => cmd::serve::run(a),
+        Command::Token(a) => cmd::token::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
