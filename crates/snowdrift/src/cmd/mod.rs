@@ -8,3 +8,4 @@ mod next_kinds;
 mod next_segment;
 pub mod serve;
 pub mod tags;
+pub mod token;
