@@ -9,7 +9,9 @@
 //! - `take`: `SegmentChain::take(1)` on a warm chain (1 and 2 threads): IDs/s from an
 //!   untimed loop, then the latency of every single call, read with `rdtsc` fenced by
 //!   `lfence` and kept in an HDR histogram. Each reading includes the cost of the two
-//!   stamps; that cost alone (two stamps around nothing) is printed beside it.
+//!   stamps; that cost alone (two stamps around nothing) is printed beside it. The same
+//!   again with a `LocalSegment` per thread (default blocks, 8 doubling to 64), which
+//!   takes its blocks from the same kind of warm chain.
 //! - `pg-delay`: `SegmentBuffer::next(1)` on PostgreSQL through a `FaultProxy` that adds
 //!   the delay to every statement, at a steady rate below what the refill can claim; the
 //!   latency of every call (`Instant`, ~37 ns per read on the reference VM), starved calls,
@@ -27,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use bench_peers::WarmChain;
 use hdrhistogram::Histogram;
+use snowdrift_core::segment::{LocalSegment, LocalTake, Take};
 use snowdrift_store::segment::{BufferConfig, NewTag, SegmentBuffer, SqlSegmentStore};
 use snowdrift_testkit::{FaultProxy, urls};
 
@@ -116,78 +119,115 @@ fn take(seconds: u64) {
     print_quantiles("two stamps, nothing between", &empty, per_ns);
 
     for threads in [1usize, 2] {
-        // Rate: untimed calls, checking the clock every 64K IDs.
-        let warm = WarmChain::start(SEGMENT_LEN);
-        let barrier = Barrier::new(threads);
-        let counts: Vec<(u64, Duration)> = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..threads)
-                .map(|_| {
-                    s.spawn(|| {
-                        barrier.wait();
-                        let start = Instant::now();
-                        let mut n = 0u64;
-                        while start.elapsed() < run {
-                            for _ in 0..65_536 {
-                                black_box(warm.next_id());
-                            }
-                            n += 65_536;
-                        }
-                        (n, start.elapsed())
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .map(|w| w.join().expect("worker"))
-                .collect()
-        });
-        let total: u64 = counts.iter().map(|c| c.0).sum();
-        let span = counts.iter().map(|c| c.1).max().unwrap_or_default();
-        let status = warm.status();
-        println!(
-            "take(1), {threads} thread(s): {:.1} M IDs/s in total ({} IDs in {:.2} s; {} segments pushed, {} starved calls)",
-            total as f64 / span.as_secs_f64() / 1e6,
-            total,
-            span.as_secs_f64(),
-            status.pushed,
-            status.starved
-        );
-        drop(warm);
-
-        // Latency: every call timed.
-        let warm = WarmChain::start(SEGMENT_LEN);
-        let barrier = Barrier::new(threads);
-        let merged = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..threads)
-                .map(|_| {
-                    s.spawn(|| {
-                        let mut h = histogram();
-                        barrier.wait();
-                        let start = Instant::now();
-                        while start.elapsed() < run {
-                            for _ in 0..65_536 {
-                                let a = stamp();
-                                black_box(warm.next_id());
-                                let b = stamp();
-                                h.record(b - a).expect("in bounds");
-                            }
-                        }
-                        h
-                    })
-                })
-                .collect();
-            let mut all = histogram();
-            for w in workers {
-                all.add(w.join().expect("worker")).expect("same bounds");
-            }
-            all
-        });
-        print_quantiles(
-            &format!("take(1) latency, {threads} thread(s), stamps included"),
-            &merged,
+        measure(
+            "take(1)",
+            threads,
+            run,
             per_ns,
+            || (),
+            |(), warm| warm.next_id(),
+        );
+        measure(
+            "LocalSegment",
+            threads,
+            run,
+            per_ns,
+            LocalSegment::default,
+            |local, warm| match local.next_with(|n| Take::Ready {
+                ids: warm.next_ids(n),
+                refill: false,
+            }) {
+                LocalTake::Ready { id, .. } => id,
+                LocalTake::Empty => unreachable!("next_ids waits for IDs"),
+            },
         );
     }
+}
+
+/// Rate, then latency of every call, of `threads` threads taking IDs from one warm chain:
+/// each thread makes its own state with `init` (its handle, if any) and gets one ID with
+/// `next(&mut state, &chain)`.
+fn measure<S>(
+    what: &str,
+    threads: usize,
+    run: Duration,
+    per_ns: f64,
+    init: impl Fn() -> S + Sync,
+    next: impl Fn(&mut S, &WarmChain) -> u64 + Sync,
+) {
+    // Rate: untimed calls, checking the clock every 64K IDs.
+    let warm = WarmChain::start(SEGMENT_LEN);
+    let barrier = Barrier::new(threads);
+    let counts: Vec<(u64, Duration)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut state = init();
+                    barrier.wait();
+                    let start = Instant::now();
+                    let mut n = 0u64;
+                    while start.elapsed() < run {
+                        for _ in 0..65_536 {
+                            black_box(next(&mut state, &warm));
+                        }
+                        n += 65_536;
+                    }
+                    (n, start.elapsed())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("worker"))
+            .collect()
+    });
+    let total: u64 = counts.iter().map(|c| c.0).sum();
+    let span = counts.iter().map(|c| c.1).max().unwrap_or_default();
+    let status = warm.status();
+    println!(
+        "{what}, {threads} thread(s): {:.1} M IDs/s in total ({} IDs in {:.2} s; {} segments pushed, {} starved calls)",
+        total as f64 / span.as_secs_f64() / 1e6,
+        total,
+        span.as_secs_f64(),
+        status.pushed,
+        status.starved
+    );
+    drop(warm);
+
+    // Latency: every call timed.
+    let warm = WarmChain::start(SEGMENT_LEN);
+    let barrier = Barrier::new(threads);
+    let merged = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut state = init();
+                    let mut h = histogram();
+                    barrier.wait();
+                    let start = Instant::now();
+                    while start.elapsed() < run {
+                        for _ in 0..65_536 {
+                            let a = stamp();
+                            black_box(next(&mut state, &warm));
+                            let b = stamp();
+                            h.record(b - a).expect("in bounds");
+                        }
+                    }
+                    h
+                })
+            })
+            .collect();
+        let mut all = histogram();
+        for w in workers {
+            all.add(w.join().expect("worker")).expect("same bounds");
+        }
+        all
+    });
+    print_quantiles(
+        &format!("{what} latency, {threads} thread(s), stamps included"),
+        &merged,
+        per_ns,
+    );
 }
 
 fn pg(delay: Option<Duration>, rate: u64, seconds: u64, step: u64) {
