@@ -1,0 +1,181 @@
+//! `snowdrift token create`: its printed config lines, pasted into a real server's config,
+//! let exactly that token in, for exactly its generators.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use snowdrift_server::auth::TokenHash;
+
+fn snowdrift(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_snowdrift"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = snowdrift(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn fails(args: &[&str]) -> String {
+    let out = snowdrift(args);
+    assert!(!out.status.success(), "{args:?} should fail");
+    String::from_utf8(out.stderr).unwrap()
+}
+
+/// The token and the `[[auth.token]]` lines of `token create`'s output.
+fn created(args: &[&str]) -> (String, String) {
+    let out = ok(&[&["token", "create"], args].concat());
+    let token = out
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("sd_"))
+        .unwrap_or_else(|| panic!("no token in: {out}"))
+        .to_string();
+    let toml: Vec<&str> = out
+        .lines()
+        .skip_while(|l| *l != "[[auth.token]]")
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(!toml.is_empty(), "no [[auth.token]] in: {out}");
+    assert!(
+        !toml.join("\n").contains(&token),
+        "the token itself never goes into the config lines"
+    );
+    (token, toml.join("\n") + "\n")
+}
+
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `snowdrift serve --config FILE` in the background, killed when dropped.
+struct Served {
+    child: std::process::Child,
+    addr: String,
+}
+
+impl Served {
+    fn start(config: &Path) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_snowdrift"))
+            .arg("serve")
+            .arg("--config")
+            .arg(config)
+            // Files the server makes by default (its worker lease) go beside the config.
+            .current_dir(config.parent().unwrap())
+            .env_remove("SNOWDRIFT_STORE__URL")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let mut lines = BufReader::new(stderr).lines();
+        let addr = loop {
+            let line = lines
+                .next()
+                .expect("serve exited before listening")
+                .unwrap();
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                break rest.trim().to_string();
+            }
+        };
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Served { child, addr }
+    }
+
+    /// The status of `GET path` with `token` as the bearer token, if any.
+    fn status(&self, path: &str, token: Option<&str>) -> u16 {
+        let mut stream = std::net::TcpStream::connect(&self.addr).unwrap();
+        let auth = token
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: {}\r\n{auth}Connection: close\r\n\r\n",
+            self.addr
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("not an HTTP response: {response}"))
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn created_tokens_pasted_into_the_config_let_in_what_they_name() {
+    let (reader, reader_toml) = created(&["--name", "ci", "--generators", "snowflake"]);
+    let (admin, admin_toml) = created(&["--name", "ops", "--role", "admin"]);
+    assert!(reader.len() == 46 && reader != admin, "{reader} {admin}");
+    assert!(
+        reader_toml.contains(&TokenHash::of(&reader).to_string()),
+        "{reader_toml}"
+    );
+    assert!(admin_toml.contains("generators = [\"*\"]"), "{admin_toml}");
+
+    let dir = TempDir(std::env::temp_dir().join(snowdrift_testkit::unique_name("snowdrift-token")));
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let config = dir.0.join("snowdrift.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n[store]\nurl = \"sqlite://{}\"\n\n{reader_toml}\n{admin_toml}",
+            dir.0.join("ids.db").display()
+        ),
+    )
+    .unwrap();
+    // --check-config accepts the pasted lines and prints them back.
+    let checked = ok(&[
+        "serve",
+        "--config",
+        config.to_str().unwrap(),
+        "--check-config",
+    ]);
+    assert_eq!(checked.matches("[[auth.token]]").count(), 2, "{checked}");
+
+    let served = Served::start(&config);
+    assert_eq!(served.status("/v1/ids/snowflake", None), 401);
+    assert_eq!(served.status("/v1/ids/snowflake", Some(&reader)), 200);
+    assert_eq!(served.status("/v1/ids/uuid7", Some(&reader)), 403);
+    assert_eq!(served.status("/v1/tags", Some(&reader)), 403);
+    assert_eq!(served.status("/v1/ids/uuid7", Some(&admin)), 200);
+    assert_eq!(served.status("/v1/tags", Some(&admin)), 200);
+    let (stranger, _) = created(&[]);
+    assert_eq!(served.status("/v1/ids/snowflake", Some(&stranger)), 401);
+    assert_eq!(served.status("/healthz", None), 200);
+}
+
+#[test]
+fn create_refuses_what_the_server_would_refuse() {
+    let e = fails(&["token", "create", "--generators", "*,orders"]);
+    assert!(e.contains("give it alone"), "{e}");
+    let e = fails(&["token", "create", "--generators", "bad name"]);
+    assert!(e.contains("bad name"), "{e}");
+    let e = fails(&["token", "create", "--rate", "0"]);
+    assert!(e.contains("rate is 0"), "{e}");
+    let e = fails(&["token", "create", "--role", "write"]);
+    assert!(e.contains("read") && e.contains("admin"), "{e}");
+    let (_, toml) = created(&["--rate", "100", "--burst", "200"]);
+    assert!(toml.contains("rate = 100\nburst = 200\n"), "{toml}");
+}
