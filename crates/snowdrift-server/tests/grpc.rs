@@ -522,7 +522,21 @@ async fn health_reflection_and_http_share_the_port() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_ends_streams_at_a_batch_boundary() {
+    use tonic_health::pb::HealthCheckRequest;
+    use tonic_health::pb::health_check_response::ServingStatus;
+    use tonic_health::pb::health_client::HealthClient;
+
     let mut s = start("").await;
+    // A health watcher: it must see NOT_SERVING and end, not hold the shutdown open.
+    let mut watch = HealthClient::new(s.channel.clone())
+        .watch(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let first = watch.message().await.unwrap().unwrap();
+    assert_eq!(first.status, ServingStatus::Serving as i32);
     let request = StreamRequest {
         name: "snowflake".into(),
         count: 2_000_000,
@@ -561,6 +575,15 @@ async fn shutdown_ends_streams_at_a_batch_boundary() {
     );
     assert!(ids.len() < 2_000_000);
     assert!(strictly_increasing(&ids));
+    let mut seen = Vec::new();
+    while let Some(update) = tokio::time::timeout(PATIENCE, watch.message())
+        .await
+        .expect("the health watch ends")
+        .unwrap()
+    {
+        seen.push(update.status);
+    }
+    assert_eq!(seen, [ServingStatus::NotServing as i32]);
     let served = tokio::time::timeout(PATIENCE, s.running)
         .await
         .expect("the server stops once its streams have ended");

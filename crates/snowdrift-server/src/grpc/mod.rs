@@ -51,8 +51,9 @@ use pb::id_service_server::IdServiceServer;
 
 /// The gRPC routes for `state` (`Stream` calls bounded by `max_stream` IDs), and a shutdown
 /// future to serve them with: it completes when `shutdown` does, after marking the health
-/// service NOT_SERVING and telling running streams to end at their next batch, so a
-/// graceful shutdown is not held up by a stream of a hundred million IDs.
+/// service NOT_SERVING (ending its Watch streams) and telling running streams to end at
+/// their next batch, so a graceful shutdown is not held up by a stream of a hundred million
+/// IDs or a health watcher.
 pub async fn router(
     state: Arc<AppState>,
     max_stream: u64,
@@ -69,10 +70,14 @@ pub async fn router(
     let router = reflection(router);
     let shutdown = async move {
         shutdown.await;
+        let mut health = health;
         for name in ["", IdServiceServer::<IdApi>::NAME] {
             health
                 .set_service_status(name, ServingStatus::NotServing)
                 .await;
+            // Ends the health Watch streams (after they report NOT_SERVING), which would
+            // otherwise hold the graceful shutdown until its timeout.
+            health.clear_service_status(name).await;
         }
         let _ = stop_tx.send(true);
     };
