@@ -7,6 +7,11 @@
 //! lock; when every segment is used up they get [`Take::Empty`] and wait for the refill
 //! above this crate, with a bound.
 //!
+//! Several threads that each want single IDs should not all call [`SegmentChain::take`]`(1)`:
+//! they would fight over the chain's one word. A [`LocalSegment`] per thread takes a block
+//! of IDs at a time and serves it alone, at the price of skipped IDs when it is dropped and
+//! IDs that interleave across threads.
+//!
 //! [`StepPolicy`] is Leaf's dynamic step: a segment used up quickly makes the next one
 //! larger, a segment that lasts long makes it smaller.
 
