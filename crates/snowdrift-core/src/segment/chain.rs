@@ -45,8 +45,8 @@ pub enum Take {
         /// Whether the refiller should be woken.
         refill: bool,
     },
-    /// Every segment held is used up: wake the refiller and wait for a [`push`]
-    /// (SegmentChain::push). Nothing was reserved.
+    /// Every segment held is used up: wake the refiller and wait for a
+    /// [`push`](SegmentChain::push). Nothing was reserved.
     Empty,
 }
 
