@@ -589,3 +589,129 @@ async fn shutdown_ends_streams_at_a_batch_boundary() {
         .expect("the server stops once its streams have ended");
     served.unwrap().unwrap();
 }
+
+/// `message` with `authorization: Bearer {token}` metadata.
+fn with_token<T>(message: T, token: &str) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    request
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_guard_grpc_as_they_guard_http() {
+    use snowdrift_server::auth::{TokenHash, generate_token};
+    use tonic_health::pb::HealthCheckRequest;
+    use tonic_health::pb::health_client::HealthClient;
+
+    let reader = generate_token().unwrap();
+    let limited = generate_token().unwrap();
+    let s = start(&format!(
+        "[[auth.token]]\nname = \"reader\"\nhash = \"{}\"\ngenerators = [\"snowflake\"]\n\
+         role = \"read\"\n\
+         [[auth.token]]\nname = \"limited\"\nhash = \"{}\"\ngenerators = [\"*\"]\n\
+         role = \"read\"\nrate = 1\nburst = 1\n",
+        TokenHash::of(&reader),
+        TokenHash::of(&limited),
+    ))
+    .await;
+    let next = |name: &str| NextRequest {
+        name: name.into(),
+        count: Some(10),
+    };
+    let mut client = s.ids();
+
+    let got = client.next(next("snowflake")).await.map(|r| r.into_inner());
+    assert_code(got, Code::Unauthenticated, "unauthorized", "no token");
+    let stranger = generate_token().unwrap();
+    let got = client.next(with_token(next("snowflake"), &stranger)).await;
+    assert_code(
+        got.map(|r| r.into_inner()),
+        Code::Unauthenticated,
+        "unauthorized",
+        "unknown token",
+    );
+
+    let batch = client
+        .next(with_token(next("snowflake"), &reader))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(batch.count, 10);
+    let stream = StreamRequest {
+        name: "snowflake".into(),
+        count: 100,
+        batch: None,
+    };
+    let mut ids = client
+        .stream(with_token(stream.clone(), &reader))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(ids.message().await.unwrap().unwrap().count, 100);
+    let got = client.stream(stream).await.map(|_| IdBatch::default());
+    assert_code(
+        got,
+        Code::Unauthenticated,
+        "unauthorized",
+        "stream, no token",
+    );
+    let decode = DecodeRequest {
+        name: "snowflake".into(),
+        id: batch.ids().next().unwrap().to_string(),
+        format: None,
+    };
+    client
+        .decode(with_token(decode.clone(), &reader))
+        .await
+        .unwrap();
+    let got = client.decode(decode).await.map(|_| IdBatch::default());
+    assert_code(
+        got,
+        Code::Unauthenticated,
+        "unauthorized",
+        "decode, no token",
+    );
+
+    // Outside the token's generators.
+    let got = client.next(with_token(next("uuid7"), &reader)).await;
+    assert_code(
+        got.map(|r| r.into_inner()),
+        Code::PermissionDenied,
+        "forbidden",
+        "another generator",
+    );
+
+    // Over the token's rate: RESOURCE_EXHAUSTED with the wait, as HTTP's 429 + Retry-After.
+    let mut refused = None;
+    for _ in 0..5 {
+        if let Err(status) = client.next(with_token(next("uuid7"), &limited)).await {
+            refused = Some(status);
+            break;
+        }
+    }
+    let status = refused.expect("a token of 1 request/s is refused within 5 quick calls");
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    let meta = |key: &str| {
+        status
+            .metadata()
+            .get(key)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    assert_eq!(meta(ERROR_CODE_KEY).as_deref(), Some("rate_limited"));
+    let wait: u64 = meta(snowdrift_server::grpc::RETRY_AFTER_KEY)
+        .expect("retry-after")
+        .parse()
+        .unwrap();
+    assert!(wait >= 1, "{wait}");
+
+    // Health and reflection stay open, like /healthz and /openapi.json.
+    let r = HealthClient::new(s.channel.clone())
+        .check(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await;
+    assert!(r.is_ok(), "{r:?}");
+}

@@ -32,7 +32,7 @@ use tonic::server::NamedService;
 use tonic_health::ServingStatus;
 
 pub use service::IdApi;
-pub use status::{ERROR_CODE_KEY, code_for};
+pub use status::{ERROR_CODE_KEY, RETRY_AFTER_KEY, code_for};
 pub use stream::IdStream;
 
 use crate::http::AppState;

@@ -1,5 +1,7 @@
-//! `snowdrift.v1.IdService`: `Next`, `Stream` and `Decode` over the same generators, limits
-//! and errors as the HTTP API.
+//! `snowdrift.v1.IdService`: `Next`, `Stream` and `Decode` over the same generators, limits,
+//! tokens and errors as the HTTP API. Every method needs a `read` token for its name when auth
+//! is on (`authorization: Bearer <token>` metadata), as `/v1/ids/{name}` does; health and
+//! reflection stay open, like `/healthz` and `/openapi.json`.
 
 use std::sync::Arc;
 
@@ -10,6 +12,7 @@ use super::convert;
 use super::pb;
 use super::pb::id_service_server::IdService;
 use super::stream::{IdStream, batches};
+use crate::auth::{Role, Target};
 use crate::error::ApiError;
 use crate::http::AppState;
 use crate::source::{IdSource, Ids, Source};
@@ -33,6 +36,19 @@ impl IdApi {
             stop,
         }
     }
+
+    /// Whether `request`'s token may read `name`; a refusal counts like HTTP's (401, 403,
+    /// 429 with `retry-after`).
+    fn authorize<T>(&self, request: &Request<T>, name: &str) -> Result<(), Status> {
+        let authorization = request
+            .metadata()
+            .get("authorization")
+            .map(|v| v.to_str().unwrap_or_default());
+        self.state
+            .auth
+            .authorize(authorization, Target::Name(name), Role::Read)
+            .map_err(Status::from)
+    }
 }
 
 #[tonic::async_trait]
@@ -41,6 +57,7 @@ impl IdService for IdApi {
         &self,
         request: Request<pb::NextRequest>,
     ) -> Result<Response<pb::IdBatch>, Status> {
+        self.authorize(&request, &request.get_ref().name)?;
         let r = request.into_inner();
         let count = bounded("count", r.count.unwrap_or(1), self.state.max_count)?;
         let source = self.state.generators.get(&r.name)?;
@@ -54,6 +71,7 @@ impl IdService for IdApi {
         &self,
         request: Request<pb::StreamRequest>,
     ) -> Result<Response<IdStream>, Status> {
+        self.authorize(&request, &request.get_ref().name)?;
         let r = request.into_inner();
         let total = bounded("count", r.count, self.max_stream)?;
         let max = self.state.max_count;
@@ -72,6 +90,7 @@ impl IdService for IdApi {
         &self,
         request: Request<pb::DecodeRequest>,
     ) -> Result<Response<pb::DecodeResponse>, Status> {
+        self.authorize(&request, &request.get_ref().name)?;
         let r = request.into_inner();
         let source = self.state.generators.get(&r.name)?;
         let decoded = convert::decode(&source, &r.id, r.format.as_deref())?;

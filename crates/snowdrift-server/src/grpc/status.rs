@@ -1,13 +1,18 @@
 //! API errors as gRPC statuses: the code that matches the HTTP status, the same message, and
-//! the contract's stable error code in the `snowdrift-error-code` metadata entry.
+//! the contract's stable error code in the `snowdrift-error-code` metadata entry; a rate
+//! limit's wait in `retry-after` (whole seconds), as HTTP sends it.
 
 use axum::http::StatusCode;
 use tonic::{Code, Status};
 
+use crate::auth::{Denied, retry_after_secs};
 use crate::error::ApiError;
 
 /// The metadata key that carries [`ApiError::code`] (`not_found`, `unavailable`, ...).
 pub const ERROR_CODE_KEY: &str = "snowdrift-error-code";
+
+/// The metadata key that carries how many seconds to wait after RESOURCE_EXHAUSTED.
+pub const RETRY_AFTER_KEY: &str = "retry-after";
 
 /// The gRPC code for an HTTP status, as gRPC's own HTTP mapping and the contract agree.
 pub fn code_for(status: StatusCode) -> Code {
@@ -31,6 +36,18 @@ impl From<ApiError> for Status {
         // The codes are static ASCII words, so they are always valid metadata values.
         if let Ok(value) = e.code.parse() {
             status.metadata_mut().insert(ERROR_CODE_KEY, value);
+        }
+        status
+    }
+}
+
+impl From<Denied> for Status {
+    fn from(denied: Denied) -> Self {
+        let mut status = Status::from(denied.error);
+        if let Some(wait) = denied.retry_after {
+            status
+                .metadata_mut()
+                .insert(RETRY_AFTER_KEY, retry_after_secs(wait).into());
         }
         status
     }
