@@ -1,4 +1,5 @@
-//! `snowdrift bench`: an in-process benchmark of the snowflake generator.
+//! `snowdrift bench`: an in-process benchmark of the snowflake generator, or (with
+//! `--target`) load on a running server.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -24,14 +25,18 @@ pub enum ClockKind {
     System,
 }
 
-/// Measure the generator in this process: IDs per second and call latency percentiles.
+/// Measure the generator in this process, or a running server with --target.
 ///
-/// Threads share one generator and call it in a loop for --duration. Latency is timed on
-/// every 64th call (timing each call would cost as much as the call); throughput counts
-/// every ID. Each thread also checks that its IDs strictly increase.
+/// In process: threads share one generator and call it in a loop for --duration. Latency is
+/// timed on every 64th call (timing each call would cost as much as the call); throughput
+/// counts every ID. Each thread also checks that its IDs strictly increase.
+///
+/// With --target URL: --connections connections GET the URL for --duration, each with one
+/// request in flight (closed loop), or at --rate requests/s in total (latency then counts
+/// from when each request was due). Prints requests/s, IDs/s and p50/p99/p99.9 latency.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  snowdrift bench                       # Twitter layout, 1 thread: the 4,096,000/s cap\n  snowdrift bench --threads 2 --block 1000\n  snowdrift bench --bits time:20,worker:1,seq:42 --clock cached   # hot path, nobody waits"
+    after_help = "Examples:\n  snowdrift bench                       # Twitter layout, 1 thread: the 4,096,000/s cap\n  snowdrift bench --threads 2 --block 1000\n  snowdrift bench --bits time:20,worker:1,seq:42 --clock cached   # hot path, nobody waits\n  snowdrift bench --target 'http://127.0.0.1:8080/v1/ids/snowflake?count=1' --connections 50\n  snowdrift bench --target 'http://127.0.0.1:8080/v1/ids/snowflake?count=10000' --connections 4\n  snowdrift bench --target http://127.0.0.1:8080/api/segment/get/order --rate 20000"
 )]
 pub struct Args {
     #[command(flatten)]
@@ -48,10 +53,28 @@ pub struct Args {
     /// Clock the generator reads.
     #[arg(long, value_enum, default_value_t = ClockKind::Monotonic)]
     clock: ClockKind,
+    /// Load a running server instead: the URL to GET.
+    #[arg(long, value_name = "URL")]
+    target: Option<String>,
+    /// With --target: concurrent connections.
+    #[arg(long, default_value_t = 50, requires = "target")]
+    connections: usize,
+    /// With --target: total requests per second (default: as fast as answers come).
+    #[arg(long, value_name = "N", requires = "target")]
+    rate: Option<f64>,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
+    if let Some(target) = args.target {
+        let duration = Duration::from_millis(parse_unit(&args.duration).context("--duration")?);
+        return crate::cmd::bench_http::run(crate::cmd::bench_http::Load {
+            target,
+            connections: args.connections,
+            rate: args.rate,
+            duration,
+        });
+    }
     if args.threads == 0 || args.threads > 1024 {
         bail!("--threads must be between 1 and 1024");
     }
@@ -152,7 +175,7 @@ fn measure<C: Clock>(layout: &Layout, clock: C, args: &Args, duration: Duration)
     })?;
     let elapsed = start.elapsed();
     bar.finish_and_clear();
-    let mut latency = Histogram::new(3)?;
+    let mut latency = crate::cmd::bench::latency_histogram()?;
     let (mut calls, mut violations) = (0, 0);
     for (c, v, h) in results {
         calls += c;
@@ -169,6 +192,13 @@ fn measure<C: Clock>(layout: &Layout, clock: C, args: &Args, duration: Duration)
     })
 }
 
+/// A histogram of nanoseconds up to an hour. Fixed bounds, not auto-resizing:
+/// `saturating_record` on an auto-resizing histogram clamps every value past its initial
+/// range (about 2 µs) to the lowest value instead of growing, which hides the tail.
+pub fn latency_histogram() -> Result<Histogram<u64>> {
+    Ok(Histogram::new_with_bounds(1, 3_600_000_000_000, 3)?)
+}
+
 /// One thread's loop: returns (calls, order violations, sampled latencies).
 fn worker<C: Clock>(
     generator: &SnowflakeGenerator<C>,
@@ -176,7 +206,7 @@ fn worker<C: Clock>(
     stop: &AtomicBool,
     issued: &AtomicU64,
 ) -> Result<(u64, u64, Histogram<u64>)> {
-    let mut hist = Histogram::<u64>::new(3)?;
+    let mut hist = crate::cmd::bench::latency_histogram()?;
     let (mut calls, mut violations, mut local) = (0u64, 0u64, 0u64);
     let mut last: Option<u64> = None;
     while !stop.load(Ordering::Relaxed) {
