@@ -101,31 +101,152 @@ impl Default for StoreConfig {
     }
 }
 
-/// `[worker]`: how this node gets and keeps its worker ID.
+/// `[worker]`: how this node gets and keeps the worker ID its snowflake generators issue
+/// with. Every worker ID is held under a lease on a registry; the generator stops issuing
+/// before the lease can pass to another node (fencing), and a durable high-water mark keeps
+/// a restart from reusing time.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WorkerConfig {
-    /// `static`, `derived`, `file`, `etcd`, `zookeeper`, `sql` or `redis`.
+    /// `file` (a lock file on this machine: the default), `static` or `derived` (an ID from
+    /// config or from the host, leased on `url` if given, else on a lock file), or a
+    /// coordinator: `etcd`, `zookeeper`, `sql` or `redis` (the lowest free ID unless `id` is
+    /// set).
     pub registry: String,
-    /// The worker ID (`static`, `file`).
-    pub id: u64,
-    /// The coordinator (`etcd`, `zookeeper`, `sql`, `redis`).
+    /// The worker ID (`file`, `static`; on a coordinator, this ID instead of the lowest
+    /// free one). Default 0 for `file` and `static`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
+    /// `derived`: `hostname` (a hash of the host name), `ip` (the address's low bits) or
+    /// `statefulset` (the Kubernetes pod ordinal, the host name's `-N` suffix).
+    pub derive: String,
+    /// The coordinator: `etcd://HOST:2379`, `zookeeper://HOST:2181`, `sqlite://FILE`,
+    /// `postgres://...`, `mysql://...`, `redis://HOST:6379`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
-    /// The lease file and high-water mark (`file`).
+    /// The directory of lock and high-water-mark files when there is no coordinator.
     pub path: String,
-    /// Lease time to live.
+    /// Table, key prefix, root znode or file prefix on the registry; each snowflake
+    /// generator leases under `{namespace}_{generator}`.
+    pub namespace: String,
+    /// Lease time to live; renewed every third of it.
     #[serde(with = "duration_text")]
     pub ttl: Duration,
+    /// How far ahead of the clock the high-water mark is written.
+    #[serde(with = "duration_text")]
+    pub window: Duration,
+    /// The longest start waits for the clock to pass the mark before refusing.
+    #[serde(with = "duration_text")]
+    pub max_mark_wait: Duration,
+    /// How far behind a live peer's clock this node's may be.
+    #[serde(with = "duration_text")]
+    pub clock_bound: Duration,
 }
 
 impl Default for WorkerConfig {
     fn default() -> Self {
+        use snowdrift_store::worker as w;
         Self {
             registry: "file".into(),
-            id: 0,
+            id: None,
+            derive: "hostname".into(),
             url: None,
-            path: "snowdrift.worker".into(),
-            ttl: Duration::from_secs(10),
+            path: "snowdrift-workers".into(),
+            namespace: "snowdrift_workers".into(),
+            ttl: w::DEFAULT_TTL,
+            window: w::DEFAULT_WINDOW,
+            max_mark_wait: w::DEFAULT_MAX_MARK_WAIT,
+            clock_bound: w::DEFAULT_CLOCK_BOUND,
+        }
+    }
+}
+
+impl WorkerConfig {
+    /// The registry URL and worker-ID source this section describes.
+    pub fn lease_plan(&self) -> Result<(String, snowdrift_store::worker::WorkerSource), String> {
+        use snowdrift_store::worker::WorkerSource;
+        let file_url = || format!("file://{}", self.path);
+        let coordinator = |family: &str, schemes: &[&str]| -> Result<String, String> {
+            let Some(url) = &self.url else {
+                return Err(format!(
+                    "worker.registry = {:?} needs worker.url ({})",
+                    self.registry,
+                    schemes
+                        .iter()
+                        .map(|s| format!("{s}://..."))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            };
+            let scheme = url.split("://").next().unwrap_or_default();
+            if !schemes.contains(&scheme) {
+                return Err(format!(
+                    "worker.url {:?} is not a {family} URL; use {}",
+                    mask_url(url),
+                    schemes
+                        .iter()
+                        .map(|s| format!("{s}://"))
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                ));
+            }
+            Ok(url.clone())
+        };
+        let chosen = |default: WorkerSource| self.id.map_or(default, WorkerSource::Static);
+        match self.registry.as_str() {
+            "file" => {
+                if self.url.is_some() {
+                    return Err(
+                        "worker.registry = \"file\" uses worker.path, not worker.url".into(),
+                    );
+                }
+                Ok((file_url(), WorkerSource::Static(self.id.unwrap_or(0))))
+            }
+            "static" => Ok((
+                self.url.clone().unwrap_or_else(file_url),
+                WorkerSource::Static(self.id.unwrap_or(0)),
+            )),
+            "derived" => {
+                if self.id.is_some() {
+                    return Err(
+                        "worker.id does not apply to registry \"derived\"; use registry \"static\""
+                            .into(),
+                    );
+                }
+                let source = match self.derive.as_str() {
+                    "hostname" => WorkerSource::Hostname,
+                    "ip" => WorkerSource::Ip(None),
+                    "statefulset" => WorkerSource::StatefulSetOrdinal,
+                    other => {
+                        return Err(format!(
+                            "worker.derive {other:?} is not one of hostname, ip, statefulset"
+                        ));
+                    }
+                };
+                Ok((self.url.clone().unwrap_or_else(file_url), source))
+            }
+            "etcd" => Ok((
+                coordinator("etcd", &["etcd", "http", "https"])?,
+                chosen(WorkerSource::Lowest),
+            )),
+            "zookeeper" => Ok((
+                coordinator("ZooKeeper", &["zookeeper", "zk"])?,
+                chosen(WorkerSource::Lowest),
+            )),
+            "sql" => Ok((
+                coordinator(
+                    "SQL",
+                    &["sqlite", "postgres", "postgresql", "mysql", "mariadb"],
+                )?,
+                chosen(WorkerSource::Lowest),
+            )),
+            "redis" => Ok((
+                coordinator("Redis", &["redis", "rediss"])?,
+                chosen(WorkerSource::Lowest),
+            )),
+            other => Err(format!(
+                "worker.registry {other:?} is not one of file, static, derived, etcd, zookeeper, sql, redis"
+            )),
         }
     }
 }
@@ -328,7 +449,9 @@ impl Config {
                 self.server.listen
             )));
         }
+        self.worker.lease_plan().map_err(ConfigError::new)?;
         let mut seen = BTreeMap::new();
+        let mut lease_names = BTreeMap::new();
         for (i, g) in self.generators.iter().enumerate() {
             let at = format!("generator[{i}] ({:?})", g.name);
             snowdrift_store::segment::validate_tag(&g.name)
@@ -340,6 +463,19 @@ impl Config {
             }
             g.check_keys()
                 .map_err(|e| ConfigError::new(format!("{at}: {e}")))?;
+            if g.kind == Kind::Snowflake {
+                let ns = lease_namespace(&self.worker.namespace, &g.name);
+                if ns.len() > 64 {
+                    return Err(ConfigError::new(format!(
+                        "{at}: its worker lease namespace {ns:?} is over 64 characters; use a shorter name or worker.namespace"
+                    )));
+                }
+                if let Some(other) = lease_names.insert(ns.clone(), i) {
+                    return Err(ConfigError::new(format!(
+                        "{at}: its worker lease namespace {ns:?} is the same as generator[{other}]'s; rename one"
+                    )));
+                }
+            }
         }
         Ok(())
     }
@@ -431,6 +567,16 @@ impl GeneratorConfig {
         }
         Ok(())
     }
+}
+
+/// The registry namespace snowflake generator `name` leases its worker ID under:
+/// `{namespace}_{name}` with every character other than a letter or digit made `_`.
+pub fn lease_namespace(namespace: &str, name: &str) -> String {
+    let name: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("{namespace}_{name}")
 }
 
 /// `SNOWDRIFT_STORE__URL` -> `store.url`; `SNOWDRIFT_GENERATOR__0__LAYOUT` ->

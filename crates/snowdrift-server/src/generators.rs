@@ -9,6 +9,7 @@ use snowdrift_core::generator::SnowflakeGenerator;
 use snowdrift_store::counter::RedisCounter;
 use snowdrift_store::segment::{BufferConfig, SegmentService, SegmentStore};
 use snowdrift_store::ticket::TicketPool;
+use snowdrift_store::worker::{WorkerConfig as LeaseConfig, WorkerNode};
 
 use crate::config::{Config, GeneratorConfig, Kind};
 use crate::error::{ApiError, StartError};
@@ -96,6 +97,31 @@ impl Generators {
     }
 }
 
+/// The lease settings of snowflake generator `name`: each generator leases its worker ID in
+/// its own namespace, since IDs of different generators need not differ.
+fn lease_config(config: &Config, name: &str) -> Result<LeaseConfig, String> {
+    let w = &config.worker;
+    let (url, source) = w.lease_plan()?;
+    let mut lease = LeaseConfig::new(url, source);
+    lease.namespace = crate::config::lease_namespace(&w.namespace, name);
+    lease.ttl = w.ttl;
+    lease.window = w.window;
+    lease.max_mark_wait = w.max_mark_wait;
+    lease.clock_bound = w.clock_bound;
+    Ok(lease)
+}
+
+/// Stops every snowflake generator: final high-water marks written, worker IDs released.
+pub async fn shutdown(generators: &Generators) {
+    for (name, source) in generators.configured() {
+        if let Source::Snowflake(s) = source
+            && let Err(e) = s.shutdown().await
+        {
+            tracing::warn!(generator = name, error = %e, "releasing the worker lease failed; it expires by itself after its ttl");
+        }
+    }
+}
+
 async fn build_one(
     g: &GeneratorConfig,
     config: &Config,
@@ -109,12 +135,14 @@ async fn build_one(
                 g.unit.as_deref(),
                 g.epoch.as_deref(),
             )?;
-            let generator = SnowflakeGenerator::builder(layout)
-                .node_id(config.worker.id)
-                .map_err(|e| format!("worker.id: {e}"))?
-                .build(MonotonicClock::new())
-                .map_err(|e| e.to_string())?;
-            Source::Snowflake(SnowflakeSource::new(generator, layout_name))
+            let node = WorkerNode::start(
+                lease_config(config, &g.name)?,
+                SnowflakeGenerator::builder(layout.clone()),
+                MonotonicClock::new(),
+            )
+            .await
+            .map_err(|e| format!("worker lease: {e}"))?;
+            Source::Snowflake(SnowflakeSource::new(node, layout, layout_name))
         }
         Kind::Segment => {
             let tag = g.tag.clone().unwrap_or_else(|| g.name.clone());

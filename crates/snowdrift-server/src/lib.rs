@@ -68,8 +68,10 @@ impl Server {
     }
 }
 
-/// Serves `server` on `listener` until `shutdown` completes, then stops accepting and
-/// finishes the requests in flight, waiting for them at most `server.shutdown_timeout`.
+/// Serves `server` on `listener` until `shutdown` completes, then stops accepting, finishes
+/// the requests in flight (waiting for them at most `server.shutdown_timeout`), and stops
+/// the snowflake generators: their final high-water marks are written and their worker IDs
+/// released.
 pub async fn run(
     listener: tokio::net::TcpListener,
     server: Server,
@@ -86,18 +88,19 @@ pub async fn run(
         .with_graceful_shutdown(signal)
         .into_future();
     tokio::pin!(serving);
-    tokio::select! {
-        served = &mut serving => return Ok(served?),
-        Ok(()) = stopping_rx => {}
-    }
-    match tokio::time::timeout(server.shutdown_timeout, serving).await {
-        Ok(served) => Ok(served?),
-        Err(_) => {
-            tracing::warn!(
-                timeout = ?server.shutdown_timeout,
-                "requests still in flight at the shutdown timeout were cut off"
-            );
-            Ok(())
-        }
-    }
+    let served = tokio::select! {
+        served = &mut serving => served,
+        Ok(()) = stopping_rx => match tokio::time::timeout(server.shutdown_timeout, serving).await {
+            Ok(served) => served,
+            Err(_) => {
+                tracing::warn!(
+                    timeout = ?server.shutdown_timeout,
+                    "requests still in flight at the shutdown timeout were cut off"
+                );
+                Ok(())
+            }
+        },
+    };
+    generators::shutdown(&server.state.generators).await;
+    Ok(served?)
 }

@@ -84,7 +84,16 @@ async fn start() -> TestServer {
     ]
     .concat();
     std::fs::write(&file, toml).unwrap();
-    let config = Config::load(Some(&file), Vec::new()).unwrap();
+    let config = Config::load(
+        Some(&file),
+        // Each server leases its worker ID in its own directory, so parallel tests don't
+        // contend for one lock file.
+        [(
+            "SNOWDRIFT_WORKER__PATH".to_string(),
+            file.with_file_name("workers").display().to_string(),
+        )],
+    )
+    .unwrap();
     let server = Server::start(&config).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

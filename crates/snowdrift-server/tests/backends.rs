@@ -12,7 +12,16 @@ async fn serve(toml: &str) -> String {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("snowdrift.toml");
     std::fs::write(&file, toml.replace("@DIR@", &dir.display().to_string())).unwrap();
-    let config = Config::load(Some(&file), Vec::new()).unwrap();
+    let config = Config::load(
+        Some(&file),
+        // Each server leases its worker ID in its own directory, so parallel tests don't
+        // contend for one lock file.
+        [(
+            "SNOWDRIFT_WORKER__PATH".to_string(),
+            file.with_file_name("workers").display().to_string(),
+        )],
+    )
+    .unwrap();
     let server = Server::start(&config).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

@@ -115,6 +115,10 @@ impl Served {
         let mut child = Command::new(env!("CARGO_BIN_EXE_snowdrift"))
             .args(["serve", "--listen", "127.0.0.1:0", "--store", store_url])
             .env("SNOWDRIFT_STORE__TABLE", table)
+            .env(
+                "SNOWDRIFT_WORKER__PATH",
+                std::env::temp_dir().join(snowdrift_testkit::unique_name("served-workers")),
+            )
             .env_remove("SNOWDRIFT_STORE__URL")
             .stderr(Stdio::piped())
             .spawn()

@@ -54,6 +54,18 @@ async fn readiness(source: &Source) -> (bool, Option<String>) {
                 Err(e) => (false, Some(e.to_string())),
             }
         }
+        Source::Snowflake(s) => match s.worker() {
+            Some(w) if w.is_ready() => (true, None),
+            Some(w) => (
+                false,
+                Some(format!(
+                    "worker lease {}{}",
+                    w.state,
+                    w.last_error.map(|e| format!(": {e}")).unwrap_or_default()
+                )),
+            ),
+            None => (false, Some("shut down".to_string())),
+        },
         Source::Ticket(t) => {
             let up = t.pool().status().iter().any(|s| s.up);
             (up, (!up).then(|| "every ticket server is down".to_string()))
@@ -95,6 +107,9 @@ fn describe(name: &str, source: &Source) -> Value {
     match source {
         Source::Snowflake(s) => {
             v["layout"] = s.layout_name().into();
+            if let Some(w) = s.worker() {
+                v["worker"] = worker_json(&w);
+            }
         }
         Source::Segment(s) => {
             v["tag"] = s.tag().into();
@@ -107,4 +122,26 @@ fn describe(name: &str, source: &Source) -> Value {
         _ => {}
     }
     v
+}
+
+/// A worker lease as JSON: what `/v1/generators` and the dashboard show.
+fn worker_json(w: &snowdrift_store::worker::WorkerStatus) -> Value {
+    let peers: Vec<Value> = w
+        .peers
+        .iter()
+        .map(|p| json!({"worker_id": p.worker_id, "holder": p.holder, "ahead_ms": p.ahead_ms}))
+        .collect();
+    json!({
+        "worker_id": w.worker_id,
+        "holder": w.holder,
+        "registry": w.backend,
+        "state": w.state.as_str(),
+        "ready": w.is_ready(),
+        "epoch": w.epoch,
+        "deadline_ms": w.deadline_ms,
+        "mark_ms": w.mark_ms,
+        "now_ms": w.now_ms,
+        "peers": peers,
+        "last_error": w.last_error,
+    })
 }

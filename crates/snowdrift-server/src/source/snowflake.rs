@@ -1,38 +1,84 @@
-//! Snowflake IDs from an in-process generator.
+//! Snowflake IDs from a generator fenced by this node's worker-ID lease.
+
+use std::sync::RwLock;
+use std::time::Duration;
 
 use snowdrift_core::clock::MonotonicClock;
-use snowdrift_core::generator::{Attempt, SnowflakeGenerator};
+use snowdrift_core::generator::Attempt;
 use snowdrift_core::layout::Layout;
+use snowdrift_store::worker::{WorkerNode, WorkerStatus};
 
 use super::{IdRun, IdSource, Ids};
 use crate::config::Kind;
 use crate::error::ApiError;
 
-/// A snowflake generator; a request for more IDs than the current tick holds waits for the
-/// next tick asynchronously instead of blocking a worker thread.
+/// A snowflake generator under a worker lease. It issues only while the lease holds and
+/// the clock is inside the durable high-water mark; otherwise a request gets 503 with the
+/// reason. A request for more IDs than the current tick holds waits for the next tick
+/// without blocking a runtime thread.
 #[derive(Debug)]
 pub struct SnowflakeSource {
-    generator: SnowflakeGenerator<MonotonicClock>,
+    /// `None` once shut down. Read-locked per request; written only at shutdown.
+    node: RwLock<Option<WorkerNode<MonotonicClock>>>,
+    layout: Layout,
     layout_name: String,
 }
 
 impl SnowflakeSource {
-    /// Serves `generator`, whose layout is called `layout_name` in status output.
-    pub fn new(generator: SnowflakeGenerator<MonotonicClock>, layout_name: String) -> Self {
+    /// Serves IDs of `node`'s generators; the layout is called `layout_name` in status
+    /// output.
+    pub fn new(node: WorkerNode<MonotonicClock>, layout: Layout, layout_name: String) -> Self {
         Self {
-            generator,
+            node: RwLock::new(Some(node)),
+            layout,
             layout_name,
         }
     }
 
     /// The bit layout.
     pub fn layout(&self) -> &Layout {
-        self.generator.layout()
+        &self.layout
     }
 
     /// The layout's name (a preset, or `custom`).
     pub fn layout_name(&self) -> &str {
         &self.layout_name
+    }
+
+    /// The lease's state, or `None` after shutdown.
+    pub fn worker(&self) -> Option<WorkerStatus> {
+        self.read().as_ref().map(WorkerNode::status)
+    }
+
+    /// Stops issuing, writes the final high-water mark and releases the worker ID.
+    pub async fn shutdown(&self) -> Result<(), snowdrift_store::Error> {
+        let node = self.node.write().unwrap_or_else(|e| e.into_inner()).take();
+        match node {
+            Some(node) => node.shutdown().await,
+            None => Ok(()),
+        }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Option<WorkerNode<MonotonicClock>>> {
+        self.node.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One step: IDs, or how long to wait.
+    fn attempt(&self, n: u64) -> Result<Attempt<snowdrift_core::generator::IdBlock>, ApiError> {
+        let guard = self.read();
+        let Some(node) = guard.as_ref() else {
+            return Err(ApiError::unavailable("the server is shutting down"));
+        };
+        let epoch = node.epoch();
+        match epoch.generator().try_next_block(n) {
+            Err(snowdrift_core::Error::NotIssuing { .. })
+                if node.epoch().number() != epoch.number() =>
+            {
+                // The lease was regained in a new epoch meanwhile: issue from that one.
+                Ok(node.epoch().generator().try_next_block(n)?)
+            }
+            other => Ok(other?),
+        }
     }
 }
 
@@ -45,7 +91,7 @@ impl IdSource for SnowflakeSource {
         let mut runs = Vec::new();
         let mut left = count;
         while left > 0 {
-            match self.generator.try_next_block(left)? {
+            match self.attempt(left)? {
                 Attempt::Ready(block) => {
                     left -= block.len();
                     runs.extend(block.runs().map(|(first, count, stride)| IdRun {
@@ -53,6 +99,12 @@ impl IdSource for SnowflakeSource {
                         count,
                         stride,
                     }));
+                }
+                // The tick is used up. Tokio's timer cannot sleep less than a millisecond,
+                // so short waits yield instead; a sleep there would cap a busy generator
+                // well below its layout's rate.
+                Attempt::RetryAfter(wait) if wait <= Duration::from_millis(1) => {
+                    tokio::task::yield_now().await;
                 }
                 Attempt::RetryAfter(wait) => tokio::time::sleep(wait).await,
             }

@@ -1,0 +1,157 @@
+//! The server's snowflake generators under worker leases: a second server cannot take a held
+//! worker ID, servers on a coordinator get distinct IDs, and shutdown releases the lease.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use serde_json::Value;
+use snowdrift_server::{Config, Server, StartError};
+use snowdrift_testkit::{unique_name, urls};
+
+fn config(dir: &Path, worker_toml: &str) -> Config {
+    std::fs::create_dir_all(dir).unwrap();
+    let file = dir.join("snowdrift.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[store]\nurl = \"sqlite://{}\"\n[worker]\n{worker_toml}\n",
+            dir.join("s.db").display()
+        ),
+    )
+    .unwrap();
+    Config::load(Some(&file), Vec::new()).unwrap()
+}
+
+/// A server on port 0; stopping the returned sender shuts it down.
+async fn serve(
+    config: &Config,
+) -> Result<
+    (
+        String,
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<()>,
+    ),
+    StartError,
+> {
+    let server = Server::start(config).await?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        snowdrift_server::run(listener, server, async {
+            let _ = stopped.await;
+        })
+        .await
+        .unwrap();
+    });
+    Ok((format!("http://{addr}"), stop, task))
+}
+
+async fn json(base: &str, path: &str) -> (u16, Value) {
+    let r = reqwest::get(format!("{base}{path}")).await.unwrap();
+    (r.status().as_u16(), r.json().await.unwrap())
+}
+
+async fn worker_id(base: &str) -> u64 {
+    let (_, v) = json(base, "/v1/generators").await;
+    let g = v["generators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "snowflake")
+        .unwrap();
+    assert_eq!(g["worker"]["state"], "issuing", "{g}");
+    g["worker"]["worker_id"].as_u64().unwrap()
+}
+
+async fn ids(base: &str, n: u64) -> Vec<u64> {
+    let (status, v) = json(base, &format!("/v1/ids/snowflake?count={n}")).await;
+    assert_eq!(status, 200, "{v}");
+    v["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i.as_str().unwrap().parse().unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_file_lease_refuses_a_second_server_until_released() {
+    let dir = std::env::temp_dir().join(unique_name("lease-file"));
+    let workers = dir.join("workers");
+    let cfg = config(&dir, &format!("path = \"{}\"", workers.display()));
+    let (base, stop, task) = serve(&cfg).await.unwrap();
+    assert_eq!(worker_id(&base).await, 0);
+    let (status, v) = json(&base, "/readyz").await;
+    assert_eq!(status, 200, "{v}");
+    let err = serve(&cfg).await.map(|_| ()).unwrap_err().to_string();
+    assert!(err.contains("worker ID 0 is held"), "{err}");
+    let first = ids(&base, 1000).await;
+    // Shutdown releases the lease and leaves a mark, so the next server continues after it.
+    stop.send(()).unwrap();
+    task.await.unwrap();
+    let (base, _stop, _task) = serve(&cfg).await.unwrap();
+    let later = ids(&base, 1000).await;
+    assert!(
+        later[0] > *first.last().unwrap(),
+        "the restart continues after the mark"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_on_a_coordinator_get_distinct_worker_ids() {
+    let namespace = unique_name("lease_srv");
+    let worker_toml = format!(
+        "registry = \"sql\"\nurl = \"{}\"\nnamespace = \"{namespace}\"\nttl = \"3s\"",
+        urls::postgres()
+    );
+    let dirs: Vec<_> = (0..3)
+        .map(|k| std::env::temp_dir().join(unique_name(&format!("lease-sql-{k}"))))
+        .collect();
+    let mut servers = Vec::new();
+    for dir in &dirs {
+        servers.push(serve(&config(dir, &worker_toml)).await.unwrap());
+    }
+    let mut workers = HashSet::new();
+    let mut all = HashSet::new();
+    for (base, _, _) in &servers {
+        assert!(workers.insert(worker_id(base).await), "distinct worker IDs");
+        for id in ids(base, 2000).await {
+            assert!(all.insert(id), "{id} issued by two servers");
+        }
+    }
+    assert_eq!(workers, HashSet::from([0, 1, 2]));
+    // The worker ID of a stopped server is free at once for the next one.
+    let (_, stop, task) = servers.remove(1);
+    stop.send(()).unwrap();
+    task.await.unwrap();
+    let dir = std::env::temp_dir().join(unique_name("lease-sql-next"));
+    let (base, _stop, _task) = serve(&config(&dir, &worker_toml)).await.unwrap();
+    assert_eq!(worker_id(&base).await, 1);
+}
+
+#[test]
+fn bad_worker_settings_are_refused_before_start() {
+    let dir = std::env::temp_dir().join(unique_name("lease-bad"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("snowdrift.toml");
+    for (toml, expect) in [
+        ("registry = \"etcd\"", "needs worker.url"),
+        (
+            "registry = \"sql\"\nurl = \"redis://127.0.0.1\"",
+            "not a SQL URL",
+        ),
+        ("registry = \"raft\"", "not one of"),
+        (
+            "registry = \"derived\"\nderive = \"mac\"",
+            "hostname, ip, statefulset",
+        ),
+        ("registry = \"file\"\nurl = \"etcd://x\"", "worker.path"),
+    ] {
+        std::fs::write(&file, format!("[worker]\n{toml}\n")).unwrap();
+        let err = Config::load(Some(&file), Vec::new())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(expect), "{toml}: {err}");
+    }
+}
