@@ -105,6 +105,22 @@ fn row<'a>(dom: &'a str, attr: &str) -> &'a str {
     &dom[start..start + len]
 }
 
+/// The element with attribute `attr` through the end of its tag's name's closing tag.
+fn block<'a>(dom: &'a str, attr: &str) -> &'a str {
+    let at = dom
+        .find(attr)
+        .unwrap_or_else(|| panic!("no element with {attr} in the DOM:\n{dom}"));
+    let start = dom[..at].rfind('<').expect("element opens");
+    let name: String = dom[start + 1..]
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect();
+    let len = dom[start..]
+        .find(&format!("</{name}>"))
+        .expect("element closes");
+    &dom[start..start + len]
+}
+
 /// The text of the element with `data-field="field"` in `html`.
 fn field<'a>(html: &'a str, field: &str) -> &'a str {
     let at = html
@@ -218,6 +234,27 @@ async fn the_dashboard_shows_real_values_in_headless_chromium() {
         }
         assert_eq!(field(r, "ready"), "ready", "{r}");
     }
+    // What a generator reports as an object (its worker lease, once leases exist) is drawn
+    // as a block of its own, with the lease's identity as the server reports it.
+    for g in generators {
+        let name = g["name"].as_str().expect("name");
+        for (key, value) in g.as_object().expect("generator object") {
+            if !value.is_object() {
+                continue;
+            }
+            let section = block(&dom, &format!("data-section=\"{name}.{key}\""));
+            for f in ["worker_id", "state", "holder"] {
+                let Some(v) = value.get(f) else { continue };
+                let want = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+                assert_eq!(
+                    digits(field(section, f)),
+                    want,
+                    "{name}.{key}.{f}: {section}"
+                );
+            }
+        }
+    }
+
     let snowflake = row(&dom, "data-generator=\"snowflake\"");
     assert_eq!(field(snowflake, "layout"), "twitter");
     assert_eq!(digits(field(snowflake, "issued")), "5", "{snowflake}");

@@ -13,6 +13,9 @@
     "refills", "starved",
   ]);
   const STATUS_KEYS = new Set(["generators", "segment_buffers"]);
+  // Of an object a generator reports (its worker lease, say), the fields worth a glance in
+  // its row; the whole object is drawn under "Workers, leases and clocks".
+  const SUMMARY_FIELDS = new Set(["worker_id", "state", "ready", "epoch", "registry"]);
 
   // Totals of snowdrift_ids_issued_total by generator at the previous refresh, for rates.
   let previous = null;
@@ -50,6 +53,8 @@
   function formatAny(key, value) {
     if (value === null || value === undefined) return "–";
     if (typeof value === "number") {
+      // Milliseconds since 1970 (after 2001): a time of day, not a count.
+      if (/_ms$/.test(key) && value > 1e12) return new Date(value).toISOString().replace("T", " ").replace("Z", " UTC");
       if (/_ms$/.test(key)) return `${rateFormat.format(value)} ms`;
       if (/_(s|secs|seconds)$/.test(key)) return `${rateFormat.format(value)} s`;
       return Number.isInteger(value) ? intFormat.format(value) : rateFormat.format(value);
@@ -117,7 +122,8 @@
       const where = g.layout !== undefined ? g.layout : g.tag;
       const ready = readiness.get(name);
       const extra = flatten(Object.fromEntries(
-        Object.entries(g).filter(([k]) => !GENERATOR_COLUMNS.has(k))), "", []);
+        Object.entries(g).filter(([k]) => !GENERATOR_COLUMNS.has(k))), "", [])
+        .filter(([k, v]) => !Array.isArray(v) && (!k.includes(".") || SUMMARY_FIELDS.has(k.split(".").pop())));
       return el("tr", { "data-generator": name },
         el("td", { "data-field": "name" }, name),
         el("td", { "data-field": "kind" }, formatAny("kind", g.kind)),
@@ -162,39 +168,68 @@
     byId("buffers-empty").hidden = rows.length > 0;
   }
 
-  // Whatever else the status reports (a worker lease, peers' clock offsets...), drawn by its
-  // shape: a list of objects as a table, an object as key/value pairs, a scalar as a line.
+  const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+  const isTable = (v) => Array.isArray(v) && v.length > 0 && v.every(isObject);
+
+  // Scalars of `obj` (nested objects flattened, lists left out: they get tables).
+  function scalars(obj) {
+    return flatten(obj, "", []).filter(([, v]) => !Array.isArray(v));
+  }
+
+  // A list of objects as a table, one column per field any of them has.
+  function table(section, list) {
+    const rows = list.map((v) => new Map(scalars(v)));
+    const columns = [...new Set(rows.flatMap((r) => [...r.keys()]))];
+    return el("table", { "data-section": section },
+      el("thead", {}, el("tr", {}, ...columns.map((c) => el("th", {}, c)))),
+      el("tbody", {}, ...rows.map((r) =>
+        el("tr", {}, ...columns.map((c) => el("td", { "data-field": c }, formatAny(c, r.get(c))))))));
+  }
+
+  // Times a lease reports against its own clock (`now_ms`), as distances a person can read.
+  function derived(obj) {
+    const out = [];
+    if (typeof obj.now_ms === "number") {
+      if (typeof obj.deadline_ms === "number") out.push(["lease left", `${rateFormat.format((obj.deadline_ms - obj.now_ms) / 1000)} s`]);
+      if (typeof obj.mark_ms === "number") out.push(["mark ahead", `${rateFormat.format((obj.mark_ms - obj.now_ms) / 1000)} s`]);
+    }
+    return out;
+  }
+
+  // An object as key/value pairs, then a table for each list of objects inside it.
+  function block(section, title, obj) {
+    const dl = el("dl", { class: "kv", "data-section": section });
+    for (const [k, v] of derived(obj)) dl.append(el("dt", {}, k), el("dd", { "data-field": k }, v));
+    for (const [k, v] of scalars(obj)) dl.append(el("dt", {}, k), el("dd", { "data-field": k }, formatAny(k, v)));
+    for (const [k, v] of Object.entries(obj)) {
+      if (Array.isArray(v) && v.length === 0) dl.append(el("dt", {}, k), el("dd", { "data-field": k }, "none"));
+    }
+    const parts = [el("h3", {}, title), dl];
+    for (const [k, v] of Object.entries(obj)) {
+      if (isTable(v)) parts.push(el("h3", {}, `${title}: ${k}`), table(`${section}.${k}`, v));
+    }
+    return parts;
+  }
+
+  // Worker leases and clock offsets, in whatever shape the server reports them: an object
+  // field of a generator (such as its `worker` lease with `peers`) or a top-level field of the
+  // status. Nothing here names a field the page needs, so a server without leases shows a
+  // note, and one with new fields shows them.
   function renderWorkers(status, generators) {
-    const box = byId("workers");
     const parts = [];
-    for (const [key, value] of Object.entries(status)) {
-      if (STATUS_KEYS.has(key)) continue;
-      parts.push(el("h3", {}, key));
-      if (Array.isArray(value) && value.every((v) => v && typeof v === "object")) {
-        const rows = value.map((v) => flatten(v, "", []));
-        const columns = [...new Set(rows.flatMap((r) => r.map(([k]) => k)))];
-        parts.push(el("table", { "data-section": key },
-          el("thead", {}, el("tr", {}, ...columns.map((c) => el("th", {}, c)))),
-          el("tbody", {}, ...rows.map((r) => {
-            const m = new Map(r);
-            return el("tr", {}, ...columns.map((c) => el("td", { "data-field": c }, formatAny(c, m.get(c)))));
-          }))));
-      } else if (value && typeof value === "object" && !Array.isArray(value)) {
-        const dl = el("dl", { class: "kv", "data-section": key });
-        for (const [k, v] of flatten(value, "", [])) dl.append(el("dt", {}, k), el("dd", { "data-field": k }, formatAny(k, v)));
-        parts.push(dl);
-      } else {
-        parts.push(el("p", { "data-section": key }, formatAny(key, value)));
+    for (const g of generators) {
+      for (const [key, value] of Object.entries(g)) {
+        if (isObject(value)) parts.push(...block(`${g.name}.${key}`, `${g.name}: ${key}`, value));
+        else if (isTable(value)) parts.push(el("h3", {}, `${g.name}: ${key}`), table(`${g.name}.${key}`, value));
       }
     }
-    // Leases and offsets reported per generator are in its Details; say so here too.
-    const perGenerator = generators.filter((g) =>
-      Object.keys(g).some((k) => /lease|worker|offset|clock/i.test(k)));
-    if (perGenerator.length) {
-      parts.push(el("p", { class: "muted" },
-        `Leases and clock offsets of ${perGenerator.map((g) => g.name).join(", ")} are in their Details above.`));
+    for (const [key, value] of Object.entries(status)) {
+      if (STATUS_KEYS.has(key)) continue;
+      if (isObject(value)) parts.push(...block(key, key, value));
+      else if (isTable(value)) parts.push(el("h3", {}, key), table(key, value));
+      else parts.push(el("h3", {}, key), el("p", { "data-section": key }, formatAny(key, value)));
     }
-    box.replaceChildren(...parts);
+    byId("workers").replaceChildren(...parts);
     byId("workers-empty").hidden = parts.length > 0;
   }
 
