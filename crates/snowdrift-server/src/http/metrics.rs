@@ -11,6 +11,7 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use super::AppState;
 use crate::config::Kind;
+use crate::source::{SnowflakeSource, Source};
 
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
@@ -82,9 +83,48 @@ pub async fn render(State(state): State<Arc<AppState>>) -> Response {
         metrics::gauge!("snowdrift_segment_refills_total", &labels).set(st.pushed as f64);
         metrics::gauge!("snowdrift_segment_starved_total", &labels).set(st.starved as f64);
     }
+    for (name, source) in state.generators.configured() {
+        if let Source::Snowflake(s) = source {
+            snowflake_gauges(name, s);
+        }
+    }
     (
         [("content-type", "text/plain; version=0.0.4")],
         handle.render(),
     )
         .into_response()
+}
+
+/// A snowflake generator's lease, clock and layout, read at scrape time.
+fn snowflake_gauges(name: &str, s: &SnowflakeSource) {
+    let labels = [("generator", name.to_string())];
+    let secs = |ms: i128| ms as f64 / 1000.0;
+    if let Some(w) = s.worker() {
+        let now = i128::from(w.now_ms);
+        metrics::gauge!("snowdrift_worker_ready", &labels).set(f64::from(u8::from(w.is_ready())));
+        if let Some(id) = w.worker_id {
+            metrics::gauge!("snowdrift_worker_id", &labels).set(id as f64);
+        }
+        // Each epoch after the first began with a lost lease regained.
+        metrics::gauge!("snowdrift_worker_lease_losses_total", &labels)
+            .set(w.epoch.saturating_sub(1) as f64);
+        metrics::gauge!("snowdrift_worker_lease_seconds_left", &labels)
+            .set(secs((i128::from(w.deadline_ms) - now).max(0)));
+        metrics::gauge!("snowdrift_worker_mark_ahead_seconds", &labels)
+            .set(secs(i128::from(w.mark_ms) - now));
+        let worst = w
+            .peers
+            .iter()
+            .map(|p| p.ahead_ms.unsigned_abs())
+            .max()
+            .unwrap_or(0);
+        metrics::gauge!("snowdrift_clock_offset_to_peers_max_seconds", &labels)
+            .set(worst as f64 / 1000.0);
+        let end = i128::from(s.layout().lifetime().end_ms);
+        metrics::gauge!("snowdrift_layout_days_left", &labels)
+            .set(((end - now) as f64 / 86_400_000.0).max(0.0));
+    }
+    if let Some(lead) = s.lead() {
+        metrics::gauge!("snowdrift_borrowed_seconds", &labels).set(lead.as_secs_f64());
+    }
 }

@@ -50,6 +50,13 @@ impl SnowflakeSource {
         self.read().as_ref().map(WorkerNode::status)
     }
 
+    /// How far the generator runs ahead of its clock by borrowing future ticks.
+    pub fn lead(&self) -> Option<Duration> {
+        self.read()
+            .as_ref()
+            .map(|node| node.epoch().generator().lead())
+    }
+
     /// Stops issuing, writes the final high-water mark and releases the worker ID.
     pub async fn shutdown(&self) -> Result<(), snowdrift_store::Error> {
         let node = self.node.write().unwrap_or_else(|e| e.into_inner()).take();
