@@ -48,9 +48,21 @@ impl TokenHash {
         Self(Sha256::digest(token.as_bytes()).into())
     }
 
-    /// The raw digest, for constant-time comparison.
+    /// The raw digest.
     pub fn as_bytes(&self) -> &[u8; 32] {
         &self.0
+    }
+
+    /// The digest as four words: constant-time comparison costs a fixed amount per element,
+    /// so four words compare about eight times faster than 32 bytes.
+    pub fn words(&self) -> [u64; 4] {
+        let mut words = [0u64; 4];
+        for (word, bytes) in words.iter_mut().zip(self.0.chunks_exact(8)) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(bytes);
+            *word = u64::from_le_bytes(b);
+        }
+        words
     }
 }
 
@@ -125,6 +137,14 @@ mod tests {
         let upper = h.to_string().to_uppercase().replace("SHA256:", "sha256:");
         assert_eq!(upper.parse::<TokenHash>(), Ok(h));
         assert_ne!(TokenHash::of("abd"), h);
+        assert_eq!(
+            h.words()[0],
+            u64::from_le_bytes([0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea])
+        );
+        assert_eq!(
+            h.words()[3],
+            u64::from_le_bytes([0xb4, 0x10, 0xff, 0x61, 0xf2, 0x00, 0x15, 0xad])
+        );
     }
 
     #[test]
