@@ -6,6 +6,8 @@ use anyhow::{Context, Result, bail};
 use snowdrift_core::codec::Format;
 use snowdrift_core::generator::SnowflakeGenerator;
 
+mod leased;
+
 use crate::layout_args::LayoutArgs;
 use crate::store_args::StoreArgs;
 
@@ -30,14 +32,15 @@ pub enum Kind {
 ///
 /// Snowflake IDs are made in this process with the node ID from --worker. Two processes
 /// using the same --worker in the same millisecond can produce the same ID: give each
-/// process its own --worker, or ask a running `snowdrift serve`, which holds a lease on its
-/// worker ID.
+/// process its own --worker, run under a lease with --registry URL (the worker ID is
+/// claimed on the registry, issuing stops if the lease is lost, and a restart waits until
+/// its clock passes the ID's high-water mark), or ask a running `snowdrift serve`.
 ///
 /// Segment IDs (--kind segment --tag T --store URL) are claimed from the store a segment
 /// at a time, so any number of processes can take IDs of one tag at once without repeats.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  snowdrift next -n 5\n  snowdrift next --layout sonyflake --worker 7 --format base62\n  snowdrift next --bits time:39,worker:12,seq:12 --unit 10ms --epoch 2024-01-01\n  snowdrift next --kind uuid7 -n 3\n  snowdrift next --kind segment --tag order --store sqlite://snowdrift.db -n 100"
+    after_help = "Examples:\n  snowdrift next -n 5\n  snowdrift next --layout sonyflake --worker 7 --format base62\n  snowdrift next --bits time:39,worker:12,seq:12 --unit 10ms --epoch 2024-01-01\n  snowdrift next --kind uuid7 -n 3\n  snowdrift next --kind segment --tag order --store sqlite://snowdrift.db -n 100\n  snowdrift next --registry postgres://root@127.0.0.1/test -n 1000000 --threads 2\n  snowdrift next --registry file:///var/lib/snowdrift --worker-source static --worker 3"
 )]
 pub struct Args {
     /// How many IDs to print.
@@ -50,8 +53,9 @@ pub struct Args {
     layout: LayoutArgs,
     /// Node ID: all node fields' bits together, high field first (for twitter,
     /// datacenter * 32 + worker). Must fit the layout's node bits.
-    #[arg(long, default_value_t = 0, value_name = "N")]
-    worker: u64,
+    /// Default 0; under --registry, the static worker ID to claim.
+    #[arg(long, value_name = "N")]
+    worker: Option<u64>,
     /// Output of 64-bit IDs: decimal, hex, base62, crockford32, sqids or friendly.
     #[arg(long, value_name = "FMT")]
     format: Option<Format>,
@@ -60,12 +64,27 @@ pub struct Args {
     tag: Option<String>,
     #[command(flatten)]
     store: StoreArgs,
+    #[command(flatten)]
+    lease: leased::LeaseArgs,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     if args.count == 0 {
         bail!("--count must be at least 1");
+    }
+    if args.lease.registry.is_some() {
+        // Before stdout is locked below: the generating threads write to it themselves.
+        if args.kind != Kind::Snowflake {
+            bail!(
+                "--registry leases a worker ID for snowflake IDs; drop it for --kind {:?}",
+                args.kind
+            );
+        }
+        let (layout, name) = args.layout.resolve(None)?;
+        let format = args.format.unwrap_or(Format::Decimal);
+        return leased::print(&args.lease, args.worker, layout, format, args.count)
+            .with_context(|| format!("generating {name} IDs under a lease"));
     }
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
@@ -90,7 +109,7 @@ pub fn run(args: Args) -> Result<()> {
     let (layout, name) = args.layout.resolve(None)?;
     let clock = crate::clock::process_clock()?;
     let generator = SnowflakeGenerator::builder(layout.clone())
-        .node_id(args.worker)
+        .node_id(args.worker.unwrap_or(0))
         .context("--worker")?
         .build(clock)?;
     let codec = args.format.unwrap_or(Format::Decimal).codec(&layout);
