@@ -285,6 +285,15 @@ async fn configured_segment_generator_health_and_metrics() {
         text.contains("snowdrift_request_duration_seconds"),
         "{text}"
     );
+    for gauge in [
+        "snowdrift_worker_ready{generator=\"sf\"} 1",
+        "snowdrift_worker_lease_seconds_left",
+        "snowdrift_worker_mark_ahead_seconds",
+        "snowdrift_layout_days_left{generator=\"sf\"}",
+        "snowdrift_borrowed_seconds",
+    ] {
+        assert!(text.contains(gauge), "{gauge}: {text}");
+    }
     let (status, v) = s.json("/v1/generators").await;
     assert_eq!(status, 200);
     assert_eq!(v["generators"].as_array().unwrap().len(), 2, "{v}");
