@@ -40,7 +40,7 @@ pub fn run(load: Load) -> Result<()> {
     if load.connections == 0 || load.connections > 10_000 {
         bail!("--connections must be between 1 and 10000");
     }
-    if load.rate.is_some_and(|r| !(r > 0.0)) {
+    if load.rate.is_some_and(|r| r.is_nan() || r <= 0.0) {
         bail!("--rate must be above 0 requests per second");
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
