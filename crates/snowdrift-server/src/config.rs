@@ -55,6 +55,10 @@ pub struct Config {
 pub struct ServerConfig {
     /// Address to listen on.
     pub listen: SocketAddr,
+    /// Address of the Redis-protocol (RESP) listener, where `INCR name` issues IDs; off
+    /// when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resp_listen: Option<SocketAddr>,
     /// Allow listening on a non-loopback address without auth.
     pub insecure_bind: bool,
     /// How long shutdown waits for in-flight requests.
@@ -66,6 +70,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            resp_listen: None,
             insecure_bind: false,
             shutdown_timeout: Duration::from_secs(10),
         }
@@ -449,6 +454,18 @@ impl Config {
                 self.server.listen
             )));
         }
+        if let Some(resp) = self.server.resp_listen
+            && !resp.ip().is_loopback()
+            && !self.server.insecure_bind
+            && !auth_on
+        {
+            return Err(ConfigError::new(format!(
+                "server.resp_listen: {resp} is reachable from other machines and auth is off \
+                 (no [[auth.token]] is configured); listen on 127.0.0.1, add tokens (snowdrift \
+                 token create), or set server.insecure_bind = true (--insecure-bind) if the \
+                 network is trusted"
+            )));
+        }
         self.worker.lease_plan().map_err(ConfigError::new)?;
         let mut seen = BTreeMap::new();
         let mut lease_names = BTreeMap::new();
@@ -789,6 +806,35 @@ mod tests {
         )
         .unwrap();
         assert!(c.server.insecure_bind);
+    }
+
+    #[test]
+    fn resp_listen_is_off_by_default_and_loopback_only_without_auth() {
+        assert_eq!(
+            Config::load(None, Vec::new()).unwrap().server.resp_listen,
+            None
+        );
+        let c = load("[server]\nresp_listen = \"127.0.0.1:6380\"\n", &[]).unwrap();
+        assert_eq!(c.server.resp_listen.map(|a| a.port()), Some(6380));
+        assert!(
+            c.to_masked_toml()
+                .contains("resp_listen = \"127.0.0.1:6380\"")
+        );
+        let c = load("", &[("SNOWDRIFT_SERVER__RESP_LISTEN", "127.0.0.1:7000")]).unwrap();
+        assert_eq!(c.server.resp_listen.map(|a| a.port()), Some(7000));
+        let e = load("[server]\nresp_listen = \"0.0.0.0:6380\"\n", &[]).unwrap_err();
+        assert!(
+            e.to_string().contains("server.resp_listen") && e.to_string().contains("insecure_bind"),
+            "{e}"
+        );
+        let e = load("[server]\nresp_listen = \"localhost\"\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("resp_listen"), "{e}");
+        let c = load(
+            "[server]\nresp_listen = \"0.0.0.0:6380\"\ninsecure_bind = true\n",
+            &[],
+        )
+        .unwrap();
+        assert!(c.server.resp_listen.is_some_and(|a| !a.ip().is_loopback()));
     }
 
     #[test]
