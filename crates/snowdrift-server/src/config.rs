@@ -59,6 +59,13 @@ pub struct ServerConfig {
     /// when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resp_listen: Option<SocketAddr>,
+    /// PEM certificate chain: with `tls_key`, the listener speaks TLS (HTTP/1.1 and HTTP/2,
+    /// so gRPC too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// PEM private key of `tls_cert`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_key: Option<std::path::PathBuf>,
     /// Allow listening on a non-loopback address without auth.
     pub insecure_bind: bool,
     /// How long shutdown waits for in-flight requests.
@@ -71,6 +78,8 @@ impl Default for ServerConfig {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             resp_listen: None,
+            tls_cert: None,
+            tls_key: None,
             insecure_bind: false,
             shutdown_timeout: Duration::from_secs(10),
         }
@@ -465,6 +474,12 @@ impl Config {
                  token create), or set server.insecure_bind = true (--insecure-bind) if the \
                  network is trusted"
             )));
+        }
+        if self.server.tls_cert.is_some() != self.server.tls_key.is_some() {
+            return Err(ConfigError::new(
+                "server.tls_cert and server.tls_key go together: give both for TLS, or neither"
+                    .into(),
+            ));
         }
         self.worker.lease_plan().map_err(ConfigError::new)?;
         let mut seen = BTreeMap::new();

@@ -24,6 +24,7 @@ pub mod grpc;
 pub mod http;
 pub mod layout;
 pub mod source;
+pub mod tls;
 
 use std::future::{Future, IntoFuture};
 use std::sync::Arc;
@@ -41,6 +42,7 @@ pub struct Server {
     max_body: usize,
     max_stream: u64,
     shutdown_timeout: std::time::Duration,
+    tls: Option<tls::Tls>,
 }
 
 impl Server {
@@ -49,6 +51,10 @@ impl Server {
     pub async fn start(config: &Config) -> Result<Self, StartError> {
         http::install_recorder();
         let auth = auth::Auth::from_config(&config.auth)?;
+        let tls = match (&config.server.tls_cert, &config.server.tls_key) {
+            (Some(cert), Some(key)) => Some(tls::acceptor(cert, key)?),
+            _ => None,
+        };
         let generators = Generators::build(config).await?;
         Ok(Self {
             state: Arc::new(AppState {
@@ -59,6 +65,7 @@ impl Server {
             max_body: config.limits.max_body,
             max_stream: config.limits.max_stream,
             shutdown_timeout: config.server.shutdown_timeout,
+            tls,
         })
     }
 
@@ -84,9 +91,19 @@ pub async fn run(
         shutdown.await;
         let _ = stopping_tx.send(());
     };
-    let serving = axum::serve(listener, app)
-        .with_graceful_shutdown(signal)
-        .into_future();
+    let serving: std::pin::Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> =
+        match server.tls.clone() {
+            Some(acceptor) => Box::pin(
+                axum::serve(tls::TlsListener::new(listener, acceptor)?, app)
+                    .with_graceful_shutdown(signal)
+                    .into_future(),
+            ),
+            None => Box::pin(
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(signal)
+                    .into_future(),
+            ),
+        };
     tokio::pin!(serving);
     let served = tokio::select! {
         served = &mut serving => served,
