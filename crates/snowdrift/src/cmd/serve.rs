@@ -27,6 +27,12 @@ pub struct Args {
     /// redis://..., zookeeper://...
     #[arg(long, value_name = "URL")]
     store: Option<String>,
+    /// PEM certificate chain for TLS (server.tls_cert); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key for TLS (server.tls_key); needs --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// Allow a non-loopback listen address although auth is off (server.insecure_bind).
     #[arg(long)]
     insecure_bind: bool,
@@ -71,6 +77,10 @@ fn load(args: &Args) -> Result<Config> {
     if let Some(store) = &args.store {
         env.push(("SNOWDRIFT_STORE__URL".into(), store.clone()));
     }
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        env.push(("SNOWDRIFT_SERVER__TLS_CERT".into(), cert.display().to_string()));
+        env.push(("SNOWDRIFT_SERVER__TLS_KEY".into(), key.display().to_string()));
+    }
     if args.insecure_bind {
         env.push(("SNOWDRIFT_SERVER__INSECURE_BIND".into(), "true".into()));
     }
@@ -85,7 +95,8 @@ async fn serve(config: Config) -> Result<()> {
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "snowdrift serving");
     // Scripts (and tests binding port 0) read the address from this line.
-    eprintln!("snowdrift: listening on http://{addr}");
+    let scheme = if config.server.tls_cert.is_some() { "https" } else { "http" };
+    eprintln!("snowdrift: listening on {scheme}://{addr}");
     snowdrift_server::run(listener, server, shutdown_signal()).await?;
     tracing::info!("snowdrift stopped");
     Ok(())
