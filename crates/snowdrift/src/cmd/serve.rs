@@ -78,8 +78,14 @@ fn load(args: &Args) -> Result<Config> {
         env.push(("SNOWDRIFT_STORE__URL".into(), store.clone()));
     }
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
-        env.push(("SNOWDRIFT_SERVER__TLS_CERT".into(), cert.display().to_string()));
-        env.push(("SNOWDRIFT_SERVER__TLS_KEY".into(), key.display().to_string()));
+        env.push((
+            "SNOWDRIFT_SERVER__TLS_CERT".into(),
+            cert.display().to_string(),
+        ));
+        env.push((
+            "SNOWDRIFT_SERVER__TLS_KEY".into(),
+            key.display().to_string(),
+        ));
     }
     if args.insecure_bind {
         env.push(("SNOWDRIFT_SERVER__INSECURE_BIND".into(), "true".into()));
@@ -95,7 +101,11 @@ async fn serve(config: Config) -> Result<()> {
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "snowdrift serving");
     // Scripts (and tests binding port 0) read the address from this line.
-    let scheme = if config.server.tls_cert.is_some() { "https" } else { "http" };
+    let scheme = if config.server.tls_cert.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     eprintln!("snowdrift: listening on {scheme}://{addr}");
     snowdrift_server::run(listener, server, shutdown_signal()).await?;
     tracing::info!("snowdrift stopped");
