@@ -1,0 +1,84 @@
+//! One client connection: read what the client sent, answer every complete request in it,
+//! write the answers at once, repeat; close on a protocol error (after saying why), on
+//! `QUIT`, or when the server stops.
+//!
+//! Memory per connection is bounded: the input holds at most one unfinished request
+//! (which the frame parser bounds) plus one read, and the output is written out whenever
+//! it passes [`OUTPUT_FLUSH`].
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+use super::frame::{self, LIMITS};
+use super::refusal::Refusal;
+use super::session::{Flow, Session};
+
+/// Bytes asked of the socket per read.
+const READ_SIZE: usize = 16 * 1024;
+
+/// Output past this is written before more requests are answered, so a long pipeline
+/// costs no more memory than a short one.
+const OUTPUT_FLUSH: usize = 64 * 1024;
+
+/// Serves `session` on `stream` until the client leaves, a protocol error, `QUIT`, or
+/// `stop` turning true (or its sender going away). Requests received in full before the
+/// stop are answered; a connection waiting for a request closes at once.
+pub async fn serve(mut stream: TcpStream, mut session: Session, mut stop: watch::Receiver<bool>) {
+    let mut input: Vec<u8> = Vec::with_capacity(READ_SIZE);
+    let mut output: Vec<u8> = Vec::with_capacity(READ_SIZE);
+    loop {
+        let (used, close) = answer(&input, &mut session, &mut output, &mut stream).await;
+        input.drain(..used);
+        if stream.write_all(&output).await.is_err() {
+            return;
+        }
+        output.clear();
+        if close || *stop.borrow() {
+            let _ = stream.shutdown().await;
+            return;
+        }
+        input.reserve(READ_SIZE);
+        tokio::select! {
+            read = stream.read_buf(&mut input) => match read {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            },
+            // Whether the server stops or its listener is gone, nothing is in flight here.
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// Answers every complete request at the front of `input` into `output` (writing it out
+/// when it grows past [`OUTPUT_FLUSH`]): how many bytes of `input` were used, and whether
+/// to close.
+async fn answer(
+    input: &[u8],
+    session: &mut Session,
+    output: &mut Vec<u8>,
+    stream: &mut TcpStream,
+) -> (usize, bool) {
+    let mut used = 0;
+    loop {
+        let request = match frame::parse(&input[used..], &LIMITS) {
+            Ok(Some(request)) => request,
+            Ok(None) => return (used, false),
+            Err(e) => {
+                tracing::debug!(error = %e, "RESP protocol error; closing the connection");
+                Refusal::err(format!("Protocol error: {e}")).write(output);
+                return (used, true);
+            }
+        };
+        used += request.len;
+        if !request.args.is_empty() && session.execute(&request.args, output).await == Flow::Close {
+            return (used, true);
+        }
+        if output.len() >= OUTPUT_FLUSH {
+            if stream.write_all(output).await.is_err() {
+                return (used, true);
+            }
+            output.clear();
+        }
+    }
+}
