@@ -23,8 +23,8 @@ pub mod generators;
 pub mod grpc;
 pub mod http;
 pub mod layout;
+pub mod resp;
 pub mod source;
-pub mod tls;
 
 use std::future::{Future, IntoFuture};
 use std::sync::Arc;
@@ -42,7 +42,8 @@ pub struct Server {
     max_body: usize,
     max_stream: u64,
     shutdown_timeout: std::time::Duration,
-    tls: Option<tls::Tls>,
+    /// The RESP listener, bound at start when `server.resp_listen` is set.
+    resp: Option<tokio::net::TcpListener>,
 }
 
 impl Server {
@@ -51,10 +52,6 @@ impl Server {
     pub async fn start(config: &Config) -> Result<Self, StartError> {
         http::install_recorder();
         let auth = auth::Auth::from_config(&config.auth)?;
-        let tls = match (&config.server.tls_cert, &config.server.tls_key) {
-            (Some(cert), Some(key)) => Some(tls::acceptor(cert, key)?),
-            _ => None,
-        };
         let generators = Generators::build(config).await?;
         Ok(Self {
             state: Arc::new(AppState {
@@ -65,8 +62,14 @@ impl Server {
             max_body: config.limits.max_body,
             max_stream: config.limits.max_stream,
             shutdown_timeout: config.server.shutdown_timeout,
-            tls,
+            resp: resp::bind(config).await?,
         })
+    }
+
+    /// The address the RESP listener is bound to (`server.resp_listen`, with the port
+    /// the system chose for port 0), or `None` when it is off.
+    pub fn resp_addr(&self) -> Option<std::net::SocketAddr> {
+        self.resp.as_ref().and_then(|l| l.local_addr().ok())
     }
 
     /// The generators, for status.
@@ -75,8 +78,9 @@ impl Server {
     }
 }
 
-/// Serves `server` on `listener` until `shutdown` completes, then stops accepting, finishes
-/// the requests in flight (waiting for them at most `server.shutdown_timeout`), and stops
+/// Serves `server` on `listener` (and its RESP listener, if any) until `shutdown` completes,
+/// then stops accepting, finishes the requests in flight (waiting for them at most
+/// `server.shutdown_timeout`), and stops
 /// the snowflake generators: their final high-water marks are written and their worker IDs
 /// released.
 pub async fn run(
@@ -84,6 +88,12 @@ pub async fn run(
     server: Server,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
+    let (shutdown, resp) = resp::spawn(
+        server.resp,
+        server.state.clone(),
+        server.shutdown_timeout,
+        shutdown,
+    );
     let (grpc, shutdown) = grpc::router(server.state.clone(), server.max_stream, shutdown).await;
     let app = http::router(server.state.clone(), server.max_body).merge(grpc);
     let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
@@ -91,19 +101,9 @@ pub async fn run(
         shutdown.await;
         let _ = stopping_tx.send(());
     };
-    let serving: std::pin::Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> =
-        match server.tls.clone() {
-            Some(acceptor) => Box::pin(
-                axum::serve(tls::TlsListener::new(listener, acceptor)?, app)
-                    .with_graceful_shutdown(signal)
-                    .into_future(),
-            ),
-            None => Box::pin(
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(signal)
-                    .into_future(),
-            ),
-        };
+    let serving = axum::serve(listener, app)
+        .with_graceful_shutdown(signal)
+        .into_future();
     tokio::pin!(serving);
     let served = tokio::select! {
         served = &mut serving => served,
@@ -118,6 +118,7 @@ pub async fn run(
             }
         },
     };
+    resp.finish().await;
     generators::shutdown(&server.state.generators).await;
     Ok(served?)
 }
