@@ -25,6 +25,7 @@ pub mod http;
 pub mod layout;
 pub mod resp;
 pub mod source;
+pub mod tls;
 
 use std::future::{Future, IntoFuture};
 use std::sync::Arc;
@@ -44,6 +45,7 @@ pub struct Server {
     shutdown_timeout: std::time::Duration,
     /// The RESP listener, bound at start when `server.resp_listen` is set.
     resp: Option<tokio::net::TcpListener>,
+    tls: Option<tls::Tls>,
 }
 
 impl Server {
@@ -52,6 +54,10 @@ impl Server {
     pub async fn start(config: &Config) -> Result<Self, StartError> {
         http::install_recorder();
         let auth = auth::Auth::from_config(&config.auth)?;
+        let tls = match (&config.server.tls_cert, &config.server.tls_key) {
+            (Some(cert), Some(key)) => Some(tls::acceptor(cert, key)?),
+            _ => None,
+        };
         let generators = Generators::build(config).await?;
         Ok(Self {
             state: Arc::new(AppState {
@@ -63,6 +69,7 @@ impl Server {
             max_stream: config.limits.max_stream,
             shutdown_timeout: config.server.shutdown_timeout,
             resp: resp::bind(config).await?,
+            tls,
         })
     }
 
@@ -101,9 +108,19 @@ pub async fn run(
         shutdown.await;
         let _ = stopping_tx.send(());
     };
-    let serving = axum::serve(listener, app)
-        .with_graceful_shutdown(signal)
-        .into_future();
+    let serving: std::pin::Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> =
+        match server.tls.clone() {
+            Some(acceptor) => Box::pin(
+                axum::serve(tls::TlsListener::new(listener, acceptor)?, app)
+                    .with_graceful_shutdown(signal)
+                    .into_future(),
+            ),
+            None => Box::pin(
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(signal)
+                    .into_future(),
+            ),
+        };
     tokio::pin!(serving);
     let served = tokio::select! {
         served = &mut serving => served,
