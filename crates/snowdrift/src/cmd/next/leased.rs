@@ -170,7 +170,8 @@ fn issue<C: snowdrift_core::clock::Clock + Clone + 'static>(
     let codec = format.codec(layout);
     let stdout = std::io::stdout();
     let mut buf = Vec::with_capacity(64 * CHUNK as usize);
-    let mut refused: Option<String> = None;
+    // The kind of the latest refusal, so a long one is reported once, not every retry.
+    let mut refused: Option<std::mem::Discriminant<snowdrift_core::Error>> = None;
     loop {
         let want = match left.fetch_update(Ordering::AcqRel, Ordering::Acquire, |l| {
             l.checked_sub(l.min(CHUNK)).filter(|_| l > 0)
@@ -200,10 +201,10 @@ fn issue<C: snowdrift_core::clock::Clock + Clone + 'static>(
                     got += block.len();
                 }
                 Err(e) => {
-                    let text = e.to_string();
-                    if refused.as_deref() != Some(text.as_str()) {
-                        eprintln!("snowdrift: thread {thread}: {text}");
-                        refused = Some(text);
+                    let kind = std::mem::discriminant(&e);
+                    if refused != Some(kind) {
+                        eprintln!("snowdrift: thread {thread}: {e}");
+                        refused = Some(kind);
                     }
                     std::thread::sleep(Duration::from_millis(5));
                 }
