@@ -6,6 +6,8 @@
 //! (which the frame parser bounds) plus one read, and the output is written out whenever
 //! it passes [`OUTPUT_FLUSH`].
 
+use std::time::Duration;
+
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
@@ -21,6 +23,14 @@ const READ_SIZE: usize = 16 * 1024;
 /// costs no more memory than a short one.
 const OUTPUT_FLUSH: usize = 64 * 1024;
 
+/// After the last reply of a closing connection, how long and how much of what the client
+/// still sends is read and dropped. Closing a socket with unread input makes the kernel
+/// send a reset, which can destroy the reply (the protocol error's explanation) before the
+/// client reads it.
+const LINGER: Duration = Duration::from_secs(1);
+/// The most bytes [`linger`] reads and drops.
+const LINGER_BYTES: usize = 1024 * 1024;
+
 /// Serves `session` on `stream` until the client leaves, a protocol error, `QUIT`, or
 /// `stop` turning true (or its sender going away). Requests received in full before the
 /// stop are answered; a connection waiting for a request closes at once.
@@ -34,7 +44,11 @@ pub async fn serve(mut stream: TcpStream, mut session: Session, mut stop: watch:
             return;
         }
         output.clear();
-        if close || *stop.borrow() {
+        if close {
+            linger(stream, stop).await;
+            return;
+        }
+        if *stop.borrow() {
             let _ = stream.shutdown().await;
             return;
         }
@@ -80,5 +94,27 @@ async fn answer(
             }
             output.clear();
         }
+    }
+}
+
+/// Ends the connection: the write side now, the read side once the client has closed its
+/// own, [`LINGER`] / [`LINGER_BYTES`] have passed, or the server stops.
+async fn linger(mut stream: TcpStream, mut stop: watch::Receiver<bool>) {
+    if stream.shutdown().await.is_err() {
+        return;
+    }
+    let mut sink = vec![0u8; READ_SIZE];
+    let mut dropped = 0;
+    let drain = async {
+        while dropped < LINGER_BYTES {
+            match stream.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => dropped += n,
+            }
+        }
+    };
+    tokio::select! {
+        _ = tokio::time::timeout(LINGER, drain) => {}
+        _ = stop.wait_for(|stopping| *stopping) => {}
     }
 }
