@@ -34,9 +34,13 @@ pub enum ClockKind {
 /// With --target URL: --connections connections GET the URL for --duration, each with one
 /// request in flight (closed loop), or at --rate requests/s in total (latency then counts
 /// from when each request was due). Prints requests/s, IDs/s and p50/p99/p99.9 latency.
+///
+/// With --target URL --grpc NAME: --connections connections call the gRPC `Stream` method
+/// for NAME (--per-stream IDs each, --batch IDs per message) one stream after another, for
+/// --duration. Prints streams/s, IDs/s, messages and per-stream latency.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  snowdrift bench                       # Twitter layout, 1 thread: the 4,096,000/s cap\n  snowdrift bench --threads 2 --block 1000\n  snowdrift bench --bits time:20,worker:1,seq:42 --clock cached   # hot path, nobody waits\n  snowdrift bench --target 'http://127.0.0.1:8080/v1/ids/snowflake?count=1' --connections 50\n  snowdrift bench --target 'http://127.0.0.1:8080/v1/ids/snowflake?count=10000' --connections 4\n  snowdrift bench --target http://127.0.0.1:8080/api/segment/get/order --rate 20000"
+    after_help = "Examples:\n  snowdrift bench                       # Twitter layout, 1 thread: the 4,096,000/s cap\n  snowdrift bench --threads 2 --block 1000\n  snowdrift bench --bits time:20,worker:1,seq:42 --clock cached   # hot path, nobody waits\n  snowdrift bench --target 'http://127.0.0.1:8080/v1/ids/snowflake?count=1' --connections 50\n  snowdrift bench --target 'http://127.0.0.1:8080/v1/ids/snowflake?count=10000' --connections 4\n  snowdrift bench --target http://127.0.0.1:8080/api/segment/get/order --rate 20000\n  snowdrift bench --target http://127.0.0.1:8080 --grpc snowflake --connections 2 --per-stream 1000000"
 )]
 pub struct Args {
     #[command(flatten)]
@@ -60,14 +64,34 @@ pub struct Args {
     #[arg(long, default_value_t = 50, requires = "target")]
     connections: usize,
     /// With --target: total requests per second (default: as fast as answers come).
-    #[arg(long, value_name = "N", requires = "target")]
+    #[arg(long, value_name = "N", requires = "target", conflicts_with = "grpc")]
     rate: Option<f64>,
+    /// With --target: call the gRPC `Stream` method for this generator or tag instead of
+    /// HTTP GETs; --target is then the server's URL (http://HOST:PORT).
+    #[arg(long, value_name = "NAME", requires = "target")]
+    grpc: Option<String>,
+    /// With --grpc: IDs each `Stream` call asks for.
+    #[arg(long, value_name = "N", default_value_t = 1_000_000, requires = "grpc")]
+    per_stream: u64,
+    /// With --grpc: most IDs per message (default: the server's `limits.max_count`).
+    #[arg(long, value_name = "N", requires = "grpc")]
+    batch: Option<u64>,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     if let Some(target) = args.target {
         let duration = Duration::from_millis(parse_unit(&args.duration).context("--duration")?);
+        if let Some(name) = args.grpc {
+            return crate::cmd::bench_grpc::run(crate::cmd::bench_grpc::Load {
+                target,
+                name,
+                connections: args.connections,
+                per_stream: args.per_stream,
+                batch: args.batch,
+                duration,
+            });
+        }
         return crate::cmd::bench_http::run(crate::cmd::bench_http::Load {
             target,
             connections: args.connections,
