@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bench;
+mod bench_grpc;
 mod bench_http;
 pub mod decode;
 pub mod layout;
