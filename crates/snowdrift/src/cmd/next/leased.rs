@@ -35,8 +35,7 @@ pub struct LeaseArgs {
     /// Hold the worker ID under a lease on this registry while generating:
     /// file://DIR (lock files on this machine), etcd://HOST:2379 (or http://HOST:2379),
     /// zookeeper://HOST:2181, sqlite://FILE, postgres://..., mysql://..., redis://HOST:6379.
-    /// Same as `[worker] url` in the config.
-    #[arg(long, value_name = "URL", env = "SNOWDRIFT_WORKER__URL")]
+    #[arg(long, value_name = "URL")]
     pub registry: Option<String>,
     /// Where the worker ID comes from. Default: static when --worker is given, else lowest.
     #[arg(long, value_enum, value_name = "SOURCE", requires = "registry")]
@@ -50,17 +49,41 @@ pub struct LeaseArgs {
     )]
     pub namespace: String,
     /// Lease length, e.g. 10s or 1500ms. Issuing stops at the last renewal + ttl - ttl/5.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "10s",
+        value_parser = parse_duration,
+        requires = "registry"
+    )]
     pub ttl: Duration,
     /// How far ahead the high-water mark is written.
-    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "3s",
+        value_parser = parse_duration,
+        requires = "registry"
+    )]
     pub window: Duration,
     /// The longest wait at start for the clock to pass the worker ID's high-water mark;
     /// beyond it, refuse to start.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "10s",
+        value_parser = parse_duration,
+        requires = "registry"
+    )]
     pub max_mark_wait: Duration,
     /// How often to publish this node's clock and compare it with the peers'.
-    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "3s",
+        value_parser = parse_duration,
+        requires = "registry"
+    )]
     pub publish_every: Duration,
     /// Generate from this many threads at once (under a lease only).
     #[arg(long, default_value_t = 1, value_name = "N", requires = "registry")]
