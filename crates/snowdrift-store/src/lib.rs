@@ -21,6 +21,7 @@ pub mod error;
 #[cfg(feature = "redis")]
 mod redis_connection;
 pub mod segment;
+mod sql_connection;
 pub mod ticket;
 pub mod worker;
 

@@ -1,21 +1,12 @@
 //! Leaf's `leaf_alloc` table on SQLite, PostgreSQL and MySQL/MariaDB.
 
-use std::time::Duration;
-
 use snowdrift_core::segment::IdRange;
-use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::any::AnyRow;
 use sqlx::{AnyPool, AssertSqlSafe, Row};
 
 use super::tag::{Claim, NewTag, Tag, TagUpdate, validate_claim, validate_table, validate_tag};
 use crate::error::{Error, Result};
-
-/// Which SQL the store speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Dialect {
-    Sqlite,
-    Postgres,
-    MySql,
-}
+use crate::sql_connection::Dialect;
 
 /// Segments and tags in Leaf's table, through sqlx.
 ///
@@ -37,36 +28,7 @@ impl SqlSegmentStore {
     /// `table` if it does not exist. A SQLite file is created if missing and put in WAL mode.
     pub async fn connect(url: &str, table: &str) -> Result<Self> {
         validate_table(table)?;
-        let scheme = url.split(':').next().unwrap_or_default();
-        let bad_url = |reason: String| Error::InvalidUrl {
-            url: format!("{scheme}://…"),
-            reason,
-        };
-        let (dialect, url) = match scheme {
-            "sqlite" if cfg!(feature = "sqlite") => (Dialect::Sqlite, sqlite_create_mode(url)),
-            "postgres" | "postgresql" if cfg!(feature = "postgres") => {
-                (Dialect::Postgres, url.to_string())
-            }
-            "mysql" | "mariadb" if cfg!(feature = "mysql") => {
-                (Dialect::MySql, url.replacen("mariadb:", "mysql:", 1))
-            }
-            "sqlite" | "postgres" | "postgresql" | "mysql" | "mariadb" => {
-                return Err(bad_url(format!(
-                    "this build has no {scheme} support (cargo feature)"
-                )));
-            }
-            _ => {
-                return Err(bad_url(
-                    "use sqlite://FILE, postgres://USER@HOST/DB or mysql://USER@HOST/DB".into(),
-                ));
-            }
-        };
-        sqlx::any::install_default_drivers();
-        let pool = AnyPoolOptions::new()
-            .max_connections(if dialect == Dialect::Sqlite { 4 } else { 8 })
-            .acquire_timeout(Duration::from_secs(5))
-            .connect(&url)
-            .await?;
+        let (pool, dialect) = crate::sql_connection::connect(url).await?;
         let store = Self {
             pool,
             dialect,
@@ -89,17 +51,7 @@ impl SqlSegmentStore {
     }
 
     async fn migrate(&self) -> Result<()> {
-        if self.dialect == Dialect::Sqlite {
-            // WAL lets readers and the writer proceed together; the setting sticks to the file.
-            sqlx::query("PRAGMA journal_mode = WAL")
-                .execute(&self.pool)
-                .await?;
-        }
-        let engine = if self.dialect == Dialect::MySql {
-            " ENGINE=InnoDB"
-        } else {
-            ""
-        };
+        let engine = crate::sql_connection::engine(self.dialect);
         let ddl = format!(
             "CREATE TABLE IF NOT EXISTS {{t}} (\
              biz_tag VARCHAR(128) NOT NULL PRIMARY KEY, \
@@ -108,8 +60,7 @@ impl SqlSegmentStore {
              description VARCHAR(256) DEFAULT NULL, \
              update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP){engine}"
         );
-        sqlx::query(self.sql(&ddl)).execute(&self.pool).await?;
-        Ok(())
+        crate::sql_connection::create_table(&self.pool, self.sql(&ddl)).await
     }
 
     /// Creates a tag whose first segment starts at 1 (as Leaf's do).
@@ -276,15 +227,4 @@ fn tag_of(row: &AnyRow) -> Result<Tag> {
         step: row.try_get("step")?,
         description: row.try_get("description")?,
     })
-}
-
-/// Adds `mode=rwc` so a missing SQLite file is created.
-fn sqlite_create_mode(url: &str) -> String {
-    if url.contains("mode=") {
-        url.to_string()
-    } else if url.contains('?') {
-        format!("{url}&mode=rwc")
-    } else {
-        format!("{url}?mode=rwc")
-    }
 }

@@ -2,23 +2,15 @@
 
 use std::time::Duration;
 
-use sqlx::any::AnyPoolOptions;
 use sqlx::{AnyPool, AssertSqlSafe, Row};
 
 use super::PeerTime;
 use crate::error::{Error, Result};
+use crate::sql_connection::Dialect;
 
 /// How many times a claim of one ID starts over after another node changed its row between
 /// the conditional update and the insert.
 const MAX_RACES: usize = 8;
-
-/// Which SQL the registry speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Dialect {
-    Sqlite,
-    Postgres,
-    MySql,
-}
 
 impl Dialect {
     /// The database's clock in whole milliseconds since the Unix epoch, rounded down, taken
@@ -74,36 +66,7 @@ impl SqlRegistry {
     /// is created if missing and put in WAL mode.
     pub async fn connect(url: &str, namespace: &str) -> Result<Self> {
         validate_namespace(namespace)?;
-        let scheme = url.split(':').next().unwrap_or_default();
-        let bad_url = |reason: String| Error::InvalidUrl {
-            url: format!("{scheme}://…"),
-            reason,
-        };
-        let (dialect, url) = match scheme {
-            "sqlite" if cfg!(feature = "sqlite") => (Dialect::Sqlite, sqlite_create_mode(url)),
-            "postgres" | "postgresql" if cfg!(feature = "postgres") => {
-                (Dialect::Postgres, url.to_string())
-            }
-            "mysql" | "mariadb" if cfg!(feature = "mysql") => {
-                (Dialect::MySql, url.replacen("mariadb:", "mysql:", 1))
-            }
-            "sqlite" | "postgres" | "postgresql" | "mysql" | "mariadb" => {
-                return Err(bad_url(format!(
-                    "this build has no {scheme} support (cargo feature)"
-                )));
-            }
-            _ => {
-                return Err(bad_url(
-                    "use sqlite://FILE, postgres://USER@HOST/DB or mysql://USER@HOST/DB".into(),
-                ));
-            }
-        };
-        sqlx::any::install_default_drivers();
-        let pool = AnyPoolOptions::new()
-            .max_connections(if dialect == Dialect::Sqlite { 4 } else { 8 })
-            .acquire_timeout(Duration::from_secs(5))
-            .connect(&url)
-            .await?;
+        let (pool, dialect) = crate::sql_connection::connect(url).await?;
         let registry = Self {
             pool,
             dialect,
@@ -136,17 +99,7 @@ impl SqlRegistry {
     }
 
     async fn migrate(&self) -> Result<()> {
-        if self.dialect == Dialect::Sqlite {
-            // WAL lets readers and the writer proceed together; the setting sticks to the file.
-            sqlx::query("PRAGMA journal_mode = WAL")
-                .execute(&self.pool)
-                .await?;
-        }
-        let engine = if self.dialect == Dialect::MySql {
-            " ENGINE=InnoDB"
-        } else {
-            ""
-        };
+        let engine = crate::sql_connection::engine(self.dialect);
         let ddl = format!(
             "CREATE TABLE IF NOT EXISTS {{t}} (\
              worker_id BIGINT NOT NULL PRIMARY KEY, \
@@ -155,8 +108,7 @@ impl SqlRegistry {
              high_water_ms BIGINT DEFAULT NULL, \
              reported_ms BIGINT DEFAULT NULL){engine}"
         );
-        sqlx::query(self.sql(&ddl)).execute(&self.pool).await?;
-        Ok(())
+        crate::sql_connection::create_table(&self.pool, self.sql(&ddl)).await
     }
 
     /// Leases the lowest worker ID in `0..space` that no live lease holds to `holder` for
@@ -589,15 +541,4 @@ fn id_of(worker_id: u64) -> Result<i64> {
             "worker ID {worker_id} is past i64::MAX; no layout has that many node bits"
         ))
     })
-}
-
-/// Adds `mode=rwc` so a missing SQLite file is created.
-fn sqlite_create_mode(url: &str) -> String {
-    if url.contains("mode=") {
-        url.to_string()
-    } else if url.contains('?') {
-        format!("{url}&mode=rwc")
-    } else {
-        format!("{url}?mode=rwc")
-    }
 }

@@ -1,0 +1,96 @@
+//! Opening the SQL databases every SQL store and registry uses: the URL's scheme picks the
+//! dialect, SQLite files are created in WAL mode, and a table is created if missing, safely
+//! when several nodes start at once.
+
+use std::time::Duration;
+
+use sqlx::AnyPool;
+use sqlx::any::AnyPoolOptions;
+
+use crate::error::{Error, Result};
+
+/// Which SQL a database speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    Sqlite,
+    Postgres,
+    MySql,
+}
+
+/// Connects to `url` (`sqlite://file.db`, `postgres://...`, `mysql://...`, `mariadb://...`).
+/// A missing SQLite file is created and put in WAL mode.
+pub(crate) async fn connect(url: &str) -> Result<(AnyPool, Dialect)> {
+    let scheme = url.split(':').next().unwrap_or_default();
+    let bad_url = |reason: String| Error::InvalidUrl {
+        url: format!("{scheme}://…"),
+        reason,
+    };
+    let (dialect, url) = match scheme {
+        "sqlite" if cfg!(feature = "sqlite") => (Dialect::Sqlite, sqlite_create_mode(url)),
+        "postgres" | "postgresql" if cfg!(feature = "postgres") => {
+            (Dialect::Postgres, url.to_string())
+        }
+        "mysql" | "mariadb" if cfg!(feature = "mysql") => {
+            (Dialect::MySql, url.replacen("mariadb:", "mysql:", 1))
+        }
+        "sqlite" | "postgres" | "postgresql" | "mysql" | "mariadb" => {
+            return Err(bad_url(format!(
+                "this build has no {scheme} support (cargo feature)"
+            )));
+        }
+        _ => {
+            return Err(bad_url(
+                "use sqlite://FILE, postgres://USER@HOST/DB or mysql://USER@HOST/DB".into(),
+            ));
+        }
+    };
+    sqlx::any::install_default_drivers();
+    let pool = AnyPoolOptions::new()
+        .max_connections(if dialect == Dialect::Sqlite { 4 } else { 8 })
+        .acquire_timeout(Duration::from_secs(5))
+        .connect(&url)
+        .await?;
+    if dialect == Dialect::Sqlite {
+        // WAL lets readers and the writer proceed together; the setting sticks to the file.
+        sqlx::query("PRAGMA journal_mode = WAL")
+            .execute(&pool)
+            .await?;
+    }
+    Ok((pool, dialect))
+}
+
+/// Runs a `CREATE TABLE IF NOT EXISTS`. PostgreSQL checks "if not exists" before it takes
+/// its catalog locks, so two nodes creating one table at the same instant can fail with a
+/// unique violation on the catalog; by then the other's table exists, and a second run finds
+/// it.
+pub(crate) async fn create_table(pool: &AnyPool, ddl: sqlx::AssertSqlSafe<String>) -> Result<()> {
+    let again = sqlx::AssertSqlSafe(ddl.0.clone());
+    match sqlx::query(ddl).execute(pool).await {
+        Ok(_) => Ok(()),
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("23505") => {
+            sqlx::query(again).execute(pool).await?;
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The dialect's engine clause for a table (InnoDB on MySQL/MariaDB, for row locks).
+pub(crate) fn engine(dialect: Dialect) -> &'static str {
+    if dialect == Dialect::MySql {
+        " ENGINE=InnoDB"
+    } else {
+        ""
+    }
+}
+
+/// Adds `mode=rwc` so a missing SQLite file is created.
+fn sqlite_create_mode(url: &str) -> String {
+    if url.contains("mode=") {
+        url.to_string()
+    } else if url.contains('?') {
+        format!("{url}&mode=rwc")
+    } else {
+        format!("{url}?mode=rwc")
+    }
+}
