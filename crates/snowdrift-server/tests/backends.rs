@@ -1,36 +1,21 @@
 //! Generators on real backends through the server: ticket servers on PostgreSQL and MariaDB,
 //! a Redis counter with a date template, and a tag striped over two stores.
 
+mod support;
+
 use std::collections::HashSet;
 
 use serde_json::Value;
-use snowdrift_server::{Config, Server};
 use snowdrift_testkit::{unique_name, urls};
+use support::TempDir;
 
-async fn serve(toml: &str) -> String {
-    let dir = std::env::temp_dir().join(unique_name("snowdrift-backends"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("snowdrift.toml");
-    std::fs::write(&file, toml.replace("@DIR@", &dir.display().to_string())).unwrap();
-    let config = Config::load(
-        Some(&file),
-        // Each server leases its worker ID in its own directory, so parallel tests don't
-        // contend for one lock file.
-        [(
-            "SNOWDRIFT_WORKER__PATH".to_string(),
-            file.with_file_name("workers").display().to_string(),
-        )],
-    )
-    .unwrap();
-    let server = Server::start(&config).await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(snowdrift_server::run(
-        listener,
-        server,
-        std::future::pending(),
-    ));
-    format!("http://{addr}")
+/// A server for `toml` (`@DIR@` stands for its directory): its URL, and what must live as
+/// long as the test uses it.
+async fn serve(toml: &str) -> (String, (support::Running, TempDir)) {
+    let dir = TempDir::new("snowdrift-backends");
+    let config = support::load(&dir.0, &toml.replace("@DIR@", &dir.0.display().to_string()));
+    let running = support::spawn(&config).await;
+    (running.base(), (running, dir))
 }
 
 async fn get(base: &str, path: &str) -> (u16, Value) {
@@ -51,8 +36,8 @@ fn ids(v: &Value) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ticket_generator_interleaves_two_databases() {
     let table = unique_name("srv_tickets");
-    let base = serve(&format!(
-        "[store]\nurl = \"sqlite://@DIR@/s.db\"\n[[generator]]\nname = \"tickets\"\nkind = \"ticket\"\ntable = \"{table}\"\nservers = [\"{}\", \"{}\"]\n",
+    let (base, _server) = serve(&format!(
+        "[[generator]]\nname = \"tickets\"\nkind = \"ticket\"\ntable = \"{table}\"\nservers = [\"{}\", \"{}\"]\n",
         urls::mysql(),
         urls::postgres()
     ))
@@ -77,8 +62,8 @@ async fn ticket_generator_interleaves_two_databases() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn counter_generator_renders_its_template() {
     let name = unique_name("srv-order");
-    let base = serve(&format!(
-        "[store]\nurl = \"sqlite://@DIR@/s.db\"\n[[generator]]\nname = \"{name}\"\nkind = \"counter\"\nurl = \"{}\"\ntemplate = \"ORD{{date:%Y%m%d}}{{seq:06}}\"\nbatch = 10\n",
+    let (base, _server) = serve(&format!(
+        "[[generator]]\nname = \"{name}\"\nkind = \"counter\"\nurl = \"{}\"\ntemplate = \"ORD{{date:%Y%m%d}}{{seq:06}}\"\nbatch = 10\n",
         urls::redis()
     ))
     .await;
@@ -97,7 +82,7 @@ async fn counter_generator_renders_its_template() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tag_striped_over_two_stores_never_collides() {
-    let base =
+    let (base, _server) =
         serve("[store]\nurls = [\"sqlite://@DIR@/a.db\", \"sqlite://@DIR@/b.db\"]\npreload = []\n")
             .await;
     let client = reqwest::Client::new();

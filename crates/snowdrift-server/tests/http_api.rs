@@ -1,61 +1,32 @@
 //! The HTTP API end to end: a real server on port 0 over a SQLite store, driven by an HTTP
 //! client, checking the contract's shapes and errors.
 
+mod support;
+
 use std::collections::HashSet;
-use std::path::PathBuf;
 
 use serde_json::{Value, json};
-use snowdrift_server::{Config, Server};
+use support::{Running, TempDir};
 
 struct TestServer {
     base: String,
     client: reqwest::Client,
+    _running: Running,
     _dir: TempDir,
 }
 
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 async fn start(extra_toml: &str) -> TestServer {
-    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("snowdrift-http"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let db = dir.join("ids.db");
-    let file = dir.join("snowdrift.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[server]\nlisten = \"127.0.0.1:0\"\n[store]\nurl = \"sqlite://{}\"\n[limits]\nmax_count = 1000\n{extra_toml}",
-            db.display()
-        ),
-    )
-    .unwrap();
-    let config = Config::load(
-        Some(&file),
-        // Each server leases its worker ID in its own directory, so parallel tests don't
-        // contend for one lock file.
-        [(
-            "SNOWDRIFT_WORKER__PATH".to_string(),
-            file.with_file_name("workers").display().to_string(),
-        )],
-    )
-    .unwrap();
-    let server = Server::start(&config).await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(snowdrift_server::run(
-        listener,
-        server,
-        std::future::pending(),
-    ));
+    let dir = TempDir::new("snowdrift-http");
+    let config = support::load(
+        &dir.0,
+        &format!("[server]\nlisten = \"127.0.0.1:0\"\n[limits]\nmax_count = 1000\n{extra_toml}"),
+    );
+    let running = support::spawn(&config).await;
     TestServer {
-        base: format!("http://{addr}"),
+        base: running.base(),
         client: reqwest::Client::new(),
-        _dir: TempDir(dir),
+        _running: running,
+        _dir: dir,
     }
 }
 

@@ -1,15 +1,110 @@
-//! A real server for the OpenAPI and dashboard tests: `snowdrift_server::run` on port 0 over
-//! a fresh SQLite store in a temporary directory, removed when the test ends.
+//! What every server test needs: a scratch directory, a config written into it and loaded
+//! (SQLite store and worker lease files inside it), and `snowdrift_server::run` on port 0.
 
 // Each test binary that includes this module uses a different part of it.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use snowdrift_server::{Config, Server};
+use snowdrift_server::{Config, Server, StartError};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 
-/// A running server and a client for it.
+/// A directory for one test, removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    /// A fresh directory named after `prefix`.
+    pub fn new(prefix: &str) -> Self {
+        let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name(prefix));
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Writes `toml` as `dir/snowdrift.toml` (adding a SQLite store in `dir` unless it has a
+/// `[store]`) and loads it. Worker leases go to `dir/workers`, so parallel tests never
+/// contend for one lock file.
+pub fn try_load(dir: &Path, toml: &str) -> Result<Config, snowdrift_server::ConfigError> {
+    let store = if toml.contains("[store]") {
+        String::new()
+    } else {
+        format!(
+            "\n[store]\nurl = \"sqlite://{}\"\n",
+            dir.join("ids.db").display()
+        )
+    };
+    let file = dir.join("snowdrift.toml");
+    std::fs::write(&file, format!("{toml}{store}")).unwrap();
+    Config::load(
+        Some(&file),
+        [(
+            "SNOWDRIFT_WORKER__PATH".to_string(),
+            dir.join("workers").display().to_string(),
+        )],
+    )
+}
+
+/// [`try_load`] that must succeed.
+pub fn load(dir: &Path, toml: &str) -> Config {
+    try_load(dir, toml).unwrap_or_else(|e| panic!("{e}\n{toml}"))
+}
+
+/// A server running on a loopback port.
+pub struct Running {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Shuts it down when sent (or dropped).
+    pub stop: Option<oneshot::Sender<()>>,
+    /// `run`'s result, once it has shut down.
+    pub task: JoinHandle<Result<(), StartError>>,
+}
+
+impl Running {
+    /// `http://127.0.0.1:PORT`.
+    pub fn base(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Shuts the server down and waits for `run` to return.
+    pub async fn shutdown(mut self) -> Result<(), StartError> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        (&mut self.task).await.unwrap()
+    }
+}
+
+/// Starts a server for `config` on port 0.
+pub async fn try_spawn(config: &Config) -> Result<Running, StartError> {
+    let server = Server::start(config).await?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(snowdrift_server::run(listener, server, async move {
+        let _ = stopped.await;
+    }));
+    Ok(Running {
+        addr,
+        stop: Some(stop),
+        task,
+    })
+}
+
+/// [`try_spawn`] that must succeed.
+pub async fn spawn(config: &Config) -> Running {
+    try_spawn(config).await.unwrap()
+}
+
+/// A running server with the default generators, its directory and a client.
 pub struct TestServer {
     /// `http://127.0.0.1:PORT`.
     pub base: String,
@@ -17,52 +112,27 @@ pub struct TestServer {
     pub client: reqwest::Client,
     /// The temporary directory (the store), for helpers that need scratch files.
     pub dir: PathBuf,
+    running: Running,
+    _dir: TempDir,
 }
 
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// Starts a server with the default generators and `extra_toml` appended to its config.
+/// Starts a server with the default generators and `extra_toml` in its config.
 pub async fn start(prefix: &str, extra_toml: &str) -> TestServer {
-    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name(prefix));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("snowdrift.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[server]\nlisten = \"127.0.0.1:0\"\n[store]\nurl = \"sqlite://{}\"\n{extra_toml}",
-            dir.join("ids.db").display()
-        ),
-    )
-    .unwrap();
-    let config = Config::load(
-        Some(&file),
-        // Each server leases its worker ID in its own directory, so parallel tests don't
-        // contend for one lock file.
-        [(
-            "SNOWDRIFT_WORKER__PATH".to_string(),
-            file.with_file_name("workers").display().to_string(),
-        )],
-    )
-    .unwrap();
-    let server = Server::start(&config).await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(snowdrift_server::run(
-        listener,
-        server,
-        std::future::pending(),
-    ));
+    let dir = TempDir::new(prefix);
+    let config = load(
+        &dir.0,
+        &format!("[server]\nlisten = \"127.0.0.1:0\"\n{extra_toml}"),
+    );
+    let running = spawn(&config).await;
     TestServer {
-        base: format!("http://{addr}"),
+        base: running.base(),
         client: reqwest::Client::builder()
             .timeout(std::time::Duration::from_secs(60))
             .build()
             .unwrap(),
-        dir,
+        dir: dir.0.clone(),
+        running,
+        _dir: dir,
     }
 }
 
