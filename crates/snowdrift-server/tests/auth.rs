@@ -2,20 +2,13 @@
 //! without or with a wrong token, 403 outside a token's scope, 429 over its rate, and the
 //! routes that stay open.
 
-use std::path::PathBuf;
+mod support;
+
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use snowdrift_server::auth::{TokenHash, generate_token};
-use snowdrift_server::{Config, Server};
-
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use support::TempDir;
 
 /// The tokens of a test server, by what they may do.
 struct Tokens {
@@ -33,6 +26,7 @@ struct TestServer {
     base: String,
     client: reqwest::Client,
     tokens: Tokens,
+    _running: support::Running,
     _dir: TempDir,
 }
 
@@ -51,14 +45,9 @@ async fn start() -> TestServer {
         root: generate_token().unwrap(),
         limited: generate_token().unwrap(),
     };
-    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("snowdrift-auth"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("snowdrift.toml");
+    let dir = TempDir::new("snowdrift-auth");
     let toml = [
-        format!(
-            "[server]\nlisten = \"127.0.0.1:0\"\n[store]\nurl = \"sqlite://{}\"\n",
-            dir.join("ids.db").display()
-        ),
+        "[server]\nlisten = \"127.0.0.1:0\"\n".to_string(),
         token_toml(
             "reader",
             &tokens.reader,
@@ -83,30 +72,13 @@ async fn start() -> TestServer {
         ),
     ]
     .concat();
-    std::fs::write(&file, toml).unwrap();
-    let config = Config::load(
-        Some(&file),
-        // Each server leases its worker ID in its own directory, so parallel tests don't
-        // contend for one lock file.
-        [(
-            "SNOWDRIFT_WORKER__PATH".to_string(),
-            file.with_file_name("workers").display().to_string(),
-        )],
-    )
-    .unwrap();
-    let server = Server::start(&config).await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(snowdrift_server::run(
-        listener,
-        server,
-        std::future::pending(),
-    ));
+    let running = support::spawn(&support::load(&dir.0, &toml)).await;
     TestServer {
-        base: format!("http://{addr}"),
+        base: running.base(),
         client: reqwest::Client::new(),
         tokens,
-        _dir: TempDir(dir),
+        _running: running,
+        _dir: dir,
     }
 }
 

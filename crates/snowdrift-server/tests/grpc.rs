@@ -1,15 +1,16 @@
 //! The gRPC API end to end: a real server on port 0 serving HTTP and gRPC on the one listener,
 //! driven by the generated tonic client (and the standard health and reflection clients).
 
+mod support;
+
 use std::collections::HashSet;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
 use snowdrift_server::grpc::ERROR_CODE_KEY;
 use snowdrift_server::grpc::pb::id_service_client::IdServiceClient;
 use snowdrift_server::grpc::pb::{DecodeRequest, IdBatch, NextRequest, StreamRequest};
-use snowdrift_server::{Config, Server};
+use support::TempDir;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tonic::transport::{Channel, Endpoint};
@@ -27,52 +28,23 @@ struct TestServer {
     _dir: TempDir,
 }
 
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// A server over a fresh SQLite store with `max_count` 10,000 and `max_stream` 2,000,000,
 /// plus `extra_toml`.
 async fn start(extra_toml: &str) -> TestServer {
-    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("snowdrift-grpc"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let db = dir.join("ids.db");
-    let store = format!("[store]\nurl = \"sqlite://{}\"\n", db.display());
-    let store = if extra_toml.contains("[store]") {
-        String::new()
-    } else {
-        store
-    };
-    let file = dir.join("snowdrift.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[server]\nlisten = \"127.0.0.1:0\"\nshutdown_timeout = \"300s\"\n{store}\
+    let dir = TempDir::new("snowdrift-grpc");
+    let config = support::load(
+        &dir.0,
+        &format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\nshutdown_timeout = \"300s\"\n\
              [limits]\nmax_count = 10000\nmax_stream = 2000000\n{extra_toml}"
         ),
-    )
-    .unwrap();
-    let config = Config::load(
-        Some(&file),
-        // Each server leases its worker ID in its own directory, so parallel tests don't
-        // contend for one lock file.
-        [(
-            "SNOWDRIFT_WORKER__PATH".to_string(),
-            file.with_file_name("workers").display().to_string(),
-        )],
-    )
-    .unwrap();
-    let server = Server::start(&config).await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let running = tokio::spawn(snowdrift_server::run(listener, server, async move {
-        let _ = stopped.await;
-    }));
+    );
+    let support::Running {
+        addr,
+        stop,
+        task: running,
+        ..
+    } = support::spawn(&config).await;
     let channel = Endpoint::from_shared(format!("http://{addr}"))
         .unwrap()
         .connect_timeout(PATIENCE)
@@ -83,9 +55,9 @@ async fn start(extra_toml: &str) -> TestServer {
         addr,
         channel,
         http: reqwest::Client::new(),
-        stop: Some(stop),
+        stop,
         running,
-        _dir: TempDir(dir),
+        _dir: dir,
     }
 }
 

@@ -2,9 +2,10 @@
 //! `redis` crate as any application would, and by raw TCP for what a client library never
 //! sends (inline commands, garbage, oversized frames).
 
+mod support;
+
 use std::collections::HashSet;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
@@ -12,6 +13,7 @@ use redis::{AsyncConnectionConfig, RedisError, Value};
 use snowdrift_server::auth::TokenHash;
 use snowdrift_server::config::{GeneratorConfig, Kind};
 use snowdrift_server::{Config, Server};
+use support::TempDir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
@@ -28,60 +30,30 @@ struct TestServer {
     _dir: TempDir,
 }
 
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// A server over fresh SQLite store(s), with the default generators unless `extra_toml`
 /// names its own, and the RESP listener on port 0.
 async fn start(extra_toml: &str) -> TestServer {
-    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("snowdrift-resp"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let store = if extra_toml.contains("[store]") {
-        String::new()
-    } else {
-        format!(
-            "[store]\nurl = \"sqlite://{}\"\n",
-            dir.join("ids.db").display()
-        )
-    };
-    let file = dir.join("snowdrift.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[server]\nlisten = \"127.0.0.1:0\"\nresp_listen = \"127.0.0.1:0\"\n\
-             shutdown_timeout = \"60s\"\n{store}{extra_toml}"
-        )
-        .replace("{dir}", &dir.display().to_string()),
+    let dir = TempDir::new("snowdrift-resp");
+    let toml = format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\nresp_listen = \"127.0.0.1:0\"\n\
+         shutdown_timeout = \"60s\"\n{extra_toml}"
     )
-    .unwrap();
-    let config = Config::load(
-        Some(&file),
-        [(
-            "SNOWDRIFT_WORKER__PATH".to_string(),
-            dir.join("workers").display().to_string(),
-        )],
-    )
-    .unwrap();
-    let server = Server::start(&config).await.unwrap();
-    let resp = server.resp_addr().expect("resp_listen is set");
+    .replace("{dir}", &dir.0.display().to_string());
+    let config = support::load(&dir.0, &toml);
+    let support::Running {
+        addr: http,
+        resp,
+        stop,
+        task: running,
+    } = support::spawn(&config).await;
+    let resp = resp.expect("resp_listen is set");
     assert_ne!(resp.port(), 0);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let http = listener.local_addr().unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let running = tokio::spawn(snowdrift_server::run(listener, server, async move {
-        let _ = stopped.await;
-    }));
     TestServer {
         http,
         resp,
-        stop: Some(stop),
+        stop,
         running,
-        _dir: TempDir(dir),
+        _dir: dir,
     }
 }
 

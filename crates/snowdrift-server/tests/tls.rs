@@ -1,6 +1,8 @@
 //! TLS listeners: a certificate from PEM files, HTTP/1.1 and HTTP/2 (ALPN) over TLS, plain
 //! HTTP refused on the TLS port, and bad certificate settings refused at start.
 
+mod support;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -14,17 +16,7 @@ fn write_pair(dir: &Path) {
 }
 
 fn load(dir: &Path, server_toml: &str) -> Result<Config, snowdrift_server::ConfigError> {
-    let file = dir.join("snowdrift.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[server]\n{server_toml}\n[store]\nurl = \"sqlite://{}\"\n[worker]\npath = \"{}\"\n",
-            dir.join("s.db").display(),
-            dir.join("workers").display()
-        ),
-    )
-    .unwrap();
-    Config::load(Some(&file), Vec::new())
+    support::try_load(dir, &format!("[server]\n{server_toml}\n"))
 }
 
 /// `curl` over TLS trusting only the test's certificate: (status, HTTP version, body).

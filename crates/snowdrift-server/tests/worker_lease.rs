@@ -1,50 +1,25 @@
 //! The server's snowflake generators under worker leases: a second server cannot take a held
 //! worker ID, servers on a coordinator get distinct IDs, and shutdown releases the lease.
 
+mod support;
+
 use std::collections::HashSet;
 use std::path::Path;
 
 use serde_json::Value;
-use snowdrift_server::{Config, Server, StartError};
+use snowdrift_server::{Config, StartError};
 use snowdrift_testkit::{unique_name, urls};
+use support::Running;
 
 fn config(dir: &Path, worker_toml: &str) -> Config {
     std::fs::create_dir_all(dir).unwrap();
-    let file = dir.join("snowdrift.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[store]\nurl = \"sqlite://{}\"\n[worker]\n{worker_toml}\n",
-            dir.join("s.db").display()
-        ),
-    )
-    .unwrap();
-    Config::load(Some(&file), Vec::new()).unwrap()
+    support::load(dir, &format!("[worker]\n{worker_toml}\n"))
 }
 
-/// A server on port 0; stopping the returned sender shuts it down.
-async fn serve(
-    config: &Config,
-) -> Result<
-    (
-        String,
-        tokio::sync::oneshot::Sender<()>,
-        tokio::task::JoinHandle<()>,
-    ),
-    StartError,
-> {
-    let server = Server::start(config).await?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        snowdrift_server::run(listener, server, async {
-            let _ = stopped.await;
-        })
-        .await
-        .unwrap();
-    });
-    Ok((format!("http://{addr}"), stop, task))
+/// A server on port 0: its URL, and the handle that shuts it down.
+async fn serve(config: &Config) -> Result<(String, Running), StartError> {
+    let running = support::try_spawn(config).await?;
+    Ok((running.base(), running))
 }
 
 async fn json(base: &str, path: &str) -> (u16, Value) {
@@ -80,7 +55,7 @@ async fn a_held_file_lease_refuses_a_second_server_until_released() {
     let dir = std::env::temp_dir().join(unique_name("lease-file"));
     let workers = dir.join("workers");
     let cfg = config(&dir, &format!("path = \"{}\"", workers.display()));
-    let (base, stop, task) = serve(&cfg).await.unwrap();
+    let (base, running) = serve(&cfg).await.unwrap();
     assert_eq!(worker_id(&base).await, 0);
     let (status, v) = json(&base, "/readyz").await;
     assert_eq!(status, 200, "{v}");
@@ -88,9 +63,8 @@ async fn a_held_file_lease_refuses_a_second_server_until_released() {
     assert!(err.contains("worker ID 0 is held"), "{err}");
     let first = ids(&base, 1000).await;
     // Shutdown releases the lease and leaves a mark, so the next server continues after it.
-    stop.send(()).unwrap();
-    task.await.unwrap();
-    let (base, _stop, _task) = serve(&cfg).await.unwrap();
+    running.shutdown().await.unwrap();
+    let (base, _running) = serve(&cfg).await.unwrap();
     let later = ids(&base, 1000).await;
     assert!(
         later[0] > *first.last().unwrap(),
@@ -114,7 +88,7 @@ async fn servers_on_a_coordinator_get_distinct_worker_ids() {
     }
     let mut workers = HashSet::new();
     let mut all = HashSet::new();
-    for (base, _, _) in &servers {
+    for (base, _) in &servers {
         assert!(workers.insert(worker_id(base).await), "distinct worker IDs");
         for id in ids(base, 2000).await {
             assert!(all.insert(id), "{id} issued by two servers");
@@ -122,11 +96,10 @@ async fn servers_on_a_coordinator_get_distinct_worker_ids() {
     }
     assert_eq!(workers, HashSet::from([0, 1, 2]));
     // The worker ID of a stopped server is free at once for the next one.
-    let (_, stop, task) = servers.remove(1);
-    stop.send(()).unwrap();
-    task.await.unwrap();
+    let (_, running) = servers.remove(1);
+    running.shutdown().await.unwrap();
     let dir = std::env::temp_dir().join(unique_name("lease-sql-next"));
-    let (base, _stop, _task) = serve(&config(&dir, &worker_toml)).await.unwrap();
+    let (base, _running) = serve(&config(&dir, &worker_toml)).await.unwrap();
     assert_eq!(worker_id(&base).await, 1);
 }
 

@@ -62,6 +62,8 @@ pub fn load(dir: &Path, toml: &str) -> Config {
 pub struct Running {
     /// Where it listens.
     pub addr: SocketAddr,
+    /// Where its RESP listener listens, when `server.resp_listen` is set.
+    pub resp: Option<SocketAddr>,
     /// Shuts it down when sent (or dropped).
     pub stop: Option<oneshot::Sender<()>>,
     /// `run`'s result, once it has shut down.
@@ -86,6 +88,7 @@ impl Running {
 /// Starts a server for `config` on port 0.
 pub async fn try_spawn(config: &Config) -> Result<Running, StartError> {
     let server = Server::start(config).await?;
+    let resp = server.resp_addr();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
@@ -94,6 +97,7 @@ pub async fn try_spawn(config: &Config) -> Result<Running, StartError> {
     }));
     Ok(Running {
         addr,
+        resp,
         stop: Some(stop),
         task,
     })
