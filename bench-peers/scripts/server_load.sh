@@ -1,0 +1,323 @@
+#!/usr/bin/env bash
+# The server load benchmark of BENCHMARKS.md ("Server load"): `snowdrift serve` beside Redis
+# INCR (redis-benchmark), ferroid-tonic-server's gRPC streaming and PostgreSQL nextval
+# (pgbench), all on this machine, side by side in one run, repeated REPS times; then the
+# server's memory idle and with 10,000 segment tags in use.
+#
+#   bench-peers/scripts/server_load.sh            # build, then REPS=3 rounds of DURATION=10 s runs
+#   SKIP_BUILD=1 bench-peers/scripts/server_load.sh   # reuse the binaries in target/
+#
+# Needs: the local PostgreSQL (PG_URL, default postgres://root@127.0.0.1/test) and Redis
+# (127.0.0.1:6379), psql, pgbench, redis-benchmark, curl, python3, protoc (ferroid's client
+# build), and wrk if present (a C client beside `snowdrift bench`; skipped when missing).
+# Writes every raw output and a summary of medians to OUT (default target/server-load/DATE).
+# The binaries are copied out of target/ first, so a rebuild by someone else mid-run does
+# not change what is measured.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+REPS=${REPS:-3}
+DURATION=${DURATION:-10}
+PG_URL=${PG_URL:-postgres://root@127.0.0.1/test}
+REDIS_HOST=${REDIS_HOST:-127.0.0.1}
+REDIS_PORT=${REDIS_PORT:-6379}
+REDIS_DB=${REDIS_DB:-9}           # redis-benchmark's key goes here, away from other tests
+REDIS_N=${REDIS_N:-800000}        # INCRs per redis-benchmark run (about DURATION at ~80k/s)
+OUT=${OUT:-$ROOT/target/server-load/$(date -u +%Y%m%dT%H%M%SZ)}
+SUFFIX="$(date +%s)_$$"
+TABLE="srvload_alloc_$SUFFIX"     # the main server's segment table
+MEM_TABLE="srvload_mem_$SUFFIX"   # the memory server's segment table (10,000 tags)
+SEQ="srvload_seq_$SUFFIX"         # pgbench's sequence
+
+mkdir -p "$OUT/bin" "$OUT/raw"
+cd "$OUT"
+log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/run.log"; }
+
+log "commit $(git -C "$ROOT" rev-parse --short HEAD); uncommitted in crates/: $(git -C "$ROOT" status --short -- crates | wc -l) file(s)"
+log "machine: $(nproc) vCPU, $(lscpu | sed -n 's/^Model name: *//p'), $(uname -r)"
+if [[ -z ${SKIP_BUILD:-} ]]; then
+    log "building (cargo, -j 2)"
+    (cd "$ROOT" && cargo build --release -j 2 -p snowdrift \
+        && cargo build --release -j 2 -p bench-peers --features ferroid-grpc --example ferroid_grpc_load \
+        && cargo install --root target/peers -j 2 ferroid-tonic-server --version 2.0.0) \
+        >"$OUT/build.log" 2>&1
+fi
+cp "$ROOT/target/release/snowdrift" "$ROOT/target/release/examples/ferroid_grpc_load" \
+    "$ROOT/target/peers/bin/ferroid-tonic-server" "$OUT/bin/"
+SD="$OUT/bin/snowdrift"
+FERROID_LOAD="$OUT/bin/ferroid_grpc_load"
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    psql -q "$PG_URL" -c "DROP TABLE IF EXISTS $TABLE; DROP TABLE IF EXISTS $MEM_TABLE; DROP SEQUENCE IF EXISTS $SEQ" \
+        >/dev/null 2>&1 || true
+    redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" -n "$REDIS_DB" del 'counter:__rand_int__' >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+wait_http() { # URL: until it answers 200, at most 30 s
+    for _ in $(seq 300); do
+        curl -sf -o /dev/null "$1" && return 0
+        sleep 0.1
+    done
+    echo "no answer from $1" >&2
+    return 1
+}
+wait_tcp() { # PORT
+    for _ in $(seq 300); do
+        (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "nothing listens on port $1" >&2
+    return 1
+}
+
+server_config() { # PORT TABLE WORKERS_DIR
+    cat <<EOF
+[server]
+listen = "127.0.0.1:$1"
+
+[store]
+url = "$PG_URL"
+table = "$2"
+
+[worker]
+path = "$3"
+
+# The sustained rate: Twitter's layout caps one worker at 4,096,000 IDs/s.
+[[generator]]
+name = "snowflake"
+kind = "snowflake"
+layout = "twitter"
+
+# The hot path: 22 sequence bits (4,194,304 IDs per ms), so a request almost never waits
+# for the clock; 40 time bits of 1 ms last 34 years from the epoch.
+[[generator]]
+name = "wide"
+kind = "snowflake"
+bits = "time:40,worker:1,seq:22"
+unit = "1ms"
+epoch = "2026-01-01"
+EOF
+}
+
+# ---- servers ----
+PORT=$(free_port)
+URL="http://127.0.0.1:$PORT"
+server_config "$PORT" "$TABLE" "$OUT/workers" >"$OUT/server.toml"
+"$SD" serve --config "$OUT/server.toml" >"$OUT/server.log" 2>&1 &
+SERVER_PID=$!
+PIDS+=("$SERVER_PID")
+wait_http "$URL/readyz"
+curl -sf -X POST "$URL/v1/tags" -H 'content-type: application/json' \
+    -d '{"tag": "pgload", "step": 100000, "description": "server load benchmark"}' >/dev/null
+log "snowdrift serve pid $SERVER_PID on $URL (store $PG_URL table $TABLE, tag pgload step 100000)"
+
+F1_PORT=$(free_port)
+"$OUT/bin/ferroid-tonic-server" --num-workers 1 --server-addr "127.0.0.1:$F1_PORT" >"$OUT/ferroid1.log" 2>&1 &
+PIDS+=("$!")
+F128_PORT=$(free_port)
+"$OUT/bin/ferroid-tonic-server" --num-workers 128 --server-addr "127.0.0.1:$F128_PORT" >"$OUT/ferroid128.log" 2>&1 &
+PIDS+=("$!")
+wait_tcp "$F1_PORT"
+wait_tcp "$F128_PORT"
+log "ferroid-tonic-server: 1 worker on $F1_PORT, 128 workers on $F128_PORT"
+
+psql -q "$PG_URL" -c "CREATE SEQUENCE $SEQ"
+echo "SELECT nextval('$SEQ');" >"$OUT/nextval.sql"
+
+# The main server's memory, sampled every second through all the runs.
+(while kill -0 "$SERVER_PID" 2>/dev/null; do
+    awk '/VmRSS|VmHWM/ {printf "%s=%s ", $1, $2} END {print ""}' "/proc/$SERVER_PID/status" 2>/dev/null
+    sleep 1
+done) >"$OUT/server_rss.log" &
+PIDS+=("$!")
+
+# ---- parsing: every result becomes "rep<TAB>name<TAB>metric<TAB>value" in results.tsv ----
+RESULTS="$OUT/results.tsv"
+: >"$RESULTS"
+record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$RESULTS"; }
+# A Rust Duration's Debug text (812.5µs, 1.43ms, 2.1s, 900ns) in microseconds.
+to_us() {
+    awk -v d="$1" 'BEGIN {
+        if (d ~ /µs$/) { sub(/µs$/, "", d); print d + 0 }
+        else if (d ~ /ms$/) { sub(/ms$/, "", d); print d * 1000 }
+        else if (d ~ /ns$/) { sub(/ns$/, "", d); print d / 1000 }
+        else if (d ~ /s$/) { sub(/s$/, "", d); print d * 1000000 }
+        else print "nan" }'
+}
+per_s() { # FILE KEY UNIT: the "(N UNIT)" figure on the line starting with KEY
+    grep "^$2 " "$1" | sed -E "s#.*\(([0-9,.]+) $3.*#\1#" | tr -d ,
+}
+sd_http() { # REP NAME FILE
+    record "$1" "$2" req_per_s "$(per_s "$3" requests requests/s)"
+    record "$1" "$2" ids_per_s "$(per_s "$3" ids IDs/s)"
+    local lat
+    lat=$(grep '^latency' "$3")
+    record "$1" "$2" p50_us "$(to_us "$(awk '{print $3}' <<<"$lat")")"
+    record "$1" "$2" p99_us "$(to_us "$(awk '{print $5}' <<<"$lat")")"
+    record "$1" "$2" p999_us "$(to_us "$(awk '{print $7}' <<<"$lat")")"
+    record "$1" "$2" errors "$(grep '^requests' "$3" | sed -E 's/.*, ([0-9]+) error.*/\1/')"
+}
+sd_stream() { # REP NAME FILE (snowdrift bench --grpc and ferroid_grpc_load print alike)
+    record "$1" "$2" ids_per_s "$(per_s "$3" ids IDs/s)"
+    record "$1" "$2" streams_per_s "$(per_s "$3" streams streams/s)"
+    local lat
+    lat=$(grep '^stream ' "$3")
+    record "$1" "$2" stream_p50_us "$(to_us "$(awk '{print $3}' <<<"$lat")")"
+    record "$1" "$2" stream_p99_us "$(to_us "$(awk '{print $5}' <<<"$lat")")"
+    record "$1" "$2" errors "$(grep '^streams' "$3" | sed -E 's/.*, ([0-9]+) error.*/\1/')"
+}
+wrk_http() { # REP NAME FILE
+    record "$1" "$2" req_per_s "$(awk '/^Requests\/sec/ {print $2}' "$3")"
+    record "$1" "$2" p50_us "$(to_us "$(awk '$1 == "50%" {print $2}' "$3" | sed 's/us$/µs/')")"
+    record "$1" "$2" p99_us "$(to_us "$(awk '$1 == "99%" {print $2}' "$3" | sed 's/us$/µs/')")"
+    record "$1" "$2" errors "$(awk '/Non-2xx|Socket errors/ {n++} END {print n + 0}' "$3")"
+}
+
+HAVE_WRK=$(command -v wrk >/dev/null && echo 1 || echo "")
+C=50
+for rep in $(seq "$REPS"); do
+    log "round $rep of $REPS; load: $(uptime | sed 's/.*load average: //')"
+    record "$rep" machine load1_start "$(cut -d' ' -f1 /proc/loadavg)"
+    R="$OUT/raw/$rep"
+    mkdir -p "$R"
+
+    # 1. One ID per request, 50 connections, beside Redis INCR.
+    redis-benchmark -h "$REDIS_HOST" -p "$REDIS_PORT" --dbnum "$REDIS_DB" -t incr -c "$C" -n "$REDIS_N" --csv \
+        >"$R/redis_incr.csv"
+    record "$rep" redis_incr req_per_s "$(awk -F'"' 'NR == 2 {print $4}' "$R/redis_incr.csv")"
+    record "$rep" redis_incr p50_us "$(awk -F'"' 'NR == 2 {print $10 * 1000}' "$R/redis_incr.csv")"
+    record "$rep" redis_incr p99_us "$(awk -F'"' 'NR == 2 {print $14 * 1000}' "$R/redis_incr.csv")"
+
+    "$SD" bench --target "$URL/v1/ids/snowflake?count=1" --connections "$C" --duration "${DURATION}s" \
+        >"$R/sd_single.txt"
+    sd_http "$rep" sd_single "$R/sd_single.txt"
+    "$SD" bench --target "$URL/api/segment/get/pgload" --connections "$C" --duration "${DURATION}s" \
+        >"$R/sd_leaf_segment.txt"
+    sd_http "$rep" sd_leaf_segment "$R/sd_leaf_segment.txt"
+    if [[ -n $HAVE_WRK ]]; then
+        wrk -t 2 -c "$C" -d "${DURATION}s" --latency "$URL/v1/ids/snowflake?count=1" >"$R/wrk_single.txt"
+        wrk_http "$rep" wrk_single "$R/wrk_single.txt"
+        wrk -t 2 -c "$C" -d "${DURATION}s" --latency "$URL/api/segment/get/pgload" >"$R/wrk_leaf_segment.txt"
+        wrk_http "$rep" wrk_leaf_segment "$R/wrk_leaf_segment.txt"
+    fi
+    # Half the rate this round measured, latency counted from when each request was due.
+    half=$(awk -F'\t' -v r="$rep" '$1 == r && $2 == "sd_single" && $3 == "req_per_s" {printf "%d", $4 / 2}' "$RESULTS")
+    record "$rep" sd_single_half rate "$half"
+    "$SD" bench --target "$URL/v1/ids/snowflake?count=1" --connections "$C" --rate "$half" \
+        --duration "${DURATION}s" >"$R/sd_single_half.txt"
+    sd_http "$rep" sd_single_half "$R/sd_single_half.txt"
+
+    # 2. Batches: 10,000 IDs per HTTP request; gRPC streams of 1,000,000 IDs (messages of
+    #    10,000, the default limits.max_count) beside ferroid's StreamIds (chunks of 4,096).
+    for gen in wide snowflake; do
+        "$SD" bench --target "$URL/v1/ids/$gen?count=10000" --connections 4 --duration "${DURATION}s" \
+            >"$R/sd_http_batch_$gen.txt"
+        sd_http "$rep" "sd_http_batch_$gen" "$R/sd_http_batch_$gen.txt"
+    done
+    "$SD" bench --target "$URL" --grpc wide --connections 2 --per-stream 1000000 --duration "${DURATION}s" \
+        >"$R/sd_grpc_wide.txt"
+    sd_stream "$rep" sd_grpc_wide "$R/sd_grpc_wide.txt"
+    "$FERROID_LOAD" "http://127.0.0.1:$F128_PORT" 2 1000000 "$DURATION" >"$R/ferroid_grpc_128.txt"
+    sd_stream "$rep" ferroid_grpc_128 "$R/ferroid_grpc_128.txt"
+    "$SD" bench --target "$URL" --grpc snowflake --connections 2 --per-stream 1000000 --duration "${DURATION}s" \
+        >"$R/sd_grpc_twitter.txt"
+    sd_stream "$rep" sd_grpc_twitter "$R/sd_grpc_twitter.txt"
+    "$FERROID_LOAD" "http://127.0.0.1:$F1_PORT" 2 1000000 "$DURATION" >"$R/ferroid_grpc_1.txt"
+    sd_stream "$rep" ferroid_grpc_1 "$R/ferroid_grpc_1.txt"
+
+    # 3. Segment kind on PostgreSQL through the server beside nextval, 50 clients each.
+    pgbench -n -M prepared -f "$OUT/nextval.sql" -c "$C" -j 2 -T "$DURATION" "$PG_URL" >"$R/pgbench.txt" 2>&1
+    record "$rep" pg_nextval req_per_s "$(awk '/^tps/ {print $3}' "$R/pgbench.txt")"
+    record "$rep" pg_nextval latency_avg_us "$(awk '/^latency average/ {print $4 * 1000}' "$R/pgbench.txt")"
+    "$SD" bench --target "$URL/v1/ids/pgload?count=1" --connections "$C" --duration "${DURATION}s" \
+        >"$R/sd_segment_v1.txt"
+    sd_http "$rep" sd_segment_v1 "$R/sd_segment_v1.txt"
+
+    record "$rep" machine load1_end "$(cut -d' ' -f1 /proc/loadavg)"
+done
+# Nothing scraped /metrics during the rounds (a scrape drains the exporter's histograms).
+record all server_main VmHWM_kB "$(awk '/VmHWM/ {print $2}' "/proc/$SERVER_PID/status")"
+record all server_main VmRSS_max_sampled_kB "$(grep -o 'VmRSS:=[0-9]*' "$OUT/server_rss.log" | cut -d= -f2 | sort -n | tail -1)"
+curl -s "$URL/metrics" | grep -E '^snowdrift_segment_refills_total|^snowdrift_ids_issued_total' >"$OUT/server_metrics.txt" || true
+sleep 1
+record all server_main after_scrape_VmRSS_kB "$(awk '/VmRSS/ {print $2}' "/proc/$SERVER_PID/status")"
+
+# 4. Memory: a fresh server; idle; then 10,000 tags, each used; then load spread over them.
+log "memory: a fresh server, then 10,000 tags"
+MEM_PORT=$(free_port)
+MEM_URL="http://127.0.0.1:$MEM_PORT"
+server_config "$MEM_PORT" "$MEM_TABLE" "$OUT/workers-mem" >"$OUT/server-mem.toml"
+"$SD" serve --config "$OUT/server-mem.toml" >"$OUT/server-mem.log" 2>&1 &
+MEM_PID=$!
+PIDS+=("$MEM_PID")
+wait_http "$MEM_URL/readyz"
+sleep 2
+rss() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$MEM_PID/status"; }
+record all server_mem idle_VmRSS_kB "$(rss VmRSS)"
+# Tags go in as rows of the store's table, as Leaf's are created: the server serves a tag
+# it has not seen on its first request.
+psql -q "$PG_URL" -c "INSERT INTO $MEM_TABLE (biz_tag, max_id, step, description)
+    SELECT 'load-' || g, 1, 1000, 'server load benchmark' FROM generate_series(1, 10000) g"
+# Each tag once: one claim each, through 4 keep-alive connections.
+CURLS=()
+for part in 0 1 2 3; do
+    curl -sf -o /dev/null "$MEM_URL/api/segment/get/load-[$((part * 2500 + 1))-$((part * 2500 + 2500))]" &
+    CURLS+=("$!")
+done
+for pid in "${CURLS[@]}"; do wait "$pid"; done
+record all server_mem after_10k_tags_VmRSS_kB "$(rss VmRSS)"
+# The first scrape makes five gauges per tag (buffer state), so it is measured apart.
+record all server_mem tags_used "$(curl -s "$MEM_URL/metrics" | grep -c '^snowdrift_segment_refills_total')"
+record all server_mem after_scrape_VmRSS_kB "$(rss VmRSS)"
+(while kill -0 "$MEM_PID" 2>/dev/null; do rss VmRSS; sleep 0.5; done) >"$OUT/server_mem_rss.log" 2>/dev/null &
+SAMPLER=$!
+if [[ -n $HAVE_WRK ]]; then
+    cat >"$OUT/random_tag.lua" <<'EOF'
+-- Each request asks Leaf's route for a random one of the 10,000 tags.
+math.randomseed(os.time())
+request = function()
+    return wrk.format("GET", "/api/segment/get/load-" .. math.random(1, 10000))
+end
+EOF
+    wrk -t 2 -c "$C" -d "${DURATION}s" --latency -s "$OUT/random_tag.lua" "$MEM_URL" >"$OUT/raw/mem_wrk_random_tags.txt"
+    wrk_http all mem_wrk_random_tags "$OUT/raw/mem_wrk_random_tags.txt"
+fi
+"$SD" bench --target "$MEM_URL/v1/ids/snowflake?count=1" --connections "$C" --duration "${DURATION}s" \
+    >"$OUT/raw/mem_sd_single.txt"
+sd_http all mem_sd_single "$OUT/raw/mem_sd_single.txt"
+"$SD" bench --target "$MEM_URL/v1/ids/wide?count=10000" --connections 4 --duration "${DURATION}s" \
+    >"$OUT/raw/mem_sd_http_batch.txt"
+sd_http all mem_sd_http_batch "$OUT/raw/mem_sd_http_batch.txt"
+kill "$SAMPLER"
+record all server_mem load_VmRSS_max_sampled_kB "$(sort -n "$OUT/server_mem_rss.log" | tail -1)"
+record all server_mem VmHWM_kB "$(rss VmHWM)"
+record all server_mem after_load_VmRSS_kB "$(rss VmRSS)"
+
+# ---- summary: the median of the rounds for each name and metric ----
+python3 - "$RESULTS" >"$OUT/summary.txt" <<'EOF'
+import collections, statistics, sys
+rows = collections.defaultdict(list)
+order = []
+for line in open(sys.argv[1]):
+    rep, name, metric, value = line.rstrip("\n").split("\t")
+    key = (name, metric)
+    if key not in rows:
+        order.append(key)
+    try:
+        rows[key].append(float(value))
+    except ValueError:
+        rows[key].append(float("nan"))
+for name, metric in order:
+    values = rows[(name, metric)]
+    shown = " ".join(f"{v:.6g}" for v in values)
+    print(f"{name:24} {metric:28} median {statistics.median(values):>14.6g}   runs: {shown}")
+EOF
+log "done: $OUT/summary.txt"
+cat "$OUT/summary.txt"
