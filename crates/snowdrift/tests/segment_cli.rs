@@ -1,9 +1,12 @@
 //! `snowdrift tags` and `snowdrift next --kind segment` end to end: several processes on one
 //! tag, and a process killed mid-stream, against SQLite and PostgreSQL.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
 
+use common::Served;
 use snowdrift_testkit::{IdChecker, urls};
 
 fn snowdrift(args: &[impl AsRef<std::ffi::OsStr>]) -> Output {
@@ -104,60 +107,23 @@ fn tags_are_managed_from_the_command_line() {
     assert!(err.contains("create it first"), "{err}");
 }
 
-/// `snowdrift serve` in the background, stopped (SIGTERM) when dropped.
-struct Served {
-    child: std::process::Child,
-    url: String,
-}
-
-impl Served {
-    fn start(store_url: &str, table: &str) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_snowdrift"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--store", store_url])
-            .env("SNOWDRIFT_STORE__TABLE", table)
-            .env(
-                "SNOWDRIFT_WORKER__PATH",
-                std::env::temp_dir().join(snowdrift_testkit::unique_name("served-workers")),
-            )
-            .env_remove("SNOWDRIFT_STORE__URL")
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let mut lines = BufReader::new(stderr).lines();
-        let url = loop {
-            let line = lines
-                .next()
-                .expect("serve exited before listening")
-                .unwrap();
-            if let Some(rest) = line.split("listening on ").nth(1) {
-                break rest.trim().to_string();
-            }
-        };
-        // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        Served { child, url }
-    }
-
-    fn stop(mut self) -> std::process::ExitStatus {
-        let pid = self.child.id().to_string();
-        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        self.child.wait().unwrap()
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `snowdrift serve` over `store_url` and `table`, with its lease files in a temp dir.
+fn serve(store_url: &str, table: &str) -> Served {
+    let mut cmd = common::serve_command();
+    cmd.args(["--listen", "127.0.0.1:0", "--store", store_url])
+        .env("SNOWDRIFT_STORE__TABLE", table)
+        .env(
+            "SNOWDRIFT_WORKER__PATH",
+            std::env::temp_dir().join(snowdrift_testkit::unique_name("served-workers")),
+        );
+    Served::start(cmd)
 }
 
 #[test]
 fn tags_are_managed_through_a_running_server() {
     let (url, t) = store("sqlite", "served");
-    let served = Served::start(&url, &t);
-    let server = served.url.clone();
+    let served = serve(&url, &t);
+    let server = served.url();
     let with = |rest: &[&str]| -> Vec<String> {
         ["tags", "--server", server.as_str()]
             .iter()

@@ -1,10 +1,13 @@
 //! `snowdrift token create`: its printed config lines, pasted into a real server's config,
 //! let exactly that token in, for exactly its generators.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
 
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::Served;
 use snowdrift_server::auth::TokenHash;
 
 fn snowdrift(args: &[&str]) -> Output {
@@ -60,67 +63,34 @@ impl Drop for TempDir {
     }
 }
 
-/// `snowdrift serve --config FILE` in the background, killed when dropped.
-struct Served {
-    child: std::process::Child,
-    addr: String,
+/// `snowdrift serve --config FILE`, its default files (the worker lease) beside the config.
+fn serve(config: &Path) -> Served {
+    let mut cmd = common::serve_command();
+    cmd.arg("--config")
+        .arg(config)
+        .current_dir(config.parent().unwrap());
+    Served::start(cmd)
 }
 
-impl Served {
-    fn start(config: &Path) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_snowdrift"))
-            .arg("serve")
-            .arg("--config")
-            .arg(config)
-            // Files the server makes by default (its worker lease) go beside the config.
-            .current_dir(config.parent().unwrap())
-            .env_remove("SNOWDRIFT_STORE__URL")
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let mut lines = BufReader::new(stderr).lines();
-        let addr = loop {
-            let line = lines
-                .next()
-                .expect("serve exited before listening")
-                .unwrap();
-            if let Some(rest) = line.split("listening on http://").nth(1) {
-                break rest.trim().to_string();
-            }
-        };
-        // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        Served { child, addr }
-    }
-
-    /// The status of `GET path` with `token` as the bearer token, if any.
-    fn status(&self, path: &str, token: Option<&str>) -> u16 {
-        let mut stream = std::net::TcpStream::connect(&self.addr).unwrap();
-        let auth = token
-            .map(|t| format!("Authorization: Bearer {t}\r\n"))
-            .unwrap_or_default();
-        write!(
-            stream,
-            "GET {path} HTTP/1.1\r\nHost: {}\r\n{auth}Connection: close\r\n\r\n",
-            self.addr
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        response
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("not an HTTP response: {response}"))
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The status of `GET path` on `served` with `token` as the bearer token, if any.
+fn status(served: &Served, path: &str, token: Option<&str>) -> u16 {
+    let addr = &served.addr;
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP response: {response}"))
 }
 
 #[test]
@@ -154,16 +124,16 @@ fn created_tokens_pasted_into_the_config_let_in_what_they_name() {
     ]);
     assert_eq!(checked.matches("[[auth.token]]").count(), 2, "{checked}");
 
-    let served = Served::start(&config);
-    assert_eq!(served.status("/v1/ids/snowflake", None), 401);
-    assert_eq!(served.status("/v1/ids/snowflake", Some(&reader)), 200);
-    assert_eq!(served.status("/v1/ids/uuid7", Some(&reader)), 403);
-    assert_eq!(served.status("/v1/tags", Some(&reader)), 403);
-    assert_eq!(served.status("/v1/ids/uuid7", Some(&admin)), 200);
-    assert_eq!(served.status("/v1/tags", Some(&admin)), 200);
+    let served = serve(&config);
+    assert_eq!(status(&served, "/v1/ids/snowflake", None), 401);
+    assert_eq!(status(&served, "/v1/ids/snowflake", Some(&reader)), 200);
+    assert_eq!(status(&served, "/v1/ids/uuid7", Some(&reader)), 403);
+    assert_eq!(status(&served, "/v1/tags", Some(&reader)), 403);
+    assert_eq!(status(&served, "/v1/ids/uuid7", Some(&admin)), 200);
+    assert_eq!(status(&served, "/v1/tags", Some(&admin)), 200);
     let (stranger, _) = created(&[]);
-    assert_eq!(served.status("/v1/ids/snowflake", Some(&stranger)), 401);
-    assert_eq!(served.status("/healthz", None), 200);
+    assert_eq!(status(&served, "/v1/ids/snowflake", Some(&stranger)), 401);
+    assert_eq!(status(&served, "/healthz", None), 200);
 }
 
 #[test]
