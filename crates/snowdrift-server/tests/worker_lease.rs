@@ -128,3 +128,61 @@ fn bad_worker_settings_are_refused_before_start() {
         assert!(err.contains(expect), "{toml}: {err}");
     }
 }
+
+/// The coordinator stops answering (black-holed behind the fault proxy): once the lease
+/// deadline passes, the server refuses snowflake IDs with 503 and `/readyz` says not ready;
+/// when the coordinator answers again, it regains a worker ID and issues again, after every
+/// ID it issued before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_lease_is_503_and_not_ready_until_regained() {
+    let (proxy, url) = snowdrift_testkit::FaultProxy::start_for_url(&urls::postgres())
+        .await
+        .unwrap();
+    let dir = std::env::temp_dir().join(unique_name("lease-lost"));
+    let cfg = config(
+        &dir,
+        &format!(
+            "registry = \"sql\"\nurl = \"{url}\"\nnamespace = \"{}\"\nttl = \"2s\"",
+            unique_name("lease_lost")
+        ),
+    );
+    let (base, _running) = serve(&cfg).await.unwrap();
+    let before = ids(&base, 500).await;
+    proxy.black_hole();
+    // The fence closes at the last renewal + ttl - margin (under 2 s); allow for a slow CI.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (status, v) = json(&base, "/v1/ids/snowflake").await;
+        if status == 503 {
+            assert_eq!(v["error"]["code"], "unavailable", "{v}");
+            break;
+        }
+        assert_eq!(status, 200, "{v}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still issuing long after the lease ran out"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let (status, v) = json(&base, "/readyz").await;
+    assert_eq!(status, 503, "{v}");
+    assert_eq!(v["ready"], false);
+    proxy.heal();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (status, _) = json(&base, "/readyz").await;
+        if status == 200 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the lease was not regained"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let after = ids(&base, 500).await;
+    assert!(
+        after[0] > *before.last().unwrap(),
+        "issuing resumes after the mark"
+    );
+}
