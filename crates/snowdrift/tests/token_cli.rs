@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -74,23 +73,7 @@ fn serve(config: &Path) -> Served {
 
 /// The status of `GET path` on `served` with `token` as the bearer token, if any.
 fn status(served: &Served, path: &str, token: Option<&str>) -> u16 {
-    let addr = &served.addr;
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("not an HTTP response: {response}"))
+    served.get(path, token).0
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! `snowdrift serve` as a child process for the command-line tests.
 #![allow(dead_code)] // each test binary uses a different part
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, ExitStatus, Stdio};
 
 /// `snowdrift serve` with no store from the environment; add arguments, then [`Served::start`].
@@ -41,6 +41,32 @@ impl Served {
     /// `http://HOST:PORT`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// `GET path` (with `token` as the bearer token, if any): the status and the body.
+    pub fn get(&self, path: &str, token: Option<&str>) -> (u16, String) {
+        let mut stream = std::net::TcpStream::connect(&self.addr).unwrap();
+        let auth = token
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: {}\r\n{auth}Connection: close\r\n\r\n",
+            self.addr
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let status = response
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("not an HTTP response: {response}"));
+        let body = response
+            .split_once("\r\n\r\n")
+            .map_or("", |(_, b)| b)
+            .to_string();
+        (status, body)
     }
 
     /// Stops it with SIGTERM and returns how it exited.
