@@ -53,6 +53,7 @@ impl Server {
     /// the generator or store at fault.
     pub async fn start(config: &Config) -> Result<Self, StartError> {
         http::install_recorder();
+        http::spawn_upkeep();
         let auth = auth::Auth::from_config(&config.auth)?;
         let tls = match (&config.server.tls_cert, &config.server.tls_key) {
             (Some(cert), Some(key)) => Some(tls::acceptor(cert, key)?),

@@ -176,6 +176,16 @@ async fn tags_are_created_served_and_updated_without_restart() {
     let unique: HashSet<_> = seen.iter().collect();
     assert_eq!(unique.len(), seen.len(), "no duplicate segment IDs");
     assert_eq!(seen[0], 1, "a new tag starts at 1");
+    // A format the kind does not have is refused before anything is issued.
+    let (status, v) = s.json("/v1/ids/order?count=5&format=friendly").await;
+    assert_eq!(status, 400, "{v}");
+    let (_, v) = s.json("/v1/ids/order").await;
+    assert_eq!(
+        ids(&v),
+        [(seen.len() + 1).to_string()],
+        "nothing was wasted"
+    );
+    seen.push(seen.len() as u64 + 1);
     // Taken names are 409s: another tag, or a generator.
     let (status, v) = s.send("POST", "/v1/tags", r#"{"tag": "order"}"#).await;
     assert_eq!((status, error_code(&v)), (409, "conflict"), "{v}");

@@ -39,6 +39,24 @@ pub fn install_recorder() -> bool {
         .is_some()
 }
 
+/// Every few seconds, folds the histogram samples recorded since the last time into their
+/// buckets. Without it, samples pile up (tens of bytes per request) until someone scrapes
+/// `/metrics`. Runs on the current runtime until it stops; several servers in one process
+/// each run one, which is harmless.
+pub fn spawn_upkeep() {
+    let Some(Some(handle)) = HANDLE.get() else {
+        return;
+    };
+    let handle = handle.clone();
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(5));
+        loop {
+            every.tick().await;
+            handle.run_upkeep();
+        }
+    });
+}
+
 /// Counts `count` IDs issued by generator `name`.
 pub fn issued(name: &str, kind: Kind, count: u64) {
     let labels = [

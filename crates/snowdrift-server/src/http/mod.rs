@@ -20,7 +20,7 @@ use axum::routing::get;
 use crate::error::ApiError;
 use crate::generators::Generators;
 
-pub use metrics::install_recorder;
+pub use metrics::{install_recorder, spawn_upkeep};
 
 /// What every handler shares.
 #[derive(Debug)]

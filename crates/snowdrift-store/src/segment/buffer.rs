@@ -338,7 +338,13 @@ impl Refiller {
             .steps
             .next_step(used, self.stored_step as u64, self.started.elapsed());
         let step = i64::try_from(step).unwrap_or(i64::MAX);
-        let claim = within(self.claim_timeout, self.store.claim(&self.tag, Some(step))).await?;
+        // Boxed: a store's claim future is kilobytes, and an unboxed one would make every
+        // tag's idle refill task that large (about 7 KB per tag measured on PostgreSQL).
+        let claim = within(
+            self.claim_timeout,
+            Box::pin(self.store.claim(&self.tag, Some(step))),
+        )
+        .await?;
         self.stored_step = claim.stored_step;
         self.pushed += claim.ids.len();
         push(&self.chain, claim.ids)
