@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The server load benchmark of BENCHMARKS.md ("Server load"): `snowdrift serve` beside Redis
-# INCR (redis-benchmark), ferroid-tonic-server's gRPC streaming and PostgreSQL nextval
+# INCR (redis-benchmark, also against the server's RESP listener), ferroid-tonic-server's gRPC streaming and PostgreSQL nextval
 # (pgbench), all on this machine, side by side in one run, repeated REPS times; then the
 # server's memory idle and with 10,000 segment tags in use.
 #
@@ -77,10 +77,11 @@ wait_tcp() { # PORT
     return 1
 }
 
-server_config() { # PORT TABLE WORKERS_DIR
+server_config() { # PORT TABLE WORKERS_DIR RESP_PORT
     cat <<EOF
 [server]
 listen = "127.0.0.1:$1"
+resp_listen = "127.0.0.1:$4"
 
 [store]
 url = "$PG_URL"
@@ -108,15 +109,19 @@ EOF
 
 # ---- servers ----
 PORT=$(free_port)
+RESP_PORT=$(free_port)
 URL="http://127.0.0.1:$PORT"
-server_config "$PORT" "$TABLE" "$OUT/workers" >"$OUT/server.toml"
+server_config "$PORT" "$TABLE" "$OUT/workers" "$RESP_PORT" >"$OUT/server.toml"
 "$SD" serve --config "$OUT/server.toml" >"$OUT/server.log" 2>&1 &
 SERVER_PID=$!
 PIDS+=("$SERVER_PID")
 wait_http "$URL/readyz"
 curl -sf -X POST "$URL/v1/tags" -H 'content-type: application/json' \
     -d '{"tag": "pgload", "step": 100000, "description": "server load benchmark"}' >/dev/null
-log "snowdrift serve pid $SERVER_PID on $URL (store $PG_URL table $TABLE, tag pgload step 100000)"
+# redis-benchmark's INCR key, as a tag: the server's RESP listener answers INCR with its IDs.
+curl -sf -X POST "$URL/v1/tags" -H 'content-type: application/json' \
+    -d '{"tag": "counter:__rand_int__", "step": 100000, "description": "redis-benchmark INCR"}' >/dev/null
+log "snowdrift serve pid $SERVER_PID on $URL, RESP on $RESP_PORT (store $PG_URL table $TABLE, tags pgload and counter:__rand_int__, step 100000)"
 
 F1_PORT=$(free_port)
 "$OUT/bin/ferroid-tonic-server" --num-workers 1 --server-addr "127.0.0.1:$F1_PORT" >"$OUT/ferroid1.log" 2>&1 &
@@ -194,6 +199,12 @@ for rep in $(seq "$REPS"); do
     record "$rep" redis_incr req_per_s "$(awk -F'"' 'NR == 2 {print $4}' "$R/redis_incr.csv")"
     record "$rep" redis_incr p50_us "$(awk -F'"' 'NR == 2 {print $10 * 1000}' "$R/redis_incr.csv")"
     record "$rep" redis_incr p99_us "$(awk -F'"' 'NR == 2 {print $14 * 1000}' "$R/redis_incr.csv")"
+    # The same client against snowdrift's RESP listener (it has no CONFIG: a warning on stderr).
+    redis-benchmark -h 127.0.0.1 -p "$RESP_PORT" -t incr -c "$C" -n "$REDIS_N" --csv \
+        >"$R/sd_resp_incr.csv" 2>"$R/sd_resp_incr.stderr"
+    record "$rep" sd_resp_incr req_per_s "$(awk -F'"' 'NR == 2 {print $4}' "$R/sd_resp_incr.csv")"
+    record "$rep" sd_resp_incr p50_us "$(awk -F'"' 'NR == 2 {print $10 * 1000}' "$R/sd_resp_incr.csv")"
+    record "$rep" sd_resp_incr p99_us "$(awk -F'"' 'NR == 2 {print $14 * 1000}' "$R/sd_resp_incr.csv")"
 
     "$SD" bench --target "$URL/v1/ids/snowflake?count=1" --connections "$C" --duration "${DURATION}s" \
         >"$R/sd_single.txt"
@@ -253,7 +264,7 @@ record all server_main after_scrape_VmRSS_kB "$(awk '/VmRSS/ {print $2}' "/proc/
 log "memory: a fresh server, then 10,000 tags"
 MEM_PORT=$(free_port)
 MEM_URL="http://127.0.0.1:$MEM_PORT"
-server_config "$MEM_PORT" "$MEM_TABLE" "$OUT/workers-mem" >"$OUT/server-mem.toml"
+server_config "$MEM_PORT" "$MEM_TABLE" "$OUT/workers-mem" "$(free_port)" >"$OUT/server-mem.toml"
 "$SD" serve --config "$OUT/server-mem.toml" >"$OUT/server-mem.log" 2>&1 &
 MEM_PID=$!
 PIDS+=("$MEM_PID")
