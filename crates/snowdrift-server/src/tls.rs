@@ -83,6 +83,8 @@ impl TlsListener {
                         continue;
                     }
                 };
+                // As on the plain listener: no Nagle delay between a stream's messages.
+                let _ = stream.set_nodelay(true);
                 let (acceptor, tx) = (acceptor.clone(), tx.clone());
                 tokio::spawn(async move {
                     match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {

@@ -161,7 +161,7 @@ async fn connection(
             Some(every) => {
                 due += every;
                 tokio::time::sleep_until(due.into()).await;
-                due - every
+                due
             }
             None => Instant::now(),
         };
