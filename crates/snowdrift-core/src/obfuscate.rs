@@ -50,6 +50,56 @@ use std::hash::Hasher;
 use crate::error::{Error, Result};
 use crate::layout::mask;
 
+/// The width used when none is chosen for IDs that are not snowflake IDs (whose layout's
+/// width is the natural choice): 63 bits, every positive `i64`, so the output fits the
+/// same signed 64-bit column as the input. 53 bits keeps IDs exact in JavaScript.
+pub const DEFAULT_BITS: u8 = 63;
+
+/// Length of a key written as hex: two digits per byte of the 128-bit key.
+pub const KEY_HEX_DIGITS: usize = 32;
+
+/// Reads a key written as 32 hex digits (either case), as `openssl rand -hex 16` prints one.
+///
+/// The error says what is wrong with the text but never shows it: a key that is almost
+/// right is still a secret, and errors end up in logs.
+///
+/// ```
+/// use snowdrift_core::obfuscate::parse_key;
+/// let key = parse_key("000102030405060708090a0b0c0d0E0F")?;
+/// assert_eq!(key, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
+/// assert!(parse_key("0001").is_err());
+/// # Ok::<(), snowdrift_core::Error>(())
+/// ```
+pub fn parse_key(text: &str) -> Result<[u8; 16]> {
+    let wanted = || {
+        format!(
+            "an obfuscation key is {KEY_HEX_DIGITS} hex digits (16 bytes), for example from \
+             `openssl rand -hex 16`"
+        )
+    };
+    let chars = text.chars().count();
+    if chars != KEY_HEX_DIGITS {
+        return Err(Error::InvalidConfig(format!(
+            "{}; this one has {chars} characters",
+            wanted()
+        )));
+    }
+    if let Some(at) = text.chars().position(|c| !c.is_ascii_hexdigit()) {
+        return Err(Error::InvalidConfig(format!(
+            "{}; character {} of this one is not a hex digit (0-9, a-f, A-F)",
+            wanted(),
+            at + 1
+        )));
+    }
+    let mut key = [0u8; 16];
+    for (byte, pair) in key.iter_mut().zip(text.as_bytes().chunks_exact(2)) {
+        // Both bytes are ASCII hex digits, checked above.
+        let digit = |b: u8| (b as char).to_digit(16).unwrap_or_default() as u8;
+        *byte = (digit(pair[0]) << 4) | digit(pair[1]);
+    }
+    Ok(key)
+}
+
 /// Feistel rounds. Four are enough for a pseudorandom permutation in theory (Luby-Rackoff);
 /// eight, as in NIST's FF3-1, leave margin against the attacks that work on few rounds.
 pub const ROUNDS: u64 = 8;
@@ -258,6 +308,30 @@ mod tests {
                 .expect_err("bad width")
                 .to_string();
             assert!(err.contains("1 to 64 bits"), "{err}");
+        }
+    }
+
+    #[test]
+    fn keys_are_32_hex_digits_and_errors_never_show_them() {
+        let key = parse_key("736e6f7764726966742d746573742d6B").expect("valid key");
+        assert_eq!(key, KEY);
+        for (text, why) in [
+            ("", "has 0 characters"),
+            ("736e6f7764726966742d746573742d6", "has 31 characters"),
+            ("736e6f7764726966742d746573742d6b0", "has 33 characters"),
+            ("0x6e6f7764726966742d746573742d6b", "character 2 of"),
+            ("736e6f7764726966742d74657374 d6b", "character 29 of"),
+            ("736e6f7764726966742d746573742d6é", "character 32 of"),
+        ] {
+            let err = parse_key(text).expect_err(text).to_string();
+            assert!(
+                err.contains(why) && err.contains("32 hex digits"),
+                "{text:?}: {err}"
+            );
+            assert!(
+                text.len() < 8 || !err.contains(&text[..8]),
+                "{err} shows the key"
+            );
         }
     }
 

@@ -3,9 +3,10 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::{base62, crockford32, friendly, invalid, sqids::Sqids};
+use super::{IdFormat, base62, crockford32, friendly, invalid, sqids::Sqids};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
+use crate::obfuscate::Obfuscator;
 
 /// How a 64-bit ID is written as text.
 ///
@@ -69,7 +70,7 @@ impl Format {
 
     /// This format bound to `layout`, ready to encode and decode many IDs.
     pub fn codec(self, layout: &Layout) -> Codec {
-        Codec(match self {
+        let inner = match self {
             Format::Decimal => Inner::Decimal,
             Format::Hex => Inner::Hex,
             Format::Base62 => Inner::Base62,
@@ -77,11 +78,16 @@ impl Format {
             // Building Sqids prepares a blocklist of hundreds of words: once here, not per ID.
             Format::Sqids => Inner::Sqids(Box::default()),
             Format::Friendly => Inner::Friendly(layout.clone()),
-        })
+        };
+        Codec {
+            inner,
+            obfuscator: None,
+        }
     }
 }
 
-/// A [`Format`] bound to a layout: encodes and decodes IDs in that format.
+/// A [`Format`] bound to a layout, and for an obfuscated [`IdFormat`] to an
+/// [`Obfuscator`]: encodes and decodes IDs in that format.
 ///
 /// ```
 /// use snowdrift_core::{codec::Format, layout::Layout};
@@ -90,7 +96,12 @@ impl Format {
 /// # Ok::<(), snowdrift_core::Error>(())
 /// ```
 #[derive(Debug, Clone)]
-pub struct Codec(Inner);
+pub struct Codec {
+    inner: Inner,
+    /// Applied before encoding and undone after decoding; never with [`Format::Friendly`],
+    /// whose fields would be scrambled.
+    obfuscator: Option<Obfuscator>,
+}
 
 #[derive(Debug, Clone)]
 enum Inner {
@@ -103,9 +114,18 @@ enum Inner {
 }
 
 impl Codec {
-    /// The format.
+    /// `self` writing obfuscated IDs: what [`IdFormat::codec`] builds. The caller has
+    /// refused [`Format::Friendly`].
+    pub(super) fn obfuscated(self, obfuscator: &Obfuscator) -> Self {
+        Self {
+            obfuscator: Some(obfuscator.clone()),
+            ..self
+        }
+    }
+
+    /// The text format (applied to the obfuscated ID when [`is_obfuscated`](Self::is_obfuscated)).
     pub fn format(&self) -> Format {
-        match self.0 {
+        match self.inner {
             Inner::Decimal => Format::Decimal,
             Inner::Hex => Format::Hex,
             Inner::Base62 => Format::Base62,
@@ -115,10 +135,26 @@ impl Codec {
         }
     }
 
+    /// True when IDs are obfuscated before they are written.
+    pub fn is_obfuscated(&self) -> bool {
+        self.obfuscator.is_some()
+    }
+
+    /// The format's full name: [`format`](Self::format), obfuscated or not.
+    pub fn id_format(&self) -> IdFormat {
+        IdFormat::of(self.format(), self.is_obfuscated())
+    }
+
     /// Writes `id` in the format. Only [`Format::Friendly`] reads the layout; it fails when
-    /// `id` does not fit the layout. The others accept any `u64`.
+    /// `id` does not fit the layout. An obfuscating codec fails with
+    /// [`Error::OutOfDomain`] when `id` is beyond the obfuscator's width: an ID it cannot
+    /// permute is an error, never written plain. The others accept any `u64`.
     pub fn encode(&self, id: u64) -> Result<String> {
-        Ok(match &self.0 {
+        let id = match &self.obfuscator {
+            Some(o) => o.encode(id)?,
+            None => id,
+        };
+        Ok(match &self.inner {
             Inner::Decimal => id.to_string(),
             Inner::Hex => format!("{id:x}"),
             Inner::Base62 => base62::encode(id),
@@ -128,11 +164,21 @@ impl Codec {
         })
     }
 
-    /// Reads an ID written in the format. Only [`Format::Friendly`] reads the layout; the
-    /// others return any `u64` the text stands for, so use
-    /// [`Layout::decode`](crate::layout::Layout::decode) to check that it fits a layout.
+    /// Reads an ID written in the format, and un-obfuscates it when the codec obfuscates.
+    /// Only [`Format::Friendly`] reads the layout; the others return any `u64` the text
+    /// stands for, so use [`Layout::decode`](crate::layout::Layout::decode) to check that
+    /// it fits a layout. Text that stands for a number beyond the obfuscator's width fails
+    /// with [`Error::OutOfDomain`]: no ID was ever obfuscated to it.
     pub fn decode(&self, text: &str) -> Result<u64> {
-        match &self.0 {
+        let value = self.decode_plain(text)?;
+        match &self.obfuscator {
+            Some(o) => o.decode(value),
+            None => Ok(value),
+        }
+    }
+
+    fn decode_plain(&self, text: &str) -> Result<u64> {
+        match &self.inner {
             Inner::Decimal => decode_decimal(text),
             Inner::Hex => decode_hex(text),
             Inner::Base62 => base62::decode(text),

@@ -15,15 +15,19 @@
 //! [`Format`] names them all (plus decimal and hex) for command lines and configuration.
 //!
 //! None of these hide anything: anyone can decode them. To make sequential IDs look random,
-//! permute them first with [`Obfuscator`](crate::obfuscate::Obfuscator).
+//! permute them first with [`Obfuscator`](crate::obfuscate::Obfuscator): an [`IdFormat`]
+//! such as `obfuscated-base62` names a format of the obfuscated ID, and its [`Codec`]
+//! obfuscates before encoding and un-obfuscates after decoding.
 
 pub mod base62;
 pub mod crockford32;
 pub mod format;
 pub mod friendly;
+pub mod id_format;
 pub mod sqids;
 
 pub use format::{Codec, Format};
+pub use id_format::IdFormat;
 
 use crate::error::Error;
 
