@@ -248,6 +248,50 @@ async fn stream_of_a_million_snowflake_ids() {
     assert_eq!(counts, [1_000, 1_000, 500]);
 }
 
+/// Two streams on one Twitter-layout generator share its 4,096 IDs per millisecond: they
+/// take turns at the ticks, so they finish close together. Without turns, the stream whose
+/// task polls first after each tick takes most of them, and the other waits until the first
+/// is done (about half the time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_streams_on_one_generator_share_its_ticks() {
+    let s = start("").await;
+    let started = std::time::Instant::now();
+    let streams = (0..2).map(|_| {
+        let mut client = s.ids();
+        tokio::spawn(async move {
+            let request = StreamRequest {
+                name: "snowflake".into(),
+                count: 400_000,
+                ..Default::default()
+            };
+            let mut stream = client.stream(request).await.unwrap().into_inner();
+            let mut got = 0;
+            while let Some(batch) = tokio::time::timeout(PATIENCE, stream.message())
+                .await
+                .expect("the stream keeps coming")
+                .unwrap()
+            {
+                got += batch.count;
+            }
+            assert_eq!(got, 400_000);
+            started.elapsed()
+        })
+    });
+    let mut done: Vec<Duration> = Vec::new();
+    for stream in streams.collect::<Vec<_>>() {
+        done.push(stream.await.unwrap());
+    }
+    done.sort();
+    let (first, last) = (done[0], done[1]);
+    println!("the two streams ended after {first:?} and {last:?}");
+    // 800,000 IDs take about 195 ms at the layout's cap; taking turns, the first stream ends
+    // one tick's worth of IDs before the other.
+    assert!(
+        first.as_secs_f64() >= 0.75 * last.as_secs_f64(),
+        "one stream finished at {first:?}, the other at {last:?}: they did not share the ticks"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decode_gives_the_fields_http_gives() {
     let s = start("").await;
