@@ -48,7 +48,7 @@ use std::fmt;
 use std::hash::Hasher;
 
 use crate::error::{Error, Result};
-use crate::layout::mask;
+use crate::layout::{Layout, mask};
 
 /// The width used when none is chosen for IDs that are not snowflake IDs (whose layout's
 /// width is the natural choice): 63 bits, every positive `i64`, so the output fits the
@@ -161,6 +161,30 @@ impl Obfuscator {
             half: u32::from(bits).div_ceil(2),
             max: mask(bits),
         })
+    }
+
+    /// A permutation for the IDs of `layout`, `bits` wide: by default the layout's own
+    /// width, so every ID the layout can hold has an obfuscated form of the same width. A
+    /// width narrower than the layout is refused, since the layout's later IDs would not
+    /// fit; a wider one is allowed (the outputs are then wider than the IDs).
+    ///
+    /// ```
+    /// use snowdrift_core::{layout::Layout, obfuscate::Obfuscator};
+    /// let twitter = Layout::preset("twitter")?;
+    /// assert_eq!(Obfuscator::for_layout([7; 16], &twitter, None)?.bits(), 63);
+    /// assert!(Obfuscator::for_layout([7; 16], &twitter, Some(53)).is_err());
+    /// # Ok::<(), snowdrift_core::Error>(())
+    /// ```
+    pub fn for_layout(key: [u8; 16], layout: &Layout, bits: Option<u8>) -> Result<Self> {
+        // A valid layout has at most 64 bits.
+        let width = u8::try_from(layout.total_bits()).unwrap_or(64);
+        match bits {
+            Some(bits) if bits < width => Err(Error::InvalidConfig(format!(
+                "{bits} bits cannot hold the IDs of a layout that takes {width} bits; use \
+                 {width} to 64, or a layout as narrow as you need (js53 for 53 bits)"
+            ))),
+            bits => Self::new(key, bits.unwrap_or(width)),
+        }
     }
 
     /// Width of the domain in bits.
@@ -333,6 +357,27 @@ mod tests {
                 "{err} shows the key"
             );
         }
+    }
+
+    #[test]
+    fn layouts_set_the_default_width_and_the_narrowest() {
+        let width = |preset: &str, bits| {
+            Obfuscator::for_layout(KEY, &Layout::preset(preset).expect("preset"), bits)
+                .map(|o| o.bits())
+        };
+        assert_eq!(width("twitter", None), Ok(63));
+        assert_eq!(width("discord", None), Ok(64));
+        assert_eq!(width("js53", None), Ok(53));
+        assert_eq!(width("js53", Some(60)), Ok(60));
+        assert_eq!(width("twitter", Some(63)), Ok(63));
+        let err = width("twitter", Some(62))
+            .expect_err("narrower")
+            .to_string();
+        assert!(
+            err.contains("62 bits cannot hold") && err.contains("takes 63 bits"),
+            "{err}"
+        );
+        assert!(width("js53", Some(65)).is_err());
     }
 
     #[test]
