@@ -24,5 +24,7 @@ pub mod segment;
 mod sql_connection;
 pub mod ticket;
 pub mod worker;
+#[cfg(feature = "zookeeper")]
+mod zk_connection;
 
 pub use error::{Error, Result};

@@ -1,14 +1,13 @@
 //! Segment tags in ZooKeeper: a znode per tag, claimed with a versioned `setData`.
 
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use snowdrift_core::segment::IdRange;
-use tokio::sync::Mutex;
 use zookeeper_client as zk;
 
 use super::tag::{Claim, NewTag, Tag, TagUpdate, validate_claim, validate_table, validate_tag};
 use crate::error::{Error, Result};
+use crate::zk_connection::{Session, cluster, persistent};
 
 /// How often a claim or update retries after another node changed the znode first.
 const MAX_RACES: usize = 64;
@@ -32,10 +31,9 @@ struct Stored {
 /// ZooKeeper acknowledged is on a quorum's disks.
 #[derive(Debug, Clone)]
 pub struct ZkSegmentStore {
-    cluster: String,
+    // One session, replaced when ZooKeeper expires it.
+    session: Session,
     root: String,
-    // One session, replaced when ZooKeeper expires it (an expired client stays dead).
-    client: std::sync::Arc<Mutex<Option<zk::Client>>>,
 }
 
 impl ZkSegmentStore {
@@ -43,50 +41,15 @@ impl ZkSegmentStore {
     /// it is missing.
     pub async fn connect(url: &str, root: &str) -> Result<Self> {
         validate_table(root)?;
-        let cluster = url
-            .split_once("://")
-            .map(|(_, rest)| rest.trim_end_matches('/'))
-            .filter(|c| !c.is_empty() && !c.contains('/'))
-            .ok_or_else(|| Error::InvalidUrl {
-                url: url.to_string(),
-                reason: "use zookeeper://HOST:PORT[,HOST:PORT...]".into(),
-            })?
-            .to_string();
         let store = Self {
-            cluster,
+            session: Session::new(cluster(url)?),
             root: format!("/{root}"),
-            client: Default::default(),
         };
-        let client = store.client().await?;
+        let client = store.session.client().await?;
         match client.create(&store.root, b"", &persistent()).await {
             Ok(_) | Err(zk::Error::NodeExists) => Ok(store),
-            Err(e) => Err(store.failed(e).await),
+            Err(e) => Err(store.session.failed(e).await),
         }
-    }
-
-    async fn client(&self) -> Result<zk::Client> {
-        let mut slot = self.client.lock().await;
-        if let Some(client) = slot.as_ref().filter(|c| !c.state().is_terminated()) {
-            return Ok(client.clone());
-        }
-        let client = zk::Client::connector()
-            .with_session_timeout(Duration::from_secs(10))
-            .with_connection_timeout(Duration::from_secs(5))
-            .connect(&self.cluster)
-            .await?;
-        *slot = Some(client.clone());
-        Ok(client)
-    }
-
-    /// Turns a ZooKeeper error into ours, dropping a session that cannot recover.
-    async fn failed(&self, e: zk::Error) -> Error {
-        if matches!(
-            e,
-            zk::Error::SessionExpired | zk::Error::ClientClosed | zk::Error::AuthFailed
-        ) {
-            *self.client.lock().await = None;
-        }
-        e.into()
     }
 
     fn path(&self, tag: &str) -> String {
@@ -106,7 +69,7 @@ impl ZkSegmentStore {
                 Ok((stored, stat.version))
             }
             Err(zk::Error::NoNode) => Err(Error::TagNotFound(tag.to_string())),
-            Err(e) => Err(self.failed(e).await),
+            Err(e) => Err(self.session.failed(e).await),
         }
     }
 
@@ -117,7 +80,7 @@ impl ZkSegmentStore {
         tag: &str,
         mut change: impl FnMut(&Stored) -> Result<(Stored, T)>,
     ) -> Result<T> {
-        let client = self.client().await?;
+        let client = self.session.client().await?;
         for _ in 0..MAX_RACES {
             let (stored, version) = self.read(&client, tag).await?;
             let (next, out) = change(&stored)?;
@@ -126,7 +89,7 @@ impl ZkSegmentStore {
                 Ok(_) => return Ok(out),
                 Err(zk::Error::BadVersion) => continue,
                 Err(zk::Error::NoNode) => return Err(Error::TagNotFound(tag.to_string())),
-                Err(e) => return Err(self.failed(e).await),
+                Err(e) => return Err(self.session.failed(e).await),
             }
         }
         Err(Error::Unavailable(
@@ -143,23 +106,23 @@ impl ZkSegmentStore {
             description: new.description.clone(),
         };
         let data = serde_json::to_vec(&stored).map_err(|e| Error::InvalidInput(e.to_string()))?;
-        let client = self.client().await?;
+        let client = self.session.client().await?;
         match client
             .create(&self.path(&new.tag), &data, &persistent())
             .await
         {
             Ok(_) => Ok(tag_of(&new.tag, stored)),
             Err(zk::Error::NodeExists) => Err(Error::TagExists(new.tag.clone())),
-            Err(e) => Err(self.failed(e).await),
+            Err(e) => Err(self.session.failed(e).await),
         }
     }
 
     /// All tags, by name.
     pub async fn list_tags(&self) -> Result<Vec<Tag>> {
-        let client = self.client().await?;
+        let client = self.session.client().await?;
         let mut names = match client.list_children(&self.root).await {
             Ok(names) => names,
-            Err(e) => return Err(self.failed(e).await),
+            Err(e) => return Err(self.session.failed(e).await),
         };
         names.sort();
         let mut tags = Vec::with_capacity(names.len());
@@ -177,7 +140,7 @@ impl ZkSegmentStore {
     /// One tag.
     pub async fn get_tag(&self, tag: &str) -> Result<Tag> {
         validate_tag(tag)?;
-        let client = self.client().await?;
+        let client = self.session.client().await?;
         let (stored, _) = self.read(&client, tag).await?;
         Ok(tag_of(tag, stored))
     }
@@ -243,8 +206,4 @@ fn tag_of(tag: &str, stored: Stored) -> Tag {
         step: stored.step,
         description: stored.description,
     }
-}
-
-fn persistent() -> zk::CreateOptions<'static> {
-    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
 }

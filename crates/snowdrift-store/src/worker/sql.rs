@@ -285,24 +285,14 @@ impl SqlRegistry {
     /// [`Error::LeaseLost`] when it expired (even if nobody took it since) or another holder
     /// has it.
     pub async fn renew(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<()> {
-        validate_holder(holder)?;
-        let id = id_of(worker_id)?;
         let ttl_ms = ttl_millis(ttl)?;
-        let update = self.sql(
-            "UPDATE {t} SET lease_expires_ms = {now} + ? + 1 \
-             WHERE worker_id = ? AND holder = ? AND lease_expires_ms > {now}",
-        );
-        let updated = sqlx::query(update)
-            .bind(ttl_ms)
-            .bind(id)
-            .bind(holder)
-            .execute(&self.pool)
-            .await?;
-        if updated.rows_affected() == 1 {
-            Ok(())
-        } else {
-            Err(self.lost(worker_id, holder).await?)
-        }
+        self.update_held(
+            worker_id,
+            holder,
+            "lease_expires_ms = {now} + ? + 1",
+            &[ttl_ms],
+        )
+        .await
     }
 
     /// Gives `worker_id` back at once, keeping its high-water mark. Does nothing when
@@ -380,53 +370,46 @@ impl SqlRegistry {
     /// it is). [`Error::LeaseLost`] unless `holder` holds a live lease on it; one statement,
     /// so a node that lost its lease can never write.
     pub async fn write_mark(&self, worker_id: u64, holder: &str, mark_ms: u64) -> Result<()> {
-        validate_holder(holder)?;
-        let id = id_of(worker_id)?;
-        let mark = i64::try_from(mark_ms).map_err(|_| {
-            Error::InvalidInput(format!(
-                "high-water mark {mark_ms} ms is past i64::MAX; pass milliseconds since the Unix epoch"
-            ))
-        })?;
-        let update = self.sql(
-            "UPDATE {t} SET high_water_ms = CASE \
-             WHEN high_water_ms IS NULL OR high_water_ms < ? THEN ? ELSE high_water_ms END \
-             WHERE worker_id = ? AND holder = ? AND lease_expires_ms > {now}",
-        );
-        let updated = sqlx::query(update)
-            .bind(mark)
-            .bind(mark)
-            .bind(id)
-            .bind(holder)
-            .execute(&self.pool)
-            .await?;
+        let mark = ms_since_epoch(mark_ms, "high-water mark")?;
         // sqlx asks MySQL for matched rows (CLIENT_FOUND_ROWS), so an unchanged mark counts.
-        if updated.rows_affected() == 1 {
-            Ok(())
-        } else {
-            Err(self.lost(worker_id, holder).await?)
-        }
+        self.update_held(
+            worker_id,
+            holder,
+            "high_water_ms = CASE \
+             WHEN high_water_ms IS NULL OR high_water_ms < ? THEN ? ELSE high_water_ms END",
+            &[mark, mark],
+        )
+        .await
     }
 
     /// Records `holder`'s clock reading `now_ms` on `worker_id`. [`Error::LeaseLost`] unless
     /// `holder` holds a live lease on it.
     pub async fn publish_time(&self, worker_id: u64, holder: &str, now_ms: u64) -> Result<()> {
+        let now = ms_since_epoch(now_ms, "clock reading")?;
+        self.update_held(worker_id, holder, "reported_ms = ?", &[now])
+            .await
+    }
+
+    /// `UPDATE ... SET {set}` on `worker_id`'s row, binding `values` to the `?`s of `set`,
+    /// only while `holder` holds a live lease on it (database clock): one statement, so a
+    /// node whose lease ended can never write. [`Error::LeaseLost`] says why it did not.
+    async fn update_held(
+        &self,
+        worker_id: u64,
+        holder: &str,
+        set: &str,
+        values: &[i64],
+    ) -> Result<()> {
         validate_holder(holder)?;
         let id = id_of(worker_id)?;
-        let now = i64::try_from(now_ms).map_err(|_| {
-            Error::InvalidInput(format!(
-                "clock reading {now_ms} ms is past i64::MAX; pass milliseconds since the Unix epoch"
-            ))
-        })?;
-        let update = self.sql(
-            "UPDATE {t} SET reported_ms = ? \
-             WHERE worker_id = ? AND holder = ? AND lease_expires_ms > {now}",
-        );
-        let updated = sqlx::query(update)
-            .bind(now)
-            .bind(id)
-            .bind(holder)
-            .execute(&self.pool)
-            .await?;
+        let update = self.sql(&format!(
+            "UPDATE {{t}} SET {set} WHERE worker_id = ? AND holder = ? AND lease_expires_ms > {{now}}"
+        ));
+        let mut query = sqlx::query(update);
+        for value in values {
+            query = query.bind(*value);
+        }
+        let updated = query.bind(id).bind(holder).execute(&self.pool).await?;
         if updated.rows_affected() == 1 {
             Ok(())
         } else {
@@ -532,6 +515,15 @@ pub(super) fn ttl_millis(ttl: Duration) -> Result<i64> {
         )));
     }
     Ok(ms as i64)
+}
+
+/// `ms` (milliseconds since the Unix epoch, called `what` in the error) as a column value.
+fn ms_since_epoch(ms: u64, what: &str) -> Result<i64> {
+    i64::try_from(ms).map_err(|_| {
+        Error::InvalidInput(format!(
+            "{what} {ms} ms is past i64::MAX; pass milliseconds since the Unix epoch"
+        ))
+    })
 }
 
 /// A worker ID as the `BIGINT` the table stores.

@@ -10,6 +10,7 @@ use zookeeper_client as zk;
 use super::PeerTime;
 use super::sql::{ttl_millis, validate_holder, validate_namespace, validate_space};
 use crate::error::{Error, Result};
+use crate::zk_connection::{Session, cluster, persistent, terminal};
 
 /// How many times an operation starts over after another write to the same znode came
 /// first (a clock report racing a renew, two mark writes, nodes racing for free IDs).
@@ -48,10 +49,9 @@ struct Lease {
 /// keep the fencing margin above one tick.
 #[derive(Debug, Clone)]
 pub struct ZkRegistry {
-    cluster: String,
-    root: String,
     // Reads and setup, reopened when it expires; holds no leases.
-    reader: Arc<Mutex<Option<zk::Client>>>,
+    reader: Session,
+    root: String,
     // The session whose ephemeral znodes are the leases; replaced only by a claim.
     leases: Arc<Mutex<Option<zk::Client>>>,
 }
@@ -61,23 +61,12 @@ impl ZkRegistry {
     /// `/{namespace}`, `/{namespace}/lease` and `/{namespace}/mark` if they are missing.
     pub async fn connect(url: &str, namespace: &str) -> Result<Self> {
         validate_namespace(namespace)?;
-        let cluster = url
-            .split_once("://")
-            .filter(|(scheme, _)| *scheme == "zookeeper")
-            .map(|(_, rest)| rest.trim_end_matches('/'))
-            .filter(|c| !c.is_empty() && !c.contains('/') && !c.split(',').any(str::is_empty))
-            .ok_or_else(|| Error::InvalidUrl {
-                url: url.to_string(),
-                reason: "use zookeeper://HOST:PORT[,HOST:PORT...]".into(),
-            })?
-            .to_string();
         let registry = Self {
-            cluster,
+            reader: Session::new(cluster(url)?),
             root: format!("/{namespace}"),
-            reader: Default::default(),
             leases: Default::default(),
         };
-        let client = registry.reader().await?;
+        let client = registry.reader.client().await?;
         for path in [
             registry.root.clone(),
             registry.lease_dir(),
@@ -85,7 +74,7 @@ impl ZkRegistry {
         ] {
             match client.create(&path, b"", &persistent()).await {
                 Ok(_) | Err(zk::Error::NodeExists) => {}
-                Err(e) => return Err(registry.reader_failed(e).await),
+                Err(e) => return Err(registry.reader.failed(e).await),
             }
         }
         Ok(registry)
@@ -103,29 +92,6 @@ impl ZkRegistry {
         format!("{}/mark/{worker_id}", self.root)
     }
 
-    async fn reader(&self) -> Result<zk::Client> {
-        let mut slot = self.reader.lock().await;
-        if let Some(client) = slot.as_ref().filter(|c| !c.state().is_terminated()) {
-            return Ok(client.clone());
-        }
-        let client = zk::Client::connector()
-            .with_session_timeout(Duration::from_secs(10))
-            .with_connection_timeout(Duration::from_secs(5))
-            .connect(&self.cluster)
-            .await?;
-        *slot = Some(client.clone());
-        Ok(client)
-    }
-
-    /// Turns an error of the reading session into ours, dropping the session if it cannot
-    /// recover.
-    async fn reader_failed(&self, e: zk::Error) -> Error {
-        if terminal(&e) {
-            *self.reader.lock().await = None;
-        }
-        e.into()
-    }
-
     /// The lease session for a claim of `ttl`: the current one, or a new one if there is
     /// none or it expired.
     async fn claiming_session(&self, ttl: Duration) -> Result<zk::Client> {
@@ -137,7 +103,7 @@ impl ZkRegistry {
         }
         let client = zk::Client::connector()
             .with_session_timeout(timeout)
-            .connect(&self.cluster)
+            .connect(self.reader.cluster())
             .await?;
         check_timeout(&client, ttl, "the ZooKeeper server's maxSessionTimeout")?;
         *slot = Some(client.clone());
@@ -370,19 +336,19 @@ impl ZkRegistry {
     /// node that will not come back).
     pub async fn release(&self, worker_id: u64, holder: &str) -> Result<()> {
         validate_holder(holder)?;
-        let client = self.reader().await?;
+        let client = self.reader.client().await?;
         let path = self.lease_path(worker_id);
         for _ in 0..MAX_RACES {
             let version = match client.get_data(&path).await {
                 Ok((data, stat)) if self.parse(worker_id, &data)?.holder == holder => stat.version,
                 Ok(_) | Err(zk::Error::NoNode) => return Ok(()),
-                Err(e) => return Err(self.reader_failed(e).await),
+                Err(e) => return Err(self.reader.failed(e).await),
             };
             match client.delete(&path, Some(version)).await {
                 Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
                 // A clock report changed the znode since the read: read again.
                 Err(zk::Error::BadVersion) => {}
-                Err(e) => return Err(self.reader_failed(e).await),
+                Err(e) => return Err(self.reader.failed(e).await),
             }
         }
         Err(race(&path))
@@ -390,10 +356,10 @@ impl ZkRegistry {
 
     /// The live leases and their data, by worker ID.
     async fn leases(&self) -> Result<Vec<(u64, Lease)>> {
-        let client = self.reader().await?;
+        let client = self.reader.client().await?;
         let names = match client.list_children(&self.lease_dir()).await {
             Ok(names) => names,
-            Err(e) => return Err(self.reader_failed(e).await),
+            Err(e) => return Err(self.reader.failed(e).await),
         };
         let mut ids: Vec<u64> = names.iter().filter_map(|n| n.parse().ok()).collect();
         ids.sort_unstable();
@@ -403,7 +369,7 @@ impl ZkRegistry {
                 Ok((data, _)) => leases.push((id, self.parse(id, &data)?)),
                 // Expired or released between the listing and the read.
                 Err(zk::Error::NoNode) => {}
-                Err(e) => return Err(self.reader_failed(e).await),
+                Err(e) => return Err(self.reader.failed(e).await),
             }
         }
         Ok(leases)
@@ -423,15 +389,15 @@ impl ZkRegistry {
     /// ever written. A `sync` first makes the server catch up with the leader, so the
     /// latest mark written anywhere is seen.
     pub async fn read_mark(&self, worker_id: u64) -> Result<Option<u64>> {
-        let client = self.reader().await?;
+        let client = self.reader.client().await?;
         let path = self.mark_path(worker_id);
         if let Err(e) = client.sync(&path).await {
-            return Err(self.reader_failed(e).await);
+            return Err(self.reader.failed(e).await);
         }
         match client.get_data(&path).await {
             Ok((data, _)) => Ok(Some(self.mark_of(worker_id, &data)?)),
             Err(zk::Error::NoNode) => Ok(None),
-            Err(e) => Err(self.reader_failed(e).await),
+            Err(e) => Err(self.reader.failed(e).await),
         }
     }
 
@@ -533,17 +499,6 @@ fn check_timeout(client: &zk::Client, ttl: Duration, limit: &str) -> Result<()> 
     Ok(())
 }
 
-/// Whether the session is gone for good (the client then fails every request).
-fn terminal(e: &zk::Error) -> bool {
-    matches!(
-        e,
-        zk::Error::NoHosts
-            | zk::Error::SessionExpired
-            | zk::Error::AuthFailed
-            | zk::Error::ClientClosed
-    )
-}
-
 fn lease_data(lease: &Lease) -> Result<Vec<u8>> {
     serde_json::to_vec(lease).map_err(|e| Error::InvalidInput(e.to_string()))
 }
@@ -560,10 +515,6 @@ fn race(path: &str) -> Error {
     Error::Unavailable(
         format!("znode {path} changed under each of {MAX_RACES} writes in a row; retry").into(),
     )
-}
-
-fn persistent() -> zk::CreateOptions<'static> {
-    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
 }
 
 fn ephemeral() -> zk::CreateOptions<'static> {
