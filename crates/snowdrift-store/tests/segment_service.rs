@@ -32,12 +32,16 @@ async fn a_tag_created_while_running_is_served_without_a_restart() {
         "{err}"
     );
     assert!(segments.status().is_empty(), "a failed start is forgotten");
+    assert!(segments.status_of("late").is_none());
     // Created by someone else (another node, the CLI) while this one runs.
     let other = SegmentStore::connect(&url("sqlite"), &t).await.unwrap();
     other.create_tag(&new_tag("late", 10)).await.unwrap();
     let ids = segments.next("late", 5).await.unwrap();
     assert_eq!((ids.start, ids.end), (1, 6));
     assert_eq!(segments.status().len(), 1);
+    let held = segments.status_of("late").expect("served now");
+    assert_eq!((held.current_left, held.current_len), (5, 10));
+    assert_eq!(held, segments.status()[0].1);
     let err = segments.next("no such/tag", 1).await.unwrap_err();
     assert!(matches!(err, Error::InvalidInput(_)), "{err}");
     assert_eq!(segments.status().len(), 1, "bad names are not kept");
