@@ -129,24 +129,32 @@ fn bad_worker_settings_are_refused_before_start() {
     }
 }
 
+/// A server whose snowflake generator leases its worker ID (2 s ttl) from PostgreSQL behind
+/// a fault proxy, so a test can black-hole the coordinator: its URL, the proxy and the
+/// handle that shuts it down.
+async fn serve_behind_fault_proxy(what: &str) -> (String, snowdrift_testkit::FaultProxy, Running) {
+    let (proxy, url) = snowdrift_testkit::FaultProxy::start_for_url(&urls::postgres())
+        .await
+        .unwrap();
+    let dir = std::env::temp_dir().join(unique_name(what));
+    let cfg = config(
+        &dir,
+        &format!(
+            "registry = \"sql\"\nurl = \"{url}\"\nnamespace = \"{}\"\nttl = \"2s\"",
+            unique_name(what)
+        ),
+    );
+    let (base, running) = serve(&cfg).await.unwrap();
+    (base, proxy, running)
+}
+
 /// The coordinator stops answering (black-holed behind the fault proxy): once the lease
 /// deadline passes, the server refuses snowflake IDs with 503 and `/readyz` says not ready;
 /// when the coordinator answers again, it regains a worker ID and issues again, after every
 /// ID it issued before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_lease_is_503_and_not_ready_until_regained() {
-    let (proxy, url) = snowdrift_testkit::FaultProxy::start_for_url(&urls::postgres())
-        .await
-        .unwrap();
-    let dir = std::env::temp_dir().join(unique_name("lease-lost"));
-    let cfg = config(
-        &dir,
-        &format!(
-            "registry = \"sql\"\nurl = \"{url}\"\nnamespace = \"{}\"\nttl = \"2s\"",
-            unique_name("lease_lost")
-        ),
-    );
-    let (base, _running) = serve(&cfg).await.unwrap();
+    let (base, proxy, _running) = serve_behind_fault_proxy("lease_lost").await;
     let before = ids(&base, 500).await;
     proxy.black_hole();
     // The fence closes at the last renewal + ttl - margin (under 2 s); allow for a slow CI.
@@ -185,4 +193,68 @@ async fn a_lost_lease_is_503_and_not_ready_until_regained() {
         after[0] > *before.last().unwrap(),
         "issuing resumes after the mark"
     );
+}
+
+/// The gRPC health service follows `/readyz`: the server (`""`) and `snowdrift.v1.IdService`
+/// are SERVING while the lease holds, NOT_SERVING within seconds of `/readyz` turning 503
+/// (a Watch stream hears it), and SERVING again once the lease is regained.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_health_follows_readyz_through_a_lost_lease() {
+    use std::time::{Duration, Instant};
+    use tonic_health::pb::HealthCheckRequest;
+    use tonic_health::pb::health_check_response::ServingStatus;
+    use tonic_health::pb::health_client::HealthClient;
+
+    let (base, proxy, _running) = serve_behind_fault_proxy("health_lost").await;
+    let channel = tonic::transport::Endpoint::from_shared(base.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let health = HealthClient::new(channel);
+    let request = |service: &str| HealthCheckRequest {
+        service: service.into(),
+    };
+    let both = |want: ServingStatus| {
+        let health = health.clone();
+        async move {
+            for service in ["", "snowdrift.v1.IdService"] {
+                let got = health.clone().check(request(service)).await.unwrap();
+                assert_eq!(got.into_inner().status, want as i32, "{service:?}");
+            }
+        }
+    };
+    both(ServingStatus::Serving).await;
+    let mut watch = health
+        .clone()
+        .watch(request(""))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut heard = async || {
+        let next = tokio::time::timeout(Duration::from_secs(10), watch.message()).await;
+        let next = next.expect("a change is announced within seconds");
+        next.unwrap().expect("the watch goes on").status
+    };
+    assert_eq!(heard().await, ServingStatus::Serving as i32);
+
+    proxy.black_hole();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while json(&base, "/readyz").await.0 != 503 {
+        assert!(Instant::now() < deadline, "the lease never ran out");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(heard().await, ServingStatus::NotServing as i32);
+    both(ServingStatus::NotServing).await;
+
+    proxy.heal();
+    let regained = tokio::time::timeout(Duration::from_secs(60), watch.message())
+        .await
+        .expect("the lease is regained")
+        .unwrap()
+        .unwrap();
+    assert_eq!(regained.status, ServingStatus::Serving as i32);
+    both(ServingStatus::Serving).await;
+    let (status, v) = json(&base, "/readyz").await;
+    assert_eq!(status, 200, "{v}");
 }

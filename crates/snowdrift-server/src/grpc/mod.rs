@@ -18,6 +18,7 @@
 //! ```
 
 mod convert;
+mod health;
 mod service;
 mod status;
 mod stream;
@@ -29,7 +30,6 @@ use std::sync::Arc;
 use axum::Router;
 use tokio::sync::watch;
 use tonic::server::NamedService;
-use tonic_health::ServingStatus;
 
 pub use service::IdApi;
 pub use status::{ERROR_CODE_KEY, RETRY_AFTER_KEY, code_for};
@@ -49,36 +49,28 @@ pub mod pb {
 
 use pb::id_service_server::IdServiceServer;
 
-/// The gRPC routes for `state` (`Stream` calls bounded by `max_stream` IDs), and a shutdown
-/// future to serve them with: it completes when `shutdown` does, after marking the health
-/// service NOT_SERVING (ending its Watch streams) and telling running streams to end at
-/// their next batch, so a graceful shutdown is not held up by a stream of a hundred million
-/// IDs or a health watcher.
+/// The gRPC routes for `state` (`Stream` calls bounded by `max_stream` IDs; every call timed
+/// in `snowdrift_request_duration_seconds`), and a shutdown future to serve them with: it
+/// completes when `shutdown` does, after marking the health service NOT_SERVING (ending its
+/// Watch streams) and telling running streams to end at their next batch, so a graceful
+/// shutdown is not held up by a stream of a hundred million IDs or a health watcher.
 pub async fn router(
     state: Arc<AppState>,
     max_stream: u64,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> (Router, impl Future<Output = ()> + Send + 'static) {
     let (stop_tx, stop_rx) = watch::channel(false);
+    let (health, health_service) = health::start(state.clone()).await;
     let ids = IdServiceServer::new(IdApi::new(state, max_stream, stop_rx));
-    let (health, health_service) = tonic_health::server::health_reporter();
-    health.set_serving::<IdServiceServer<IdApi>>().await;
     let router = Router::new()
         .route_service(&path::<IdServiceServer<IdApi>>(), ids)
         .route_service(&path_of(&health_service), health_service)
         .route("/{service}/{method}", axum::routing::any(unknown::unknown));
-    let router = reflection(router);
+    let router =
+        reflection(router).layer(axum::middleware::from_fn(crate::http::metrics::track_grpc));
     let shutdown = async move {
         shutdown.await;
-        let mut health = health;
-        for name in ["", IdServiceServer::<IdApi>::NAME] {
-            health
-                .set_service_status(name, ServingStatus::NotServing)
-                .await;
-            // Ends the health Watch streams (after they report NOT_SERVING), which would
-            // otherwise hold the graceful shutdown until its timeout.
-            health.clear_service_status(name).await;
-        }
+        health.stop().await;
         let _ = stop_tx.send(true);
     };
     (router, shutdown)

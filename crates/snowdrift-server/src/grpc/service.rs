@@ -112,11 +112,6 @@ fn bounded(field: &str, value: u64, max: u64) -> Result<u64, ApiError> {
 /// Takes `count` IDs from `source` and counts them in the same metrics as the HTTP API.
 pub async fn issue(name: &str, source: &Source, count: u64) -> Result<Ids, ApiError> {
     let ids = source.next(count).await?;
-    let labels = [
-        ("generator", name.to_string()),
-        ("kind", source.kind().name().to_string()),
-    ];
-    metrics::counter!("snowdrift_ids_issued_total", &labels).increment(ids.len());
-    metrics::histogram!("snowdrift_batch_size", &labels).record(ids.len() as f64);
+    crate::http::metrics::issued(name, source.kind(), ids.len());
     Ok(ids)
 }

@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use super::AppState;
+use crate::generators::Generators;
 use crate::source::{IdSource, Source};
 
 /// 200 while the process serves HTTP.
@@ -18,13 +19,12 @@ pub async fn healthz() -> Json<Value> {
 
 /// 200 when every generator can issue now, else 503 naming the ones that cannot and why.
 pub async fn readyz(State(state): State<Arc<AppState>>) -> (StatusCode, Json<Value>) {
-    let mut ready = true;
-    let mut generators = Vec::new();
-    for (name, source) in state.generators.configured() {
-        let (ok, reason) = readiness(source).await;
-        ready &= ok;
-        generators.push(json!({"name": name, "ready": ok, "reason": reason}));
-    }
+    let report = check(&state.generators).await;
+    let ready = report.iter().all(|g| g.ready);
+    let generators: Vec<Value> = report
+        .iter()
+        .map(|g| json!({"name": g.name, "ready": g.ready, "reason": g.reason}))
+        .collect();
     let status = if ready {
         StatusCode::OK
     } else {
@@ -36,6 +36,31 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> (StatusCode, Json<Val
     )
 }
 
+/// Whether one configured generator can issue now, and why not.
+pub struct Readiness<'a> {
+    /// The generator's name.
+    pub name: &'a str,
+    /// True when it can issue now.
+    pub ready: bool,
+    /// Why it cannot.
+    pub reason: Option<String>,
+}
+
+/// The readiness of every configured generator: what `/readyz` reports, and what the gRPC
+/// health service follows.
+pub async fn check(generators: &Generators) -> Vec<Readiness<'_>> {
+    let mut report = Vec::new();
+    for (name, source) in generators.configured() {
+        let (ready, reason) = readiness(source).await;
+        report.push(Readiness {
+            name,
+            ready,
+            reason,
+        });
+    }
+    report
+}
+
 /// Whether `source` can issue now, and why not.
 async fn readiness(source: &Source) -> (bool, Option<String>) {
     match source {
@@ -43,9 +68,8 @@ async fn readiness(source: &Source) -> (bool, Option<String>) {
             // Ready when IDs are buffered, or when the store answers for the tag.
             let buffered = s
                 .service()
-                .status()
-                .iter()
-                .any(|(tag, st)| tag == s.tag() && st.current_left + st.ids_ahead > 0);
+                .status_of(s.tag())
+                .is_some_and(|st| st.current_left + st.ids_ahead > 0);
             if buffered {
                 return (true, None);
             }

@@ -1,10 +1,10 @@
 //! The HTTP API: routes, shared state, and the contract's error shape for every failure
 //! (bad query, bad JSON, unknown route, wrong method).
 
-mod health;
+pub(crate) mod health;
 mod ids;
 mod leaf;
-mod metrics;
+pub(crate) mod metrics;
 mod openapi;
 mod path;
 mod query;

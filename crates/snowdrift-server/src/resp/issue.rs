@@ -137,7 +137,7 @@ async fn segment_run(name: &str, segment: &SegmentSource, n: u64) -> Result<u64,
             .next(segment.tag(), n)
             .await
             .map_err(ApiError::from)?;
-        counted_n(name, Kind::Segment, range.len());
+        crate::http::metrics::issued(name, Kind::Segment, range.len());
         if range.len() == n && range.stride <= 1 {
             return Ok(range.nth(n - 1));
         }
@@ -180,16 +180,7 @@ fn not_consecutive(name: &str, source: &Source) -> Refusal {
 
 /// Counts issued IDs in the same metrics as the HTTP and gRPC APIs.
 fn counted(name: &str, source: &Source, count: u64) {
-    counted_n(name, source.kind(), count);
-}
-
-fn counted_n(name: &str, kind: Kind, count: u64) {
-    let labels = [
-        ("generator", name.to_string()),
-        ("kind", kind.name().to_string()),
-    ];
-    metrics::counter!("snowdrift_ids_issued_total", &labels).increment(count);
-    metrics::histogram!("snowdrift_batch_size", &labels).record(count as f64);
+    crate::http::metrics::issued(name, source.kind(), count);
 }
 
 #[cfg(test)]

@@ -1,0 +1,66 @@
+//! `GET /metrics`: the registered metrics (histograms, snowflake gauges), then the series
+//! kept outside the registry (IDs issued by name, segment buffers), in one response.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::{IntoResponse, Response};
+
+use super::super::AppState;
+use super::{HANDLE, buffers, issued};
+use crate::source::{SnowflakeSource, Source};
+
+/// The metrics, with the gauges that are read at scrape time rather than counted.
+pub async fn render(State(state): State<Arc<AppState>>) -> Response {
+    let Some(Some(handle)) = HANDLE.get() else {
+        return crate::error::ApiError::unavailable(
+            "metrics are off: another metrics recorder was installed in this process",
+        )
+        .into_response();
+    };
+    for (name, source) in state.generators.configured() {
+        if let Source::Snowflake(s) = source {
+            snowflake_gauges(name, s);
+        }
+    }
+    let buffers = state.generators.segments().status();
+    let mut out = handle.render();
+    issued::write(&mut out);
+    buffers::write(&mut out, &buffers);
+    ([(CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
+}
+
+/// A snowflake generator's lease, clock and layout, read at scrape time.
+fn snowflake_gauges(name: &str, s: &SnowflakeSource) {
+    let labels = [("generator", name.to_string())];
+    let secs = |ms: i128| ms as f64 / 1000.0;
+    if let Some(w) = s.worker() {
+        let now = i128::from(w.now_ms);
+        metrics::gauge!("snowdrift_worker_ready", &labels).set(f64::from(u8::from(w.is_ready())));
+        if let Some(id) = w.worker_id {
+            metrics::gauge!("snowdrift_worker_id", &labels).set(id as f64);
+        }
+        // Each epoch after the first began with a lost lease regained.
+        metrics::gauge!("snowdrift_worker_lease_losses_total", &labels)
+            .set(w.epoch.saturating_sub(1) as f64);
+        metrics::gauge!("snowdrift_worker_lease_seconds_left", &labels)
+            .set(secs((i128::from(w.deadline_ms) - now).max(0)));
+        metrics::gauge!("snowdrift_worker_mark_ahead_seconds", &labels)
+            .set(secs(i128::from(w.mark_ms) - now));
+        let worst = w
+            .peers
+            .iter()
+            .map(|p| p.ahead_ms.unsigned_abs())
+            .max()
+            .unwrap_or(0);
+        metrics::gauge!("snowdrift_clock_offset_to_peers_max_seconds", &labels)
+            .set(worst as f64 / 1000.0);
+        let end = i128::from(s.layout().lifetime().end_ms);
+        metrics::gauge!("snowdrift_layout_days_left", &labels)
+            .set(((end - now) as f64 / 86_400_000.0).max(0.0));
+    }
+    if let Some(lead) = s.lead() {
+        metrics::gauge!("snowdrift_borrowed_seconds", &labels).set(lead.as_secs_f64());
+    }
+}
