@@ -110,15 +110,19 @@ async fn drive(load: &Load) -> Result<Totals> {
     }
     let stop = Arc::new(AtomicBool::new(false));
     let errors = Arc::new(AtomicU64::new(0));
-    let interval = load
-        .rate
-        .map(|r| Duration::from_secs_f64(load.connections as f64 / r));
+    let due = load.rate.map(|rate| {
+        let (send, receive) = flume::unbounded();
+        let every = Duration::from_secs_f64(1.0 / rate);
+        let stop = stop.clone();
+        std::thread::spawn(move || pace(every, &stop, &send));
+        receive
+    });
     let mut tasks = Vec::with_capacity(load.connections);
     for _ in 0..load.connections {
         let (client, target, stop) = (client.clone(), load.target.clone(), stop.clone());
-        let errors = errors.clone();
+        let (errors, due) = (errors.clone(), due.clone());
         tasks.push(tokio::spawn(async move {
-            connection(client, target, stop, errors, interval).await
+            connection(client, target, stop, errors, due).await
         }));
     }
     tokio::time::sleep(load.duration).await;
@@ -143,26 +147,45 @@ async fn drive(load: &Load) -> Result<Totals> {
     Ok(totals)
 }
 
-/// One connection's loop. At a fixed rate, latency counts from when the request was due,
-/// not when it was sent, so a stalled server is not hidden (coordinated omission).
+/// At a fixed rate: the time each request is due, one every `every`, until `stop`. Whichever
+/// connection is free takes the next (wrk2's open model), and its latency counts from that
+/// time, not from when it was sent, so a stalled server is not hidden (coordinated omission).
+/// A thread keeps the time because tokio's timer rounds sleeps up to whole milliseconds,
+/// which would add up to a millisecond to every request; a thread's sleep overshoots by
+/// tens of microseconds.
+fn pace(every: Duration, stop: &AtomicBool, due: &flume::Sender<Instant>) {
+    let mut next = Instant::now() + every;
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        while next <= now {
+            if due.send(next).is_err() {
+                return;
+            }
+            next += every;
+        }
+        std::thread::sleep(next - now);
+    }
+}
+
+/// One connection's loop: closed (as fast as answers come), or taking due times from
+/// [`pace`].
 async fn connection(
     client: reqwest::Client,
     target: String,
     stop: Arc<AtomicBool>,
     errors: Arc<AtomicU64>,
-    interval: Option<Duration>,
+    due: Option<flume::Receiver<Instant>>,
 ) -> Result<(u64, u64, Option<String>, Histogram<u64>)> {
     let mut hist = crate::cmd::bench::latency_histogram()?;
     let (mut requests, mut ids) = (0u64, 0u64);
     let mut first_error = None;
-    let mut due = Instant::now();
     while !stop.load(Ordering::Relaxed) {
-        let start = match interval {
-            Some(every) => {
-                due += every;
-                tokio::time::sleep_until(due.into()).await;
-                due
-            }
+        let start = match &due {
+            // The pacer hangs up once the run is over.
+            Some(due) => match due.recv_async().await {
+                Ok(due) => due,
+                Err(_) => break,
+            },
             None => Instant::now(),
         };
         let outcome = match client.get(&target).send().await {
