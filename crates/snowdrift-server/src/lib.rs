@@ -48,6 +48,7 @@ pub struct Server {
     /// The RESP listener, bound at start when `server.resp_listen` is set.
     resp: Option<tokio::net::TcpListener>,
     tls: Option<tls::Tls>,
+    reloader: auth::Reloader,
 }
 
 impl Server {
@@ -62,12 +63,14 @@ impl Server {
             _ => None,
         };
         let generators = Generators::build(config).await?;
+        let state = Arc::new(AppState {
+            generators,
+            max_count: config.limits.max_count,
+            auth,
+        });
         Ok(Self {
-            state: Arc::new(AppState {
-                generators,
-                max_count: config.limits.max_count,
-                auth,
-            }),
+            reloader: auth::Reloader::new(state.clone(), config),
+            state,
             max_body: config.limits.max_body,
             max_stream: config.limits.max_stream,
             shutdown_timeout: config.server.shutdown_timeout,
@@ -80,6 +83,12 @@ impl Server {
     /// the system chose for port 0), or `None` when it is off.
     pub fn resp_addr(&self) -> Option<std::net::SocketAddr> {
         self.resp.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
+    /// A handle that reloads the tokens while the server runs (`snowdrift serve` calls it on
+    /// `SIGHUP`); it stays valid after [`run`] takes the server.
+    pub fn reloader(&self) -> auth::Reloader {
+        self.reloader.clone()
     }
 
     /// The generators, for status.

@@ -1,6 +1,6 @@
 //! Auth end to end: a real server on port 0 with `[[auth.token]]`s, driven over HTTP: 401
 //! without or with a wrong token, 403 outside a token's scope, 429 over its rate, and the
-//! routes that stay open.
+//! routes that stay open (and `/v1/generators`, which does not).
 
 mod support;
 
@@ -152,6 +152,7 @@ async fn without_a_known_token_protected_routes_are_401_and_open_routes_stay_ope
         "/api/snowflake/decode/1",
         "/v1/tags",
         "/v1/tags/orders",
+        "/v1/generators",
     ] {
         for token in [None, Some(unknown.as_str()), Some("")] {
             let r = s.get(path, token).await;
@@ -174,7 +175,15 @@ async fn without_a_known_token_protected_routes_are_401_and_open_routes_stay_ope
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 401);
-    for path in ["/healthz", "/readyz", "/metrics", "/v1/generators"] {
+    for path in [
+        "/healthz",
+        "/readyz",
+        "/metrics",
+        "/openapi.json",
+        "/ui",
+        "/ui/app.js",
+        "/ui/style.css",
+    ] {
         let r = s.get(path, None).await;
         assert_eq!(r.status, 200, "{path} is open: {}", r.body);
     }
@@ -297,6 +306,23 @@ async fn tokens_reach_only_their_generators_and_role() {
         "{}",
         r.body
     );
+
+    // The status of every generator (names, leases, holders) needs read on every name: a
+    // token for some names gets 403 saying so, whatever its role.
+    for token in [reader, orders_admin] {
+        let r = s.get("/v1/generators", Some(token)).await;
+        assert_eq!((r.status, r.code()), (403, "forbidden"), "{}", r.body);
+        assert!(
+            r.message().contains("every generator") && r.message().contains("\"*\""),
+            "{}",
+            r.message()
+        );
+    }
+    for token in [root, s.tokens.limited.as_str()] {
+        let r = s.get("/v1/generators", Some(token)).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert!(r.body["generators"].is_array(), "{}", r.body);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -45,6 +45,7 @@ async fn start(extra_toml: &str) -> TestServer {
         resp,
         stop,
         task: running,
+        ..
     } = support::spawn(&config).await;
     let resp = resp.expect("resp_listen is set");
     assert_ne!(resp.port(), 0);

@@ -1,6 +1,9 @@
 // snowdrift dashboard: polls this server every second and draws what it reports.
 // Plain DOM, no framework and no build step. Every value from the server goes in through
 // textContent, never innerHTML, so a tag or generator name can never become markup.
+// With auth on, /v1/generators needs a token: the page asks for one, keeps it in this tab's
+// sessionStorage (gone when the tab closes, never sent to another origin) and sends it as
+// `Authorization: Bearer`. With auth off it never asks.
 "use strict";
 
 (() => {
@@ -16,10 +19,16 @@
   // Of an object a generator reports (its worker lease, say), the fields worth a glance in
   // its row; the whole object is drawn under "Workers, leases and clocks".
   const SUMMARY_FIELDS = new Set(["worker_id", "state", "ready", "epoch", "registry"]);
+  const TOKEN_KEY = "snowdrift.token";
 
   // Totals of snowdrift_ids_issued_total by generator at the previous refresh, for rates.
   let previous = null;
   let refreshes = 0;
+  // The pending refresh, and whether one is running, so a new token refreshes at once
+  // without two refreshes overlapping.
+  let timer = null;
+  let running = false;
+  let again = false;
 
   const byId = (id) => document.getElementById(id);
 
@@ -247,17 +256,69 @@
     return byName;
   }
 
+  // sessionStorage can be off (a privacy setting): then the page works without a token.
+  function storedToken() {
+    try {
+      return sessionStorage.getItem(TOKEN_KEY) || "";
+    } catch {
+      return "";
+    }
+  }
+
+  function storeToken(token) {
+    try {
+      if (token) sessionStorage.setItem(TOKEN_KEY, token);
+      else sessionStorage.removeItem(TOKEN_KEY);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  function request(path) {
+    const token = storedToken();
+    const headers = token ? { Authorization: `Bearer ${token}` } : {};
+    return fetch(path, { cache: "no-store", headers });
+  }
+
   async function getJson(path) {
-    const response = await fetch(path, { cache: "no-store" });
+    const response = await request(path);
     // /readyz answers 503 with a body that is still the status; keep it.
     const body = await response.json().catch(() => null);
     return { ok: body !== null, status: response.status, body };
   }
 
   async function getText(path) {
-    const response = await fetch(path, { cache: "no-store" });
+    const response = await request(path);
     if (!response.ok) throw new Error(`${path} answered ${response.status}`);
     return response.text();
+  }
+
+  // What to tell the reader when /v1/generators refused the request, or null.
+  function authProblem(result) {
+    if (![401, 403, 429].includes(result.status)) return null;
+    const said = result.body && result.body.error && result.body.error.message;
+    const server = said ? ` The server said: ${said}` : "";
+    const hasToken = storedToken() !== "";
+    if (result.status === 401 && !hasToken) {
+      return `This server needs a token to show its generators: enter a token with the read role on every generator (generators = ["*"]).${server}`;
+    }
+    if (result.status === 401) return `The server does not accept this token; enter another.${server}`;
+    if (result.status === 403) return `This token may not read every generator's status; enter a token with generators = ["*"].${server}`;
+    return `This token is over its rate limit; the page keeps trying.${server}`;
+  }
+
+  function renderToken(problem) {
+    const hasToken = storedToken() !== "";
+    const message = byId("auth-message");
+    message.textContent = problem || "";
+    message.hidden = !problem;
+    // Shown only when the server asks for a token or one is in use: with auth off the page
+    // looks as it always did.
+    byId("token-form").hidden = !problem && !hasToken;
+    byId("token-forget").hidden = !hasToken;
+    byId("token-state").textContent = hasToken ? "a token is in use (kept in this tab only)" : "";
+    document.body.dataset.auth = problem ? "refused" : hasToken ? "token" : "open";
   }
 
   async function refresh() {
@@ -275,13 +336,16 @@
       problems.push(`rates unavailable: ${metrics.reason.message || metrics.reason}`);
     }
     const readiness = renderReadiness(ready.status === "fulfilled" ? ready.value : { ok: false });
+    const refused = status.status === "fulfilled" ? authProblem(status.value) : null;
+    renderToken(refused);
     if (status.status === "fulfilled" && status.value.ok && status.value.status === 200) {
       const s = status.value.body;
       const generators = Array.isArray(s.generators) ? s.generators : [];
       renderGenerators(generators, issued, rate, readiness);
       renderBuffers(Array.isArray(s.segment_buffers) ? s.segment_buffers : [], issued, rate);
       renderWorkers(s, generators);
-    } else {
+    } else if (!refused) {
+      // A refusal is told above the token field instead.
       const why = status.status === "fulfilled" ? `answered ${status.value.status}` : status.reason.message || status.reason;
       problems.push(`cannot read /v1/generators (${why}); showing the last values`);
     }
@@ -296,14 +360,51 @@
   // One refresh at a time: the next starts a second after the last one ended, so a slow
   // server is never flooded.
   function loop() {
+    timer = null;
+    running = true;
     refresh()
       .catch((e) => {
         const box = byId("problems");
         box.textContent = `refresh failed: ${e.message || e}`;
         box.hidden = false;
       })
-      .finally(() => setTimeout(loop, REFRESH_MS));
+      .finally(() => {
+        running = false;
+        timer = setTimeout(loop, again ? 0 : REFRESH_MS);
+        again = false;
+      });
   }
 
+  // Refresh now (or as soon as the running refresh ends), as after a new token.
+  function refreshNow() {
+    if (running) {
+      again = true;
+    } else {
+      clearTimeout(timer);
+      loop();
+    }
+  }
+
+  byId("token-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const input = byId("token");
+    const token = input.value.trim();
+    if (!token) return;
+    input.value = "";
+    if (!storeToken(token)) {
+      renderToken("This browser does not allow the page to keep a token (sessionStorage is off).");
+      return;
+    }
+    renderToken(null);
+    refreshNow();
+  });
+
+  byId("token-forget").addEventListener("click", () => {
+    storeToken("");
+    renderToken(null);
+    refreshNow();
+  });
+
+  renderToken(null);
   loop();
 })();

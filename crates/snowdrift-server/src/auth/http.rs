@@ -1,8 +1,11 @@
 //! Auth for HTTP routes: which role and name each route needs, and the refusals as the
 //! contract's errors with `WWW-Authenticate` (401, 403) and `Retry-After` (429).
 //!
-//! Open without a token: `/healthz`, `/readyz`, `/metrics`, `/openapi.json`, `/ui` (and its
-//! assets) and `/v1/generators` (status the dashboard shows; `/metrics` has the same names).
+//! Open without a token: `/healthz` and `/readyz` (for load balancers and orchestrators),
+//! `/metrics` (for scrapers: names and numbers, no hosts or addresses), `/openapi.json`, and
+//! `/ui` with its assets (the page holds no data; it asks for a token to read
+//! `/v1/generators`). `/v1/generators` lists every generator with its worker lease, holder
+//! and registry, so it needs `read` on every name (`*`), as listing tags does.
 //! A route this table does not know needs an admin token for every name, so a new route is
 //! closed until someone decides otherwise.
 
@@ -30,7 +33,9 @@ pub async fn require(
     request: Request,
     next: Next,
 ) -> Response {
-    if !state.auth.is_enabled() {
+    // One set of tokens for the whole decision, even if a reload swaps them meanwhile.
+    let tokens = state.auth.current();
+    if !tokens.is_enabled() {
         return next.run(request).await;
     }
     // No matched route: the fallback's 404 (or 405) guards nothing.
@@ -64,7 +69,7 @@ pub async fn require(
         .headers()
         .get(AUTHORIZATION)
         .map(|v| v.to_str().unwrap_or_default());
-    match state.auth.authorize(authorization, target, role) {
+    match tokens.authorize(authorization, target, role) {
         Ok(()) => next.run(request).await,
         Err(denied) => {
             tracing::debug!(
@@ -91,15 +96,14 @@ enum On {
 /// What a route (by its template) needs: nothing (open), or a role on some names.
 fn need(template: &str) -> Option<(Role, On)> {
     let need = match template {
-        "/healthz" | "/readyz" | "/metrics" | "/openapi.json" | "/v1/generators" | "/ui" => {
-            return None;
-        }
+        "/healthz" | "/readyz" | "/metrics" | "/openapi.json" | "/ui" => return None,
         t if t.starts_with("/ui/") => return None,
         "/v1/ids/{name}" | "/v1/ids/{name}/decode/{id}" => (Role::Read, On::Param("name")),
         "/api/segment/get/{tag}" => (Role::Read, On::Param("tag")),
         "/api/snowflake/get/{key}" => (Role::Read, On::Snowflake("key")),
         "/api/snowflake/decode/{id}" => (Role::Read, On::Snowflake("")),
         "/v1/tags/{tag}" => (Role::Admin, On::Param("tag")),
+        "/v1/generators" => (Role::Read, On::All),
         // "/v1/tags" (list, create) and any route not listed here.
         _ => (Role::Admin, On::All),
     };
@@ -162,7 +166,6 @@ mod tests {
             "/readyz",
             "/metrics",
             "/openapi.json",
-            "/v1/generators",
             "/ui",
             "/ui/app.js",
         ] {
@@ -179,9 +182,31 @@ mod tests {
             need("/v1/tags/{tag}"),
             Some((Role::Admin, On::Param("tag")))
         );
+        assert_eq!(need("/v1/generators"), Some((Role::Read, On::All)));
         let admin_all = Some((Role::Admin, On::All));
         assert_eq!(need("/v1/tags"), admin_all);
         assert_eq!(need("/v1/something/new"), admin_all);
         assert_eq!(need("/uix"), admin_all);
+    }
+
+    /// openapi.json marks exactly the operations this table guards, so the document never
+    /// shows a closed route as open or the other way round.
+    #[test]
+    fn openapi_security_matches_the_table() {
+        let spec: serde_json::Value =
+            serde_json::from_str(include_str!("../../openapi.json")).expect("openapi.json");
+        let paths = spec["paths"].as_object().expect("paths");
+        assert!(paths.len() >= 10, "{}", paths.len());
+        for (path, item) in paths {
+            for (method, op) in item.as_object().expect("path item") {
+                let Some(op) = op.as_object() else { continue };
+                let documented = op.contains_key("security");
+                assert_eq!(
+                    documented,
+                    need(path).is_some(),
+                    "{method} {path}: openapi.json security and auth::http::need disagree"
+                );
+            }
+        }
     }
 }

@@ -68,6 +68,8 @@ pub struct Running {
     pub stop: Option<oneshot::Sender<()>>,
     /// `run`'s result, once it has shut down.
     pub task: JoinHandle<Result<(), StartError>>,
+    /// Reloads its tokens.
+    pub reloader: snowdrift_server::auth::Reloader,
 }
 
 impl Running {
@@ -89,6 +91,7 @@ impl Running {
 pub async fn try_spawn(config: &Config) -> Result<Running, StartError> {
     let server = Server::start(config).await?;
     let resp = server.resp_addr();
+    let reloader = server.reloader();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
@@ -100,6 +103,7 @@ pub async fn try_spawn(config: &Config) -> Result<Running, StartError> {
         resp,
         stop: Some(stop),
         task,
+        reloader,
     })
 }
 

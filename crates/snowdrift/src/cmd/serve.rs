@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
+use snowdrift_server::auth::Reloader;
 use snowdrift_server::{Config, Server};
 
 /// Run the snowdrift server: every generator over HTTP, Leaf-compatible routes, tag admin,
@@ -12,9 +13,13 @@ use snowdrift_server::{Config, Server};
 /// objectid, and segment tags from ./snowdrift.db (SQLite), on 127.0.0.1:8080. Every config key
 /// can also be set as SNOWDRIFT_<SECTION>__<KEY> (e.g. SNOWDRIFT_SERVER__LISTEN); flags win
 /// over both.
+///
+/// On SIGHUP it reads the config again and puts its [[auth.token]]s in force without a
+/// restart; a config that does not load keeps the old tokens, and changes to other sections
+/// are logged as needing a restart.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  snowdrift serve\n  snowdrift serve --config snowdrift.toml\n  snowdrift serve --listen 127.0.0.1:9000 --store postgres://root@127.0.0.1/test\n  snowdrift serve --config snowdrift.toml --check-config\n\nThen:\n  curl 'http://127.0.0.1:8080/v1/ids/snowflake?count=3'\n  curl -X POST http://127.0.0.1:8080/v1/tags -d '{\"tag\": \"order\"}' -H 'content-type: application/json'\n  curl http://127.0.0.1:8080/api/segment/get/order"
+    after_help = "Examples:\n  snowdrift serve\n  snowdrift serve --config snowdrift.toml\n  snowdrift serve --listen 127.0.0.1:9000 --store postgres://root@127.0.0.1/test\n  snowdrift serve --config snowdrift.toml --check-config\n  kill -HUP $(pidof snowdrift)    # reload the tokens\n\nThen:\n  curl 'http://127.0.0.1:8080/v1/ids/snowflake?count=3'\n  curl -X POST http://127.0.0.1:8080/v1/tags -d '{\"tag\": \"order\"}' -H 'content-type: application/json'\n  curl http://127.0.0.1:8080/api/segment/get/order"
 )]
 pub struct Args {
     /// The TOML config file.
@@ -65,7 +70,7 @@ pub fn run(args: Args) -> Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(serve(config))
+    runtime.block_on(serve(args, config))
 }
 
 fn load(args: &Args) -> Result<Config> {
@@ -93,8 +98,11 @@ fn load(args: &Args) -> Result<Config> {
     Ok(Config::load(args.config.as_deref(), env)?)
 }
 
-async fn serve(config: Config) -> Result<()> {
+async fn serve(args: Args, config: Config) -> Result<()> {
     let server = Server::start(&config).await?;
+    // Before the "listening" line, so a SIGHUP sent once the server is up never finds the
+    // default action (which ends the process).
+    reload_on_sighup(args, server.reloader())?;
     let listener = tokio::net::TcpListener::bind(config.server.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.server.listen))?;
@@ -110,6 +118,44 @@ async fn serve(config: Config) -> Result<()> {
     snowdrift_server::run(listener, server, shutdown_signal()).await?;
     tracing::info!("snowdrift stopped");
     Ok(())
+}
+
+/// Reloads the tokens from the config (file, environment and flags, as at start) on every
+/// SIGHUP, for as long as the runtime runs.
+#[cfg(unix)]
+fn reload_on_sighup(args: Args, reloader: Reloader) -> Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangups = signal(SignalKind::hangup()).context("cannot listen for SIGHUP")?;
+    tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            reload(&args, &reloader);
+        }
+    });
+    Ok(())
+}
+
+/// Without SIGHUP there is nothing to listen for: tokens change at a restart.
+#[cfg(not(unix))]
+fn reload_on_sighup(_args: Args, _reloader: Reloader) -> Result<()> {
+    Ok(())
+}
+
+/// One reload, logged: what changed, what needs a restart, or why nothing did.
+#[cfg_attr(not(unix), allow(dead_code))]
+fn reload(args: &Args, reloader: &Reloader) {
+    let reloaded = load(args).and_then(|config| Ok(reloader.reload(&config)?));
+    match reloaded {
+        Ok(r) => {
+            tracing::info!("config reloaded: {r}");
+            if !r.needs_restart.is_empty() {
+                tracing::warn!(
+                    "config reload: changes to [{}] need a restart; they were not applied",
+                    r.needs_restart.join("], [")
+                );
+            }
+        }
+        Err(e) => tracing::error!("config reload failed, the tokens in force stay: {e:#}"),
+    }
 }
 
 /// Completes on SIGINT or SIGTERM.

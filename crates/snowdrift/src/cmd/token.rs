@@ -10,7 +10,7 @@ use snowdrift_server::config::{AuthConfig, TokenConfig};
 /// on as soon as the server's config has one [[auth.token]].
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  snowdrift token create --name ci --generators orders,users\n  snowdrift token create --name ops --generators '*' --role admin\n  snowdrift token create --name batch --rate 100 --burst 200\n\nThen paste the printed [[auth.token]] lines into the server's config, restart it, and send\n  curl -H 'Authorization: Bearer TOKEN' http://127.0.0.1:8080/v1/ids/orders"
+    after_help = "Examples:\n  snowdrift token create --name ci --generators orders,users\n  snowdrift token create --name ops --generators '*' --role admin\n  snowdrift token create --name batch --rate 100 --burst 200\n\nThen paste the printed [[auth.token]] lines into the server's config, reload it (kill -HUP,\nor restart it), and send\n  curl -H 'Authorization: Bearer TOKEN' http://127.0.0.1:8080/v1/ids/orders"
 )]
 pub struct Args {
     #[command(subcommand)]

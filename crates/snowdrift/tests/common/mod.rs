@@ -3,6 +3,8 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// `snowdrift serve` with no store from the environment; add arguments, then [`Served::start`].
 pub fn serve_command() -> Command {
@@ -16,6 +18,8 @@ pub struct Served {
     child: Child,
     /// `HOST:PORT` it listens on, from its "listening on" line.
     pub addr: String,
+    /// Every line it wrote to stderr after the "listening on" line.
+    log: Arc<Mutex<Vec<String>>>,
 }
 
 impl Served {
@@ -33,9 +37,52 @@ impl Served {
                 break rest.trim().to_string();
             }
         };
-        // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        Served { child, addr }
+        // Keep draining stderr so the server never blocks on a full pipe, keeping the lines
+        // for tests that wait for one.
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                kept.lock().unwrap().push(line);
+            }
+        });
+        Served { child, addr, log }
+    }
+
+    /// How many lines it has logged so far: pass to [`Served::wait_for_log`] to wait only
+    /// for lines written after now.
+    pub fn log_len(&self) -> usize {
+        self.log.lock().unwrap().len()
+    }
+
+    /// The first line from the `from`th on that contains `needle`; panics with the log after
+    /// 60 s without one.
+    pub fn wait_for_log(&self, from: usize, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            {
+                let log = self.log.lock().unwrap();
+                if let Some(line) = log.iter().skip(from).find(|l| l.contains(needle)) {
+                    return line.clone();
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "no log line with {needle:?} after line {from}:\n{}",
+                    log.join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Sends it `signal` (`HUP`, `TERM`, ...) with kill(1).
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.id().to_string();
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{signal} {pid}: {status}");
     }
 
     /// `http://HOST:PORT`.
@@ -71,9 +118,13 @@ impl Served {
 
     /// Stops it with SIGTERM and returns how it exited.
     pub fn stop(mut self) -> ExitStatus {
-        let pid = self.child.id().to_string();
-        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        self.signal("TERM");
         self.child.wait().unwrap()
+    }
+
+    /// Whether it is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
     }
 }
 
