@@ -36,6 +36,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .next(NextRequest {
             name: name.clone(),
             count: Some(5),
+            format: None,
         })
         .await?
         .into_inner();
@@ -64,6 +65,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             name: name.clone(),
             count: total,
             batch: None,
+            format: None,
         })
         .await?
         .into_inner();

@@ -23,6 +23,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use snowdrift_core::obfuscate::{self, Obfuscator};
 
 use crate::error::ConfigError;
 
@@ -395,6 +396,14 @@ pub struct GeneratorConfig {
     /// `counter`: how many values one Redis round trip reserves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<u64>,
+    /// 64-bit kinds (snowflake, segment, ticket, plain counter): the key, 32 hex digits,
+    /// that `format=obfuscated...` permutes IDs under. A secret: `--check-config` masks it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub obfuscate_key: Option<String>,
+    /// With `obfuscate_key`: the width of obfuscated IDs in bits, 1 to 64 (default: the
+    /// layout's width for snowflake, 63 otherwise; 53 keeps them exact in JavaScript).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub obfuscate_bits: Option<u8>,
 }
 
 impl Config {
@@ -495,6 +504,9 @@ impl Config {
             }
             g.check_keys()
                 .map_err(|e| ConfigError::new(format!("{at}: {e}")))?;
+            g.obfuscator().map_err(|(key, e)| {
+                ConfigError::new(format!("generator[{i}].{key} ({:?}): {e}", g.name))
+            })?;
             if g.kind == Kind::Snowflake {
                 let ns = lease_namespace(&self.worker.namespace, &g.name);
                 if ns.len() > 64 {
@@ -538,6 +550,7 @@ impl Config {
         for g in &mut shown.generators {
             g.url = g.url.as_deref().map(mask_url);
             g.servers = g.servers.iter().map(|u| mask_url(u)).collect();
+            g.obfuscate_key = g.obfuscate_key.as_ref().map(|_| "***".into());
         }
         let value = serde_json::to_value(&shown).unwrap_or_default();
         toml_text(&value)
@@ -560,13 +573,49 @@ impl GeneratorConfig {
             url: None,
             template: None,
             batch: None,
+            obfuscate_key: None,
+            obfuscate_bits: None,
         }
+    }
+
+    /// The obfuscator of `format=obfuscated...`, when `obfuscate_key` is set; or the key
+    /// (`obfuscate_key` or `obfuscate_bits`) that is wrong, and why. The message never
+    /// shows the key.
+    pub fn obfuscator(&self) -> Result<Option<Obfuscator>, (&'static str, String)> {
+        let Some(text) = &self.obfuscate_key else {
+            return match self.obfuscate_bits {
+                Some(_) => Err((
+                    "obfuscate_bits",
+                    "applies only with obfuscate_key (32 hex digits)".into(),
+                )),
+                None => Ok(None),
+            };
+        };
+        let key =
+            obfuscate::parse_key(text).map_err(|e| ("obfuscate_key", crate::format::reason(e)))?;
+        let obfuscator = match self.kind {
+            Kind::Snowflake => {
+                let (layout, _) = crate::layout::resolve(
+                    self.layout.as_deref(),
+                    self.bits.as_deref(),
+                    self.unit.as_deref(),
+                    self.epoch.as_deref(),
+                )
+                .map_err(|e| ("layout", e))?;
+                Obfuscator::for_layout(key, &layout, self.obfuscate_bits)
+            }
+            _ => Obfuscator::new(key, self.obfuscate_bits.unwrap_or(obfuscate::DEFAULT_BITS)),
+        };
+        obfuscator
+            .map(Some)
+            .map_err(|e| ("obfuscate_bits", crate::format::reason(e)))
     }
 
     /// Refuses keys set for a kind that ignores them, so a misplaced key is not silently
     /// dropped.
     fn check_keys(&self) -> Result<(), String> {
-        let set: [(&str, bool, &[Kind]); 10] = [
+        const WIDE: &[Kind] = &[Kind::Snowflake, Kind::Segment, Kind::Ticket, Kind::Counter];
+        let set: [(&str, bool, &[Kind]); 12] = [
             ("layout", self.layout.is_some(), &[Kind::Snowflake]),
             ("bits", self.bits.is_some(), &[Kind::Snowflake]),
             ("unit", self.unit.is_some(), &[Kind::Snowflake]),
@@ -577,6 +626,8 @@ impl GeneratorConfig {
             ("url", self.url.is_some(), &[Kind::Counter]),
             ("template", self.template.is_some(), &[Kind::Counter]),
             ("batch", self.batch.is_some(), &[Kind::Counter]),
+            ("obfuscate_key", self.obfuscate_key.is_some(), WIDE),
+            ("obfuscate_bits", self.obfuscate_bits.is_some(), WIDE),
         ];
         for (key, present, kinds) in set {
             if present && !kinds.contains(&self.kind) {
@@ -596,6 +647,13 @@ impl GeneratorConfig {
         }
         if self.kind == Kind::Counter && self.url.is_none() {
             return Err("kind counter needs url = \"redis://...\"".into());
+        }
+        if self.template.is_some() && self.obfuscate_key.is_some() {
+            return Err(
+                "obfuscate_key applies to 64-bit IDs, and a counter with a template issues \
+                 text; drop one of the two"
+                    .into(),
+            );
         }
         Ok(())
     }
@@ -926,6 +984,72 @@ mod tests {
         assert_eq!(again.auth.tokens[1].generators, ["x", "y"]);
         assert_eq!(again.auth.tokens[1].rate, Some(5));
         assert_eq!(again.auth.tokens[0].hash, HASH);
+    }
+
+    #[test]
+    fn obfuscation_keys_from_file_or_environment_are_checked_and_masked() {
+        let key = "5f1e0c9a27b34d6e8a91c2d3e4f50617";
+        let segment = "[[generator]]\nname = \"o\"\nkind = \"segment\"\n";
+        let c = load(&format!("{segment}obfuscate_key = \"{key}\"\n"), &[]).unwrap();
+        let bits = |c: &Config, i: usize| c.generators[i].obfuscator().unwrap().map(|o| o.bits());
+        assert_eq!(bits(&c, 0), Some(63));
+        let text = c.to_masked_toml();
+        assert!(text.contains("obfuscate_key = \"***\""), "{text}");
+        assert!(!text.contains(key), "{text}");
+        // From the environment, digits only: still text, not a number.
+        let c = load(
+            "[[generator]]\nname = \"sf\"\nkind = \"snowflake\"\nlayout = \"discord\"\n\
+             [[generator]]\nname = \"js\"\nkind = \"snowflake\"\nlayout = \"js53\"\n\
+             obfuscate_key = \"00112233445566778899001122334455\"\n",
+            &[
+                (
+                    "SNOWDRIFT_GENERATOR__0__OBFUSCATE_KEY",
+                    "00112233445566778899001122334455",
+                ),
+                ("SNOWDRIFT_GENERATOR__1__OBFUSCATE_BITS", "60"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            c.generators[0].obfuscate_key.as_deref().map(str::len),
+            Some(32)
+        );
+        assert_eq!((bits(&c, 0), bits(&c, 1)), (Some(64), Some(60)));
+        assert!(!c.to_masked_toml().contains("0011223344"));
+        for (toml, path, why) in [
+            (
+                format!("{segment}obfuscate_bits = 53\n"),
+                "generator[0].obfuscate_bits",
+                "only with obfuscate_key",
+            ),
+            (
+                format!("{segment}obfuscate_key = \"{}\"\n", key.replace('5', "g")),
+                "generator[0].obfuscate_key",
+                "character 1 of this one is not a hex digit",
+            ),
+            (
+                format!("{segment}obfuscate_key = \"{key}\"\nobfuscate_bits = 0\n"),
+                "generator[0].obfuscate_bits",
+                "use 1 to 64 bits",
+            ),
+            (
+                format!(
+                    "[[generator]]\nname = \"c\"\nkind = \"counter\"\nurl = \"redis://x\"\n\
+                     template = \"A{{seq:04}}\"\nobfuscate_key = \"{key}\"\n"
+                ),
+                "generator[0]",
+                "a counter with a template issues text",
+            ),
+            (
+                "[[generator]]\nname = \"u\"\nkind = \"ulid\"\nobfuscate_bits = 53\n".to_string(),
+                "generator[0]",
+                "does not apply to kind ulid",
+            ),
+        ] {
+            let e = load(&toml, &[]).unwrap_err().to_string();
+            assert!(e.contains(path) && e.contains(why), "{toml}: {e}");
+            assert!(!e.contains("f1e0c9a27b34"), "{e} shows the key");
+        }
     }
 
     #[test]

@@ -1,12 +1,16 @@
 //! What an ID holds, as JSON: the fields of a snowflake ID under its layout, the time inside
-//! a UUID v7, ULID or ObjectId.
+//! a UUID v7, ULID or ObjectId, the original of an obfuscated ID. HTTP, gRPC and Leaf's
+//! decode route all answer from here.
 
 use serde_json::{Map, Value, json};
-use snowdrift_core::codec::Format;
+use snowdrift_core::codec::{Format, IdFormat};
 use snowdrift_core::kinds::{ObjectId, Ulid, Uuid};
 use snowdrift_core::layout::{Layout, format_ms};
 
 use crate::config::Kind;
+use crate::error::ApiError;
+use crate::generators::Generators;
+use crate::source::{IdSource, Source};
 
 /// The fields of snowflake `id` under `layout` (called `layout_name`).
 pub fn snowflake(layout: &Layout, layout_name: &str, id: u64) -> Result<Value, String> {
@@ -26,23 +30,62 @@ pub fn snowflake(layout: &Layout, layout_name: &str, id: u64) -> Result<Value, S
     }))
 }
 
-/// Reads a snowflake ID written in `format` (decimal unless given; friendly when it has a
-/// `-`) and returns its fields.
-pub fn snowflake_text(
-    layout: &Layout,
-    layout_name: &str,
+/// What `text`, an ID of generator (or tag) `name` served by `source`, holds: the fields of a
+/// snowflake ID, the time inside a UUID v7, ULID or ObjectId, and for segment, ticket and
+/// counter IDs in an obfuscated format the original ID. `format` says how `text` is
+/// written: a snowflake ID is read as decimal unless given (friendly when it has a `-`).
+pub fn id(
+    generators: &Generators,
+    name: &str,
+    source: &Source,
     text: &str,
-    format: Option<Format>,
-) -> Result<Value, String> {
-    let format = format.unwrap_or(if text.contains('-') {
-        Format::Friendly
-    } else {
-        Format::Decimal
-    });
-    let id = format.codec(layout).decode(text.trim()).map_err(|e| {
-        format!("cannot read {text:?} as a {format} ID of layout {layout_name}: {e}")
-    })?;
-    snowflake(layout, layout_name, id)
+    format: Option<IdFormat>,
+) -> Result<Value, ApiError> {
+    let text = text.trim();
+    let kind = source.kind();
+    let unreadable = |format: IdFormat, of: &str, e| {
+        ApiError::bad_request(format!(
+            "cannot read {text:?} as a {format} ID of {of}: {}",
+            crate::format::reason(e)
+        ))
+    };
+    match source {
+        Source::Snowflake(s) => {
+            let format = format.unwrap_or(IdFormat::plain(if text.contains('-') {
+                Format::Friendly
+            } else {
+                Format::Decimal
+            }));
+            let codec = crate::format::number_codec(generators, name, source, format)?;
+            let layout = format!("layout {}", s.layout_name());
+            let id = codec
+                .decode(text)
+                .map_err(|e| unreadable(format, &layout, e))?;
+            snowflake(s.layout(), s.layout_name(), id).map_err(ApiError::bad_request)
+        }
+        _ if crate::format::is_64_bit(source) => match format {
+            Some(format) if format.is_obfuscated() => {
+                let codec = crate::format::number_codec(generators, name, source, format)?;
+                let generator = format!("generator {name:?}");
+                let value = codec
+                    .decode(text)
+                    .map_err(|e| unreadable(format, &generator, e))?;
+                Ok(json!({"id": value.to_string()}))
+            }
+            _ => Err(ApiError::bad_request(format!(
+                "{} IDs are plain counters: there are no fields to decode; a generator with an \
+                 obfuscate_key turns its obfuscated IDs back into the originals with \
+                 format=obfuscated (or obfuscated-hex, obfuscated-base62, ...)",
+                kind.name()
+            ))),
+        },
+        _ => {
+            if let Some(format) = format {
+                crate::format::codec_for(generators, name, source, format)?;
+            }
+            text_kind(kind, text).map_err(ApiError::bad_request)
+        }
+    }
 }
 
 /// The time (and parts) inside an ID of a text kind.

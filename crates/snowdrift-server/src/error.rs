@@ -73,6 +73,12 @@ impl ApiError {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
     }
 
+    /// 503 `exhausted`: the generator has used up a range it cannot leave (a tag at
+    /// `i64::MAX`, a counter's field, the width of its obfuscation).
+    pub fn exhausted(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "exhausted", message)
+    }
+
     fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         Self {
             status,
@@ -101,9 +107,7 @@ impl From<snowdrift_store::Error> for ApiError {
             E::TagNotFound(_) => Self::not_found(message),
             E::TagExists(_) => Self::conflict(message),
             E::InvalidInput(_) => Self::bad_request(message),
-            E::Overflow { .. } | E::CounterOverflow { .. } => {
-                Self::new(StatusCode::SERVICE_UNAVAILABLE, "exhausted", message)
-            }
+            E::Overflow { .. } | E::CounterOverflow { .. } => Self::exhausted(message),
             _ => Self::unavailable(message),
         }
     }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use snowdrift_core::clock::MonotonicClock;
 use snowdrift_core::generator::SnowflakeGenerator;
+use snowdrift_core::obfuscate::Obfuscator;
 use snowdrift_store::counter::RedisCounter;
 use snowdrift_store::segment::{BufferConfig, SegmentService, SegmentStore};
 use snowdrift_store::ticket::TicketPool;
@@ -21,6 +22,8 @@ use crate::source::{
 #[derive(Debug)]
 pub struct Generators {
     by_name: BTreeMap<String, Arc<Source>>,
+    /// The obfuscation of the generators with an `obfuscate_key`, by name.
+    obfuscators: BTreeMap<String, Obfuscator>,
     segments: Arc<SegmentService>,
 }
 
@@ -43,18 +46,28 @@ impl Generators {
         };
         let segments = Arc::new(SegmentService::new(store, buffer));
         let mut by_name = BTreeMap::new();
+        let mut obfuscators = BTreeMap::new();
         for g in config.effective_generators() {
-            let source = build_one(&g, config, &segments).await.map_err(|message| {
-                StartError::Generator {
-                    name: g.name.clone(),
-                    message,
-                }
-            })?;
+            let failed = |message| StartError::Generator {
+                name: g.name.clone(),
+                message,
+            };
+            let obfuscator = g
+                .obfuscator()
+                .map_err(|(key, e)| failed(format!("{key}: {e}")))?;
+            let source = build_one(&g, config, &segments).await.map_err(failed)?;
             by_name.insert(g.name.clone(), Arc::new(source));
+            if let Some(o) = obfuscator {
+                obfuscators.insert(g.name.clone(), o);
+            }
         }
         let preload: Vec<&str> = config.store.preload.iter().map(String::as_str).collect();
         segments.preload(&preload).await?;
-        Ok(Self { by_name, segments })
+        Ok(Self {
+            by_name,
+            obfuscators,
+            segments,
+        })
     }
 
     /// The source serving `name`: a configured generator, or else the segment tag of that
@@ -68,6 +81,11 @@ impl Generators {
             self.segments.clone(),
             name.to_string(),
         ))))
+    }
+
+    /// The obfuscation of generator `name`, when it has an `obfuscate_key`.
+    pub fn obfuscator(&self, name: &str) -> Option<&Obfuscator> {
+        self.obfuscators.get(name)
     }
 
     /// True when `name` is a configured generator (so no tag may take it).

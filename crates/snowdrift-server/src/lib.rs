@@ -19,6 +19,7 @@ pub mod auth;
 pub mod config;
 pub mod decode;
 pub mod error;
+pub mod format;
 pub mod generators;
 pub mod grpc;
 pub mod http;

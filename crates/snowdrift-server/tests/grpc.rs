@@ -70,6 +70,7 @@ impl TestServer {
         let request = NextRequest {
             name: name.into(),
             count,
+            format: None,
         };
         Ok(self.ids().next(request).await?.into_inner())
     }
@@ -206,6 +207,7 @@ async fn stream_of_a_million_snowflake_ids() {
         name: "snowflake".into(),
         count: 1_000_000,
         batch: None,
+        format: None,
     };
     let started = std::time::Instant::now();
     let mut stream = s.ids().stream(request).await.unwrap().into_inner();
@@ -239,6 +241,7 @@ async fn stream_of_a_million_snowflake_ids() {
         name: "snowflake".into(),
         count: 2_500,
         batch: Some(1_000),
+        format: None,
     };
     let mut stream = s.ids().stream(request).await.unwrap().into_inner();
     let mut counts = Vec::new();
@@ -403,6 +406,7 @@ async fn errors_carry_the_matching_codes() {
         name: "snowflake".into(),
         count,
         batch,
+        format: None,
     };
     for (request, what) in [
         (stream(0, None), "stream count 0"),
@@ -417,6 +421,7 @@ async fn errors_carry_the_matching_codes() {
         name: missing,
         count: 10,
         batch: None,
+        format: None,
     };
     // The name is checked when the call starts, or at its first batch for a tag that the
     // store has to look up: either way the caller sees NOT_FOUND.
@@ -566,6 +571,7 @@ async fn shutdown_ends_streams_at_a_batch_boundary() {
         name: "snowflake".into(),
         count: 2_000_000,
         batch: Some(1_000),
+        format: None,
     };
     let mut stream = s.ids().stream(request).await.unwrap().into_inner();
     let mut ids = Vec::new();
@@ -644,6 +650,7 @@ async fn tokens_guard_grpc_as_they_guard_http() {
     let next = |name: &str| NextRequest {
         name: name.into(),
         count: Some(10),
+        format: None,
     };
     let mut client = s.ids();
 
@@ -668,6 +675,7 @@ async fn tokens_guard_grpc_as_they_guard_http() {
         name: "snowflake".into(),
         count: 100,
         batch: None,
+        format: None,
     };
     let mut ids = client
         .stream(with_token(stream.clone(), &reader))

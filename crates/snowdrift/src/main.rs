@@ -3,6 +3,7 @@
 mod clock;
 mod cmd;
 mod layout_args;
+mod obfuscate_args;
 mod store_args;
 
 use clap::{Parser, Subcommand};

@@ -235,3 +235,107 @@ fn other_kinds_have_standard_forms_and_increase() {
             .contains("ulid IDs have one standard text form")
     );
 }
+
+#[test]
+fn obfuscated_formats_decode_back_with_the_same_key() {
+    let key = "00112233445566778899aabbccddeeff";
+    for (layout, format) in [
+        ("twitter", "obfuscated"),
+        ("js53", "obfuscated-base62"),
+        ("discord", "obfuscated-crockford32"),
+    ] {
+        let out = ok(&[
+            "next",
+            "-n",
+            "200",
+            "--layout",
+            layout,
+            "--format",
+            format,
+            "--obfuscate-key",
+            key,
+        ]);
+        let public: Vec<&str> = out.lines().collect();
+        assert_eq!(public.iter().collect::<HashSet<_>>().len(), 200);
+        let mut originals = Vec::new();
+        for text in [public[0], public[199]] {
+            let d = json(&ok(&[
+                "decode",
+                text,
+                "--layout",
+                layout,
+                "--format",
+                format,
+                "--obfuscate-key",
+                key,
+            ]));
+            let id = d["id"].as_str().unwrap().to_string();
+            assert_eq!(d, json(&ok(&["decode", &id, "--layout", layout])));
+            originals.push(id.parse::<u64>().unwrap());
+        }
+        assert!(originals[0] < originals[1], "{layout}: {originals:?}");
+    }
+    // The key from the environment, and its width: 53-bit outputs from a 53-bit layout.
+    let out = Command::new(env!("CARGO_BIN_EXE_snowdrift"))
+        .args([
+            "next",
+            "-n",
+            "100",
+            "--layout",
+            "js53",
+            "--format",
+            "obfuscated",
+        ])
+        .env("SNOWDRIFT_OBFUSCATE_KEY", key)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let shown: Vec<u64> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert!(shown.iter().all(|&v| v < 1 << 53));
+    let rises = shown.windows(2).filter(|w| w[1] > w[0]).count();
+    assert!((25..75).contains(&rises), "{rises} of 99 rose: {shown:?}");
+    for (args, word) in [
+        (
+            &["next", "--format", "obfuscated-hex"][..],
+            "needs the generator's key",
+        ),
+        (
+            &[
+                "next",
+                "--format",
+                "obfuscated",
+                "--obfuscate-key",
+                &key[1..],
+            ][..],
+            "has 31 characters",
+        ),
+        (
+            &[
+                "next",
+                "--format",
+                "obfuscated",
+                "--obfuscate-key",
+                key,
+                "--obfuscate-bits",
+                "53",
+            ][..],
+            "53 bits cannot hold",
+        ),
+        (
+            &["next", "--format", "hex", "--obfuscate-bits", "53"][..],
+            "applies to the obfuscated formats",
+        ),
+    ] {
+        let err = fails(args);
+        assert!(err.contains(word), "{args:?}: {err}");
+        assert!(!err.contains(&key[4..20]), "{err}");
+    }
+    let out = snowdrift(&["next", "--format", "obfuscated-friendly"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("no obfuscated friendly format"), "{err}");
+}

@@ -264,3 +264,61 @@ fn a_killed_process_never_causes_a_repeat_sqlite() {
 fn a_killed_process_never_causes_a_repeat_postgres() {
     a_killed_process_never_causes_a_repeat("postgres");
 }
+
+#[test]
+fn segment_ids_print_in_any_format_and_obfuscated_as_the_server_obfuscates_them() {
+    use snowdrift_core::codec::IdFormat;
+    use snowdrift_core::layout::Layout;
+    use snowdrift_core::obfuscate::{DEFAULT_BITS, Obfuscator, parse_key};
+    let key = "5f1e0c9a27b34d6e8a91c2d3e4f50617";
+    let (url, t) = store("sqlite", "formats");
+    ok(&["tags", "--store", &url, "--table", &t, "create", "order"]);
+    let next = |format: &str| {
+        let out = ok(&[
+            "next",
+            "--kind",
+            "segment",
+            "--tag",
+            "order",
+            "--store",
+            &url,
+            "--table",
+            &t,
+            "-n",
+            "5",
+            "--format",
+            format,
+            "--obfuscate-key",
+            key,
+        ]);
+        out.lines().map(str::to_string).collect::<Vec<_>>()
+    };
+    // The server's default width for segment IDs, under the same key.
+    let obfuscator = Obfuscator::new(parse_key(key).unwrap(), DEFAULT_BITS).unwrap();
+    let twitter = Layout::preset("twitter").unwrap();
+    let mut decoded = Vec::new();
+    for format in ["obfuscated-base62", "hex"] {
+        let codec = format
+            .parse::<IdFormat>()
+            .unwrap()
+            .codec(&twitter, Some(&obfuscator))
+            .unwrap();
+        let printed = next(format);
+        decoded.push(
+            printed
+                .iter()
+                .map(|text| codec.decode(text).unwrap())
+                .collect::<Vec<u64>>(),
+        );
+    }
+    // Each process claims a segment of its own (step 1000): the first, then the second.
+    assert_eq!(
+        decoded,
+        [vec![1, 2, 3, 4, 5], vec![1001, 1002, 1003, 1004, 1005]]
+    );
+    let err = fails(&[
+        "next", "--kind", "segment", "--tag", "order", "--store", &url, "--table", &t, "--format",
+        "friendly",
+    ]);
+    assert!(err.contains("segment IDs have none"), "{err}");
+}

@@ -84,3 +84,99 @@ fn no_id_is_issued_twice_across_sigterm_and_restart() {
     assert_eq!(seen.len(), 3 * 5 * (1000 + 250));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+const KEY: &str = "5f1e0c9a27b34d6e8a91c2d3e4f50617";
+
+/// `[[generator]]`s with obfuscation keys: `sf` from the file, `orders` from the
+/// environment.
+fn obfuscating_config(dir: &Path) -> std::path::PathBuf {
+    let file = dir.join("snowdrift.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[store]\nurl = \"sqlite://{}\"\n[worker]\npath = \"{}\"\n\
+             [[generator]]\nname = \"sf\"\nkind = \"snowflake\"\nobfuscate_key = \"{KEY}\"\n\
+             [[generator]]\nname = \"orders\"\nkind = \"segment\"\n",
+            dir.join("ids.db").display(),
+            dir.join("workers").display()
+        ),
+    )
+    .unwrap();
+    file
+}
+
+#[test]
+fn check_config_masks_obfuscation_keys_from_the_file_and_the_environment() {
+    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("serve-obfuscation"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = obfuscating_config(&dir);
+    let out = common::serve_command()
+        .arg("--config")
+        .arg(&file)
+        .arg("--check-config")
+        .env("SNOWDRIFT_GENERATOR__1__OBFUSCATE_KEY", KEY.to_uppercase())
+        .env("SNOWDRIFT_GENERATOR__1__OBFUSCATE_BITS", "53")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(text.matches("obfuscate_key = \"***\"").count(), 2, "{text}");
+    assert!(text.contains("obfuscate_bits = 53"), "{text}");
+    assert!(!text.to_lowercase().contains(&KEY[..8]), "{text}");
+    // A bad key stops the start, naming where it is and never showing it.
+    let out = common::serve_command()
+        .arg("--config")
+        .arg(&file)
+        .arg("--check-config")
+        .env("SNOWDRIFT_GENERATOR__1__OBFUSCATE_KEY", &KEY[..30])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("generator[1].obfuscate_key") && err.contains("has 30 characters"),
+        "{err}"
+    );
+    assert!(!err.contains(&KEY[..8]), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_cli_reverses_what_the_server_obfuscated() {
+    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("serve-obfuscated"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = common::serve_command();
+    cmd.args(["--listen", "127.0.0.1:0", "--config"])
+        .arg(obfuscating_config(&dir));
+    let served = Served::start(cmd);
+    let (status, body) = served.get("/v1/ids/sf?count=20&format=obfuscated-sqids", None);
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    for public in v["ids"].as_array().unwrap() {
+        let public = public.as_str().unwrap();
+        let (status, body) = served.get(
+            &format!("/v1/ids/sf/decode/{public}?format=obfuscated-sqids"),
+            None,
+        );
+        assert_eq!(status, 200, "{body}");
+        let by_server: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_snowdrift"))
+            .args(["decode", public, "--format", "obfuscated-sqids"])
+            .env("SNOWDRIFT_OBFUSCATE_KEY", KEY)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let by_cli: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(by_cli, by_server, "{public}");
+    }
+    assert!(served.stop().success());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -3,18 +3,32 @@
 //! [`pb::DecodeResponse`], and the decoding itself, which depends on the generator's kind.
 
 use serde_json::Value;
-use snowdrift_core::codec::Format;
+use snowdrift_core::codec::Codec;
 
 use super::pb;
 use crate::config::Kind;
 use crate::error::ApiError;
+use crate::generators::Generators;
 use crate::source::{IdSource, Ids, Source};
 
-/// `ids` from generator `name` of `kind` as one message: runs stay runs, text stays text.
-pub fn batch(name: &str, kind: Kind, ids: Ids) -> pb::IdBatch {
+/// `ids` from generator `name` of `kind` as one message: runs stay runs, text stays text,
+/// and with a `codec` (a request's `format`) runs become text in that format.
+pub fn batch(
+    name: &str,
+    kind: Kind,
+    ids: Ids,
+    codec: Option<&Codec>,
+) -> Result<pb::IdBatch, ApiError> {
     let count = ids.len();
-    let (runs, text) = match ids {
-        Ids::Runs(runs) => (
+    let (runs, text) = match (ids, codec) {
+        (Ids::Runs(runs), Some(codec)) => (
+            Vec::new(),
+            runs.iter()
+                .flat_map(|r| r.iter())
+                .map(|id| crate::format::encode(name, codec, id))
+                .collect::<Result<_, _>>()?,
+        ),
+        (Ids::Runs(runs), None) => (
             runs.into_iter()
                 .map(|r| pb::IdRun {
                     first: r.first,
@@ -24,15 +38,15 @@ pub fn batch(name: &str, kind: Kind, ids: Ids) -> pb::IdBatch {
                 .collect(),
             Vec::new(),
         ),
-        Ids::Text(text) => (Vec::new(), text),
+        (Ids::Text(text), _) => (Vec::new(), text),
     };
-    pb::IdBatch {
+    Ok(pb::IdBatch {
         name: name.to_string(),
         kind: kind.name().to_string(),
         count,
         runs,
         text,
-    }
+    })
 }
 
 impl pb::IdBatch {
@@ -45,44 +59,18 @@ impl pb::IdBatch {
     }
 }
 
-/// What `id` (text, in `format` for snowflake IDs) holds under `source`'s kind; the same
-/// rules and messages as `GET /v1/ids/{name}/decode/{id}`.
+/// What `id` (text, in `format` when given) of generator `name` holds; the same rules and
+/// messages as `GET /v1/ids/{name}/decode/{id}`.
 pub fn decode(
+    generators: &Generators,
+    name: &str,
     source: &Source,
     id: &str,
     format: Option<&str>,
 ) -> Result<pb::DecodeResponse, ApiError> {
-    let format = format
-        .map(|f| {
-            f.parse::<Format>().map_err(|_| {
-                let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
-                ApiError::bad_request(format!("format {f:?} is not one of {}", names.join(", ")))
-            })
-        })
-        .transpose()?;
-    let kind = source.kind();
-    let fields = match source {
-        Source::Snowflake(s) => {
-            crate::decode::snowflake_text(s.layout(), s.layout_name(), id, format)
-                .map_err(ApiError::bad_request)?
-        }
-        _ if format.is_some() => {
-            return Err(ApiError::bad_request(format!(
-                "format applies to snowflake IDs, not {}",
-                kind.name()
-            )));
-        }
-        _ => match kind {
-            Kind::Segment | Kind::Ticket | Kind::Counter => {
-                return Err(ApiError::bad_request(format!(
-                    "{} IDs are plain counters: there are no fields to decode",
-                    kind.name()
-                )));
-            }
-            kind => crate::decode::text_kind(kind, id).map_err(ApiError::bad_request)?,
-        },
-    };
-    Ok(decoded(kind, &fields))
+    let format = crate::format::parse_optional(format)?;
+    let fields = crate::decode::id(generators, name, source, id, format)?;
+    Ok(decoded(source.kind(), &fields))
 }
 
 /// The JSON of [`crate::decode`] as a message (the keys it may hold, each where it belongs).
@@ -131,14 +119,20 @@ mod tests {
                 stride: 7,
             },
         ];
-        let b = batch("order", Kind::Segment, Ids::Runs(runs));
+        let b = batch("order", Kind::Segment, Ids::Runs(runs), None).unwrap();
         assert_eq!(
             (b.name.as_str(), b.kind.as_str(), b.count),
             ("order", "segment", 5)
         );
         assert!(b.text.is_empty());
         assert_eq!(b.ids().collect::<Vec<_>>(), [10, 11, 12, 100, 107]);
-        let b = batch("ulid", Kind::Ulid, Ids::Text(vec!["a".into(), "b".into()]));
+        let b = batch(
+            "ulid",
+            Kind::Ulid,
+            Ids::Text(vec!["a".into(), "b".into()]),
+            None,
+        )
+        .unwrap();
         assert_eq!(b.count, 2);
         assert!(b.runs.is_empty());
         assert_eq!(b.text, ["a", "b"]);
@@ -152,7 +146,7 @@ mod tests {
             count: 1_000_000,
             stride: 1,
         }];
-        let b = batch("order", Kind::Segment, Ids::Runs(runs));
+        let b = batch("order", Kind::Segment, Ids::Runs(runs), None).unwrap();
         assert!(b.encoded_len() < 40, "{} bytes", b.encoded_len());
     }
 }

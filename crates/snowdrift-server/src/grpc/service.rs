@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use snowdrift_core::codec::Codec;
 use tokio::sync::watch;
 use tonic::{Request, Response, Status};
 
@@ -49,6 +50,20 @@ impl IdApi {
             .authorize(authorization, Target::Name(name), Role::Read)
             .map_err(Status::from)
     }
+
+    /// The codec of a request's `format` (IDs then travel as text), checked before any ID
+    /// is issued; `None` when no format is asked for, or for a text kind's own form.
+    fn codec(
+        &self,
+        name: &str,
+        source: &Source,
+        format: Option<&str>,
+    ) -> Result<Option<Codec>, ApiError> {
+        match crate::format::parse_optional(format)? {
+            Some(format) => crate::format::codec_for(&self.state.generators, name, source, format),
+            None => Ok(None),
+        }
+    }
 }
 
 #[tonic::async_trait]
@@ -61,8 +76,10 @@ impl IdService for IdApi {
         let r = request.into_inner();
         let count = bounded("count", r.count.unwrap_or(1), self.state.max_count)?;
         let source = self.state.generators.get(&r.name)?;
+        let codec = self.codec(&r.name, &source, r.format.as_deref())?;
         let ids = issue(&r.name, &source, count).await?;
-        Ok(Response::new(convert::batch(&r.name, source.kind(), ids)))
+        let batch = convert::batch(&r.name, source.kind(), ids, codec.as_ref())?;
+        Ok(Response::new(batch))
     }
 
     type StreamStream = IdStream;
@@ -77,9 +94,11 @@ impl IdService for IdApi {
         let max = self.state.max_count;
         let batch = bounded("batch", r.batch.unwrap_or(max), max)?;
         let source = self.state.generators.get(&r.name)?;
+        let codec = self.codec(&r.name, &source, r.format.as_deref())?;
         Ok(Response::new(batches(
             source,
             r.name,
+            codec,
             total,
             batch,
             self.stop.clone(),
@@ -93,7 +112,13 @@ impl IdService for IdApi {
         self.authorize(&request, &request.get_ref().name)?;
         let r = request.into_inner();
         let source = self.state.generators.get(&r.name)?;
-        let decoded = convert::decode(&source, &r.id, r.format.as_deref())?;
+        let decoded = convert::decode(
+            &self.state.generators,
+            &r.name,
+            &source,
+            &r.id,
+            r.format.as_deref(),
+        )?;
         Ok(Response::new(decoded))
     }
 }

@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use futures_util::Stream;
+use snowdrift_core::codec::Codec;
 use tokio::sync::watch;
 use tonic::Status;
 
@@ -21,6 +22,8 @@ pub type IdStream = Pin<Box<dyn Stream<Item = Result<pb::IdBatch, Status>> + Sen
 struct Progress {
     source: Arc<Source>,
     name: String,
+    /// The request's format, when it asked for text.
+    codec: Option<Codec>,
     total: u64,
     sent: u64,
     batch: u64,
@@ -28,11 +31,12 @@ struct Progress {
     done: bool,
 }
 
-/// `total` IDs of `source` (served as `name`) in batches of at most `batch`, stopping early
-/// once `stop` turns true.
+/// `total` IDs of `source` (served as `name`) in batches of at most `batch`, as text in
+/// `codec`'s format when given, stopping early once `stop` turns true.
 pub fn batches(
     source: Arc<Source>,
     name: String,
+    codec: Option<Codec>,
     total: u64,
     batch: u64,
     stop: watch::Receiver<bool>,
@@ -40,6 +44,7 @@ pub fn batches(
     let progress = Progress {
         source,
         name,
+        codec,
         total,
         sent: 0,
         batch,
@@ -63,7 +68,10 @@ async fn step(mut p: Progress) -> Option<(Result<pb::IdBatch, Status>, Progress)
     let item = match issued {
         Some(Ok(ids)) if !ids.is_empty() => {
             p.sent += ids.len();
-            Ok(batch(&p.name, p.source.kind(), ids))
+            let message = batch(&p.name, p.source.kind(), ids, p.codec.as_ref());
+            // An ID that cannot be written ends the stream, as any issuing error does.
+            p.done = message.is_err();
+            message.map_err(Status::from)
         }
         Some(Ok(_)) => {
             p.done = true;

@@ -7,17 +7,18 @@ use axum::extract::{RawQuery, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
-use snowdrift_core::codec::{Codec, Format};
+use snowdrift_core::codec::{Codec, IdFormat};
 
 use super::AppState;
 use super::path::ApiPath;
 use super::query::Params;
-use crate::config::Kind;
 use crate::error::ApiError;
+use crate::format::codec_for;
 use crate::source::{IdSource, Ids, Source};
 
-/// `{"name": "...", "ids": ["...", ...]}`: `count` new IDs, as strings. The format is
-/// checked before any ID is issued, so a bad request wastes none.
+/// `{"name": "...", "ids": ["...", ...]}`: `count` new IDs, as strings. The format (and for
+/// an obfuscated one, the generator's key) is checked before any ID is issued, so a bad
+/// request wastes none.
 pub async fn next(
     State(state): State<Arc<AppState>>,
     ApiPath(name): ApiPath<String>,
@@ -27,7 +28,12 @@ pub async fn next(
     let count = params.count(state.max_count)?;
     let format = params.format()?;
     let source = state.generators.get(&name)?;
-    let codec = codec_for(&source, format)?;
+    let codec = match format {
+        Some(format) => codec_for(&state.generators, &name, &source, format)?,
+        None => None,
+    };
+    // Decimal is written straight into the body, without a codec's string per ID.
+    let codec = codec.filter(|c| c.id_format() != IdFormat::default());
     let ids = issue(&name, &source, count).await?;
     let body = json_body(&name, &ids, codec.as_ref())?;
     Ok(([(CONTENT_TYPE, "application/json")], body).into_response())
@@ -38,36 +44,6 @@ pub async fn issue(name: &str, source: &Source, count: u64) -> Result<Ids, ApiEr
     let ids = source.next(count).await?;
     super::metrics::issued(name, source.kind(), ids.len());
     Ok(ids)
-}
-
-/// The codec for `format` on `source`'s IDs (`None`: decimal, or the kind's own text form),
-/// or why that format does not apply to the kind.
-fn codec_for(source: &Source, format: Option<Format>) -> Result<Option<Codec>, ApiError> {
-    let Some(format) = format.filter(|f| *f != Format::Decimal) else {
-        return Ok(None);
-    };
-    let text_kind = match source {
-        Source::Simple(_) => true,
-        Source::Counter(c) => c.counter().template().is_some(),
-        _ => false,
-    };
-    if text_kind {
-        return Err(ApiError::bad_request(format!(
-            "format={format} applies to 64-bit IDs; {} IDs have one standard text form",
-            source.kind().name()
-        )));
-    }
-    match source {
-        Source::Snowflake(s) => Ok(Some(format.codec(s.layout()))),
-        _ if format == Format::Friendly => Err(ApiError::bad_request(format!(
-            "format=friendly shows the fields of a snowflake layout; {} IDs have none",
-            source.kind().name()
-        ))),
-        // Only the friendly form depends on the layout.
-        _ => Ok(Some(
-            format.codec(&snowdrift_core::layout::Layout::preset("twitter")?),
-        )),
-    }
 }
 
 /// The response body, written straight into one buffer: a batch of 10,000 IDs costs no
@@ -99,7 +75,8 @@ fn json_body(name: &str, ids: &Ids, codec: Option<&Codec>) -> Result<Vec<u8>, Ap
                 match codec {
                     None => write!(out, "\"{id}\"").map_err(|e| bad(&e))?,
                     Some(codec) => {
-                        serde_json::to_writer(&mut out, &codec.encode(id)?).map_err(|e| bad(&e))?
+                        let text = crate::format::encode(name, codec, id)?;
+                        serde_json::to_writer(&mut out, &text).map_err(|e| bad(&e))?
                     }
                 }
             }
@@ -109,7 +86,7 @@ fn json_body(name: &str, ids: &Ids, codec: Option<&Codec>) -> Result<Vec<u8>, Ap
     Ok(out)
 }
 
-/// The fields inside an ID.
+/// The fields inside an ID (or, for an obfuscated counter ID, the original).
 pub async fn decode(
     State(state): State<Arc<AppState>>,
     ApiPath((name, id)): ApiPath<(String, String)>,
@@ -118,32 +95,5 @@ pub async fn decode(
     let params = Params::parse(query.as_deref(), &["format"])?;
     let format = params.format()?;
     let source = state.generators.get(&name)?;
-    decode_with(&source, &id, format).map(Json)
-}
-
-/// What `id` (a text in `format`) holds under `source`'s kind.
-pub fn decode_with(source: &Source, id: &str, format: Option<Format>) -> Result<Value, ApiError> {
-    match source {
-        Source::Snowflake(s) => {
-            crate::decode::snowflake_text(s.layout(), s.layout_name(), id, format)
-                .map_err(ApiError::bad_request)
-        }
-        other => {
-            if format.is_some() {
-                return Err(ApiError::bad_request(format!(
-                    "format applies to snowflake IDs, not {}",
-                    other.kind().name()
-                )));
-            }
-            match other.kind() {
-                Kind::Segment | Kind::Ticket | Kind::Counter => {
-                    Err(ApiError::bad_request(format!(
-                        "{} IDs are plain counters: there are no fields to decode",
-                        other.kind().name()
-                    )))
-                }
-                kind => crate::decode::text_kind(kind, id).map_err(ApiError::bad_request),
-            }
-        }
-    }
+    crate::decode::id(&state.generators, &name, &source, &id, format).map(Json)
 }

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::AppState;
-use super::ids::{decode_with, issue};
+use super::ids::issue;
 use super::path::ApiPath;
 use crate::config::Kind;
 use crate::error::ApiError;
@@ -60,10 +60,10 @@ pub async fn snowflake(
 /// `GET /api/snowflake/decode/{id}`: the fields of a snowflake ID of the default generator,
 /// as JSON.
 pub async fn decode(State(state): State<Arc<AppState>>, ApiPath(id): ApiPath<String>) -> Response {
-    let Some((_, source)) = snowflake_for(&state, "") else {
+    let Some((name, source)) = snowflake_for(&state, "") else {
         return ApiError::not_found("this server has no snowflake generator").into_response();
     };
-    match decode_with(&source, &id, None) {
+    match crate::decode::id(&state.generators, &name, &source, &id, None) {
         Ok(v) => Json::<Value>(v).into_response(),
         Err(e) => e.into_response(),
     }

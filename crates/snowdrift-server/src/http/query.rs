@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use snowdrift_core::codec::Format;
+use snowdrift_core::codec::IdFormat;
 
 use crate::error::ApiError;
 
@@ -43,20 +43,9 @@ impl Params {
         }
     }
 
-    /// `format`: one of the 64-bit formats, if given.
-    pub fn format(&self) -> Result<Option<Format>, ApiError> {
-        self.0
-            .get("format")
-            .map(|f| {
-                f.parse::<Format>().map_err(|_| {
-                    let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
-                    ApiError::bad_request(format!(
-                        "format {f:?} is not one of {}",
-                        names.join(", ")
-                    ))
-                })
-            })
-            .transpose()
+    /// `format`: one of the 64-bit formats, plain or obfuscated, if given.
+    pub fn format(&self) -> Result<Option<IdFormat>, ApiError> {
+        crate::format::parse_optional(self.0.get("format").map(String::as_str))
     }
 }
 
@@ -68,7 +57,15 @@ mod tests {
     fn count_bounds_and_unknown_names() {
         let p = Params::parse(Some("count=5&format=hex"), &["count", "format"]).unwrap();
         assert_eq!(p.count(10).unwrap(), 5);
-        assert_eq!(p.format().unwrap(), Some(Format::Hex));
+        assert_eq!(p.format().unwrap(), Some("hex".parse().unwrap()));
+        let p = Params::parse(Some("format=obfuscated-base62"), &["format"]).unwrap();
+        assert_eq!(
+            p.format().unwrap().map(|f| f.name()),
+            Some("obfuscated-base62")
+        );
+        let p = Params::parse(Some("format=base64"), &["format"]).unwrap();
+        let e = p.format().unwrap_err();
+        assert!(e.message.contains("obfuscated-sqids"), "{}", e.message);
         for bad in ["count=0", "count=11", "count=-1", "count=abc", "count="] {
             let p = Params::parse(Some(bad), &["count"]).unwrap();
             assert!(p.count(10).is_err(), "{bad}");

@@ -5,8 +5,8 @@
 use super::refusal::Refusal;
 
 /// What `-ERR unknown command` lists, so a caller learns what to send instead.
-pub const SUPPORTED: &str = "INCR name, INCRBY name n, SNOWFLAKE [name], PING, ECHO, AUTH, \
-                             HELLO, CLIENT SETNAME|GETNAME|INFO|ID|SETINFO, SELECT 0, QUIT";
+pub const SUPPORTED: &str = "INCR name, INCRBY name n, SNOWFLAKE [name [format]], PING, ECHO, \
+                             AUTH, HELLO, CLIENT SETNAME|GETNAME|INFO|ID|SETINFO, SELECT 0, QUIT";
 
 /// One request, understood.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,11 +23,14 @@ pub enum Command<'a> {
         /// How many, as sent (bounded later, against the server's limit).
         count: i64,
     },
-    /// `SNOWFLAKE [name]`: one snowflake ID, of the default snowflake generator when no
-    /// name is given.
+    /// `SNOWFLAKE [name [format]]`: one snowflake ID, of the default snowflake generator
+    /// when no name is given; with a format, as text in that format.
     Snowflake {
         /// The snowflake generator.
         name: Option<&'a str>,
+        /// A format name (`base62`, `obfuscated-sqids`, ...), read later against the
+        /// generator.
+        format: Option<&'a str>,
     },
     /// `PING [message]`.
     Ping {
@@ -108,9 +111,10 @@ pub fn parse<'a>(args: &[&'a [u8]]) -> Result<Command<'a>, Refusal> {
             count: integer(rest[1])?,
         })
     } else if is("SNOWFLAKE") {
-        arity(rest.len() <= 1)?;
+        arity(rest.len() <= 2)?;
         Ok(Command::Snowflake {
             name: rest.first().map(|n| text(n)).transpose()?,
+            format: rest.get(1).map(|f| text(f)).transpose()?,
         })
     } else if is("PING") {
         arity(rest.len() <= 1)?;
@@ -206,11 +210,12 @@ fn client<'a>(rest: &[&'a [u8]]) -> Result<Command<'a>, Refusal> {
     }
 }
 
-/// A generator or tag name: text, since names are (a subset of) ASCII.
+/// A generator or tag name, or a format name: text, since both are (a subset of) ASCII.
 fn text(arg: &[u8]) -> Result<&str, Refusal> {
     std::str::from_utf8(arg).map_err(|_| {
         Refusal::err(format!(
-            "name '{}' is not UTF-8; generator and tag names use A-Z, a-z, 0-9, '_', '-', '.', ':'",
+            "'{}' is not UTF-8; generator and tag names use A-Z, a-z, 0-9, '_', '-', '.', ':', \
+             and format names are words such as base62 or obfuscated-hex",
             shown(arg)
         ))
     })
@@ -256,7 +261,21 @@ mod tests {
                 count: 10
             })
         );
-        assert_eq!(cmd("SNOWFLAKE"), Ok(Command::Snowflake { name: None }));
+        assert_eq!(
+            cmd("SNOWFLAKE"),
+            Ok(Command::Snowflake {
+                name: None,
+                format: None
+            })
+        );
+        assert_eq!(
+            cmd("snowflake sf obfuscated-base62"),
+            Ok(Command::Snowflake {
+                name: Some("sf"),
+                format: Some("obfuscated-base62")
+            })
+        );
+        assert!(cmd("SNOWFLAKE sf hex extra").is_err());
         assert_eq!(cmd("AUTH u t"), Ok(Command::Auth { token: b"t" }));
         assert_eq!(
             cmd("hello 3 auth default sd_x setname app"),

@@ -1,5 +1,9 @@
 //! `INCR`, `INCRBY` and `SNOWFLAKE`: IDs from the server's generators, as replies.
 //!
+//! `SNOWFLAKE name format` answers a bulk string in the format (`base62`,
+//! `obfuscated-sqids`, ...); `INCR` and `INCRBY` always answer as Redis does, so they take
+//! no format.
+//!
 //! `INCRBY name n` keeps Redis' meaning: the counter moves up by `n` and the reply is its
 //! new value, so the caller owns the `n` IDs `(reply - n, reply]`. That holds only where a
 //! batch is one consecutive run: segment tags on one store and plain Redis counters. Other
@@ -90,6 +94,27 @@ pub async fn incr_by(name: &str, source: &Source, n: i64, max_count: u64) -> Res
         other => return Err(not_consecutive(name, other)),
     };
     Ok(Id::of(source, last))
+}
+
+/// `SNOWFLAKE name format`: one ID of `source` (a 64-bit kind), written in `format`. The
+/// format, and the generator's key for an obfuscated one, are checked before the ID is
+/// issued.
+pub async fn formatted(
+    generators: &Generators,
+    name: &str,
+    source: &Source,
+    format: &str,
+) -> Result<Id, Refusal> {
+    let format = crate::format::parse(format)?;
+    let codec = crate::format::number_codec(generators, name, source, format)?;
+    let ids = source.next(1).await?;
+    counted(name, source, ids.len());
+    let id = match ids {
+        Ids::Runs(runs) => runs.first().map(|r| r.first),
+        Ids::Text(_) => None,
+    }
+    .ok_or_else(|| Refusal::from(ApiError::unavailable(format!("{name:?} issued no ID"))))?;
+    Ok(Id::Text(crate::format::encode(name, &codec, id)?))
 }
 
 /// `SNOWFLAKE [name]`: the snowflake generator `name` (the default one when `None`) and

@@ -97,10 +97,15 @@ impl Session {
                     .await?
                     .write(out);
             }
-            Command::Snowflake { name } => {
-                let (name, source) = issue::snowflake_source(&self.state.generators, name)?;
+            Command::Snowflake { name, format } => {
+                let generators = &self.state.generators;
+                let (name, source) = issue::snowflake_source(generators, name)?;
                 self.allow(&name)?;
-                issue::incr(&name, &source).await?.write(out);
+                match format {
+                    None => issue::incr(&name, &source).await?,
+                    Some(format) => issue::formatted(generators, &name, &source, format).await?,
+                }
+                .write(out);
             }
             Command::Ping { message: None } => reply::simple(out, "PONG"),
             Command::Ping {

@@ -145,6 +145,7 @@ fn request(load: &Load) -> StreamRequest {
         name: load.name.clone(),
         count: load.per_stream,
         batch: load.batch,
+        format: None,
     }
 }
 

@@ -3,12 +3,13 @@
 use std::io::{BufWriter, Write};
 
 use anyhow::{Context, Result, bail};
-use snowdrift_core::codec::Format;
+use snowdrift_core::codec::IdFormat;
 use snowdrift_core::generator::SnowflakeGenerator;
 
 mod leased;
 
 use crate::layout_args::LayoutArgs;
+use crate::obfuscate_args::ObfuscateArgs;
 use crate::store_args::StoreArgs;
 
 /// The ID kinds `next` can generate.
@@ -40,7 +41,7 @@ pub enum Kind {
 /// at a time, so any number of processes can take IDs of one tag at once without repeats.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  snowdrift next -n 5\n  snowdrift next --layout sonyflake --worker 7 --format base62\n  snowdrift next --bits time:39,worker:12,seq:12 --unit 10ms --epoch 2024-01-01\n  snowdrift next --kind uuid7 -n 3\n  snowdrift next --kind segment --tag order --store sqlite://snowdrift.db -n 100\n  snowdrift next --registry postgres://root@127.0.0.1/test -n 1000000 --threads 2\n  snowdrift next --registry file:///var/lib/snowdrift --worker-source static --worker 3"
+    after_help = "Examples:\n  snowdrift next -n 5\n  snowdrift next --layout sonyflake --worker 7 --format base62\n  SNOWDRIFT_OBFUSCATE_KEY=5f1e0c9a27b34d6e8a91c2d3e4f50617 snowdrift next -n 3 --format obfuscated-base62\n  snowdrift next --bits time:39,worker:12,seq:12 --unit 10ms --epoch 2024-01-01\n  snowdrift next --kind uuid7 -n 3\n  snowdrift next --kind segment --tag order --store sqlite://snowdrift.db -n 100\n  snowdrift next --registry postgres://root@127.0.0.1/test -n 1000000 --threads 2\n  snowdrift next --registry file:///var/lib/snowdrift --worker-source static --worker 3"
 )]
 pub struct Args {
     /// How many IDs to print.
@@ -56,9 +57,14 @@ pub struct Args {
     /// Default 0; under --registry, the static worker ID to claim.
     #[arg(long, value_name = "N")]
     worker: Option<u64>,
-    /// Output of 64-bit IDs: decimal, hex, base62, crockford32, sqids or friendly.
+    /// Output of 64-bit IDs: decimal, hex, base62, crockford32, sqids or friendly
+    /// (snowflake only); or of the IDs obfuscated under --obfuscate-key: obfuscated
+    /// (decimal), obfuscated-hex, obfuscated-base62, obfuscated-crockford32 or
+    /// obfuscated-sqids.
     #[arg(long, value_name = "FMT")]
-    format: Option<Format>,
+    format: Option<IdFormat>,
+    #[command(flatten)]
+    obfuscation: ObfuscateArgs,
     /// The segment tag to take IDs from (--kind segment).
     #[arg(long, value_name = "TAG", required_if_eq("kind", "segment"))]
     tag: Option<String>,
@@ -82,8 +88,10 @@ pub fn run(args: Args) -> Result<()> {
             );
         }
         let (layout, name) = args.layout.resolve(None)?;
-        let format = args.format.unwrap_or(Format::Decimal);
-        return leased::print(&args.lease, args.worker, layout, format, args.count)
+        let codec = args
+            .obfuscation
+            .codec(args.format.unwrap_or_default(), Some(&layout))?;
+        return leased::print(&args.lease, args.worker, layout, &codec, args.count)
             .with_context(|| format!("generating {name} IDs under a lease"));
     }
     let stdout = std::io::stdout();
@@ -92,10 +100,17 @@ pub fn run(args: Args) -> Result<()> {
         let Some(tag) = &args.tag else {
             bail!("--kind segment needs --tag TAG");
         };
-        if args.format.is_some() {
-            bail!("--format applies to snowflake IDs; segment IDs print as decimal");
-        }
-        return crate::cmd::next_segment::print(&args.store, tag, args.count, &mut out);
+        let codec = match args.format {
+            Some(format) => Some(args.obfuscation.codec(format, None)?),
+            None => None,
+        };
+        return crate::cmd::next_segment::print(
+            &args.store,
+            tag,
+            args.count,
+            codec.as_ref(),
+            &mut out,
+        );
     }
     if args.kind != Kind::Snowflake {
         if args.format.is_some() {
@@ -112,7 +127,9 @@ pub fn run(args: Args) -> Result<()> {
         .node_id(args.worker.unwrap_or(0))
         .context("--worker")?
         .build(clock)?;
-    let codec = args.format.unwrap_or(Format::Decimal).codec(&layout);
+    let codec = args
+        .obfuscation
+        .codec(args.format.unwrap_or_default(), Some(&layout))?;
     let mut left = args.count;
     while left > 0 {
         let block = generator

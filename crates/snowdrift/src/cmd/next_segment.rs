@@ -3,6 +3,7 @@
 use std::io::Write;
 
 use anyhow::{Context, Result};
+use snowdrift_core::codec::Codec;
 use snowdrift_store::segment::{BufferConfig, SegmentBuffer};
 
 use crate::store_args::{StoreArgs, runtime};
@@ -11,10 +12,16 @@ use crate::store_args::{StoreArgs, runtime};
 /// claimed.
 const RUN: u64 = 10_000;
 
-/// Prints `count` IDs of `tag`, one per line. Every printed ID was durably claimed first,
-/// so a process killed mid-stream never causes a repeat: the next one starts after
-/// everything claimed.
-pub fn print(store: &StoreArgs, tag: &str, count: u64, out: &mut impl Write) -> Result<()> {
+/// Prints `count` IDs of `tag`, one per line, in decimal or written by `codec`. Every
+/// printed ID was durably claimed first, so a process killed mid-stream never causes a
+/// repeat: the next one starts after everything claimed.
+pub fn print(
+    store: &StoreArgs,
+    tag: &str,
+    count: u64,
+    codec: Option<&Codec>,
+    out: &mut impl Write,
+) -> Result<()> {
     runtime()?.block_on(async {
         let store = store.connect().await?;
         let buffer = SegmentBuffer::start(store, tag, BufferConfig::default())
@@ -24,7 +31,10 @@ pub fn print(store: &StoreArgs, tag: &str, count: u64, out: &mut impl Write) -> 
         while left > 0 {
             let ids = buffer.next(left.min(RUN)).await?;
             for id in ids.iter() {
-                writeln!(out, "{id}")?;
+                match codec {
+                    Some(codec) => writeln!(out, "{}", codec.encode(id)?)?,
+                    None => writeln!(out, "{id}")?,
+                }
             }
             left -= ids.len();
         }

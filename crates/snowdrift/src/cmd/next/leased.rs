@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use snowdrift_core::codec::Format;
+use snowdrift_core::codec::Codec;
 use snowdrift_core::generator::SnowflakeGenerator;
 use snowdrift_core::layout::Layout;
 use snowdrift_store::worker::{WorkerConfig, WorkerNode, WorkerSource};
@@ -115,12 +115,13 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 /// IDs per call to the generator, so threads interleave and output starts early.
 const CHUNK: u64 = 4096;
 
-/// Prints `count` IDs of `layout` issued under a lease, from `args.threads` threads.
+/// Prints `count` IDs of `layout` issued under a lease, written by `codec`, from
+/// `args.threads` threads.
 pub fn print(
     args: &LeaseArgs,
     worker: Option<u64>,
     layout: Layout,
-    format: Format,
+    codec: &Codec,
     count: u64,
 ) -> Result<()> {
     init_logs();
@@ -161,8 +162,8 @@ pub fn print(
     let result = std::thread::scope(|s| {
         let handles: Vec<_> = (0..args.threads)
             .map(|t| {
-                let (node, left, layout) = (&node, &left, &layout);
-                s.spawn(move || issue(node, t, left, layout, format, args.annotate))
+                let (node, left) = (&node, &left);
+                s.spawn(move || issue(node, t, left, codec, args.annotate))
             })
             .collect();
         handles
@@ -186,11 +187,9 @@ fn issue<C: snowdrift_core::clock::Clock + Clone + 'static>(
     node: &WorkerNode<C>,
     thread: u64,
     left: &AtomicU64,
-    layout: &Layout,
-    format: Format,
+    codec: &Codec,
     annotate: bool,
 ) -> Result<()> {
-    let codec = format.codec(layout);
     let stdout = std::io::stdout();
     let mut buf = Vec::with_capacity(64 * CHUNK as usize);
     // The kind of the latest refusal, so a long one is reported once, not every retry.

@@ -1,0 +1,110 @@
+//! The text form a request asks IDs in (`format=` over HTTP, `format` in gRPC, an argument in
+//! RESP): read, checked against the generator before any ID is issued (so a request that
+//! cannot be answered wastes none), and applied to each ID.
+//!
+//! The names and the obfuscate-then-encode order are `snowdrift_core::codec::IdFormat`'s;
+//! what this adds is the server's side: which generator has which obfuscation key, which
+//! kinds take which formats, and the API's errors.
+
+use snowdrift_core::codec::{Codec, Format, IdFormat};
+use snowdrift_core::layout::Layout;
+
+use crate::error::ApiError;
+use crate::generators::Generators;
+use crate::source::{IdSource, Source};
+
+/// A format name from a request, or the 400 that lists the names.
+pub fn parse(name: &str) -> Result<IdFormat, ApiError> {
+    name.parse::<IdFormat>()
+        .map_err(|e| ApiError::bad_request(reason(e)))
+}
+
+/// An optional format name from a request.
+pub fn parse_optional(name: Option<&str>) -> Result<Option<IdFormat>, ApiError> {
+    name.map(parse).transpose()
+}
+
+/// The codec that writes generator `name`'s IDs (from `source`) in `format`, checked before
+/// anything is issued: `None` only for a text kind asked for `decimal` (the default, which
+/// for text kinds means their own form); any other format on a text kind is refused.
+pub fn codec_for(
+    generators: &Generators,
+    name: &str,
+    source: &Source,
+    format: IdFormat,
+) -> Result<Option<Codec>, ApiError> {
+    if is_64_bit(source) {
+        return number_codec(generators, name, source, format).map(Some);
+    }
+    if format == IdFormat::default() {
+        return Ok(None);
+    }
+    Err(ApiError::bad_request(format!(
+        "format={format} applies to 64-bit IDs; {} IDs have one standard text form",
+        source.kind().name()
+    )))
+}
+
+/// [`codec_for`] a 64-bit kind (snowflake, segment, ticket, plain counter). Refuses
+/// `friendly` on kinds without a layout and an obfuscated format on a generator without an
+/// `obfuscate_key`.
+pub fn number_codec(
+    generators: &Generators,
+    name: &str,
+    source: &Source,
+    format: IdFormat,
+) -> Result<Codec, ApiError> {
+    let obfuscator = generators.obfuscator(name);
+    if format.is_obfuscated() && obfuscator.is_none() {
+        return Err(ApiError::bad_request(format!(
+            "generator {name:?} has no obfuscation key, so it has no format={format}; give \
+             its [[generator]] an obfuscate_key (32 hex digits). A segment tag served under its \
+             own name has none: configure a generator for the tag"
+        )));
+    }
+    let codec = match source {
+        Source::Snowflake(s) => format.codec(s.layout(), obfuscator),
+        _ if format.format() == Format::Friendly => {
+            return Err(ApiError::bad_request(format!(
+                "format=friendly shows the fields of a snowflake layout; {} IDs have none",
+                source.kind().name()
+            )));
+        }
+        // Only the friendly form reads the layout.
+        _ => format.codec(&Layout::preset("twitter")?, obfuscator),
+    };
+    codec.map_err(|e| ApiError::bad_request(reason(e)))
+}
+
+/// `id`, issued by generator `name`, written by `codec`. An ID beyond the width of the
+/// generator's obfuscation is refused rather than written plain, which would publish what
+/// the format is there to hide.
+pub fn encode(name: &str, codec: &Codec, id: u64) -> Result<String, ApiError> {
+    codec.encode(id).map_err(|e| match e {
+        snowdrift_core::Error::OutOfDomain { value, bits, max } => ApiError::exhausted(format!(
+            "generator {name:?} issued {value}, beyond its obfuscate_bits of {bits} (largest \
+             {max}), so it has no format={}: the generator has outgrown the width. Plain \
+             formats still work; a wider obfuscate_bits changes every obfuscated ID",
+            codec.id_format()
+        )),
+        other => ApiError::from(other),
+    })
+}
+
+/// True for the kinds whose IDs are 64-bit numbers, the only ones formats apply to.
+pub fn is_64_bit(source: &Source) -> bool {
+    match source {
+        Source::Simple(_) => false,
+        Source::Counter(c) => c.counter().template().is_none(),
+        _ => true,
+    }
+}
+
+/// The message of a core error about a name, key or setting, without the "invalid
+/// configuration" the core's `Display` puts in front (the caller says where it was).
+pub fn reason(e: snowdrift_core::Error) -> String {
+    match e {
+        snowdrift_core::Error::InvalidConfig(message) => message,
+        other => other.to_string(),
+    }
+}
