@@ -300,8 +300,9 @@
     const said = result.body && result.body.error && result.body.error.message;
     const server = said ? ` The server said: ${said}` : "";
     const hasToken = storedToken() !== "";
+    // The server's own words for a missing token add nothing to these.
     if (result.status === 401 && !hasToken) {
-      return `This server needs a token to show its generators: enter a token with the read role on every generator (generators = ["*"]).${server}`;
+      return 'This server needs a token to show its generators: enter a token with the read role on every generator (generators = ["*"]).';
     }
     if (result.status === 401) return `The server does not accept this token; enter another.${server}`;
     if (result.status === 403) return `This token may not read every generator's status; enter a token with generators = ["*"].${server}`;

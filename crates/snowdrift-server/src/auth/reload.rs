@@ -107,7 +107,8 @@ impl Reloader {
 
 impl fmt::Display for Reloaded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} tokens in force", self.tokens)?;
+        let plural = if self.tokens == 1 { "" } else { "s" };
+        write!(f, "{} token{plural} in force", self.tokens)?;
         for (what, names) in [
             ("added", &self.added),
             ("removed", &self.removed),
@@ -241,6 +242,25 @@ mod tests {
                 vec!["gone".to_string()],
                 vec!["moved".to_string()]
             )
+        );
+    }
+
+    #[test]
+    fn the_summary_counts_in_words() {
+        let mut r = Reloaded {
+            tokens: 1,
+            added: vec![],
+            removed: vec!["a".into()],
+            changed: vec![],
+            switch: AuthSwitch::Unchanged,
+            needs_restart: vec![],
+        };
+        assert_eq!(r.to_string(), "1 token in force; removed: a");
+        r.tokens = 0;
+        r.switch = AuthSwitch::TurnedOff;
+        assert_eq!(
+            r.to_string(),
+            "0 tokens in force; removed: a; auth is now off: requests need no token"
         );
     }
 
