@@ -161,6 +161,7 @@ async fn new_tokens_hold_at_once_on_http_grpc_and_resp_and_a_stream_let_in_goes_
         name: "snowflake".into(),
         count: total,
         batch: None,
+        format: None,
     };
     let mut stream = grpc
         .stream(with_token(request, &old))
@@ -198,6 +199,7 @@ async fn new_tokens_hold_at_once_on_http_grpc_and_resp_and_a_stream_let_in_goes_
             NextRequest {
                 name: "snowflake".into(),
                 count: Some(3),
+                format: None,
             },
             t,
         )
