@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# One ID per request, with every server on CPU 1 and every client on CPU 0, so that a client
+# never takes CPU time from the server it measures (BENCHMARKS.md "Server load", section 1b).
+# Side by side in each round: Redis INCR and the server's RESP listener (both driven by
+# redis-benchmark), and `GET /v1/ids/snowflake?count=1` (driven by wrk and by
+# `snowdrift bench`); then `snowdrift bench --rate` at half the rate wrk reached in that
+# round, for the latency at half load. It also reads each server's CPU time per request
+# from /proc.
+#
+#   bench-peers/scripts/single_id_pinned.sh          # build, then REPS=3 rounds of DURATION=10 s
+#   SKIP_BUILD=1 bench-peers/scripts/single_id_pinned.sh
+#
+# Needs: 2 or more CPUs, the local Redis (127.0.0.1:6379; its process is moved to CPU 1 for
+# the run and back after), redis-benchmark, wrk, taskset, curl and python3; root or the same
+# user as redis-server to move it. Writes raw outputs and summary.txt to OUT.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+REPS=${REPS:-3}
+DURATION=${DURATION:-10}
+C=${C:-50}
+REDIS_N=${REDIS_N:-1000000}   # INCRs per redis-benchmark run (about DURATION at ~100k/s)
+SERVER_CPU=${SERVER_CPU:-1}
+CLIENT_CPU=${CLIENT_CPU:-0}
+OUT=${OUT:-$ROOT/target/single-id-pinned/$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "$OUT/raw"
+log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/run.log"; }
+
+for tool in redis-benchmark wrk taskset curl python3; do
+    command -v "$tool" >/dev/null || { echo "single_id_pinned.sh: $tool is missing" >&2; exit 1; }
+done
+log "commit $(git -C "$ROOT" rev-parse --short HEAD); machine: $(nproc) vCPU, $(lscpu | sed -n 's/^Model name: *//p'), $(uname -r)"
+if [[ -z ${SKIP_BUILD:-} ]]; then
+    log "building (cargo, -j 2)"
+    (cd "$ROOT" && cargo build --release -j 2 -p snowdrift) >"$OUT/build.log" 2>&1
+fi
+cp "$ROOT/target/release/snowdrift" "$OUT/snowdrift"
+SD="$OUT/snowdrift"
+client() { taskset -c "$CLIENT_CPU" "$@"; }
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+REDIS_PID=$(pgrep -x redis-server | head -1)
+REDIS_MASK=$(taskset -p "$REDIS_PID" | awk '{print $NF}')
+SERVER_PID=""
+cleanup() {
+    [[ -n $SERVER_PID ]] && { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; }
+    taskset -a -p "$REDIS_MASK" "$REDIS_PID" >/dev/null 2>&1 || true
+    redis-cli -n 9 del 'counter:__rand_int__' >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+taskset -a -p -c "$SERVER_CPU" "$REDIS_PID" >/dev/null
+
+PORT=$(free_port)
+RESP_PORT=$(free_port)
+URL="http://127.0.0.1:$PORT"
+cat >"$OUT/server.toml" <<EOF
+[server]
+listen = "127.0.0.1:$PORT"
+resp_listen = "127.0.0.1:$RESP_PORT"
+[store]
+url = "sqlite://$OUT/snowdrift.db"
+[worker]
+registry = "file"
+path = "$OUT/workers"
+EOF
+taskset -c "$SERVER_CPU" "$SD" serve --config "$OUT/server.toml" >"$OUT/server.log" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 100); do curl -sf "$URL/readyz" >/dev/null && break; sleep 0.1; done
+# redis-benchmark's INCR key, as a tag: the RESP listener answers INCR with its IDs.
+curl -sf -X POST "$URL/v1/tags" -H 'content-type: application/json' \
+    -d '{"tag": "counter:__rand_int__", "step": 100000}' >/dev/null
+log "servers on CPU $SERVER_CPU: redis-server pid $REDIS_PID, snowdrift serve pid $SERVER_PID ($URL, RESP $RESP_PORT); clients on CPU $CLIENT_CPU"
+
+# CPU time (user + system, all threads) a process spends while COMMAND runs, in clock ticks,
+# into FILE.cpu; /proc counts in ticks of 1/100 s, fine enough over runs of seconds.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+cpu_ms_of() { # PID FILE COMMAND...
+    local pid=$1 file=$2 before
+    shift 2
+    before=$(cpu_ticks "$pid")
+    "$@" >"$file"
+    echo $(( ($(cpu_ticks "$pid") - before) * 1000 / $(getconf CLK_TCK) )) >"$file.cpu"
+}
+
+RESULTS="$OUT/results.tsv"
+: >"$RESULTS"
+# shellcheck source=results.sh
+source "$ROOT/bench-peers/scripts/results.sh"
+redis_csv() { # REP NAME FILE (redis-benchmark --csv: rps, avg, min, p50, p95, p99, max in ms)
+    local line
+    line=$(tail -1 "$3" | tr -d '"')
+    record "$1" "$2" req_per_s "$(cut -d, -f2 <<<"$line")"
+    record "$1" "$2" p50_us "$(awk -F, '{print $5 * 1000}' <<<"$line")"
+    record "$1" "$2" p99_us "$(awk -F, '{print $7 * 1000}' <<<"$line")"
+}
+cpu_per() { # REP NAME FILE REQUESTS: the server's CPU time per request
+    record "$1" "$2" cpu_us_per_request "$(awk -v n="$4" '{print $1 * 1000 / n}' "$3.cpu")"
+}
+
+for rep in $(seq "$REPS"); do
+    R="$OUT/raw/round$rep"
+    mkdir -p "$R"
+    log "round $rep/$REPS (load average $(cut -d' ' -f1 /proc/loadavg))"
+    cpu_ms_of "$REDIS_PID" "$R/redis.csv" client redis-benchmark --dbnum 9 -t incr -c "$C" -n "$REDIS_N" --csv
+    redis_csv "$rep" redis "$R/redis.csv"
+    cpu_per "$rep" redis "$R/redis.csv" "$REDIS_N"
+
+    cpu_ms_of "$SERVER_PID" "$R/resp.csv" client redis-benchmark -p "$RESP_PORT" -t incr -c "$C" -n "$REDIS_N" --csv
+    redis_csv "$rep" resp "$R/resp.csv"
+    cpu_per "$rep" resp "$R/resp.csv" "$REDIS_N"
+
+    cpu_ms_of "$SERVER_PID" "$R/wrk.txt" client wrk -t 1 -c "$C" -d "${DURATION}s" --latency "$URL/v1/ids/snowflake?count=1"
+    wrk_http "$rep" http_wrk "$R/wrk.txt"
+    cpu_per "$rep" http_wrk "$R/wrk.txt" "$(awk '/requests in/ {print $1}' "$R/wrk.txt")"
+
+    client "$SD" bench --target "$URL/v1/ids/snowflake?count=1" --connections "$C" --duration "${DURATION}s" >"$R/bench.txt"
+    sd_http "$rep" http_bench "$R/bench.txt"
+
+    half=$(awk '/^Requests\/sec/ {print int($2 / 2)}' "$R/wrk.txt")
+    client "$SD" bench --target "$URL/v1/ids/snowflake?count=1" --connections "$C" --rate "$half" \
+        --duration "${DURATION}s" >"$R/half.txt"
+    record "$rep" http_half rate "$half"
+    sd_http "$rep" http_half "$R/half.txt"
+done
+
+python3 - "$RESULTS" >"$OUT/summary.txt" <<'EOF'
+import collections, statistics, sys
+rows = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    _, row, metric, value = line.rstrip("\n").split("\t")
+    if value:
+        rows[(row, metric)].append(float(value))
+redis = statistics.median(rows[("redis", "req_per_s")])
+for (row, metric), values in rows.items():
+    med = statistics.median(values)
+    ratio = f"  ({med / redis:.2f}x Redis)" if metric == "req_per_s" else ""
+    runs = " / ".join(f"{v:g}" for v in values)
+    print(f"{row:11} {metric:20} median {med:>12,.2f}{ratio}   runs {runs}")
+EOF
+log "summary (medians of $REPS rounds):"
+tee -a "$OUT/run.log" <"$OUT/summary.txt"
