@@ -6,13 +6,12 @@
 mod support;
 
 use std::collections::HashSet;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::Value;
 use snowdrift_server::grpc::pb::id_service_client::IdServiceClient;
 use snowdrift_server::grpc::pb::{DecodeRequest, NextRequest, StreamRequest};
-use support::{Running, TempDir};
+use support::TempDir;
 use tonic::Code;
 use tonic::transport::{Channel, Endpoint};
 
@@ -31,90 +30,49 @@ const FORMATS: [&str; 5] = [
 ];
 
 struct TestServer {
-    base: String,
-    http: reqwest::Client,
-    resp: SocketAddr,
+    http: support::TestServer,
     channel: Channel,
-    _running: Running,
-    _dir: TempDir,
 }
 
 /// A server with the generators this file uses: `sf` (Twitter layout) and `orders`
 /// (segment tag `order`, 53 bits) with the key, `tiny` (tag `tiny-ids`, 4 bits) with the
-/// key, `plain` (tag `plain-ids`) and `sf-plain` without, and `uuid7`.
+/// key, `plain` (tag `plain-ids`) and `sf-plain` without, and `uuid7`; RESP on port 0.
 async fn start() -> TestServer {
-    let dir = TempDir::new("snowdrift-obfuscation");
-    let config = support::load(
-        &dir.0,
+    let http = support::start(
+        "snowdrift-obfuscation",
         &format!(
-            "[server]\nlisten = \"127.0.0.1:0\"\nresp_listen = \"127.0.0.1:0\"\n\
-             [limits]\nmax_count = 1000\n\
+            "resp_listen = \"127.0.0.1:0\"\n[limits]\nmax_count = 1000\n\
              [[generator]]\nname = \"sf\"\nkind = \"snowflake\"\nobfuscate_key = \"{KEY}\"\n\
              [[generator]]\nname = \"sf-plain\"\nkind = \"snowflake\"\n\
              [[generator]]\nname = \"orders\"\nkind = \"segment\"\ntag = \"order\"\n\
              obfuscate_key = \"{KEY}\"\nobfuscate_bits = 53\n\
-             [[generator]]\nname = \"tiny\"\nkind = \"segment\"\ntag = \"tiny-ids\"\nobfuscate_key = \"{KEY}\"\n\
-             obfuscate_bits = 4\n\
+             [[generator]]\nname = \"tiny\"\nkind = \"segment\"\ntag = \"tiny-ids\"\n\
+             obfuscate_key = \"{KEY}\"\nobfuscate_bits = 4\n\
              [[generator]]\nname = \"plain\"\nkind = \"segment\"\ntag = \"plain-ids\"\n\
              [[generator]]\nname = \"uuid7\"\nkind = \"uuid7\"\n"
         ),
-    );
-    let running = support::spawn(&config).await;
-    let channel = Endpoint::from_shared(running.base())
+    )
+    .await;
+    let channel = Endpoint::from_shared(http.base.clone())
         .unwrap()
         .connect_timeout(PATIENCE)
         .connect()
         .await
         .unwrap();
-    let s = TestServer {
-        base: running.base(),
-        http: reqwest::Client::builder()
-            .timeout(PATIENCE)
-            .build()
-            .unwrap(),
-        resp: running.resp.expect("resp_listen is set"),
-        channel,
-        _running: running,
-        _dir: dir,
-    };
     for tag in ["order", "tiny-ids", "plain-ids"] {
-        let (status, v) = s.post_tag(tag).await;
-        assert_eq!(status, 201, "{v}");
+        let body = format!("{{\"tag\": \"{tag}\", \"step\": 100}}");
+        http.post("/v1/tags", &body, 201).await;
     }
-    s
+    TestServer { http, channel }
 }
 
 impl TestServer {
-    async fn json(&self, path: &str) -> (u16, Value) {
-        let r = self
-            .http
-            .get(format!("{}{path}", self.base))
-            .send()
-            .await
-            .unwrap();
-        let status = r.status().as_u16();
-        let text = r.text().await.unwrap();
-        let v = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}: {text}"));
-        (status, v)
-    }
-
-    async fn post_tag(&self, tag: &str) -> (u16, Value) {
-        let r = self
-            .http
-            .post(format!("{}/v1/tags", self.base))
-            .header("content-type", "application/json")
-            .body(format!("{{\"tag\": \"{tag}\", \"step\": 100}}"))
-            .send()
-            .await
-            .unwrap();
-        (r.status().as_u16(), r.json().await.unwrap())
-    }
-
     /// `/v1/ids/{name}?{query}`, which must answer 200: the IDs as text.
     async fn ids(&self, name: &str, query: &str) -> Vec<String> {
-        let path = format!("/v1/ids/{name}?{query}");
-        let (status, v) = self.json(&path).await;
-        assert_eq!(status, 200, "{path}: {v}");
+        let v = self
+            .http
+            .json(&format!("/v1/ids/{name}?{query}"), 200)
+            .await;
         v["ids"]
             .as_array()
             .unwrap()
@@ -126,17 +84,16 @@ impl TestServer {
     /// Decodes `id` of `name` in `format` over HTTP, which must answer 200.
     async fn decode(&self, name: &str, id: &str, format: &str) -> Value {
         let path = format!("/v1/ids/{name}/decode/{id}?format={format}");
-        let (status, v) = self.json(&path).await;
-        assert_eq!(status, 200, "{path}: {v}");
-        v
+        self.http.json(&path, 200).await
     }
 
-    /// A request that must be refused with `status`, its message containing `word`.
-    async fn refused(&self, path: &str, status: u16, word: &str) {
-        let (got, v) = self.json(path).await;
-        assert_eq!(got, status, "{path}: {v}");
+    /// A request that must be refused with `status`, its message containing `word`: the
+    /// error's code.
+    async fn refused(&self, path: &str, status: u16, word: &str) -> String {
+        let v = self.http.json(path, status).await;
         let message = v["error"]["message"].as_str().unwrap_or_default();
         assert!(message.contains(word), "{path}: {v}");
+        v["error"]["code"].as_str().unwrap_or_default().to_string()
     }
 
     fn grpc(&self) -> IdServiceClient<Channel> {
@@ -147,7 +104,8 @@ impl TestServer {
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(PATIENCE))
             .set_response_timeout(Some(PATIENCE));
-        redis::Client::open(format!("redis://{}/", self.resp))
+        let addr = self.http.resp().expect("resp_listen is set");
+        redis::Client::open(format!("redis://{addr}/"))
             .unwrap()
             .get_multiplexed_async_connection_with_config(&config)
             .await
@@ -216,8 +174,8 @@ async fn snowflake_ids_decode_to_the_fields_of_the_issued_ids() {
         assert!(d["fields"]["seq"].is_number(), "{d}");
         let id = number(&d["id"]);
         // The same ID decoded plain gives the same fields.
-        let (status, again) = s.json(&format!("/v1/ids/sf/decode/{id}")).await;
-        assert_eq!((status, &again), (200, &d));
+        let again = s.http.json(&format!("/v1/ids/sf/decode/{id}"), 200).await;
+        assert_eq!(again, d);
         plain.push(id);
     }
     assert!(
@@ -284,17 +242,14 @@ async fn an_id_beyond_the_obfuscation_width_is_an_error_never_a_wrong_id() {
     let shown: HashSet<u64> = public.iter().map(|i| i.parse().unwrap()).collect();
     assert_eq!(shown.len(), 15);
     assert!(shown.iter().all(|&v| v < 16), "{shown:?}");
-    let (status, v) = s.json("/v1/ids/tiny?format=obfuscated").await;
-    assert_eq!(
-        (status, &v["error"]["code"]),
-        (503, &Value::from("exhausted")),
-        "{v}"
-    );
-    let message = v["error"]["message"].as_str().unwrap();
-    assert!(
-        message.contains("issued 16") && message.contains("obfuscate_bits of 4"),
-        "{message}"
-    );
+    let code = s
+        .refused(
+            "/v1/ids/tiny?format=obfuscated",
+            503,
+            "issued 16, beyond its obfuscate_bits of 4",
+        )
+        .await;
+    assert_eq!(code, "exhausted");
     // Plain formats still serve the tag.
     assert_eq!(s.ids("tiny", "").await, ["17"]);
 }
@@ -387,43 +342,38 @@ async fn grpc_next_stream_and_decode_speak_the_same_formats() {
 async fn resp_snowflake_takes_a_format_and_incr_stays_an_integer() {
     let s = start().await;
     let mut con = s.resp().await;
-    let text: String = redis::cmd("SNOWFLAKE")
-        .arg("sf")
-        .arg("obfuscated-crockford32")
-        .query_async(&mut con)
-        .await
-        .unwrap();
+    let mut query = async |args: &[&str]| {
+        let mut cmd = redis::cmd(args[0]);
+        cmd.arg(&args[1..]);
+        cmd.query_async::<redis::Value>(&mut con).await
+    };
+    let text = match query(&["SNOWFLAKE", "sf", "obfuscated-crockford32"]).await {
+        Ok(redis::Value::BulkString(text)) => String::from_utf8(text).unwrap(),
+        other => panic!("not a bulk string: {other:?}"),
+    };
     let d = s.decode("sf", &text, "obfuscated-crockford32").await;
     let issued = number(&d["id"]);
-    let plain: i64 = redis::cmd("SNOWFLAKE")
-        .arg("sf")
-        .query_async(&mut con)
-        .await
-        .unwrap();
-    assert!(plain as u64 > issued, "{plain} after {issued}");
-    let hex: String = redis::cmd("SNOWFLAKE")
-        .arg("sf")
-        .arg("hex")
-        .query_async(&mut con)
-        .await
-        .unwrap();
-    assert!(u64::from_str_radix(&hex, 16).unwrap() > plain as u64);
-    let refused = redis::cmd("SNOWFLAKE")
-        .arg("sf-plain")
-        .arg("obfuscated")
-        .query_async::<String>(&mut con)
+    let plain = match query(&["SNOWFLAKE", "sf"]).await {
+        Ok(redis::Value::Int(plain)) => plain as u64,
+        other => panic!("not an integer: {other:?}"),
+    };
+    assert!(plain > issued, "{plain} after {issued}");
+    let hex = match query(&["SNOWFLAKE", "sf", "hex"]).await {
+        Ok(redis::Value::BulkString(hex)) => String::from_utf8(hex).unwrap(),
+        other => panic!("not a bulk string: {other:?}"),
+    };
+    assert!(u64::from_str_radix(&hex, 16).unwrap() > plain);
+    let refused = query(&["SNOWFLAKE", "sf-plain", "obfuscated"])
         .await
         .unwrap_err();
     assert!(
         refused.to_string().contains("has no obfuscation key"),
         "{refused}"
     );
-    let incr: i64 = redis::cmd("INCR")
-        .arg("orders")
-        .query_async(&mut con)
-        .await
-        .unwrap();
-    assert_eq!(incr, 1);
+    assert_eq!(
+        query(&["INCR", "orders"]).await.unwrap(),
+        redis::Value::Int(1)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -244,31 +244,23 @@ fn obfuscated_formats_decode_back_with_the_same_key() {
         ("js53", "obfuscated-base62"),
         ("discord", "obfuscated-crockford32"),
     ] {
-        let out = ok(&[
-            "next",
-            "-n",
-            "200",
-            "--layout",
-            layout,
-            "--format",
-            format,
-            "--obfuscate-key",
-            key,
-        ]);
-        let public: Vec<&str> = out.lines().collect();
-        assert_eq!(public.iter().collect::<HashSet<_>>().len(), 200);
-        let mut originals = Vec::new();
-        for text in [public[0], public[199]] {
-            let d = json(&ok(&[
-                "decode",
-                text,
+        let with_key = |command: &[&'static str]| -> Vec<&str> {
+            let options = [
                 "--layout",
                 layout,
                 "--format",
                 format,
                 "--obfuscate-key",
                 key,
-            ]));
+            ];
+            command.iter().copied().chain(options).collect()
+        };
+        let out = ok(&with_key(&["next", "-n", "200"]));
+        let public: Vec<&str> = out.lines().collect();
+        assert_eq!(public.iter().collect::<HashSet<_>>().len(), 200);
+        let mut originals = Vec::new();
+        for text in [public[0], public[199]] {
+            let d = json(&ok(&[&["decode", text][..], &with_key(&[])].concat()));
             let id = d["id"].as_str().unwrap().to_string();
             assert_eq!(d, json(&ok(&["decode", &id, "--layout", layout])));
             originals.push(id.parse::<u64>().unwrap());

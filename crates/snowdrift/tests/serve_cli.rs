@@ -14,6 +14,17 @@ fn serve(dir: &Path) -> Served {
     Served::start(cmd)
 }
 
+/// Runs `cmd`, which must succeed: its standard output.
+fn succeeds(cmd: &mut std::process::Command) -> Vec<u8> {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// The IDs of one `/v1/ids` answer.
 fn ids(served: &Served, path: &str) -> Vec<u64> {
     let (status, body) = served.get(path, None);
@@ -37,8 +48,8 @@ fn no_id_is_issued_twice_across_sigterm_and_restart() {
     for round in 0..3 {
         let served = serve(&dir);
         if round == 0 {
-            let out = std::process::Command::new(env!("CARGO_BIN_EXE_snowdrift"))
-                .args([
+            succeeds(
+                std::process::Command::new(env!("CARGO_BIN_EXE_snowdrift")).args([
                     "tags",
                     "--server",
                     &served.url(),
@@ -46,13 +57,7 @@ fn no_id_is_issued_twice_across_sigterm_and_restart() {
                     "order",
                     "--step",
                     "100",
-                ])
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
+                ]),
             );
         }
         for _ in 0..5 {
@@ -164,17 +169,12 @@ fn the_cli_reverses_what_the_server_obfuscated() {
         );
         assert_eq!(status, 200, "{body}");
         let by_server: serde_json::Value = serde_json::from_str(&body).unwrap();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_snowdrift"))
-            .args(["decode", public, "--format", "obfuscated-sqids"])
-            .env("SNOWDRIFT_OBFUSCATE_KEY", KEY)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let by_cli: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let by_cli: serde_json::Value = serde_json::from_slice(&succeeds(
+            std::process::Command::new(env!("CARGO_BIN_EXE_snowdrift"))
+                .args(["decode", public, "--format", "obfuscated-sqids"])
+                .env("SNOWDRIFT_OBFUSCATE_KEY", KEY),
+        ))
+        .unwrap();
         assert_eq!(by_cli, by_server, "{public}");
     }
     assert!(served.stop().success());

@@ -145,6 +145,12 @@ pub async fn start(prefix: &str, extra_toml: &str) -> TestServer {
 }
 
 impl TestServer {
+    /// Where its RESP listener listens, when the config sets `server.resp_listen` (an
+    /// `extra_toml` starting with `resp_listen = ...` adds it to `[server]`).
+    pub fn resp(&self) -> Option<SocketAddr> {
+        self.running.resp
+    }
+
     /// GET `path`, as JSON; panics (naming the path) unless it answers `want`.
     pub async fn json(&self, path: &str, want: u16) -> Value {
         let r = self
