@@ -14,14 +14,7 @@ use tonic::transport::{Channel, Endpoint};
 const TAGS: usize = 300;
 
 async fn scrape(s: &TestServer) -> String {
-    let r = s
-        .client
-        .get(format!("{}/metrics", s.base))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    r.text().await.unwrap()
+    s.text("/metrics", 200).await
 }
 
 /// The value of the sample `series` (name and labels exactly as written), if present.

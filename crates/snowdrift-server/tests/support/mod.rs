@@ -153,6 +153,12 @@ impl TestServer {
 
     /// GET `path`, as JSON; panics (naming the path) unless it answers `want`.
     pub async fn json(&self, path: &str, want: u16) -> Value {
+        let text = self.text(path, want).await;
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("GET {path}: {e}: {text}"))
+    }
+
+    /// GET `path`, as text; panics (naming the path) unless it answers `want`.
+    pub async fn text(&self, path: &str, want: u16) -> String {
         let r = self
             .client
             .get(format!("{}{path}", self.base))
@@ -162,7 +168,7 @@ impl TestServer {
         let status = r.status().as_u16();
         let text = r.text().await.unwrap();
         assert_eq!(status, want, "GET {path}: {text}");
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("GET {path}: {e}: {text}"))
+        text
     }
 
     /// POST `body` (JSON) to `path`; panics unless it answers `want`.

@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 
 use snowdrift_core::segment::ChainStatus;
 
-use super::text;
+use super::text::{self, Out};
 
 /// How many tags get fill gauges (current segment, IDs and segments ahead): every tag when
 /// there are at most this many, else the ones closest to running dry.
@@ -19,7 +19,7 @@ type Buffer = (String, ChainStatus);
 type PerTag = (&'static str, &'static str, fn(&ChainStatus) -> u64);
 
 /// Writes the series of `buffers` (tag and state) to `out`.
-pub fn write(out: &mut String, buffers: &[Buffer]) {
+pub fn write(out: &mut Out, buffers: &[Buffer]) {
     let total = |f: fn(&ChainStatus) -> u64| {
         buffers
             .iter()
@@ -53,12 +53,7 @@ pub fn write(out: &mut String, buffers: &[Buffer]) {
             |s| s.starved,
         ),
     ];
-    for (name, help, value) in counters {
-        text::family(out, name, "counter", help);
-        for (tag, s) in buffers {
-            text::sample(out, name, &[("tag", tag)], value(s));
-        }
-    }
+    per_tag(out, "counter", &counters, buffers.iter());
     let lowest = lowest(buffers, LOWEST_TAGS);
     let gauges: [PerTag; 3] = [
         (
@@ -77,9 +72,19 @@ pub fn write(out: &mut String, buffers: &[Buffer]) {
             |s| s.segments_ahead,
         ),
     ];
-    for (name, help, value) in gauges {
-        text::family(out, name, "gauge", help);
-        for (tag, s) in &lowest {
+    per_tag(out, "gauge", &gauges, lowest.iter().copied());
+}
+
+/// Each of `series` (of Prometheus type `kind`) for each of `buffers`.
+fn per_tag<'a>(
+    out: &mut Out,
+    kind: &str,
+    series: &[PerTag],
+    buffers: impl Iterator<Item = &'a Buffer> + Clone,
+) {
+    for (name, help, value) in series {
+        text::family(out, name, kind, help);
+        for (tag, s) in buffers.clone() {
             text::sample(out, name, &[("tag", tag)], value(s));
         }
     }
@@ -138,8 +143,9 @@ mod tests {
             .map(|i| buffer(&format!("t{i:02}"), 50 + i, 100, 0))
             .collect();
         buffers.push(buffer("dry", 3, 0, 7));
-        let mut out = String::new();
+        let mut out = Out::default();
         write(&mut out, &buffers);
+        let out = text::tests::joined(out);
         assert!(out.contains("snowdrift_segment_buffers 51\n"), "{out}");
         let held: u64 = (0..50).map(|i| 150 + i).sum::<u64>() + 3;
         assert!(
@@ -172,8 +178,9 @@ mod tests {
     #[test]
     fn few_tags_all_get_gauges() {
         let buffers = [buffer("a", 1, 0, 0), buffer("b", 2, 0, 0)];
-        let mut out = String::new();
+        let mut out = Out::default();
         write(&mut out, &buffers);
+        let out = text::tests::joined(out);
         assert!(out.contains("snowdrift_segment_segments_ahead{tag=\"a\"} 0\n"));
         assert!(out.contains("snowdrift_segment_segments_ahead{tag=\"b\"} 0\n"));
     }

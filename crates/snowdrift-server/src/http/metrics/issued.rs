@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use metrics::Histogram;
 
 use super::handles::Handles;
-use super::text;
+use super::text::{self, Out};
 use crate::config::Kind;
 
 /// IDs issued, by name and kind. Kept here rather than in the metrics registry: with
@@ -39,7 +39,7 @@ pub fn issued(name: &str, kind: Kind, count: u64) {
 }
 
 /// Writes `snowdrift_ids_issued_total` for every name that has issued IDs.
-pub fn write(out: &mut String) {
+pub fn write(out: &mut Out) {
     text::family(
         out,
         ISSUED_NAME,

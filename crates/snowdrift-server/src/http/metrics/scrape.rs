@@ -1,13 +1,16 @@
 //! `GET /metrics`: the registered metrics (histograms, snowflake gauges), then the series
 //! kept outside the registry (IDs issued by name, segment buffers), in one response.
 
+use std::convert::Infallible;
 use std::sync::Arc;
 
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 
 use super::super::AppState;
+use super::text::Out;
 use super::{HANDLE, buffers, issued};
 use crate::source::{SnowflakeSource, Source};
 
@@ -25,10 +28,13 @@ pub async fn render(State(state): State<Arc<AppState>>) -> Response {
         }
     }
     let buffers = state.generators.segments().status();
-    let mut out = handle.render();
+    let mut out = Out::default();
+    out.push_str(&handle.render());
     issued::write(&mut out);
     buffers::write(&mut out, &buffers);
-    ([(CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
+    let chunks = out.into_chunks().into_iter().map(Ok::<_, Infallible>);
+    let body = Body::from_stream(futures_util::stream::iter(chunks));
+    ([(CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
 }
 
 /// A snowflake generator's lease, clock and layout, read at scrape time.
