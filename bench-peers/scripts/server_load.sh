@@ -2,7 +2,7 @@
 # The server load benchmark of BENCHMARKS.md ("Server load"): `snowdrift serve` beside Redis
 # INCR (redis-benchmark, also against the server's RESP listener), ferroid-tonic-server's gRPC streaming and PostgreSQL nextval
 # (pgbench), all on this machine, side by side in one run, repeated REPS times; then the
-# server's memory idle and with 10,000 segment tags in use.
+# server's memory idle and with 10,000 segment tags in use (server_memory.sh).
 #
 #   bench-peers/scripts/server_load.sh            # build, then REPS=3 rounds of DURATION=10 s runs
 #   SKIP_BUILD=1 bench-peers/scripts/server_load.sh   # reuse the binaries in target/
@@ -26,7 +26,6 @@ REDIS_N=${REDIS_N:-800000}        # INCRs per redis-benchmark run (about DURATIO
 OUT=${OUT:-$ROOT/target/server-load/$(date -u +%Y%m%dT%H%M%SZ)}
 SUFFIX="$(date +%s)_$$"
 TABLE="srvload_alloc_$SUFFIX"     # the main server's segment table
-MEM_TABLE="srvload_mem_$SUFFIX"   # the memory server's segment table (10,000 tags)
 SEQ="srvload_seq_$SUFFIX"         # pgbench's sequence
 
 mkdir -p "$OUT/bin" "$OUT/raw"
@@ -47,65 +46,17 @@ cp "$ROOT/target/release/snowdrift" "$ROOT/target/release/examples/ferroid_grpc_
 SD="$OUT/bin/snowdrift"
 FERROID_LOAD="$OUT/bin/ferroid_grpc_load"
 
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# shellcheck source=serve.sh
+source "$ROOT/bench-peers/scripts/serve.sh"
 PIDS=()
 cleanup() {
     for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
     for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    psql -q "$PG_URL" -c "DROP TABLE IF EXISTS $TABLE; DROP TABLE IF EXISTS $MEM_TABLE; DROP SEQUENCE IF EXISTS $SEQ" \
+    psql -q "$PG_URL" -c "DROP TABLE IF EXISTS $TABLE; DROP SEQUENCE IF EXISTS $SEQ" \
         >/dev/null 2>&1 || true
     redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" -n "$REDIS_DB" del 'counter:__rand_int__' >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
-
-wait_http() { # URL: until it answers 200, at most 30 s
-    for _ in $(seq 300); do
-        curl -sf -o /dev/null "$1" && return 0
-        sleep 0.1
-    done
-    echo "no answer from $1" >&2
-    return 1
-}
-wait_tcp() { # PORT
-    for _ in $(seq 300); do
-        (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    echo "nothing listens on port $1" >&2
-    return 1
-}
-
-server_config() { # PORT TABLE WORKERS_DIR RESP_PORT
-    cat <<EOF
-[server]
-listen = "127.0.0.1:$1"
-resp_listen = "127.0.0.1:$4"
-
-[store]
-url = "$PG_URL"
-table = "$2"
-
-[worker]
-path = "$3"
-
-# The sustained rate: Twitter's layout caps one worker at 4,096,000 IDs/s.
-[[generator]]
-name = "snowflake"
-kind = "snowflake"
-layout = "twitter"
-
-# The hot path: 22 sequence bits (4,194,304 IDs per ms), so a request almost never waits
-# for the clock; 40 time bits of 1 ms last 34 years from the epoch.
-[[generator]]
-name = "wide"
-kind = "snowflake"
-bits = "time:40,worker:1,seq:22"
-unit = "1ms"
-epoch = "2026-01-01"
-EOF
-}
 
 # ---- servers ----
 PORT=$(free_port)
@@ -224,56 +175,19 @@ curl -s "$URL/metrics" | grep -E '^snowdrift_segment_refills_total|^snowdrift_id
 sleep 1
 record all server_main after_scrape_VmRSS_kB "$(awk '/VmRSS/ {print $2}' "/proc/$SERVER_PID/status")"
 
-# 4. Memory: a fresh server; idle; then 10,000 tags, each used; then load spread over them.
-log "memory: a fresh server, then 10,000 tags"
-MEM_PORT=$(free_port)
-MEM_URL="http://127.0.0.1:$MEM_PORT"
-server_config "$MEM_PORT" "$MEM_TABLE" "$OUT/workers-mem" "$(free_port)" >"$OUT/server-mem.toml"
-"$SD" serve --config "$OUT/server-mem.toml" >"$OUT/server-mem.log" 2>&1 &
-MEM_PID=$!
-PIDS+=("$MEM_PID")
-wait_http "$MEM_URL/readyz"
-sleep 2
-rss() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$MEM_PID/status"; }
-record all server_mem idle_VmRSS_kB "$(rss VmRSS)"
-# Tags go in as rows of the store's table, as Leaf's are created: the server serves a tag
-# it has not seen on its first request.
-psql -q "$PG_URL" -c "INSERT INTO $MEM_TABLE (biz_tag, max_id, step, description)
-    SELECT 'load-' || g, 1, 1000, 'server load benchmark' FROM generate_series(1, 10000) g"
-# Each tag once: one claim each, through 4 keep-alive connections.
-CURLS=()
-for part in 0 1 2 3; do
-    curl -sf -o /dev/null "$MEM_URL/api/segment/get/load-[$((part * 2500 + 1))-$((part * 2500 + 2500))]" &
-    CURLS+=("$!")
-done
-for pid in "${CURLS[@]}"; do wait "$pid"; done
-record all server_mem after_10k_tags_VmRSS_kB "$(rss VmRSS)"
-# The first scrape makes five gauges per tag (buffer state), so it is measured apart.
-record all server_mem tags_used "$(curl -s "$MEM_URL/metrics" | grep -c '^snowdrift_segment_refills_total')"
-record all server_mem after_scrape_VmRSS_kB "$(rss VmRSS)"
-(while kill -0 "$MEM_PID" 2>/dev/null; do rss VmRSS; sleep 0.5; done) >"$OUT/server_mem_rss.log" 2>/dev/null &
-SAMPLER=$!
-if [[ -n $HAVE_WRK ]]; then
-    cat >"$OUT/random_tag.lua" <<'EOF'
--- Each request asks Leaf's route for a random one of the 10,000 tags.
-math.randomseed(os.time())
-request = function()
-    return wrk.format("GET", "/api/segment/get/load-" .. math.random(1, 10000))
-end
-EOF
-    wrk -t 2 -c "$C" -d "${DURATION}s" --latency -s "$OUT/random_tag.lua" "$MEM_URL" >"$OUT/raw/mem_wrk_random_tags.txt"
-    wrk_http all mem_wrk_random_tags "$OUT/raw/mem_wrk_random_tags.txt"
+# 4. Memory: a fresh server; idle; then 10,000 tags, each used; then load spread over them
+#    while /metrics is scraped every second.
+log "memory: a fresh server, then 10,000 tags (server_memory.sh)"
+PG_URL="$PG_URL" DURATION="$DURATION" OUT="$OUT/memory" \
+    "$ROOT/bench-peers/scripts/server_memory.sh" "$SD" >"$OUT/memory.log" 2>&1
+while read -r metric value; do
+    record all server_mem "$metric" "$value"
+done <"$OUT/memory/memory.txt"
+if [[ -f $OUT/memory/wrk_random_tags.txt ]]; then
+    wrk_http all mem_wrk_random_tags "$OUT/memory/wrk_random_tags.txt"
 fi
-"$SD" bench --target "$MEM_URL/v1/ids/snowflake?count=1" --connections "$C" --duration "${DURATION}s" \
-    >"$OUT/raw/mem_sd_single.txt"
-sd_http all mem_sd_single "$OUT/raw/mem_sd_single.txt"
-"$SD" bench --target "$MEM_URL/v1/ids/wide?count=10000" --connections 4 --duration "${DURATION}s" \
-    >"$OUT/raw/mem_sd_http_batch.txt"
-sd_http all mem_sd_http_batch "$OUT/raw/mem_sd_http_batch.txt"
-kill "$SAMPLER"
-record all server_mem load_VmRSS_max_sampled_kB "$(sort -n "$OUT/server_mem_rss.log" | tail -1)"
-record all server_mem VmHWM_kB "$(rss VmHWM)"
-record all server_mem after_load_VmRSS_kB "$(rss VmRSS)"
+sd_http all mem_sd_single "$OUT/memory/bench_single.txt"
+sd_http all mem_sd_http_batch "$OUT/memory/bench_batch.txt"
 
 # ---- summary: the median of the rounds for each name and metric ----
 python3 - "$RESULTS" >"$OUT/summary.txt" <<'EOF'
