@@ -13,7 +13,7 @@ use snowdrift_server::Config;
 use snowdrift_server::auth::{AuthSwitch, Reloaded, TokenHash, generate_token};
 use snowdrift_server::grpc::pb::id_service_client::IdServiceClient;
 use snowdrift_server::grpc::pb::{NextRequest, StreamRequest};
-use support::TempDir;
+use support::{TempDir, with_token};
 use tonic::Code;
 use tonic::transport::Endpoint;
 
@@ -112,14 +112,6 @@ async fn redis_code(con: &mut MultiplexedConnection, args: &[&str]) -> String {
 }
 
 /// `message` with `authorization: Bearer {token}` metadata.
-fn with_token<T>(message: T, token: &str) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request
-        .metadata_mut()
-        .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    request
-}
-
 fn now_ms() -> u64 {
     u64::try_from(
         SystemTime::now()

@@ -10,7 +10,7 @@ use serde_json::Value;
 use snowdrift_server::grpc::ERROR_CODE_KEY;
 use snowdrift_server::grpc::pb::id_service_client::IdServiceClient;
 use snowdrift_server::grpc::pb::{DecodeRequest, IdBatch, NextRequest, StreamRequest};
-use support::TempDir;
+use support::{TempDir, with_token};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tonic::transport::{Channel, Endpoint};
@@ -622,14 +622,6 @@ async fn shutdown_ends_streams_at_a_batch_boundary() {
 }
 
 /// `message` with `authorization: Bearer {token}` metadata.
-fn with_token<T>(message: T, token: &str) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request
-        .metadata_mut()
-        .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    request
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_guard_grpc_as_they_guard_http() {
     use snowdrift_server::auth::{TokenHash, generate_token};

@@ -187,3 +187,12 @@ impl TestServer {
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("POST {path}: {e}: {text}"))
     }
 }
+
+/// A gRPC request carrying `authorization: Bearer <token>`.
+pub fn with_token<T>(message: T, token: &str) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    request
+}
