@@ -39,7 +39,11 @@ impl<K: PartialEq + Copy, V> Handles<K, V> {
             }
         }
         let mut by_name = self.by_name.write().unwrap_or_else(PoisonError::into_inner);
-        let list = by_name.entry(name.into()).or_default();
+        // Most names have one key (a generator's kind): room for one, not the default four,
+        // since there is an entry per segment tag.
+        let list = by_name
+            .entry(name.into())
+            .or_insert_with(|| Vec::with_capacity(1));
         // Another request may have made it between the two locks.
         let at = match list.iter().position(|(k, _)| *k == key) {
             Some(at) => at,
