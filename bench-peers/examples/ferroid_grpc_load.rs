@@ -21,6 +21,12 @@ use ferroid_tonic_core::types::SNOWFLAKE_ID_SIZE;
 use hdrhistogram::Histogram;
 use tonic::transport::{Channel, Endpoint};
 
+// The same report code as `snowdrift bench --grpc`, so the load scripts read both alike.
+#[path = "../../crates/snowdrift/src/cmd/report.rs"]
+#[allow(dead_code)]
+mod report;
+use report::{count_line, group_digits, latency_histogram, outcome_line, percentiles};
+
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// One connection's counts, or all connections' together.
@@ -45,7 +51,7 @@ impl Totals {
             first_error: None,
             // Fixed bounds (1 ns to an hour): an auto-resizing histogram clamps on
             // saturating_record instead of growing.
-            latency: Histogram::new_with_bounds(1, 3_600_000_000_000, 3)?,
+            latency: latency_histogram()?,
         })
     }
 
@@ -91,35 +97,26 @@ fn main() -> Result<(), BoxError> {
     let duration = Duration::from_secs(seconds);
     let totals = runtime.block_on(drive(&url, connections, per_stream, duration))?;
     let secs = duration.as_secs_f64();
-    let q = |p: f64| Duration::from_nanos(totals.latency.value_at_quantile(p));
     println!(
-        "streams    {} ({:.1} streams/s), {} error(s){}",
-        totals.streams,
-        totals.streams as f64 / secs,
-        totals.errors,
-        totals
-            .first_error
-            .as_deref()
-            .map(|e| format!(", first: {e}"))
-            .unwrap_or_default()
+        "{}",
+        outcome_line(
+            "streams",
+            totals.streams,
+            secs,
+            "streams",
+            totals.errors,
+            totals.first_error.as_deref()
+        )
+    );
+    println!("{}", count_line("ids", totals.ids, secs, "IDs"));
+    println!(
+        "{}, {} bytes of IDs",
+        count_line("messages", totals.messages, secs, "messages"),
+        group_digits(totals.bytes)
     );
     println!(
-        "ids        {} ({:.0} IDs/s)",
-        totals.ids,
-        totals.ids as f64 / secs
-    );
-    println!(
-        "messages   {} ({:.0} messages/s), {} bytes of IDs",
-        totals.messages,
-        totals.messages as f64 / secs,
-        totals.bytes
-    );
-    println!(
-        "stream     p50 {:?}  p99 {:?}  p99.9 {:?}  max {:?}  (time to receive a whole stream)",
-        q(0.5),
-        q(0.99),
-        q(0.999),
-        Duration::from_nanos(totals.latency.max())
+        "stream     {}  (time to receive a whole stream)",
+        percentiles(&totals.latency)
     );
     Ok(())
 }

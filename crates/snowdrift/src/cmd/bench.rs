@@ -11,7 +11,7 @@ use snowdrift_core::clock::{Clock, SystemClock};
 use snowdrift_core::generator::SnowflakeGenerator;
 use snowdrift_core::layout::{Layout, parse_unit};
 
-use crate::cmd::layout::group_digits;
+use crate::cmd::report::{group_digits, latency_histogram};
 use crate::layout_args::LayoutArgs;
 
 /// Which clock the generator reads.
@@ -199,7 +199,7 @@ fn measure<C: Clock>(layout: &Layout, clock: C, args: &Args, duration: Duration)
     })?;
     let elapsed = start.elapsed();
     bar.finish_and_clear();
-    let mut latency = crate::cmd::bench::latency_histogram()?;
+    let mut latency = latency_histogram()?;
     let (mut calls, mut violations) = (0, 0);
     for (c, v, h) in results {
         calls += c;
@@ -216,13 +216,6 @@ fn measure<C: Clock>(layout: &Layout, clock: C, args: &Args, duration: Duration)
     })
 }
 
-/// A histogram of nanoseconds up to an hour. Fixed bounds, not auto-resizing:
-/// `saturating_record` on an auto-resizing histogram clamps every value past its initial
-/// range (about 2 µs) to the lowest value instead of growing, which hides the tail.
-pub fn latency_histogram() -> Result<Histogram<u64>> {
-    Ok(Histogram::new_with_bounds(1, 3_600_000_000_000, 3)?)
-}
-
 /// One thread's loop: returns (calls, order violations, sampled latencies).
 fn worker<C: Clock>(
     generator: &SnowflakeGenerator<C>,
@@ -230,7 +223,7 @@ fn worker<C: Clock>(
     stop: &AtomicBool,
     issued: &AtomicU64,
 ) -> Result<(u64, u64, Histogram<u64>)> {
-    let mut hist = crate::cmd::bench::latency_histogram()?;
+    let mut hist = latency_histogram()?;
     let (mut calls, mut violations, mut local) = (0u64, 0u64, 0u64);
     let mut last: Option<u64> = None;
     while !stop.load(Ordering::Relaxed) {

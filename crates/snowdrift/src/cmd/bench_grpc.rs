@@ -12,7 +12,7 @@ use snowdrift_server::grpc::pb::StreamRequest;
 use snowdrift_server::grpc::pb::id_service_client::IdServiceClient;
 use tonic::transport::{Channel, Endpoint};
 
-use crate::cmd::layout::group_digits;
+use crate::cmd::report::{count_line, group_digits, latency_histogram, outcome_line, percentiles};
 
 /// What to stream and how hard.
 pub struct Load {
@@ -61,35 +61,26 @@ pub fn run(load: Load) -> Result<()> {
     );
     let totals = runtime.block_on(drive(&load))?;
     let secs = load.duration.as_secs_f64();
-    let q = |p: f64| Duration::from_nanos(totals.latency.value_at_quantile(p));
     println!(
-        "streams    {} ({:.1} streams/s), {} error(s){}",
-        group_digits(totals.streams),
-        totals.streams as f64 / secs,
-        totals.errors,
-        totals
-            .first_error
-            .as_deref()
-            .map(|e| format!(", first: {e}"))
-            .unwrap_or_default()
+        "{}",
+        outcome_line(
+            "streams",
+            totals.streams,
+            secs,
+            "streams",
+            totals.errors,
+            totals.first_error.as_deref()
+        )
     );
+    println!("{}", count_line("ids", totals.ids, secs, "IDs"));
     println!(
-        "ids        {} ({} IDs/s)",
-        group_digits(totals.ids),
-        group_digits((totals.ids as f64 / secs) as u64)
-    );
-    println!(
-        "messages   {} ({} messages/s), {} bytes of messages",
-        group_digits(totals.messages),
-        group_digits((totals.messages as f64 / secs) as u64),
+        "{}, {} bytes of messages",
+        count_line("messages", totals.messages, secs, "messages"),
         group_digits(totals.bytes)
     );
     println!(
-        "stream     p50 {:?}  p99 {:?}  p99.9 {:?}  max {:?}  (time to receive a whole stream)",
-        q(0.5),
-        q(0.99),
-        q(0.999),
-        Duration::from_nanos(totals.latency.max())
+        "stream     {}  (time to receive a whole stream)",
+        percentiles(&totals.latency)
     );
     println!("order      {} violation(s)", totals.order_violations);
     Ok(())
@@ -219,7 +210,7 @@ impl Totals {
             order_violations: 0,
             errors: 0,
             first_error: None,
-            latency: crate::cmd::bench::latency_histogram()?,
+            latency: latency_histogram()?,
         })
     }
 

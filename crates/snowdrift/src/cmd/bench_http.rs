@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
 
-use crate::cmd::layout::group_digits;
+use crate::cmd::report::{count_line, latency_histogram, outcome_line, percentiles};
 
 /// What to load and how hard.
 pub struct Load {
@@ -59,30 +59,19 @@ pub fn run(load: Load) -> Result<()> {
     );
     let totals = runtime.block_on(drive(&load))?;
     let secs = load.duration.as_secs_f64();
-    let q = |p: f64| Duration::from_nanos(totals.latency.value_at_quantile(p));
     println!(
-        "requests   {} ({} requests/s), {} error(s){}",
-        group_digits(totals.requests),
-        group_digits((totals.requests as f64 / secs) as u64),
-        totals.errors,
-        totals
-            .first_error
-            .as_deref()
-            .map(|e| format!(", first: {e}"))
-            .unwrap_or_default()
+        "{}",
+        outcome_line(
+            "requests",
+            totals.requests,
+            secs,
+            "requests",
+            totals.errors,
+            totals.first_error.as_deref()
+        )
     );
-    println!(
-        "ids        {} ({} IDs/s)",
-        group_digits(totals.ids),
-        group_digits((totals.ids as f64 / secs) as u64)
-    );
-    println!(
-        "latency    p50 {:?}  p99 {:?}  p99.9 {:?}  max {:?}",
-        q(0.5),
-        q(0.99),
-        q(0.999),
-        Duration::from_nanos(totals.latency.max())
-    );
+    println!("{}", count_line("ids", totals.ids, secs, "IDs"));
+    println!("latency    {}", percentiles(&totals.latency));
     Ok(())
 }
 
@@ -132,7 +121,7 @@ async fn drive(load: &Load) -> Result<Totals> {
         ids: 0,
         errors: 0,
         first_error: None,
-        latency: crate::cmd::bench::latency_histogram()?,
+        latency: latency_histogram()?,
     };
     for task in tasks {
         let (requests, ids, first_error, latency) = task.await??;
@@ -176,7 +165,7 @@ async fn connection(
     errors: Arc<AtomicU64>,
     due: Option<flume::Receiver<Instant>>,
 ) -> Result<(u64, u64, Option<String>, Histogram<u64>)> {
-    let mut hist = crate::cmd::bench::latency_histogram()?;
+    let mut hist = latency_histogram()?;
     let (mut requests, mut ids) = (0u64, 0u64);
     let mut first_error = None;
     while !stop.load(Ordering::Relaxed) {

@@ -4,6 +4,7 @@ use anyhow::{Result, bail};
 use snowdrift_core::clock::Clock;
 use snowdrift_core::layout::{Layout, format_ms};
 
+use crate::cmd::report::group_digits;
 use crate::layout_args::LayoutArgs;
 
 /// Show a layout's bit budget, lifetime, rate, node count and JavaScript safety; exits
@@ -124,17 +125,4 @@ impl<'a> Report<'a> {
             "js_unsafe_from": l.js_unsafe_from_ms().map(format_ms),
         })
     }
-}
-
-/// `4096000` -> `4,096,000`.
-pub fn group_digits(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
