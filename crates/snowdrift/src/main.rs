@@ -8,11 +8,6 @@ mod store_args;
 
 use clap::{Parser, Subcommand};
 
-// The server allocates a little for every request (headers, bodies, futures): with glibc's
-// malloc that was about 8% of its CPU time per request, measured with perf.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Distributed unique IDs: snowflake IDs with any bit layout, database segments (Leaf),
 /// UUID v4/v7, ULID and ObjectId, from one binary.
 #[derive(Debug, Parser)]
