@@ -38,9 +38,8 @@ cp "$ROOT/target/release/snowdrift" "$OUT/snowdrift"
 SD="$OUT/snowdrift"
 client() { taskset -c "$CLIENT_CPU" "$@"; }
 
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# shellcheck source=serve.sh
+source "$ROOT/bench-peers/scripts/serve.sh"
 REDIS_PID=$(pgrep -x redis-server | head -1)
 REDIS_MASK=$(taskset -p "$REDIS_PID" | awk '{print $NF}')
 SERVER_PID=""
@@ -67,7 +66,7 @@ path = "$OUT/workers"
 EOF
 taskset -c "$SERVER_CPU" "$SD" serve --config "$OUT/server.toml" >"$OUT/server.log" 2>&1 &
 SERVER_PID=$!
-for _ in $(seq 100); do curl -sf "$URL/readyz" >/dev/null && break; sleep 0.1; done
+wait_http "$URL/readyz"
 # redis-benchmark's INCR key, as a tag: the RESP listener answers INCR with its IDs.
 curl -sf -X POST "$URL/v1/tags" -H 'content-type: application/json' \
     -d '{"tag": "counter:__rand_int__", "step": 100000}' >/dev/null
