@@ -7,6 +7,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Bytes;
+use hyper::client::conn::http1::SendRequest;
+use hyper::header::{HOST, HeaderValue};
+use hyper::{Request, StatusCode, Uri};
+use hyper_util::rt::TokioIo;
 
 use crate::cmd::report::{count_line, latency_histogram, outcome_line, percentiles};
 
@@ -43,10 +49,16 @@ pub fn run(load: Load) -> Result<()> {
     if load.rate.is_some_and(|r| r.is_nan() || r <= 0.0) {
         bail!("--rate must be above 0 requests per second");
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    // At a fixed rate, one thread does it all: with several, a thread that has a request
+    // to send or an answer to read can wait milliseconds for a CPU behind the others, and
+    // that wait would count as the server's latency.
+    let runtime = match load.rate {
+        Some(_) => tokio::runtime::Builder::new_current_thread(),
+        None => tokio::runtime::Builder::new_multi_thread(),
+    }
+    .enable_all()
+    .build()
+    .context("starting the async runtime")?;
     println!(
         "bench: GET {} with {} connection(s), {}, {:?}",
         load.target,
@@ -76,26 +88,24 @@ pub fn run(load: Load) -> Result<()> {
 }
 
 async fn drive(load: &Load) -> Result<Totals> {
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(load.connections)
-        .timeout(Duration::from_secs(10))
-        .build()?;
-    // A warm-up pass opens the connections and the server's buffers before timing.
-    for _ in 0..load.connections.min(50) {
-        let r = client.get(&load.target).send().await.with_context(|| {
-            format!(
-                "cannot reach {}; is `snowdrift serve` running?",
-                load.target
-            )
-        })?;
-        if !r.status().is_success() {
-            bail!(
-                "{} answered {}: {}",
-                load.target,
-                r.status(),
-                r.text().await.unwrap_or_default()
-            );
-        }
+    let target: Uri = load
+        .target
+        .parse()
+        .with_context(|| format!("--target {} is not a valid URL", load.target))?;
+    // A warm-up request checks the target before timing.
+    let mut probe = Connection::open(&target).await.with_context(|| {
+        format!(
+            "cannot reach {}; is `snowdrift serve` running?",
+            load.target
+        )
+    })?;
+    let (status, body) = probe.get().await?;
+    if !status.is_success() {
+        bail!(
+            "{} answered {status}: {}",
+            load.target,
+            String::from_utf8_lossy(&body)
+        );
     }
     let stop = Arc::new(AtomicBool::new(false));
     let errors = Arc::new(AtomicU64::new(0));
@@ -103,15 +113,15 @@ async fn drive(load: &Load) -> Result<Totals> {
         let (send, receive) = flume::unbounded();
         let every = Duration::from_secs_f64(1.0 / rate);
         let stop = stop.clone();
-        std::thread::spawn(move || pace(every, &stop, &send));
+        tokio::spawn(async move { pace(every, &stop, &send).await });
         receive
     });
     let mut tasks = Vec::with_capacity(load.connections);
     for _ in 0..load.connections {
-        let (client, target, stop) = (client.clone(), load.target.clone(), stop.clone());
+        let (target, stop) = (target.clone(), stop.clone());
         let (errors, due) = (errors.clone(), due.clone());
         tasks.push(tokio::spawn(async move {
-            connection(client, target, stop, errors, due).await
+            connection(target, stop, errors, due).await
         }));
     }
     tokio::time::sleep(load.duration).await;
@@ -139,10 +149,12 @@ async fn drive(load: &Load) -> Result<Totals> {
 /// At a fixed rate: the time each request is due, one every `every`, until `stop`. Whichever
 /// connection is free takes the next (wrk2's open model), and its latency counts from that
 /// time, not from when it was sent, so a stalled server is not hidden (coordinated omission).
-/// A thread keeps the time because tokio's timer rounds sleeps up to whole milliseconds,
-/// which would add up to a millisecond to every request; a thread's sleep overshoots by
-/// tens of microseconds.
-fn pace(every: Duration, stop: &AtomicBool, due: &flume::Sender<Instant>) {
+/// tokio's timer works in whole milliseconds, which would add up to a millisecond to every
+/// request, so the pacer sleeps only while the next due time is further off than that and
+/// otherwise yields to the connections until it comes: the client's CPU is busy, but a
+/// request goes out within microseconds of its time. Give the client its own CPU
+/// (`taskset`) when measuring latency at a fixed rate.
+async fn pace(every: Duration, stop: &AtomicBool, due: &flume::Sender<Instant>) {
     let mut next = Instant::now() + every;
     while !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
@@ -152,15 +164,18 @@ fn pace(every: Duration, stop: &AtomicBool, due: &flume::Sender<Instant>) {
             }
             next += every;
         }
-        std::thread::sleep(next - now);
+        if next - now > Duration::from_millis(2) {
+            tokio::time::sleep_until((next - Duration::from_millis(1)).into()).await;
+        } else {
+            tokio::task::yield_now().await;
+        }
     }
 }
 
 /// One connection's loop: closed (as fast as answers come), or taking due times from
 /// [`pace`].
 async fn connection(
-    client: reqwest::Client,
-    target: String,
+    target: Uri,
     stop: Arc<AtomicBool>,
     errors: Arc<AtomicU64>,
     due: Option<flume::Receiver<Instant>>,
@@ -168,6 +183,7 @@ async fn connection(
     let mut hist = latency_histogram()?;
     let (mut requests, mut ids) = (0u64, 0u64);
     let mut first_error = None;
+    let mut connection = None;
     while !stop.load(Ordering::Relaxed) {
         let start = match &due {
             // The pacer hangs up once the run is over.
@@ -177,10 +193,24 @@ async fn connection(
             },
             None => Instant::now(),
         };
-        let outcome = match client.get(&target).send().await {
-            Ok(r) if r.status().is_success() => r.bytes().await.map_err(|e| e.to_string()),
-            Ok(r) => Err(format!("status {}", r.status())),
-            Err(e) => Err(e.to_string()),
+        let outcome = match connection.take() {
+            Some(open) => Ok(open),
+            None => Connection::open(&target).await,
+        };
+        let outcome = match outcome {
+            Ok(mut open) => match open.get().await {
+                Ok((status, body)) => {
+                    connection = Some(open);
+                    if status.is_success() {
+                        Ok(body)
+                    } else {
+                        Err(format!("status {status}"))
+                    }
+                }
+                // The connection is dropped; the next request opens another.
+                Err(e) => Err(format!("{e:#}")),
+            },
+            Err(e) => Err(format!("{e:#}")),
         };
         hist.saturating_record(start.elapsed().as_nanos() as u64);
         requests += 1;
@@ -193,6 +223,49 @@ async fn connection(
         }
     }
     Ok((requests, ids, first_error, hist))
+}
+
+/// One keep-alive HTTP/1.1 connection sending GETs of one URL. hyper's connection API, not a
+/// pooled client: a pool's lock, URL parsing and header building per request cost the
+/// client more CPU than the server spends answering.
+struct Connection {
+    sender: SendRequest<Empty<Bytes>>,
+    path: Uri,
+    host: HeaderValue,
+}
+
+impl Connection {
+    async fn open(target: &Uri) -> Result<Self> {
+        let authority = target.authority().context("the URL names no host")?.clone();
+        let tcp = tokio::net::TcpStream::connect(authority.as_str()).await?;
+        tcp.set_nodelay(true)?;
+        let (sender, driver) = hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await?;
+        tokio::spawn(driver);
+        Ok(Self {
+            sender,
+            path: target
+                .path_and_query()
+                .map_or("/", |p| p.as_str())
+                .parse()?,
+            host: HeaderValue::from_str(authority.as_str())?,
+        })
+    }
+
+    /// One GET, with a 10 s limit: its status and body.
+    async fn get(&mut self) -> Result<(StatusCode, Bytes)> {
+        let request = Request::get(self.path.clone())
+            .header(HOST, self.host.clone())
+            .body(Empty::new())?;
+        let answer = async {
+            let response = self.sender.send_request(request).await?;
+            let status = response.status();
+            let body = response.into_body().collect().await?.to_bytes();
+            anyhow::Ok((status, body))
+        };
+        tokio::time::timeout(Duration::from_secs(10), answer)
+            .await
+            .context("no answer within 10 s")?
+    }
 }
 
 /// IDs in a response: the entries of a JSON `ids` array, or 1 for a text/plain answer
