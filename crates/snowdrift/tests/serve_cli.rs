@@ -180,3 +180,56 @@ fn the_cli_reverses_what_the_server_obfuscated() {
     assert!(served.stop().success());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The numbers `snowdrift bench` printed on the line starting with `label`: the count and
+/// its rate.
+fn bench_line(out: &str, label: &str) -> (u64, u64) {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(label))
+        .unwrap_or_else(|| panic!("no {label} line in:\n{out}"));
+    let numbers: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit() && c != ',')
+        .map(|n| n.replace(',', ""))
+        .filter(|n| !n.is_empty())
+        .map(|n| n.parse().unwrap())
+        .collect();
+    (numbers[0], numbers[1])
+}
+
+#[test]
+fn bench_drives_a_running_server_closed_loop_and_at_a_fixed_rate() {
+    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("serve-bench"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let served = serve(&dir);
+    let target = format!("{}/v1/ids/snowflake?count=10", served.url());
+    let bench = |extra: &[&str]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_snowdrift"));
+        cmd.args(["bench", "--target", &target, "--connections", "4"])
+            .args(["--duration", "2s"])
+            .args(extra);
+        String::from_utf8(succeeds(&mut cmd)).unwrap()
+    };
+
+    let closed = bench(&[]);
+    let (requests, _) = bench_line(&closed, "requests");
+    let (ids, _) = bench_line(&closed, "ids");
+    assert!(requests > 0, "{closed}");
+    assert_eq!(ids, requests * 10, "ten IDs per answer:\n{closed}");
+    assert!(closed.contains(", 0 error(s)"), "{closed}");
+
+    // At a fixed rate the client sends what is due, no more: 200/s for 2 s.
+    let paced = bench(&["--rate", "200"]);
+    let (requests, rate) = bench_line(&paced, "requests");
+    assert!((380..=401).contains(&requests), "{paced}");
+    assert!((190..=201).contains(&rate), "{paced}");
+    served.stop();
+
+    // Nothing listening: a clear error, not a table of failures.
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_snowdrift"));
+    let out = cmd.args(["bench", "--target", &target]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot reach"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
