@@ -1,6 +1,5 @@
 //! Segment tags in ZooKeeper: a znode per tag, claimed with a versioned `setData`.
 
-
 use serde::{Deserialize, Serialize};
 use snowdrift_core::segment::IdRange;
 use zookeeper_client as zk;
