@@ -269,6 +269,8 @@ async fn configured_segment_generator_health_and_metrics() {
     for gauge in [
         "snowdrift_worker_ready{generator=\"sf\"} 1",
         "snowdrift_worker_lease_seconds_left",
+        "snowdrift_worker_lease_renewals_total{generator=\"sf\"}",
+        "snowdrift_worker_lease_losses_total{generator=\"sf\"} 0",
         "snowdrift_worker_mark_ahead_seconds",
         "snowdrift_layout_days_left{generator=\"sf\"}",
         "snowdrift_borrowed_seconds",

@@ -340,6 +340,8 @@ async fn lease_loss(url: &str) {
         })
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
+    // Renewals are counted (for /metrics) as the coordinator accepts them.
+    eventually("A to renew its lease", || a.status().renewals >= 1).await;
     let frozen_at = MonotonicClock::new().now_ms();
     proxy.black_hole();
     // A's last renewal was sent before the freeze, so its deadline is at most this.
@@ -348,6 +350,7 @@ async fn lease_loss(url: &str) {
         a.status().state == WorkerState::LeaseLost
     })
     .await;
+    let renewed_before_loss = a.status().renewals;
 
     // B, straight to the coordinator, gets A's worker ID once A's lease expires there.
     let b = loop {
@@ -367,6 +370,11 @@ async fn lease_loss(url: &str) {
         .unwrap()
         .time_ms;
     checker.record("b", b_block.iter());
+    assert_eq!(
+        a.status().renewals,
+        renewed_before_loss,
+        "no renewal can succeed through a black hole"
+    );
     let a_max = first_epoch_max.load(Ordering::Relaxed);
     assert!(a_max > 0, "A issued nothing before the freeze");
     // A's deadline was its last renewal (sent before the freeze) + ttl - margin.

@@ -162,6 +162,7 @@ fn worker_json(w: &snowdrift_store::worker::WorkerStatus) -> Value {
         "state": w.state.as_str(),
         "ready": w.is_ready(),
         "epoch": w.epoch,
+        "renewals": w.renewals,
         "deadline_ms": w.deadline_ms,
         "mark_ms": w.mark_ms,
         "now_ms": w.now_ms,

@@ -184,6 +184,7 @@ impl<C: Clock + Clone + 'static> Shared<C> {
                 )
                 .await?;
                 (sent_ms, sent_at) = (now_ms, at);
+                lock(&self.status).renewals += 1;
             }
         }
         let number = read(&self.current).number() + 1;
@@ -331,6 +332,7 @@ async fn step<C: Clock + Clone + 'static>(shared: &Shared<C>, held: &mut Held) {
                 }
                 let mut s = lock(&shared.status);
                 s.deadline_ms = held.deadline_ms;
+                s.renewals += 1;
                 s.last_error = None;
                 if !held.clock_behind {
                     s.state = WorkerState::Issuing;

@@ -52,6 +52,7 @@ pub(super) struct StatusInner {
     pub worker_id: Option<u64>,
     pub state: WorkerState,
     pub deadline_ms: u64,
+    pub renewals: u64,
     pub peers: Vec<PeerOffset>,
     pub last_error: Option<String>,
 }
@@ -145,6 +146,7 @@ impl<C: Clock + Clone + 'static> WorkerNode<C> {
                 worker_id: None,
                 state: WorkerState::Starting,
                 deadline_ms: 0,
+                renewals: 0,
                 peers: Vec::new(),
                 last_error: None,
             }),
@@ -242,6 +244,7 @@ pub(super) fn status_of<C: Clock + Clone>(shared: &Shared<C>) -> WorkerStatus {
             0
         },
         mark_ms: epoch.fence().window_end(),
+        renewals: s.renewals,
         now_ms,
         peers: s.peers.clone(),
         last_error: s.last_error.clone(),

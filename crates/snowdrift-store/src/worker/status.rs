@@ -70,6 +70,8 @@ pub struct WorkerStatus {
     pub deadline_ms: u64,
     /// The durable high-water mark in force, ms since 1970.
     pub mark_ms: u64,
+    /// Lease renewals the coordinator accepted since the node started.
+    pub renewals: u64,
     /// The node's clock when this snapshot was taken, ms since 1970.
     pub now_ms: u64,
     /// The peers' clocks relative to this one, from the latest check.

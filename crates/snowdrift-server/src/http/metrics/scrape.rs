@@ -50,6 +50,7 @@ fn snowflake_gauges(name: &str, s: &SnowflakeSource) {
         // Each epoch after the first began with a lost lease regained.
         metrics::gauge!("snowdrift_worker_lease_losses_total", &labels)
             .set(w.epoch.saturating_sub(1) as f64);
+        metrics::gauge!("snowdrift_worker_lease_renewals_total", &labels).set(w.renewals as f64);
         metrics::gauge!("snowdrift_worker_lease_seconds_left", &labels)
             .set(secs((i128::from(w.deadline_ms) - now).max(0)));
         metrics::gauge!("snowdrift_worker_mark_ahead_seconds", &labels)
