@@ -60,14 +60,19 @@ pub(crate) async fn connect(url: &str) -> Result<(AnyPool, Dialect)> {
 }
 
 /// Runs a `CREATE TABLE IF NOT EXISTS`. PostgreSQL checks "if not exists" before it takes
-/// its catalog locks, so two nodes creating one table at the same instant can fail with a
-/// unique violation on the catalog; by then the other's table exists, and a second run finds
-/// it.
+/// its catalog locks, so two nodes creating one table at the same instant can fail: with a
+/// unique violation on the catalog (23505), or with the table's row type already existing
+/// (42710) or the table itself (42P07), depending on where the other node got to. Each
+/// means the other's table exists by then, and a second run finds it.
 pub(crate) async fn create_table(pool: &AnyPool, ddl: sqlx::AssertSqlSafe<String>) -> Result<()> {
+    const LOST_THE_RACE: [&str; 3] = ["23505", "42710", "42P07"];
     let again = sqlx::AssertSqlSafe(ddl.0.clone());
     match sqlx::query(ddl).execute(pool).await {
         Ok(_) => Ok(()),
-        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("23505") => {
+        Err(sqlx::Error::Database(e))
+            if e.code()
+                .is_some_and(|c| LOST_THE_RACE.contains(&c.as_ref())) =>
+        {
             sqlx::query(again).execute(pool).await?;
             Ok(())
         }
