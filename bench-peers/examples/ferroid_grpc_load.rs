@@ -25,7 +25,7 @@ use tonic::transport::{Channel, Endpoint};
 #[path = "../../crates/snowdrift/src/cmd/report.rs"]
 #[allow(dead_code)]
 mod report;
-use report::{count_line, group_digits, latency_histogram, outcome_line, percentiles};
+use report::{StreamCounts, latency_histogram, stream_lines};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -97,27 +97,17 @@ fn main() -> Result<(), BoxError> {
     let duration = Duration::from_secs(seconds);
     let totals = runtime.block_on(drive(&url, connections, per_stream, duration))?;
     let secs = duration.as_secs_f64();
-    println!(
-        "{}",
-        outcome_line(
-            "streams",
-            totals.streams,
-            secs,
-            "streams",
-            totals.errors,
-            totals.first_error.as_deref()
-        )
-    );
-    println!("{}", count_line("ids", totals.ids, secs, "IDs"));
-    println!(
-        "{}, {} bytes of IDs",
-        count_line("messages", totals.messages, secs, "messages"),
-        group_digits(totals.bytes)
-    );
-    println!(
-        "stream     {}  (time to receive a whole stream)",
-        percentiles(&totals.latency)
-    );
+    let counts = StreamCounts {
+        streams: totals.streams,
+        errors: totals.errors,
+        first_error: totals.first_error.as_deref(),
+        ids: totals.ids,
+        messages: totals.messages,
+        bytes: totals.bytes,
+        bytes_of: "IDs",
+        latency: &totals.latency,
+    };
+    println!("{}", stream_lines(&counts, secs));
     Ok(())
 }
 

@@ -12,7 +12,7 @@ use snowdrift_server::grpc::pb::StreamRequest;
 use snowdrift_server::grpc::pb::id_service_client::IdServiceClient;
 use tonic::transport::{Channel, Endpoint};
 
-use crate::cmd::report::{count_line, group_digits, latency_histogram, outcome_line, percentiles};
+use crate::cmd::report::{StreamCounts, group_digits, latency_histogram, stream_lines};
 
 /// What to stream and how hard.
 pub struct Load {
@@ -61,27 +61,17 @@ pub fn run(load: Load) -> Result<()> {
     );
     let totals = runtime.block_on(drive(&load))?;
     let secs = load.duration.as_secs_f64();
-    println!(
-        "{}",
-        outcome_line(
-            "streams",
-            totals.streams,
-            secs,
-            "streams",
-            totals.errors,
-            totals.first_error.as_deref()
-        )
-    );
-    println!("{}", count_line("ids", totals.ids, secs, "IDs"));
-    println!(
-        "{}, {} bytes of messages",
-        count_line("messages", totals.messages, secs, "messages"),
-        group_digits(totals.bytes)
-    );
-    println!(
-        "stream     {}  (time to receive a whole stream)",
-        percentiles(&totals.latency)
-    );
+    let counts = StreamCounts {
+        streams: totals.streams,
+        errors: totals.errors,
+        first_error: totals.first_error.as_deref(),
+        ids: totals.ids,
+        messages: totals.messages,
+        bytes: totals.bytes,
+        bytes_of: "messages",
+        latency: &totals.latency,
+    };
+    println!("{}", stream_lines(&counts, secs));
     println!("order      {} violation(s)", totals.order_violations);
     Ok(())
 }

@@ -60,6 +60,46 @@ pub fn percentiles(latency: &Histogram<u64>) -> String {
     )
 }
 
+/// What a gRPC streaming load counted, for [`stream_lines`].
+pub struct StreamCounts<'a> {
+    /// Streams received to their end.
+    pub streams: u64,
+    /// Streams that failed.
+    pub errors: u64,
+    /// The first failure's text.
+    pub first_error: Option<&'a str>,
+    /// IDs received.
+    pub ids: u64,
+    /// Messages received.
+    pub messages: u64,
+    /// Bytes of those messages (or of their IDs: `bytes_of` says which).
+    pub bytes: u64,
+    /// What `bytes` counts, e.g. `messages` or `IDs`.
+    pub bytes_of: &'a str,
+    /// Time to receive each whole stream, in nanoseconds.
+    pub latency: &'a Histogram<u64>,
+}
+
+/// The streams, IDs, messages and stream-time lines of a streaming load over `secs`.
+pub fn stream_lines(c: &StreamCounts, secs: f64) -> String {
+    format!(
+        "{}\n{}\n{}, {} bytes of {}\nstream     {}  (time to receive a whole stream)",
+        outcome_line(
+            "streams",
+            c.streams,
+            secs,
+            "streams",
+            c.errors,
+            c.first_error
+        ),
+        count_line("ids", c.ids, secs, "IDs"),
+        count_line("messages", c.messages, secs, "messages"),
+        group_digits(c.bytes),
+        c.bytes_of,
+        percentiles(c.latency)
+    )
+}
+
 /// A histogram of nanoseconds up to an hour. Fixed bounds, not auto-resizing:
 /// `saturating_record` on an auto-resizing histogram clamps every value past its initial
 /// range (about 2 µs) to the lowest value instead of growing, which hides the tail.
