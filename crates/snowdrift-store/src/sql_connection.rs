@@ -59,20 +59,25 @@ pub(crate) async fn connect(url: &str) -> Result<(AnyPool, Dialect)> {
     Ok((pool, dialect))
 }
 
-/// Runs a `CREATE TABLE IF NOT EXISTS`. PostgreSQL checks "if not exists" before it takes
-/// its catalog locks, so two nodes creating one table at the same instant can fail: with a
-/// unique violation on the catalog (23505), or with the table's row type already existing
-/// (42710) or the table itself (42P07), depending on where the other node got to. Each
-/// means the other's table exists by then, and a second run finds it.
-pub(crate) async fn create_table(pool: &AnyPool, ddl: sqlx::AssertSqlSafe<String>) -> Result<()> {
+/// Whether a `CREATE ... IF NOT EXISTS` failed only because another node created the same
+/// object at the same instant. PostgreSQL checks "if not exists" before it takes its catalog
+/// locks, so the loser gets a unique violation on the catalog (23505), or finds the
+/// object's row type (42710) or the object itself (42P07) already there, depending on where
+/// the other node got to. Each means the other's object exists by then.
+pub(crate) fn lost_the_create_race(e: &sqlx::Error) -> bool {
     const LOST_THE_RACE: [&str; 3] = ["23505", "42710", "42P07"];
+    e.as_database_error()
+        .and_then(|d| d.code())
+        .is_some_and(|c| LOST_THE_RACE.contains(&c.as_ref()))
+}
+
+/// Runs a `CREATE TABLE IF NOT EXISTS`, once more if it lost the race to create the table
+/// ([`lost_the_create_race`]): the second run finds the other node's table.
+pub(crate) async fn create_table(pool: &AnyPool, ddl: sqlx::AssertSqlSafe<String>) -> Result<()> {
     let again = sqlx::AssertSqlSafe(ddl.0.clone());
     match sqlx::query(ddl).execute(pool).await {
         Ok(_) => Ok(()),
-        Err(sqlx::Error::Database(e))
-            if e.code()
-                .is_some_and(|c| LOST_THE_RACE.contains(&c.as_ref())) =>
-        {
+        Err(e) if lost_the_create_race(&e) => {
             sqlx::query(again).execute(pool).await?;
             Ok(())
         }

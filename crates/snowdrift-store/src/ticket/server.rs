@@ -412,9 +412,7 @@ impl TicketServer {
                 match conn.execute(AssertSqlSafe(ddl)).await {
                     Ok(_) => {}
                     // Two processes creating it at once: one wins, the other checks it below.
-                    Err(e)
-                        if e.as_database_error()
-                            .is_some_and(|d| d.is_unique_violation()) => {}
+                    Err(e) if crate::sql_connection::lost_the_create_race(&e) => {}
                     Err(e) => return Err(e.into()),
                 }
             }
