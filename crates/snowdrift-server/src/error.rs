@@ -36,7 +36,7 @@ pub enum StartError {
     #[error(transparent)]
     Store(#[from] snowdrift_store::Error),
     /// Listening or serving failed.
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] std::io::Error),
 }
 
