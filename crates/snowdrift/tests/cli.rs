@@ -202,6 +202,17 @@ fn bench_reports_rate_latency_and_order() {
     assert!(out.contains("IDs/s"), "{out}");
     assert!(out.contains("p99.9"), "{out}");
     assert!(out.contains("order      0 violation(s)"), "{out}");
+    // A token exported for the server commands does not get in the way.
+    let out = Command::new(env!("CARGO_BIN_EXE_snowdrift"))
+        .args(["bench", "--duration", "100ms"])
+        .env("SNOWDRIFT_TOKEN", "sd_exported")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

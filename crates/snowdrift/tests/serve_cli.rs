@@ -10,7 +10,9 @@ use common::Served;
 
 fn serve(dir: &Path) -> Served {
     let mut cmd = common::serve_command();
-    cmd.args(["--listen", "127.0.0.1:0"]).current_dir(dir);
+    cmd.args(["--listen", "127.0.0.1:0"])
+        .env("SNOWDRIFT_SERVER__RESP_LISTEN", "127.0.0.1:0")
+        .current_dir(dir);
     Served::start(cmd)
 }
 
@@ -23,6 +25,15 @@ fn succeeds(cmd: &mut std::process::Command) -> Vec<u8> {
         String::from_utf8_lossy(&out.stderr)
     );
     out.stdout
+}
+
+/// `snowdrift tags --server URL create TAG EXTRA...`, which must succeed.
+fn create_tag(served: &Served, tag: &str, extra: &[&str]) {
+    succeeds(
+        std::process::Command::new(env!("CARGO_BIN_EXE_snowdrift"))
+            .args(["tags", "--server", &served.url(), "create", tag])
+            .args(extra),
+    );
 }
 
 /// The IDs of one `/v1/ids` answer.
@@ -48,17 +59,7 @@ fn no_id_is_issued_twice_across_sigterm_and_restart() {
     for round in 0..3 {
         let served = serve(&dir);
         if round == 0 {
-            succeeds(
-                std::process::Command::new(env!("CARGO_BIN_EXE_snowdrift")).args([
-                    "tags",
-                    "--server",
-                    &served.url(),
-                    "create",
-                    "order",
-                    "--step",
-                    "100",
-                ]),
-            );
+            create_tag(&served, "order", &["--step", "100"]);
         }
         for _ in 0..5 {
             let snowflakes = ids(&served, "/v1/ids/snowflake?count=1000");
@@ -223,6 +224,38 @@ fn bench_drives_a_running_server_closed_loop_and_at_a_fixed_rate() {
     let (requests, rate) = bench_line(&paced, "requests");
     assert!((380..=401).contains(&requests), "{paced}");
     assert!((190..=201).contains(&rate), "{paced}");
+    assert!(paced.contains("\nclient     stalled "), "{paced}");
+
+    // The same client speaks RESP: INCR on the server's RESP listener, one ID each.
+    let resp = served.resp_url.clone().expect("the RESP listener is on");
+    create_tag(&served, "order", &[]);
+    let incr = |key: &str| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_snowdrift"));
+        cmd.args(["bench", "--target", &resp, "--incr", key]).args([
+            "--connections",
+            "4",
+            "--duration",
+            "1s",
+            "--rate",
+            "300",
+        ]);
+        cmd.output().unwrap()
+    };
+    let out = incr("order");
+    let out = String::from_utf8(out.stdout).unwrap();
+    let (requests, _) = bench_line(&out, "requests");
+    let (ids, _) = bench_line(&out, "ids");
+    assert!((290..=301).contains(&requests), "{out}");
+    assert_eq!(ids, requests, "{out}");
+    assert!(out.contains(", 0 error(s)"), "{out}");
+    // A tag that does not exist: the server's own error, before any load.
+    let out = incr("no-such-tag");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("INCR no-such-tag") && err.contains("ERR"),
+        "{err}"
+    );
     served.stop();
 
     // Nothing listening: a clear error, not a table of failures.
@@ -231,5 +264,25 @@ fn bench_drives_a_running_server_closed_loop_and_at_a_fixed_rate() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot reach"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_taken_port_is_named_once_and_the_server_exits() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("serve-taken"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = common::serve_command()
+        .args(["--listen", "127.0.0.1:0"])
+        .env("SNOWDRIFT_SERVER__RESP_LISTEN", &addr)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let said = format!("server.resp_listen {addr}: ");
+    assert_eq!(err.matches(&said).count(), 1, "{err}");
+    assert!(err.contains("in use"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -132,3 +132,83 @@ fn create_refuses_what_the_server_would_refuse() {
     let (_, toml) = created(&["--rate", "100", "--burst", "200"]);
     assert!(toml.contains("rate = 100\nburst = 200\n"), "{toml}");
 }
+
+#[test]
+fn bench_loads_a_server_with_auth_on_through_its_token() {
+    let (token, toml) = created(&["--name", "load", "--generators", "snowflake"]);
+    let dir =
+        TempDir(std::env::temp_dir().join(snowdrift_testkit::unique_name("snowdrift-bench-auth")));
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let config = dir.0.join("snowdrift.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\nresp_listen = \"127.0.0.1:0\"\n[store]\nurl = \"sqlite://{}\"\n\n{toml}",
+            dir.0.join("ids.db").display()
+        ),
+    )
+    .unwrap();
+    let served = serve(&config);
+    let http = format!("{}/v1/ids/snowflake?count=1", served.url());
+    let resp = served.resp_url.clone().expect("resp_listen is set");
+    let load = ["--connections", "2", "--duration", "1s", "--rate", "50"];
+    let bench = |target: &[&str], token: Option<&str>| {
+        let mut args = vec!["bench", "--target"];
+        args.extend_from_slice(target);
+        args.extend_from_slice(&load);
+        if let Some(token) = token {
+            args.extend_from_slice(&["--token", token]);
+        }
+        snowdrift(&args)
+    };
+
+    for target in [
+        &[http.as_str()][..],
+        &[resp.as_str(), "--incr", "snowflake"],
+    ] {
+        let out = bench(target, Some(&token));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{target:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains(", 0 error(s)"), "{target:?}: {text}");
+    }
+    let grpc = [
+        "bench",
+        "--target",
+        &served.url(),
+        "--grpc",
+        "snowflake",
+        "--connections",
+        "1",
+        "--per-stream",
+        "1000",
+        "--duration",
+        "500ms",
+    ];
+    let out = snowdrift(&[&grpc[..], &["--token", &token]].concat());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains(", 0 error(s)"), "{text}");
+    let err = String::from_utf8(snowdrift(&grpc).stderr).unwrap();
+    assert!(
+        err.contains("was refused") && err.contains("needs a token"),
+        "{err}"
+    );
+    // Without the token, or with a wrong one: refused before any load, saying why.
+    let err = String::from_utf8(bench(&[&http], None).stderr).unwrap();
+    assert!(err.contains("status 401"), "{err}");
+    let wrong = format!("{token}x");
+    let err =
+        String::from_utf8(bench(&[&resp, "--incr", "snowflake"], Some(&wrong)).stderr).unwrap();
+    assert!(
+        err.contains("refused the token") && err.contains("WRONGPASS"),
+        "{err}"
+    );
+}

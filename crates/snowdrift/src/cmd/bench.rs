@@ -33,14 +33,17 @@ pub enum ClockKind {
 ///
 /// With --target URL: --connections connections GET the URL for --duration, each with one
 /// request in flight (closed loop), or at --rate requests/s in total (latency then counts
-/// from when each request was due). Prints requests/s, IDs/s and p50/p99/p99.9 latency.
+/// from when each request was due, and the client's one thread polls without sleeping: give
+/// it a CPU of its own with taskset). Prints requests/s, IDs/s and p50/p99/p99.9 latency.
+/// With --target redis://HOST:PORT --incr KEY the requests are `INCR KEY`, to compare with
+/// Redis or to load snowdrift's RESP listener with the same client.
 ///
 /// With --target URL --grpc NAME: --connections connections call the gRPC `Stream` method
 /// for NAME (--per-stream IDs each, --batch IDs per message) one stream after another, for
 /// --duration. Prints streams/s, IDs/s, messages and per-stream latency.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  snowdrift bench                       # Twitter layout, 1 thread: the 4,096,000/s cap\n  snowdrift bench --threads 2 --block 1000\n  snowdrift bench --bits time:20,worker:1,seq:42 --clock cached   # hot path, nobody waits\n  snowdrift bench --target 'http://127.0.0.1:8080/v1/ids/snowflake?count=1' --connections 50\n  snowdrift bench --target 'http://127.0.0.1:8080/v1/ids/snowflake?count=10000' --connections 4\n  snowdrift bench --target http://127.0.0.1:8080/api/segment/get/order --rate 20000\n  snowdrift bench --target http://127.0.0.1:8080 --grpc snowflake --connections 2 --per-stream 1000000"
+    after_help = "Examples:\n  snowdrift bench                       # Twitter layout, 1 thread: the 4,096,000/s cap\n  snowdrift bench --threads 2 --block 1000\n  snowdrift bench --bits time:20,worker:1,seq:42 --clock cached   # hot path, nobody waits\n  snowdrift bench --target 'http://127.0.0.1:8080/v1/ids/snowflake?count=1' --connections 50\n  snowdrift bench --target 'http://127.0.0.1:8080/v1/ids/snowflake?count=10000' --connections 4\n  snowdrift bench --target http://127.0.0.1:8080/api/segment/get/order --rate 20000\n  snowdrift bench --target redis://127.0.0.1:6379 --incr order --rate 20000\n  snowdrift bench --target http://127.0.0.1:8080 --grpc snowflake --connections 2 --per-stream 1000000"
 )]
 pub struct Args {
     #[command(flatten)]
@@ -66,6 +69,20 @@ pub struct Args {
     /// With --target: total requests per second (default: as fast as answers come).
     #[arg(long, value_name = "N", requires = "target", conflicts_with = "grpc")]
     rate: Option<f64>,
+    /// With a redis://HOST:PORT --target: send `INCR KEY` instead of HTTP GETs, to Redis or
+    /// to snowdrift's RESP listener (where KEY is a segment tag).
+    #[arg(long, value_name = "KEY", requires = "target", conflicts_with = "grpc")]
+    incr: Option<String>,
+    /// With --target: the token to send, as `Authorization: Bearer TOKEN` over HTTP and
+    /// gRPC, or as `AUTH TOKEN` once per RESP connection (also a Redis password). Ignored
+    /// without --target, so an exported SNOWDRIFT_TOKEN does not get in the way.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "SNOWDRIFT_TOKEN",
+        hide_env_values = true
+    )]
+    token: Option<String>,
     /// With --target: call the gRPC `Stream` method for this generator or tag instead of
     /// HTTP GETs; --target is then the server's URL (http://HOST:PORT).
     #[arg(long, value_name = "NAME", requires = "target")]
@@ -90,10 +107,13 @@ pub fn run(args: Args) -> Result<()> {
                 per_stream: args.per_stream,
                 batch: args.batch,
                 duration,
+                token: args.token,
             });
         }
-        return crate::cmd::bench_http::run(crate::cmd::bench_http::Load {
+        return crate::cmd::bench_load::run(crate::cmd::bench_load::Load {
             target,
+            incr: args.incr,
+            token: args.token,
             connections: args.connections,
             rate: args.rate,
             duration,

@@ -10,6 +10,7 @@ use hdrhistogram::Histogram;
 use prost::Message;
 use snowdrift_server::grpc::pb::StreamRequest;
 use snowdrift_server::grpc::pb::id_service_client::IdServiceClient;
+use tonic::metadata::{Ascii, MetadataValue};
 use tonic::transport::{Channel, Endpoint};
 
 use crate::cmd::report::{StreamCounts, group_digits, latency_histogram, stream_lines};
@@ -28,6 +29,8 @@ pub struct Load {
     pub batch: Option<u64>,
     /// How long to load after the warm-up.
     pub duration: Duration,
+    /// A bearer token for every call, for a server with auth on.
+    pub token: Option<String>,
 }
 
 /// Runs the load and prints throughput and per-stream latency percentiles.
@@ -79,6 +82,12 @@ pub fn run(load: Load) -> Result<()> {
 async fn drive(load: &Load) -> Result<Totals> {
     let endpoint = Endpoint::from_shared(load.target.clone())
         .with_context(|| format!("{} is not a valid URL", load.target))?;
+    let auth = load
+        .token
+        .as_deref()
+        .map(|t| format!("Bearer {t}").parse::<MetadataValue<Ascii>>())
+        .transpose()
+        .context("--token is not a valid header value")?;
     let mut channels = Vec::with_capacity(load.connections);
     for _ in 0..load.connections {
         // One stream per connection before timing: opens the connection and the server's
@@ -91,7 +100,7 @@ async fn drive(load: &Load) -> Result<Totals> {
         })?;
         let mut client = IdServiceClient::new(channel.clone());
         let mut stream = client
-            .stream(request(load))
+            .stream(call(&request(load), auth.as_ref()))
             .await
             .with_context(|| format!("Stream({}) was refused", load.name))?
             .into_inner();
@@ -106,11 +115,11 @@ async fn drive(load: &Load) -> Result<Totals> {
     let stop = Arc::new(AtomicBool::new(false));
     let mut tasks = Vec::with_capacity(load.connections);
     for channel in channels {
-        let stop = stop.clone();
+        let (stop, auth) = (stop.clone(), auth.clone());
         let req = request(load);
-        tasks.push(tokio::spawn(
-            async move { connection(channel, req, stop).await },
-        ));
+        tasks.push(tokio::spawn(async move {
+            connection(channel, req, auth, stop).await
+        }));
     }
     tokio::time::sleep(load.duration).await;
     stop.store(true, Ordering::Relaxed);
@@ -130,15 +139,29 @@ fn request(load: &Load) -> StreamRequest {
     }
 }
 
+/// One call of `req`, with the bearer token if there is one.
+fn call(req: &StreamRequest, auth: Option<&MetadataValue<Ascii>>) -> tonic::Request<StreamRequest> {
+    let mut call = tonic::Request::new(req.clone());
+    if let Some(auth) = auth {
+        call.metadata_mut().insert("authorization", auth.clone());
+    }
+    call
+}
+
 /// One connection's loop: a stream, read to its end, then the next. Only IDs that arrive
 /// before the stop count, so a stream cut by the stop adds its part, not its request.
-async fn connection(channel: Channel, req: StreamRequest, stop: Arc<AtomicBool>) -> Result<Totals> {
+async fn connection(
+    channel: Channel,
+    req: StreamRequest,
+    auth: Option<MetadataValue<Ascii>>,
+    stop: Arc<AtomicBool>,
+) -> Result<Totals> {
     let mut client = IdServiceClient::new(channel);
     let mut c = Totals::new()?;
     while !stop.load(Ordering::Relaxed) {
         let start = Instant::now();
         let outcome = async {
-            let mut stream = client.stream(req.clone()).await?.into_inner();
+            let mut stream = client.stream(call(&req, auth.as_ref())).await?.into_inner();
             let mut last: Option<u64> = None;
             while let Some(batch) = stream.message().await? {
                 if stop.load(Ordering::Relaxed) {

@@ -2,7 +2,8 @@
 
 pub mod bench;
 mod bench_grpc;
-mod bench_http;
+mod bench_load;
+mod bench_wire;
 pub mod decode;
 pub mod layout;
 pub mod next;

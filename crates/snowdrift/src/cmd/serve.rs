@@ -114,6 +114,9 @@ async fn serve(args: Args, config: Config) -> Result<()> {
     } else {
         "http"
     };
+    if let Some(resp) = server.resp_addr() {
+        eprintln!("snowdrift: RESP listening on redis://{resp}");
+    }
     eprintln!("snowdrift: listening on {scheme}://{addr}");
     snowdrift_server::run(listener, server, shutdown_signal()).await?;
     tracing::info!("snowdrift stopped");

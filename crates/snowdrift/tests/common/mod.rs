@@ -18,6 +18,8 @@ pub struct Served {
     child: Child,
     /// `HOST:PORT` it listens on, from its "listening on" line.
     pub addr: String,
+    /// `redis://HOST:PORT` of its RESP listener, if `server.resp_listen` is set.
+    pub resp_url: Option<String>,
     /// Every line it wrote to stderr after the "listening on" line.
     log: Arc<Mutex<Vec<String>>>,
 }
@@ -28,12 +30,15 @@ impl Served {
         let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
         let stderr = child.stderr.take().unwrap();
         let mut lines = BufReader::new(stderr).lines();
+        let mut resp_url = None;
         let addr = loop {
             let line = lines
                 .next()
                 .expect("serve exited before listening")
                 .unwrap();
-            if let Some(rest) = line.split("listening on http://").nth(1) {
+            if let Some(rest) = line.split("RESP listening on ").nth(1) {
+                resp_url = Some(rest.trim().to_string());
+            } else if let Some(rest) = line.split("listening on http://").nth(1) {
                 break rest.trim().to_string();
             }
         };
@@ -46,7 +51,12 @@ impl Served {
                 kept.lock().unwrap().push(line);
             }
         });
-        Served { child, addr, log }
+        Served {
+            child,
+            addr,
+            resp_url,
+            log,
+        }
     }
 
     /// How many lines it has logged so far: pass to [`Served::wait_for_log`] to wait only
