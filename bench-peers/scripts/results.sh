@@ -23,6 +23,13 @@ sd_http() { # REP NAME FILE
     record "$1" "$2" p99_us "$(to_us "$(awk '{print $5}' <<<"$lat")")"
     record "$1" "$2" p999_us "$(to_us "$(awk '{print $7}' <<<"$lat")")"
     record "$1" "$2" errors "$(grep '^requests' "$3" | sed -E 's/.*, ([0-9]+) error.*/\1/')"
+    # At a fixed rate: how often and how long the client's own thread was kept off its CPU.
+    if grep -q '^client ' "$3"; then
+        local stall
+        stall=$(grep '^client ' "$3")
+        record "$1" "$2" client_stalls "$(awk '{print $3}' <<<"$stall")"
+        record "$1" "$2" client_stalled_us "$(to_us "$(sed -E 's/.*, ([^ ]+) in all.*/\1/' <<<"$stall")")"
+    fi
 }
 sd_stream() { # REP NAME FILE (snowdrift bench --grpc and ferroid_grpc_load print alike)
     record "$1" "$2" ids_per_s "$(per_s "$3" ids IDs/s)"

@@ -36,12 +36,12 @@ log "commit $(git -C "$ROOT" rev-parse --short HEAD); uncommitted in crates/: $(
 log "machine: $(nproc) vCPU, $(lscpu | sed -n 's/^Model name: *//p'), $(uname -r)"
 if [[ -z ${SKIP_BUILD:-} ]]; then
     log "building (cargo, -j 2)"
-    (cd "$ROOT" && cargo build --release -j 2 -p snowdrift \
+    (cd "$ROOT" && cargo build --profile dist -j 2 -p snowdrift \
         && cargo build --release -j 2 -p bench-peers --features ferroid-grpc --example ferroid_grpc_load \
         && cargo install --root target/peers -j 2 ferroid-tonic-server --version 2.0.0) \
         >"$OUT/build.log" 2>&1
 fi
-cp "$ROOT/target/release/snowdrift" "$ROOT/target/release/examples/ferroid_grpc_load" \
+cp "$ROOT/target/dist/snowdrift" "$ROOT/target/release/examples/ferroid_grpc_load" \
     "$ROOT/target/peers/bin/ferroid-tonic-server" "$OUT/bin/"
 SD="$OUT/bin/snowdrift"
 FERROID_LOAD="$OUT/bin/ferroid_grpc_load"

@@ -4,7 +4,7 @@
 # and under load over those tags while /metrics is scraped every second, as an open dashboard
 # does. The goal it checks: under 64 MB under load with 10,000 tags.
 #
-#   bench-peers/scripts/server_memory.sh                        # target/release/snowdrift
+#   bench-peers/scripts/server_memory.sh                        # target/dist/snowdrift
 #   bench-peers/scripts/server_memory.sh path/to/snowdrift      # another build, for an A/B
 #
 # Env: PG_URL (default postgres://root@127.0.0.1/test), TAGS (10000), DURATION (10 s per
@@ -14,7 +14,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-SD=$(realpath "${1:-$ROOT/target/release/snowdrift}")
+SD=$(realpath "${1:-$ROOT/target/dist/snowdrift}")
 PG_URL=${PG_URL:-postgres://root@127.0.0.1/test}
 TAGS=${TAGS:-10000}
 DURATION=${DURATION:-10}

@@ -3,9 +3,10 @@
 # never takes CPU time from the server it measures (BENCHMARKS.md "Server load", section 1b).
 # Side by side in each round: Redis INCR and the server's RESP listener (both driven by
 # redis-benchmark), and `GET /v1/ids/snowflake?count=1` (driven by wrk and by
-# `snowdrift bench`); then `snowdrift bench --rate` at half the rate wrk reached in that
-# round, for the latency at half load. It also reads each server's CPU time per request
-# from /proc.
+# `snowdrift bench`); then `snowdrift bench --rate` at half the rate Redis reached in that
+# round, against Redis, the RESP listener and HTTP alike, for the latency at half load. It
+# also reads each server's CPU time per request, and the vCPUs' steal time during the
+# fixed-rate runs, from /proc.
 #
 #   bench-peers/scripts/single_id_pinned.sh          # build, then REPS=3 rounds of DURATION=10 s
 #   SKIP_BUILD=1 bench-peers/scripts/single_id_pinned.sh
@@ -32,9 +33,9 @@ done
 log "commit $(git -C "$ROOT" rev-parse --short HEAD); machine: $(nproc) vCPU, $(lscpu | sed -n 's/^Model name: *//p'), $(uname -r)"
 if [[ -z ${SKIP_BUILD:-} ]]; then
     log "building (cargo, -j 2)"
-    (cd "$ROOT" && cargo build --release -j 2 -p snowdrift) >"$OUT/build.log" 2>&1
+    (cd "$ROOT" && cargo build --profile dist -j 2 -p snowdrift) >"$OUT/build.log" 2>&1
 fi
-cp "$ROOT/target/release/snowdrift" "$OUT/snowdrift"
+cp "$ROOT/target/dist/snowdrift" "$OUT/snowdrift"
 SD="$OUT/snowdrift"
 client() { taskset -c "$CLIENT_CPU" "$@"; }
 
@@ -47,6 +48,7 @@ cleanup() {
     [[ -n $SERVER_PID ]] && { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; }
     taskset -a -p "$REDIS_MASK" "$REDIS_PID" >/dev/null 2>&1 || true
     redis-cli -n 9 del 'counter:__rand_int__' >/dev/null 2>&1 || true
+    redis-cli del snowdrift-bench:incr >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 taskset -a -p -c "$SERVER_CPU" "$REDIS_PID" >/dev/null
@@ -94,6 +96,16 @@ redis_csv() { # REP NAME FILE (redis-benchmark --csv: rps, avg, min, p50, p95, p
     record "$1" "$2" p50_us "$(awk -F, '{print $5 * 1000}' <<<"$line")"
     record "$1" "$2" p99_us "$(awk -F, '{print $7 * 1000}' <<<"$line")"
 }
+# Time the hypervisor gave the client's and the server's vCPU to others (steal, /proc/stat),
+# as "CLIENT SERVER" in ticks; a fixed-rate run's tail includes these waits.
+steal_ticks() { awk -v c="cpu$CLIENT_CPU" -v s="cpu$SERVER_CPU" '$1 == c {a = $9} $1 == s {b = $9} END {print a, b}' /proc/stat; }
+steal_per_cpu() { # REP NAME BEFORE AFTER
+    local ms=$((1000 / $(getconf CLK_TCK)))
+    read -r c0 s0 <<<"$3"
+    read -r c1 s1 <<<"$4"
+    record "$1" "$2" client_cpu_steal_ms $(((c1 - c0) * ms))
+    record "$1" "$2" server_cpu_steal_ms $(((s1 - s0) * ms))
+}
 cpu_per() { # REP NAME FILE REQUESTS: the server's CPU time per request
     record "$1" "$2" cpu_us_per_request "$(awk -v n="$4" '{print $1 * 1000 / n}' "$3.cpu")"
 }
@@ -117,11 +129,22 @@ for rep in $(seq "$REPS"); do
     client "$SD" bench --target "$URL/v1/ids/snowflake?count=1" --connections "$C" --duration "${DURATION}s" >"$R/bench.txt"
     sd_http "$rep" http_bench "$R/bench.txt"
 
-    half=$(awk '/^Requests\/sec/ {print int($2 / 2)}' "$R/wrk.txt")
-    client "$SD" bench --target "$URL/v1/ids/snowflake?count=1" --connections "$C" --rate "$half" \
-        --duration "${DURATION}s" >"$R/half.txt"
-    record "$rep" http_half rate "$half"
-    sd_http "$rep" http_half "$R/half.txt"
+    # Half of Redis's rate in this round (the goal: p99 under 1 ms there), with one client
+    # for all three servers, so each gets the same arrivals and the same client's tail.
+    half=$(awk -F, '{gsub(/"/, ""); rate = $2} END {print int(rate / 2)}' "$R/redis.csv")
+    for row in redis_half resp_half http_half; do
+        case $row in
+            redis_half) args=(--target redis://127.0.0.1:6379 --incr snowdrift-bench:incr) ;;
+            resp_half) args=(--target "redis://127.0.0.1:$RESP_PORT" --incr 'counter:__rand_int__') ;;
+            http_half) args=(--target "$URL/v1/ids/snowflake?count=1") ;;
+        esac
+        steal_before=$(steal_ticks)
+        client "$SD" bench "${args[@]}" --connections "$C" --rate "$half" \
+            --duration "${DURATION}s" >"$R/$row.txt"
+        record "$rep" "$row" rate "$half"
+        sd_http "$rep" "$row" "$R/$row.txt"
+        steal_per_cpu "$rep" "$row" "$steal_before" "$(steal_ticks)"
+    done
 done
 
 python3 - "$RESULTS" >"$OUT/summary.txt" <<'EOF'
