@@ -26,6 +26,10 @@ pub enum Mode {
     /// Hold every chunk going from the upstream to the client for this long after it
     /// reached the proxy (the client-to-upstream direction is not delayed).
     Delay(Duration),
+    /// Deliver the bytes going from the upstream to the client one at a time, this long
+    /// apart, as over a congested link: every answer arrives in pieces, so a client that
+    /// gives up waiting does so in the middle of one.
+    Trickle(Duration),
 }
 
 /// A TCP proxy on `127.0.0.1:0` in front of one upstream address, for fault injection.
@@ -45,6 +49,8 @@ pub enum Mode {
 ///   `d` after it reached the proxy. Requests are not delayed, so a request/response
 ///   round trip (one SQL statement, one Redis command) takes `d` longer; chunks keep their
 ///   order and are not slowed further by each other (latency, not a bandwidth cap).
+/// - [`trickle`](Self::trickle): bytes from the upstream to the client are delivered one at
+///   a time, `pause` apart (a bandwidth cap of one byte per `pause`).
 ///
 /// The proxy runs on the tokio runtime it was started on; dropping it closes the
 /// listener and every connection.
@@ -173,6 +179,11 @@ impl FaultProxy {
     /// Delivers every upstream-to-client chunk `latency` after it arrived.
     pub fn delay(&self, latency: Duration) {
         self.set_mode(Mode::Delay(latency));
+    }
+
+    /// Delivers upstream-to-client bytes one at a time, `pause` apart.
+    pub fn trickle(&self, pause: Duration) {
+        self.set_mode(Mode::Trickle(pause));
     }
 }
 
@@ -306,7 +317,19 @@ async fn pump(
     let writer = async move {
         while let Some((arrived, chunk)) = queued.recv().await {
             hold(&mut write_mode, to_client, arrived).await;
-            to.write_all(&chunk).await?;
+            let trickle = match *write_mode.borrow() {
+                Mode::Trickle(pause) if to_client => Some(pause),
+                _ => None,
+            };
+            match trickle {
+                Some(pause) => {
+                    for byte in chunk {
+                        to.write_all(&[byte]).await?;
+                        tokio::time::sleep(pause).await;
+                    }
+                }
+                None => to.write_all(&chunk).await?,
+            }
         }
         to.shutdown().await
     };

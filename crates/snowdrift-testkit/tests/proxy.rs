@@ -137,6 +137,21 @@ async fn delay_adds_latency_to_each_round_trip_of_live_connections() {
 }
 
 #[tokio::test]
+async fn trickle_delivers_answers_a_byte_at_a_time() {
+    let proxy = FaultProxy::start(echo_server().await).await.unwrap();
+    let mut live = TcpStream::connect(proxy.addr()).await.unwrap();
+    let pause = Duration::from_millis(20);
+    proxy.trickle(pause);
+    assert_eq!(proxy.mode(), Mode::Trickle(pause));
+    let t = Instant::now();
+    assert_eq!(round_trip(&mut live, b"0123456789").await, b"0123456789");
+    // Ten bytes, each written a pause after the one before.
+    assert!(t.elapsed() >= pause * 9, "{:?}", t.elapsed());
+    proxy.heal();
+    assert_eq!(round_trip(&mut live, b"ok").await, b"ok");
+}
+
+#[tokio::test]
 async fn dropping_the_proxy_closes_its_connections_and_listener() {
     let proxy = FaultProxy::start(echo_server().await).await.unwrap();
     let addr = proxy.addr();
