@@ -48,6 +48,7 @@ pub(crate) async fn connect(url: &str) -> Result<(AnyPool, Dialect)> {
     let pool = AnyPoolOptions::new()
         .max_connections(if dialect == Dialect::Sqlite { 4 } else { 8 })
         .acquire_timeout(Duration::from_secs(5))
+        .after_release(|conn, _| Box::pin(settled_within(conn, RELEASE_CHECK)))
         .connect(&url)
         .await?;
     if dialect == Dialect::Sqlite {
@@ -57,6 +58,37 @@ pub(crate) async fn connect(url: &str) -> Result<(AnyPool, Dialect)> {
             .await?;
     }
     Ok((pool, dialect))
+}
+
+/// How long a connection coming back to the pool may take to answer a ping: well inside the
+/// 5 s a caller waits for a connection, so one that never answers frees its place for a
+/// caller already waiting.
+const RELEASE_CHECK: Duration = Duration::from_secs(2);
+
+/// Whether a connection coming back to the pool answers a ping within `limit`; an error
+/// closes it instead of pooling it.
+///
+/// A call abandoned mid-answer (a claim past its timeout, a request whose client went
+/// away) returns its connection with the rest of the answer unread. sqlx reads it off
+/// with a ping that has no time limit before pooling the connection, and the MySQL driver
+/// can lose its place in the stream when abandoned between a packet's header and body: it
+/// then waits for bytes that never come, and the connection's place in the pool is gone
+/// for good. Eight of those and the pool is empty until a restart; one, and closing the
+/// pool never returns. Bounding the ping here, ahead of sqlx's own, closes such a
+/// connection instead.
+async fn settled_within(
+    conn: &mut sqlx::AnyConnection,
+    limit: Duration,
+) -> std::result::Result<bool, sqlx::Error> {
+    use sqlx::Connection;
+    match tokio::time::timeout(limit, conn.ping()).await {
+        Ok(Ok(())) => Ok(true),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(sqlx::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("a connection returned to the pool did not answer a ping within {limit:?}"),
+        ))),
+    }
 }
 
 /// Whether a `CREATE ... IF NOT EXISTS` failed only because another node created the same

@@ -41,23 +41,30 @@ struct Setup {
 async fn setup(backend: &str, name: &str, step: i64) -> Setup {
     let (proxy, proxied) = FaultProxy::start_for_url(&url(backend)).await.unwrap();
     let table = table(name);
-    let store = SqlSegmentStore::connect(&proxied, &table).await.unwrap();
-    store
-        .create_tag(&NewTag {
+    let store = bounded("connecting", SqlSegmentStore::connect(&proxied, &table))
+        .await
+        .unwrap();
+    bounded(
+        "creating the tag",
+        store.create_tag(&NewTag {
             tag: name.into(),
             step,
             description: None,
-        })
-        .await
-        .unwrap();
+        }),
+    )
+    .await
+    .unwrap();
     let config = BufferConfig {
         wait: WAIT,
         claim_timeout: CLAIM_TIMEOUT,
         ..BufferConfig::default()
     };
-    let buffer = SegmentBuffer::start(store.clone(), name, config)
-        .await
-        .unwrap();
+    let buffer = bounded(
+        "starting the buffer",
+        SegmentBuffer::start(store.clone(), name, config),
+    )
+    .await
+    .unwrap();
     Setup {
         proxy,
         store,
@@ -82,9 +89,9 @@ impl Setup {
     async fn teardown(self, backend: &str) {
         drop(self.buffer);
         self.proxy.heal();
-        self.store.close().await;
+        bounded("closing the store's connections", self.store.close()).await;
         drop(self.proxy);
-        drop_table(backend, &self.table).await;
+        bounded("dropping the table", drop_table(backend, &self.table)).await;
     }
 }
 
@@ -215,7 +222,9 @@ async fn slow_database(backend: &str) {
     s.proxy.delay(latency);
     // The delay is in force: a statement cannot come back sooner (a lower bound).
     let t = tokio::time::Instant::now();
-    s.store.get_tag("slow").await.unwrap();
+    bounded("reading the tag", s.store.get_tag("slow"))
+        .await
+        .unwrap();
     assert!(t.elapsed() >= latency);
 
     let pushed_before = s.buffer.status().pushed;
@@ -244,6 +253,60 @@ async fn slow_database(backend: &str) {
     let report = checker.assert_clean();
     assert!(report.ids >= 6000);
     s.teardown(backend).await;
+}
+
+/// (d) Answers that arrive a byte at a time: callers give up on claims in the middle of an
+/// answer (as the buffer's claim timeout does), leaving each connection in a state only the
+/// driver knows. Such a connection must not hold its place in the pool for ever: after more
+/// abandoned claims than the pool has connections, and a heal, claims work again and the
+/// pool closes.
+async fn abandoned_claims(backend: &str) {
+    let (proxy, proxied) = FaultProxy::start_for_url(&url(backend)).await.unwrap();
+    let table = table("abandoned");
+    let store = bounded("connecting", SqlSegmentStore::connect(&proxied, &table))
+        .await
+        .unwrap();
+    let tag = NewTag {
+        tag: "abandoned".into(),
+        step: 1000,
+        description: None,
+    };
+    bounded("creating the tag", store.create_tag(&tag))
+        .await
+        .unwrap();
+    let checker = IdChecker::new();
+    proxy.trickle(Duration::from_millis(1));
+    let mut abandoned = 0;
+    for i in 0..24 {
+        // A different point of the answer each time.
+        let patience = Duration::from_millis(20 + 23 * i);
+        match timeout(patience, store.claim("abandoned", None)).await {
+            Ok(claim) => checker.record("claims", claim.unwrap().ids.iter()),
+            Err(_) => abandoned += 1,
+        }
+    }
+    assert!(abandoned > 8, "only {abandoned} claims were abandoned");
+    proxy.heal();
+    for _ in 0..20 {
+        let claim = bounded("a claim after the heal", store.claim("abandoned", None))
+            .await
+            .unwrap();
+        checker.record("claims", claim.ids.iter());
+    }
+    checker.assert_clean();
+    bounded("closing the store's connections", store.close()).await;
+    drop(proxy);
+    bounded("dropping the table", drop_table(backend, &table)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_abandoned_claims_do_not_keep_their_connections() {
+    abandoned_claims("postgres").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_abandoned_claims_do_not_keep_their_connections() {
+    abandoned_claims("mysql").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
