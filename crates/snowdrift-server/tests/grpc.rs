@@ -262,7 +262,7 @@ async fn two_streams_on_one_generator_share_its_ticks() {
     const COUNT: u64 = 400_000;
     let s = start("").await;
     // IDs each stream has received so far. When one stream ends, the other's count says
-    // whether they took turns (here 180,000-380,000 of its 400,000) or one waited for the
+    // whether they took turns (here 180,000-390,000 of its 400,000) or one waited for the
     // other (near 0). Counting IDs, not timing the two ends, keeps a busy machine from
     // deciding the test; the bound is a quarter, well clear of both.
     let received: Arc<[AtomicU64; 2]> = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);

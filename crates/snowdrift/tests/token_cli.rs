@@ -62,6 +62,23 @@ impl Drop for TempDir {
     }
 }
 
+/// A config in a new directory: port-0 listeners (plus `more_server` lines in `[server]`),
+/// a SQLite store beside it, then `tokens` (`[[auth.token]]` blocks from `token create`).
+fn config_file(more_server: &str, tokens: &str) -> (TempDir, PathBuf) {
+    let dir = TempDir(std::env::temp_dir().join(snowdrift_testkit::unique_name("snowdrift-token")));
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let config = dir.0.join("snowdrift.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n{more_server}[store]\nurl = \"sqlite://{}\"\n\n{tokens}",
+            dir.0.join("ids.db").display()
+        ),
+    )
+    .unwrap();
+    (dir, config)
+}
+
 /// `snowdrift serve --config FILE`, its default files (the worker lease) beside the config.
 fn serve(config: &Path) -> Served {
     let mut cmd = common::serve_command();
@@ -87,17 +104,7 @@ fn created_tokens_pasted_into_the_config_let_in_what_they_name() {
     );
     assert!(admin_toml.contains("generators = [\"*\"]"), "{admin_toml}");
 
-    let dir = TempDir(std::env::temp_dir().join(snowdrift_testkit::unique_name("snowdrift-token")));
-    std::fs::create_dir_all(&dir.0).unwrap();
-    let config = dir.0.join("snowdrift.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[server]\nlisten = \"127.0.0.1:0\"\n[store]\nurl = \"sqlite://{}\"\n\n{reader_toml}\n{admin_toml}",
-            dir.0.join("ids.db").display()
-        ),
-    )
-    .unwrap();
+    let (_dir, config) = config_file("", &format!("{reader_toml}\n{admin_toml}"));
     // --check-config accepts the pasted lines and prints them back.
     let checked = ok(&[
         "serve",
@@ -136,18 +143,7 @@ fn create_refuses_what_the_server_would_refuse() {
 #[test]
 fn bench_loads_a_server_with_auth_on_through_its_token() {
     let (token, toml) = created(&["--name", "load", "--generators", "snowflake"]);
-    let dir =
-        TempDir(std::env::temp_dir().join(snowdrift_testkit::unique_name("snowdrift-bench-auth")));
-    std::fs::create_dir_all(&dir.0).unwrap();
-    let config = dir.0.join("snowdrift.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[server]\nlisten = \"127.0.0.1:0\"\nresp_listen = \"127.0.0.1:0\"\n[store]\nurl = \"sqlite://{}\"\n\n{toml}",
-            dir.0.join("ids.db").display()
-        ),
-    )
-    .unwrap();
+    let (_dir, config) = config_file("resp_listen = \"127.0.0.1:0\"\n", &toml);
     let served = serve(&config);
     let http = format!("{}/v1/ids/snowflake?count=1", served.url());
     let resp = served.resp_url.clone().expect("resp_listen is set");
