@@ -79,6 +79,17 @@ fn config_file(more_server: &str, tokens: &str) -> (TempDir, PathBuf) {
     (dir, config)
 }
 
+/// A `snowdrift bench` run (`what` names it) that succeeded without an error.
+fn assert_clean_run(out: &Output, what: &str) {
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains(", 0 error(s)"), "{what}: {text}");
+}
+
 /// `snowdrift serve --config FILE`, its default files (the worker lease) beside the config.
 fn serve(config: &Path) -> Served {
     let mut cmd = common::serve_command();
@@ -162,14 +173,7 @@ fn bench_loads_a_server_with_auth_on_through_its_token() {
         &[http.as_str()][..],
         &[resp.as_str(), "--incr", "snowflake"],
     ] {
-        let out = bench(target, Some(&token));
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{target:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(text.contains(", 0 error(s)"), "{target:?}: {text}");
+        assert_clean_run(&bench(target, Some(&token)), &format!("{target:?}"));
     }
     let grpc = [
         "bench",
@@ -184,14 +188,10 @@ fn bench_loads_a_server_with_auth_on_through_its_token() {
         "--duration",
         "500ms",
     ];
-    let out = snowdrift(&[&grpc[..], &["--token", &token]].concat());
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    assert_clean_run(
+        &snowdrift(&[&grpc[..], &["--token", &token]].concat()),
+        "gRPC",
     );
-    assert!(text.contains(", 0 error(s)"), "{text}");
     let err = String::from_utf8(snowdrift(&grpc).stderr).unwrap();
     assert!(
         err.contains("was refused") && err.contains("needs a token"),
