@@ -37,8 +37,14 @@ struct Setup {
     table: String,
 }
 
-/// A tag in a fresh table, served by a buffer that reaches the database through a proxy.
-async fn setup(backend: &str, name: &str, step: i64) -> Setup {
+/// A tag in a fresh table of a store that reaches the database through a proxy.
+struct Proxied {
+    proxy: FaultProxy,
+    store: SqlSegmentStore,
+    table: String,
+}
+
+async fn proxied_tag(backend: &str, name: &str, step: i64) -> Proxied {
     let (proxy, proxied) = FaultProxy::start_for_url(&url(backend)).await.unwrap();
     let table = table(name);
     let store = bounded("connecting", SqlSegmentStore::connect(&proxied, &table))
@@ -54,6 +60,30 @@ async fn setup(backend: &str, name: &str, step: i64) -> Setup {
     )
     .await
     .unwrap();
+    Proxied {
+        proxy,
+        store,
+        table,
+    }
+}
+
+impl Proxied {
+    /// Heals the link, closes the store's connections and drops the table.
+    async fn teardown(self, backend: &str) {
+        self.proxy.heal();
+        bounded("closing the store's connections", self.store.close()).await;
+        drop(self.proxy);
+        bounded("dropping the table", drop_table(backend, &self.table)).await;
+    }
+}
+
+/// A tag in a fresh table, served by a buffer that reaches the database through a proxy.
+async fn setup(backend: &str, name: &str, step: i64) -> Setup {
+    let Proxied {
+        proxy,
+        store,
+        table,
+    } = proxied_tag(backend, name, step).await;
     let config = BufferConfig {
         wait: WAIT,
         claim_timeout: CLAIM_TIMEOUT,
@@ -88,10 +118,12 @@ impl Setup {
 
     async fn teardown(self, backend: &str) {
         drop(self.buffer);
-        self.proxy.heal();
-        bounded("closing the store's connections", self.store.close()).await;
-        drop(self.proxy);
-        bounded("dropping the table", drop_table(backend, &self.table)).await;
+        let db = Proxied {
+            proxy: self.proxy,
+            store: self.store,
+            table: self.table,
+        };
+        db.teardown(backend).await;
     }
 }
 
@@ -261,19 +293,8 @@ async fn slow_database(backend: &str) {
 /// abandoned claims than the pool has connections, and a heal, claims work again and the
 /// pool closes.
 async fn abandoned_claims(backend: &str) {
-    let (proxy, proxied) = FaultProxy::start_for_url(&url(backend)).await.unwrap();
-    let table = table("abandoned");
-    let store = bounded("connecting", SqlSegmentStore::connect(&proxied, &table))
-        .await
-        .unwrap();
-    let tag = NewTag {
-        tag: "abandoned".into(),
-        step: 1000,
-        description: None,
-    };
-    bounded("creating the tag", store.create_tag(&tag))
-        .await
-        .unwrap();
+    let db = proxied_tag(backend, "abandoned", 1000).await;
+    let (proxy, store) = (&db.proxy, &db.store);
     let checker = IdChecker::new();
     proxy.trickle(Duration::from_millis(1));
     let mut abandoned = 0;
@@ -294,9 +315,7 @@ async fn abandoned_claims(backend: &str) {
         checker.record("claims", claim.ids.iter());
     }
     checker.assert_clean();
-    bounded("closing the store's connections", store.close()).await;
-    drop(proxy);
-    bounded("dropping the table", drop_table(backend, &table)).await;
+    db.teardown(backend).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
