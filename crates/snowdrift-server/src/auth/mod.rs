@@ -17,7 +17,7 @@
 //! with every configured hash in constant time, all of them every time, so the response time
 //! says nothing about which hash (or how much of one) matched.
 //!
-//! [`Auth::check`] is the whole decision for one request; HTTP goes through [`require`], and
+//! [`Auth::check`] is the whole decision for one request; HTTP goes through [`RequireLayer`], and
 //! other protocols (gRPC, RESP) call [`Auth::authorize`] with the token they were sent.
 //!
 //! The tokens can change while the server runs ([`Reloader`], `SIGHUP` for `snowdrift
@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
-pub use http::require;
+pub use http::{Require, RequireLayer};
 pub use limit::retry_after_secs;
 pub use reload::{AuthSwitch, Reloaded, Reloader};
 pub use scope::{Names, Role, Target};
@@ -107,9 +107,11 @@ impl Auth {
         self.current.load().authorize(authorization, target, role)
     }
 
-    /// The tokens in force now, for a decision that must read one set throughout.
-    pub(crate) fn current(&self) -> Arc<Tokens> {
-        self.current.load_full()
+    /// The tokens in force now, for a decision that must read one set throughout. A guard,
+    /// not a counted reference: it is cheaper, and it is held only for one synchronous
+    /// decision.
+    pub(crate) fn current(&self) -> arc_swap::Guard<Arc<Tokens>> {
+        self.current.load()
     }
 
     /// Puts the tokens of `config` in force, keeping the rate limiter of every token whose

@@ -66,8 +66,7 @@ pub async fn router(
         .route_service(&path::<IdServiceServer<IdApi>>(), ids)
         .route_service(&path_of(&health_service), health_service)
         .route("/{service}/{method}", axum::routing::any(unknown::unknown));
-    let router =
-        reflection(router).layer(axum::middleware::from_fn(crate::http::metrics::track_grpc));
+    let router = reflection(router).layer(crate::http::metrics::Track::GRPC);
     let shutdown = async move {
         shutdown.await;
         health.stop().await;

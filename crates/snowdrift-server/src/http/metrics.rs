@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 pub use issued::issued;
-pub use latency::{track, track_grpc};
+pub use latency::Track;
 pub use scrape::render;
 
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();

@@ -53,11 +53,8 @@ pub fn router(state: Arc<AppState>, max_body: usize) -> Router {
         .route("/ui/style.css", get(ui::style))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            crate::auth::require,
-        ))
-        .layer(axum::middleware::from_fn(metrics::track))
+        .layer(crate::auth::RequireLayer::new(state.clone()))
+        .layer(metrics::Track::HTTP)
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(state)
 }

@@ -5,20 +5,22 @@
 //! end: the route is the router's pattern (or a gRPC method that exists), the method one of
 //! the standard nine or `other`, the status an HTTP status or a gRPC code.
 
+use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::LazyLock;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::Instant;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{MatchedPath, Request};
 use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderMap, Method, Uri};
-use axum::middleware::Next;
 use axum::response::Response;
 use http_body::{Frame, SizeHint};
 use metrics::Histogram;
+use pin_project_lite::pin_project;
 use tonic::Code;
+use tower::{Layer, Service};
 
 use super::handles::Handles;
 
@@ -47,65 +49,134 @@ impl Outcome {
     }
 }
 
-/// Times every HTTP request by route (the route pattern, not the raw path).
-pub async fn track(req: Request, next: Next) -> Response {
-    let route = req.extensions().get::<MatchedPath>().cloned();
-    let method = method_label(req.method());
-    let start = Instant::now();
-    let response = next.run(req).await;
-    let route = route.as_ref().map_or(UNMATCHED, MatchedPath::as_str);
-    record(
-        route,
-        method,
-        Outcome::Http(response.status().as_u16()),
-        start,
-    );
-    response
+/// The timing layer around each route: [`Track::HTTP`] for the HTTP router, times a request
+/// until its response; [`Track::GRPC`] for the gRPC routes, times a call until its last
+/// message and status are sent, so a stream is timed whole. A call to a gRPC method the
+/// server does not have counts under its route pattern, so made-up names cannot add series.
+///
+/// A plain tower layer rather than `axum::middleware::from_fn`, which clones the route and
+/// boxes two futures per request: measured at a tenth of a single-ID request's CPU time.
+#[derive(Debug, Clone, Copy)]
+pub struct Track {
+    grpc: bool,
 }
 
-/// Times every gRPC call by method (`/snowdrift.v1.IdService/Next`), until its last message
-/// and status are sent: a stream is timed whole. A call to a method the server does not have
-/// counts under its route pattern, so made-up names cannot add series.
-pub async fn track_grpc(req: Request, next: Next) -> Response {
-    let call = Call {
-        path: req.uri().clone(),
-        pattern: req.extensions().get::<MatchedPath>().cloned(),
-        method: method_label(req.method()),
-        start: Instant::now(),
-    };
-    let response = next.run(req).await;
-    if let Some(code) = response.headers().get("grpc-status") {
-        // A trailers-only answer: the call ended (mostly with an error) before any message.
-        call.finish(Outcome::Grpc(Code::from_bytes(code.as_bytes())));
-        return response;
+impl Track {
+    /// Times HTTP requests by route (the route pattern, not the raw path).
+    pub const HTTP: Track = Track { grpc: false };
+    /// Times gRPC calls by method (`/snowdrift.v1.IdService/Next`).
+    pub const GRPC: Track = Track { grpc: true };
+}
+
+impl<S> Layer<S> for Track {
+    type Service = Tracked<S>;
+
+    fn layer(&self, inner: S) -> Tracked<S> {
+        Tracked {
+            inner,
+            grpc: self.grpc,
+        }
     }
-    if !is_grpc(response.headers()) {
-        // A plain HTTP answer on a gRPC path (the 404 of an unknown two-segment path).
-        call.finish(Outcome::Http(response.status().as_u16()));
-        return response;
+}
+
+/// A route behind [`Track`].
+#[derive(Debug, Clone)]
+pub struct Tracked<S> {
+    inner: S,
+    grpc: bool,
+}
+
+impl<S> Service<Request> for Tracked<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = TrackedFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
     }
-    response.map(|body| {
-        Body::new(Timed {
-            body,
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        let call = Call {
+            grpc_path: self.grpc.then(|| req.uri().clone()),
+            pattern: req.extensions().get::<MatchedPath>().cloned(),
+            method: method_label(req.method()),
+            start: Instant::now(),
+        };
+        TrackedFuture {
+            inner: self.inner.call(req),
             call: Some(call),
-        })
-    })
+        }
+    }
 }
 
-/// A gRPC call being timed.
+pin_project! {
+    /// The response of a [`Tracked`] route.
+    pub struct TrackedFuture<F> {
+        #[pin]
+        inner: F,
+        call: Option<Call>,
+    }
+}
+
+impl<F> Future for TrackedFuture<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let Ok(response) = ready!(this.inner.poll(cx));
+        Poll::Ready(Ok(match this.call.take() {
+            Some(call) => call.answered(response),
+            None => response,
+        }))
+    }
+}
+
+/// A request or call being timed.
 struct Call {
-    path: Uri,
+    /// The path called, for a gRPC call: it names the method.
+    grpc_path: Option<Uri>,
     pattern: Option<MatchedPath>,
     method: &'static str,
     start: Instant,
 }
 
 impl Call {
+    /// Records the call now that `response` answers it, or, for a gRPC call that goes on
+    /// sending, wraps the body to record it when the status goes out.
+    fn answered(self, response: Response) -> Response {
+        if self.grpc_path.is_none() {
+            self.finish(Outcome::Http(response.status().as_u16()));
+            return response;
+        }
+        if let Some(code) = response.headers().get("grpc-status") {
+            // A trailers-only answer: the call ended (mostly with an error) before any message.
+            self.finish(Outcome::Grpc(Code::from_bytes(code.as_bytes())));
+            return response;
+        }
+        if !is_grpc(response.headers()) {
+            // A plain HTTP answer on a gRPC path (the 404 of an unknown two-segment path).
+            self.finish(Outcome::Http(response.status().as_u16()));
+            return response;
+        }
+        response.map(|body| {
+            Body::new(Timed {
+                body,
+                call: Some(self),
+            })
+        })
+    }
+
     fn finish(self, outcome: Outcome) {
         // The path names the method called, but only a method that exists may name a
         // series; any other path would let a client mint new ones.
-        let route = match outcome {
-            Outcome::Grpc(code) if code != Code::Unimplemented => self.path.path(),
+        let route = match (outcome, &self.grpc_path) {
+            (Outcome::Grpc(code), Some(path)) if code != Code::Unimplemented => path.path(),
             _ => self.pattern.as_ref().map_or(UNMATCHED, MatchedPath::as_str),
         };
         record(route, self.method, outcome, self.start);
