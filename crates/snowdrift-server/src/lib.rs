@@ -25,10 +25,11 @@ pub mod grpc;
 pub mod http;
 pub mod layout;
 pub mod resp;
+mod serve;
 pub mod source;
 pub mod tls;
 
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 
 use axum::serve::ListenerExt;
 use std::sync::Arc;
@@ -121,41 +122,35 @@ pub async fn run(
         shutdown.await;
         let _ = stopping_tx.send(());
     };
-    let serving: std::pin::Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> =
-        match server.tls.clone() {
-            Some(acceptor) => Box::pin(
-                axum::serve(tls::TlsListener::new(listener, acceptor)?, app)
-                    .with_graceful_shutdown(signal)
-                    .into_future(),
-            ),
-            // Without TCP_NODELAY, Nagle's algorithm meets the client's delayed ACK and
-            // every gRPC stream of two or more messages stalls for ~40 ms.
-            None => Box::pin(
-                axum::serve(
-                    listener.tap_io(|tcp| {
-                        let _ = tcp.set_nodelay(true);
-                    }),
-                    app,
-                )
-                .with_graceful_shutdown(signal)
-                .into_future(),
-            ),
-        };
+    let serving: std::pin::Pin<Box<dyn Future<Output = ()> + Send>> = match server.tls.clone() {
+        Some(acceptor) => Box::pin(serve::serve(
+            tls::TlsListener::new(listener, acceptor)?,
+            app,
+            signal,
+        )),
+        // Without TCP_NODELAY, Nagle's algorithm meets the client's delayed ACK and every
+        // gRPC stream of two or more messages stalls for ~40 ms.
+        None => Box::pin(serve::serve(
+            listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            }),
+            app,
+            signal,
+        )),
+    };
     tokio::pin!(serving);
-    let served = tokio::select! {
-        served = &mut serving => served,
-        Ok(()) = stopping_rx => match tokio::time::timeout(server.shutdown_timeout, serving).await {
-            Ok(served) => served,
-            Err(_) => {
+    tokio::select! {
+        () = &mut serving => {}
+        Ok(()) = stopping_rx => {
+            if tokio::time::timeout(server.shutdown_timeout, serving).await.is_err() {
                 tracing::warn!(
                     timeout = ?server.shutdown_timeout,
                     "requests still in flight at the shutdown timeout were cut off"
                 );
-                Ok(())
             }
-        },
-    };
+        }
+    }
     resp.finish().await;
     generators::shutdown(&server.state.generators).await;
-    Ok(served?)
+    Ok(())
 }

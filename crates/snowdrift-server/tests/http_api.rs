@@ -281,3 +281,74 @@ async fn configured_segment_generator_health_and_metrics() {
     assert_eq!(status, 200);
     assert_eq!(v["generators"].as_array().unwrap().len(), 2, "{v}");
 }
+
+/// A graceful stop finishes the response in flight, closes idle keep-alive connections at
+/// once (they must not hold the stop until its timeout), and then stops accepting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graceful_stop_finishes_the_response_in_flight_and_closes_idle_connections() {
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    const PATIENCE: Duration = Duration::from_secs(60);
+    const COUNT: usize = 1_000_000;
+    let dir = TempDir::new("snowdrift-http-stop");
+    // A stop timeout far beyond the test's patience: only a graceful end passes in time.
+    let config = support::load(
+        &dir.0,
+        &format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\nshutdown_timeout = \"300s\"\n\
+             [limits]\nmax_count = {COUNT}\n"
+        ),
+    );
+    let mut running = support::spawn(&config).await;
+    let request = |path: &str| format!("GET {path} HTTP/1.1\r\nhost: test\r\n\r\n");
+    let mut idle = TcpStream::connect(running.addr).await.unwrap();
+    idle.write_all(request("/healthz").as_bytes())
+        .await
+        .unwrap();
+    let mut answer = [0u8; 1024];
+    let n = idle.read(&mut answer).await.unwrap();
+    assert!(answer[..n].starts_with(b"HTTP/1.1 200"), "{answer:?}");
+    // About 22 MB of JSON, more than the loopback socket buffers hold: once its first
+    // bytes are here, the server is still writing the rest.
+    let mut busy = TcpStream::connect(running.addr).await.unwrap();
+    let path = format!("/v1/ids/snowflake?count={COUNT}");
+    busy.write_all(request(&path).as_bytes()).await.unwrap();
+    let mut response = vec![0u8; 64];
+    busy.read_exact(&mut response).await.unwrap();
+    assert!(response.starts_with(b"HTTP/1.1 200"), "{response:?}");
+
+    running.stop.take().unwrap().send(()).unwrap();
+    let closed = tokio::time::timeout(PATIENCE, idle.read(&mut answer))
+        .await
+        .expect("the idle connection is closed at once");
+    assert_eq!(closed.unwrap(), 0, "the idle connection ends cleanly");
+    tokio::time::timeout(PATIENCE, busy.read_to_end(&mut response))
+        .await
+        .expect("the response in flight ends")
+        .unwrap();
+    let head_end = response
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a whole head")
+        + 4;
+    let body: Value = serde_json::from_slice(&response[head_end..]).expect("a whole body");
+    let ids: Vec<u64> = body["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_str().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(ids.len(), COUNT);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "strictly increasing");
+
+    let ended = tokio::time::timeout(PATIENCE, &mut running.task)
+        .await
+        .expect("run returns long before the 300 s stop timeout");
+    ended.unwrap().unwrap();
+    assert!(
+        TcpStream::connect(running.addr).await.is_err(),
+        "nothing accepts after the stop"
+    );
+}
