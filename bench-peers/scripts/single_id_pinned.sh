@@ -5,8 +5,8 @@
 # redis-benchmark), and `GET /v1/ids/snowflake?count=1` (driven by wrk and by
 # `snowdrift bench`); then `snowdrift bench --rate` at half the rate Redis reached in that
 # round, against Redis, the RESP listener and HTTP alike, for the latency at half load. It
-# also reads each server's CPU time per request, and the vCPUs' steal time during the
-# fixed-rate runs, from /proc.
+# also reads each server's CPU time per request, and during the fixed-rate runs the vCPUs'
+# steal time and how long the server waited for its CPU, from /proc.
 #
 #   bench-peers/scripts/single_id_pinned.sh          # build, then REPS=3 rounds of DURATION=10 s
 #   SKIP_BUILD=1 bench-peers/scripts/single_id_pinned.sh
@@ -106,6 +106,11 @@ steal_per_cpu() { # REP NAME BEFORE AFTER
     record "$1" "$2" client_cpu_steal_ms $(((c1 - c0) * ms))
     record "$1" "$2" server_cpu_steal_ms $(((s1 - s0) * ms))
 }
+# Time the threads of a process spent runnable but waiting for their CPU (the second field
+# of /proc/PID/task/*/schedstat, in ns): another task held the server's CPU, and every
+# request that arrived meanwhile waited too. On these VMs it is mostly kdamond, the kernel's
+# memory-access monitor, taking the CPU for 3-5 ms at a time (BENCHMARKS.md).
+runq_wait_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $2} END {printf "%d\n", s}'; }
 cpu_per() { # REP NAME FILE REQUESTS: the server's CPU time per request
     record "$1" "$2" cpu_us_per_request "$(awk -v n="$4" '{print $1 * 1000 / n}' "$3.cpu")"
 }
@@ -138,12 +143,15 @@ for rep in $(seq "$REPS"); do
             resp_half) args=(--target "redis://127.0.0.1:$RESP_PORT" --incr 'counter:__rand_int__') ;;
             http_half) args=(--target "$URL/v1/ids/snowflake?count=1") ;;
         esac
+        case $row in redis_half) pid=$REDIS_PID ;; *) pid=$SERVER_PID ;; esac
         steal_before=$(steal_ticks)
+        wait_before=$(runq_wait_ns "$pid")
         client "$SD" bench "${args[@]}" --connections "$C" --rate "$half" \
             --duration "${DURATION}s" >"$R/$row.txt"
         record "$rep" "$row" rate "$half"
         sd_http "$rep" "$row" "$R/$row.txt"
         steal_per_cpu "$rep" "$row" "$steal_before" "$(steal_ticks)"
+        record "$rep" "$row" server_runq_wait_ms $((($(runq_wait_ns "$pid") - wait_before) / 1000000))
     done
 done
 
