@@ -2,9 +2,9 @@
 //! or HTTP/2 by prior knowledge as gRPC clients speak it) until a graceful stop.
 //!
 //! In place of `axum::serve`, which serves each connection with HTTP upgrade support
-//! (`Upgrade:` for WebSockets, which snowdrift has none of): that wrapper's bookkeeping was
-//! measured at about 0.2 µs of a single-ID request's 6 µs of CPU time, and a share of its
-//! tail latency.
+//! (`Upgrade:` for WebSockets, which snowdrift has none of) and leaves hyper's connection
+//! builder out of reach. Without the upgrade wrapper a single-ID request took 0.1-0.2 µs
+//! less of its 6 µs of CPU time in an A/B on a quiet day (BENCHMARKS.md, "Server load").
 
 use std::future::Future;
 
