@@ -108,8 +108,8 @@ steal_per_cpu() { # REP NAME BEFORE AFTER
 }
 # Time the threads of a process spent runnable but waiting for their CPU (the second field
 # of /proc/PID/task/*/schedstat, in ns): another task held the server's CPU, and every
-# request that arrived meanwhile waited too. On these VMs it is mostly kdamond, the kernel's
-# memory-access monitor, taking the CPU for 3-5 ms at a time (BENCHMARKS.md).
+# request that arrived meanwhile waited too. On these VMs: kdamond, the kernel's memory-access
+# monitor, for 3-5 ms at a time, and other services sharing the VM (BENCHMARKS.md).
 runq_wait_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $2} END {printf "%d\n", s}'; }
 cpu_per() { # REP NAME FILE REQUESTS: the server's CPU time per request
     record "$1" "$2" cpu_us_per_request "$(awk -v n="$4" '{print $1 * 1000 / n}' "$3.cpu")"
