@@ -19,6 +19,7 @@ pub mod auth;
 pub mod config;
 pub mod decode;
 pub mod error;
+mod fast;
 pub mod format;
 pub mod generators;
 pub mod grpc;
@@ -126,6 +127,7 @@ pub async fn run(
         Some(acceptor) => Box::pin(serve::serve(
             tls::TlsListener::new(listener, acceptor)?,
             app,
+            server.state.clone(),
             signal,
         )),
         // Without TCP_NODELAY, Nagle's algorithm meets the client's delayed ACK and every
@@ -135,6 +137,7 @@ pub async fn run(
                 let _ = tcp.set_nodelay(true);
             }),
             app,
+            server.state.clone(),
             signal,
         )),
     };

@@ -16,27 +16,36 @@ use crate::error::ApiError;
 use crate::format::codec_for;
 use crate::source::{IdSource, Ids, Source};
 
-/// `{"name": "...", "ids": ["...", ...]}`: `count` new IDs, as strings. The format (and for
-/// an obfuscated one, the generator's key) is checked before any ID is issued, so a bad
-/// request wastes none.
+/// `{"name": "...", "ids": ["...", ...]}`: `count` new IDs, as strings.
 pub async fn next(
     State(state): State<Arc<AppState>>,
     ApiPath(name): ApiPath<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    let params = Params::parse(query.as_deref(), &["count", "format"])?;
+    let body = answer(&state, &name, query.as_deref()).await?;
+    Ok(([(CONTENT_TYPE, "application/json")], body).into_response())
+}
+
+/// The JSON body that answers `GET /v1/ids/{name}?{query}`, for the route above and for the
+/// fast path (`crate::fast`) alike. The format (and for an obfuscated one, the generator's
+/// key) is checked before any ID is issued, so a bad request wastes none.
+pub(crate) async fn answer(
+    state: &AppState,
+    name: &str,
+    query: Option<&str>,
+) -> Result<Vec<u8>, ApiError> {
+    let params = Params::parse(query, &["count", "format"])?;
     let count = params.count(state.max_count)?;
     let format = params.format()?;
-    let source = state.generators.get(&name)?;
+    let source = state.generators.get(name)?;
     let codec = match format {
-        Some(format) => codec_for(&state.generators, &name, &source, format)?,
+        Some(format) => codec_for(&state.generators, name, &source, format)?,
         None => None,
     };
     // Decimal is written straight into the body, without a codec's string per ID.
     let codec = codec.filter(|c| c.id_format() != IdFormat::default());
-    let ids = issue(&name, &source, count).await?;
-    let body = json_body(&name, &ids, codec.as_ref())?;
-    Ok(([(CONTENT_TYPE, "application/json")], body).into_response())
+    let ids = issue(name, &source, count).await?;
+    json_body(name, &ids, codec.as_ref())
 }
 
 /// Takes `count` IDs from `source` and counts them in the metrics.

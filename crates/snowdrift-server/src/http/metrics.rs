@@ -19,6 +19,7 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 pub use issued::issued;
 pub use latency::Track;
+pub(crate) use latency::record_http;
 pub use scrape::render;
 
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();

@@ -2,7 +2,7 @@
 //! (bad query, bad JSON, unknown route, wrong method).
 
 pub(crate) mod health;
-mod ids;
+pub(crate) mod ids;
 mod leaf;
 pub(crate) mod metrics;
 mod openapi;

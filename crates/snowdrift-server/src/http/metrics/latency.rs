@@ -236,6 +236,12 @@ impl Drop for Timed {
     }
 }
 
+/// Records an HTTP request answered outside the router (the fast path, `crate::fast`) as
+/// [`Track::HTTP`] records the router's: under `route`'s pattern.
+pub(crate) fn record_http(route: &'static str, method: &'static str, status: u16, start: Instant) {
+    record(route, method, Outcome::Http(status), start);
+}
+
 fn record(route: &str, method: &'static str, outcome: Outcome, start: Instant) {
     let seconds = start.elapsed().as_secs_f64();
     DURATIONS.with(

@@ -1,0 +1,73 @@
+//! The fast path's answers on the wire: what hyper would send for the same response (status
+//! line, `content-type`, `content-length`, `date`), written into the connection's output
+//! buffer so that pipelined answers go out in one write.
+
+use std::cell::RefCell;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::http::StatusCode;
+
+/// Appends a JSON answer with `status` and `body` to `out`, with `connection: close` when
+/// the connection ends after it.
+pub(crate) fn write(out: &mut Vec<u8>, status: StatusCode, body: &[u8], close: bool) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
+    out.extend_from_slice(b"\r\ncontent-type: application/json\r\ncontent-length: ");
+    out.extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
+    out.extend_from_slice(b"\r\ndate: ");
+    with_date(|date| out.extend_from_slice(date));
+    if close {
+        out.extend_from_slice(b"\r\nconnection: close");
+    }
+    out.extend_from_slice(b"\r\n\r\n");
+    out.extend_from_slice(body);
+}
+
+thread_local! {
+    /// The `date` header's value and the second it is for: formatting it takes longer than
+    /// the rest of the head, and it changes once a second (hyper caches it the same way).
+    static DATE: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
+}
+
+fn with_date(f: impl FnOnce(&[u8])) {
+    let now = SystemTime::now();
+    let second = now
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs();
+    DATE.with_borrow_mut(|(cached, date)| {
+        if *cached != second {
+            *cached = second;
+            *date = httpdate::fmt_http_date(now);
+        }
+        f(date.as_bytes());
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_is_a_whole_http_response() {
+        let mut out = Vec::new();
+        write(&mut out, StatusCode::OK, br#"{"ids":["1"]}"#, false);
+        write(&mut out, StatusCode::NOT_FOUND, b"{}", true);
+        let text = String::from_utf8(out).unwrap();
+        let (first, second) = text.split_once(r#"{"ids":["1"]}"#).unwrap();
+        assert!(first.starts_with(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 13\r\ndate: "
+        ));
+        assert!(first.ends_with(" GMT\r\n\r\n"), "{first:?}");
+        assert!(!first.contains("connection"));
+        assert!(second.starts_with("HTTP/1.1 404 Not Found\r\n"));
+        assert!(
+            second.ends_with("\r\nconnection: close\r\n\r\n{}"),
+            "{second:?}"
+        );
+        let date = first.split("date: ").nth(1).unwrap().trim_end();
+        assert!(httpdate::parse_http_date(date).is_ok(), "{date:?}");
+    }
+}

@@ -1,0 +1,50 @@
+//! The HTTP/1.1 fast path's request reader on arbitrary bytes: it never panics; a request
+//! it takes lies within the bytes given and the head limit, and is a GET of `/v1/ids/` with
+//! a name and query of plain characters; the same bytes cut to that request read the same;
+//! and it asks for more only while the bytes are under the limit, so a connection's buffer
+//! cannot grow without end on the fast path.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+// The reader's file itself (std and httparse only), so this target builds without the
+// server's dependencies.
+#[path = "../../crates/snowdrift-server/src/fast/request.rs"]
+#[allow(dead_code)]
+mod request;
+
+use request::{Head, MAX_HEAD, parse};
+
+fuzz_target!(|data: &[u8]| {
+    match parse(data) {
+        Head::Partial => assert!(data.len() < MAX_HEAD),
+        Head::Other => {}
+        Head::Ids {
+            len,
+            name,
+            query,
+            close,
+        } => {
+            assert!(len > 0 && len <= data.len() && len <= MAX_HEAD);
+            // httparse, like hyper, skips empty lines before a request line.
+            let start = data.iter().position(|b| !b"\r\n".contains(b)).unwrap_or(0);
+            assert!(data[start..].starts_with(b"GET /v1/ids/"));
+            assert!(!name.is_empty());
+            assert!(!name.contains(['/', '%', '?']));
+            assert!(query.is_none_or(|q| !q.contains(['#', ' '])));
+            // A request ends where it says, whatever follows it.
+            let alone = &data[..len];
+            assert_eq!(
+                parse(alone),
+                Head::Ids {
+                    len,
+                    name,
+                    query,
+                    close
+                }
+            );
+            // A strict prefix of it is never taken for a request.
+            assert!(matches!(parse(&alone[..len - 1]), Head::Partial | Head::Other));
+        }
+    }
+});
