@@ -159,6 +159,29 @@ async fn pipelined_requests_are_answered_in_order_across_the_hand_over_to_hyper(
     assert!(later.ids()[0] > snowflakes[2]);
 }
 
+/// Pipelined answers small and large (copied behind their heads, or written from their own
+/// buffers, with queued ones flushed past a bound) arrive whole and in order.
+#[tokio::test]
+async fn pipelined_small_and_large_answers_arrive_whole_and_in_order() {
+    let s = support::start("snowdrift-fast-sizes", "").await;
+    let mut c = Conn::open(&s).await;
+    let counts = [1, 10_000, 1, 500, 500, 500, 5_000, 1].repeat(6);
+    let batch: String = counts
+        .iter()
+        .map(|n| get(&format!("/v1/ids/snowflake?count={n}"), ""))
+        .collect();
+    c.send(batch.as_bytes()).await;
+    let mut all = Vec::new();
+    for &n in &counts {
+        let answer = c.answer().await;
+        assert_eq!(answer.status, 200);
+        let ids = answer.ids();
+        assert_eq!(ids.len(), n);
+        all.extend(ids);
+    }
+    assert!(all.windows(2).all(|w| w[0] < w[1]), "in order, no repeats");
+}
+
 #[tokio::test]
 async fn a_request_that_arrives_a_few_bytes_at_a_time_is_answered() {
     let s = support::start("snowdrift-fast-split", "").await;

@@ -310,6 +310,14 @@ async fn a_graceful_stop_finishes_the_response_in_flight_and_closes_idle_connect
     let mut answer = [0u8; 1024];
     let n = idle.read(&mut answer).await.unwrap();
     assert!(answer[..n].starts_with(b"HTTP/1.1 200"), "{answer:?}");
+    // The same, idle on the fast path for single IDs rather than in hyper.
+    let mut idle_fast = TcpStream::connect(running.addr).await.unwrap();
+    idle_fast
+        .write_all(request("/v1/ids/snowflake").as_bytes())
+        .await
+        .unwrap();
+    let n = idle_fast.read(&mut answer).await.unwrap();
+    assert!(answer[..n].starts_with(b"HTTP/1.1 200"), "{answer:?}");
     // About 22 MB of JSON, more than the loopback socket buffers hold: once its first
     // bytes are here, the server is still writing the rest.
     let mut busy = TcpStream::connect(running.addr).await.unwrap();
@@ -324,6 +332,14 @@ async fn a_graceful_stop_finishes_the_response_in_flight_and_closes_idle_connect
         .await
         .expect("the idle connection is closed at once");
     assert_eq!(closed.unwrap(), 0, "the idle connection ends cleanly");
+    let closed = tokio::time::timeout(PATIENCE, idle_fast.read(&mut answer))
+        .await
+        .expect("the idle fast-path connection is closed at once");
+    assert_eq!(
+        closed.unwrap(),
+        0,
+        "the idle fast-path connection ends cleanly"
+    );
     tokio::time::timeout(PATIENCE, busy.read_to_end(&mut response))
         .await
         .expect("the response in flight ends")

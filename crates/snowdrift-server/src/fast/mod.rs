@@ -4,7 +4,7 @@
 //! Every connection starts here. While its requests are plain `GET /v1/ids/{name}` over
 //! HTTP/1.1 ([`request::parse`]), each is answered by the same code as the axum route
 //! ([`crate::http::ids::answer`]), timed in the same histogram, and pipelined requests are
-//! answered in one write. At the first request that is anything else (another route, a
+//! answered in one write, up to a bound. At the first request that is anything else (another route, a
 //! body, HTTP/2, auth switched on, a malformed head), the connection is handed to hyper
 //! with the bytes already read, and hyper serves it from then on: the fast path never
 //! rejects a request itself, so every error and limit stays hyper's and axum's.
@@ -30,6 +30,13 @@ pub(crate) use rewind::Rewind;
 
 /// The route label the fast path's requests are timed under: the axum route's pattern.
 const ROUTE: &str = "/v1/ids/{name}";
+
+/// An answer body up to this size is copied behind its head and any pipelined answers
+/// before it, for one write; a larger one is written from where it is.
+const SMALL: usize = 16 * 1024;
+
+/// Queued answers are written once they reach this size, whatever is still to be read.
+const FLUSH: usize = 64 * 1024;
 
 /// How far a connection got on the fast path.
 pub(crate) enum Ended<I> {
@@ -67,7 +74,16 @@ where
                         Ok(body) => (axum::http::StatusCode::OK, body),
                         Err(e) => (e.status, e.body().to_string().into_bytes()),
                     };
-                    response::write(&mut out, status, &body, close);
+                    response::head(&mut out, status, body.len(), close);
+                    if body.len() <= SMALL {
+                        out.extend_from_slice(&body);
+                    } else {
+                        // A large batch goes out from its own buffer, with what is queued
+                        // before it, rather than copied.
+                        io.write_all_buf(&mut Buf::chain(out.as_slice(), body.as_slice()))
+                            .await?;
+                        out.clear();
+                    }
                     crate::http::metrics::record_http(ROUTE, "GET", status.as_u16(), start);
                     (len, close)
                 }
@@ -83,6 +99,12 @@ where
                 io.write_all(&out).await?;
                 io.shutdown().await?;
                 return Ok(Ended::Closed);
+            }
+            // Pipelined answers are held for one write, but not without bound: a few bytes
+            // of requests must not make a connection hold megabytes of answers.
+            if out.len() >= FLUSH {
+                io.write_all(&out).await?;
+                out.clear();
             }
         }
         if !out.is_empty() {
