@@ -5,8 +5,8 @@
 # redis-benchmark), and `GET /v1/ids/snowflake?count=1` (driven by wrk and by
 # `snowdrift bench`); then `snowdrift bench --rate` at half the rate Redis reached in that
 # round, against Redis, the RESP listener and HTTP alike, for the latency at half load. It
-# also reads each server's CPU time per request, and during the fixed-rate runs the vCPUs'
-# steal time and how long the server waited for its CPU, from /proc.
+# also reads each server's CPU time per request, at full and at half load, and during the
+# fixed-rate runs the vCPUs' steal time and how long the server waited for its CPU, from /proc.
 #
 #   bench-peers/scripts/single_id_pinned.sh          # build, then REPS=3 rounds of DURATION=10 s
 #   SKIP_BUILD=1 bench-peers/scripts/single_id_pinned.sh
@@ -146,10 +146,14 @@ for rep in $(seq "$REPS"); do
         case $row in redis_half) pid=$REDIS_PID ;; *) pid=$SERVER_PID ;; esac
         steal_before=$(steal_ticks)
         wait_before=$(runq_wait_ns "$pid")
-        client "$SD" bench "${args[@]}" --connections "$C" --rate "$half" \
-            --duration "${DURATION}s" >"$R/$row.txt"
+        cpu_ms_of "$pid" "$R/$row.txt" client "$SD" bench "${args[@]}" --connections "$C" \
+            --rate "$half" --duration "${DURATION}s"
         record "$rep" "$row" rate "$half"
         sd_http "$rep" "$row" "$R/$row.txt"
+        # At a fixed rate the server wakes for fewer requests at a time than at full load, so
+        # its CPU per request, and how busy that leaves its CPU, is measured here too.
+        cpu_per "$rep" "$row" "$R/$row.txt" "$(grep '^requests ' "$R/$row.txt" | awk '{print $2}' | tr -d ,)"
+        record "$rep" "$row" server_cpu_busy_pct "$(awk -v d="$DURATION" '{print $1 / (d * 10)}' "$R/$row.txt.cpu")"
         steal_per_cpu "$rep" "$row" "$steal_before" "$(steal_ticks)"
         record "$rep" "$row" server_runq_wait_ms $((($(runq_wait_ns "$pid") - wait_before) / 1000000))
     done
