@@ -137,7 +137,10 @@ for rep in $(seq "$REPS"); do
     # Half of Redis's rate in this round (the goal: p99 under 1 ms there), with one client
     # for all three servers, so each gets the same arrivals and the same client's tail.
     half=$(awk -F, '{gsub(/"/, ""); rate = $2} END {print int(rate / 2)}' "$R/redis.csv")
-    for row in redis_half resp_half http_half; do
+    # The order turns each round, so that no server is always the one measured last.
+    rows=(redis_half resp_half http_half)
+    shift_by=$(((rep - 1) % 3))
+    for row in "${rows[@]:shift_by}" "${rows[@]:0:shift_by}"; do
         case $row in
             redis_half) args=(--target redis://127.0.0.1:6379 --incr snowdrift-bench:incr) ;;
             resp_half) args=(--target "redis://127.0.0.1:$RESP_PORT" --incr 'counter:__rand_int__') ;;

@@ -1,5 +1,5 @@
 //! The HTTP/1.1 fast path's request reader on arbitrary bytes: it never panics; a request
-//! it takes lies within the bytes given and the head limit, and is a GET of `/v1/ids/` with
+//! it takes lies within the bytes given and the head limit, and is a GET of its route with
 //! a name and query of plain characters; the same bytes cut to that request read the same;
 //! and it asks for more only while the bytes are under the limit, so a connection's buffer
 //! cannot grow without end on the fast path.
@@ -17,17 +17,19 @@ use request::{Head, MAX_HEAD, parse};
 
 fuzz_target!(|data: &[u8]| {
     check(data);
-    // The same bytes behind the route's prefix, so that short runs reach requests the fast
+    // The same bytes behind a route's prefix, so that short runs reach requests the fast
     // path takes, not only the ones it leaves to hyper.
     check(&[&b"GET /v1/ids/"[..], data].concat());
+    check(&[&b"GET /api/segment/get/"[..], data].concat());
 });
 
 fn check(data: &[u8]) {
     match parse(data) {
         Head::Partial => assert!(data.len() < MAX_HEAD),
         Head::Other => {}
-        Head::Ids {
+        Head::Get {
             len,
+            route,
             name,
             query,
             close,
@@ -35,7 +37,8 @@ fn check(data: &[u8]) {
             assert!(len > 0 && len <= data.len() && len <= MAX_HEAD);
             // httparse, like hyper, skips empty lines before a request line.
             let start = data.iter().position(|b| !b"\r\n".contains(b)).unwrap_or(0);
-            assert!(data[start..].starts_with(b"GET /v1/ids/"));
+            let path = route.pattern().split('{').next().unwrap_or_default();
+            assert!(data[start..].starts_with(format!("GET {path}").as_bytes()));
             assert!(!name.is_empty());
             assert!(!name.contains(['/', '%', '?']));
             assert!(query.is_none_or(|q| !q.contains(['#', ' '])));
@@ -43,15 +46,19 @@ fn check(data: &[u8]) {
             let alone = &data[..len];
             assert_eq!(
                 parse(alone),
-                Head::Ids {
+                Head::Get {
                     len,
+                    route,
                     name,
                     query,
                     close
                 }
             );
             // A strict prefix of it is never taken for a request.
-            assert!(matches!(parse(&alone[..len - 1]), Head::Partial | Head::Other));
+            assert!(matches!(
+                parse(&alone[..len - 1]),
+                Head::Partial | Head::Other
+            ));
         }
     }
 }

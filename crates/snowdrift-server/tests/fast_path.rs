@@ -1,4 +1,4 @@
-//! The HTTP/1.1 fast path for `GET /v1/ids/{name}`, over raw TCP: pipelined requests, the
+//! The HTTP/1.1 fast path for `GET /v1/ids/{name}` and Leaf's single-ID routes, over raw TCP: pipelined requests, the
 //! hand-over to hyper mid-connection, requests split across packets, `Connection: close`,
 //! and answers (errors included) that match the router's byte for byte.
 
@@ -226,11 +226,14 @@ async fn an_http_1_0_request_is_served_by_hyper() {
 }
 
 /// Every answer the fast path gives is the one the router gives: the same status, headers
-/// and body (IDs aside). Each request goes once as is (the fast path) and once with an
-/// empty body's `content-length: 0`, which only hyper and the router take.
+/// and body (IDs aside), for `/v1/ids/{name}` and Leaf's single-ID routes. Each request goes
+/// once as is (the fast path) and once with an empty body's `content-length: 0`, which only
+/// hyper and the router take.
 #[tokio::test]
 async fn the_fast_path_answers_as_the_router_does() {
     let s = support::start("snowdrift-fast-same", "").await;
+    s.post("/v1/tags", r#"{"tag": "leafy", "step": 10}"#, 201)
+        .await;
     let mut fast = Conn::open(&s).await;
     let mut routed = Conn::open(&s).await;
     for path in [
@@ -243,6 +246,12 @@ async fn the_fast_path_answers_as_the_router_does() {
         "/v1/ids/snowflake?count=1&count=2",
         "/v1/ids/snowflake?format=hex&count=2",
         "/v1/ids/snowflake",
+        "/v1/ids/leafy?count=3",
+        "/api/segment/get/leafy",
+        "/api/segment/get/no-such-tag",
+        "/api/segment/get/snowflake",
+        "/api/snowflake/get/any-key",
+        "/api/snowflake/get/snowflake?ignored=1",
     ] {
         fast.send(get(path, "").as_bytes()).await;
         routed
@@ -253,15 +262,26 @@ async fn the_fast_path_answers_as_the_router_does() {
         let names = |x: &Answer| x.headers.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
         assert_eq!(names(&a), names(&b), "{path}");
         assert_eq!(a.header("content-type"), b.header("content-type"), "{path}");
-        if a.status == 200 {
-            assert_eq!(a.body.len(), b.body.len(), "{path}");
-            assert_eq!(a.json()["name"], b.json()["name"], "{path}");
-        } else {
-            assert_eq!(a.body, b.body, "{path}");
+        match (a.status, a.header("content-type")) {
+            (200, Some("application/json")) => {
+                assert_eq!(a.body.len(), b.body.len(), "{path}");
+                assert_eq!(a.json()["name"], b.json()["name"], "{path}");
+            }
+            // Leaf's answer: one ID as text, a fresh one each time.
+            (200, _) => {
+                let id = |x: &Answer| String::from_utf8(x.body.clone()).unwrap().parse::<u64>();
+                assert!(id(&a).unwrap() < id(&b).unwrap(), "{path}: {a:?} {b:?}");
+            }
+            _ => assert_eq!(a.body, b.body, "{path}"),
         }
     }
     // Both were timed under the route's pattern.
     let metrics = s.text("/metrics", 200).await;
-    let line = r#"snowdrift_request_duration_seconds_count{route="/v1/ids/{name}",method="GET",status="404"} 2"#;
-    assert!(metrics.contains(line), "{metrics}");
+    for line in [
+        r#"snowdrift_request_duration_seconds_count{route="/v1/ids/{name}",method="GET",status="404"} 2"#,
+        r#"snowdrift_request_duration_seconds_count{route="/api/segment/get/{tag}",method="GET",status="404"} 2"#,
+        r#"snowdrift_request_duration_seconds_count{route="/api/snowflake/get/{key}",method="GET",status="200"} 4"#,
+    ] {
+        assert!(metrics.contains(line), "{line} in {metrics}");
+    }
 }

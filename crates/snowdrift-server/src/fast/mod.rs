@@ -1,17 +1,19 @@
 //! The HTTP/1.1 fast path: single-ID requests answered without hyper's and axum's
 //! per-request machinery, so that one ID per request costs what a Redis `INCR` does.
 //!
-//! Every connection starts here. While its requests are plain `GET /v1/ids/{name}` over
-//! HTTP/1.1 ([`request::parse`]), each is answered by the same code as the axum route
-//! ([`crate::http::ids::answer`]), timed in the same histogram, and pipelined requests are
-//! answered in one write, up to a bound. At the first request that is anything else (another route, a
-//! body, HTTP/2, auth switched on, a malformed head), the connection is handed to hyper
-//! with the bytes already read, and hyper serves it from then on: the fast path never
-//! rejects a request itself, so every error and limit stays hyper's and axum's.
+//! Every connection starts here. While its requests are plain GETs of `/v1/ids/{name}` or
+//! of Leaf's single-ID routes over HTTP/1.1 ([`request::parse`]), each is answered by the
+//! same code as the axum route ([`answer`]) and timed in the same histogram; pipelined
+//! requests are answered in one write, up to a bound. At the first request that is anything
+//! else (another route, a body, HTTP/2, auth switched on, a malformed head), the connection
+//! is handed to hyper with the bytes already read, and hyper serves it from then on: the
+//! fast path never rejects a request itself, so every error and limit stays hyper's and
+//! axum's.
 //!
-//! Measured before it was written (BENCHMARKS.md, "Server load"): at 20,000 single-ID
-//! requests/s, hyper with a constant answer took 2.9 µs of CPU per request more than a loop
-//! like this one, and the server's axum stack 2.6 µs more than that.
+//! Why (BENCHMARKS.md, "Server load"): at 20,000 single-ID requests/s, hyper with a constant
+//! answer took 2.9 µs of CPU per request more than a loop like this one, and the server's
+//! axum stack 2.6 µs more than that. With this path the server took 18.5-19.2 µs per request
+//! at that rate instead of 23.6-24.7 µs.
 
 pub mod request;
 mod response;
@@ -24,12 +26,11 @@ use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 
-use crate::http::AppState;
-use request::Head;
-pub(crate) use rewind::Rewind;
+use axum::http::StatusCode;
 
-/// The route label the fast path's requests are timed under: the axum route's pattern.
-const ROUTE: &str = "/v1/ids/{name}";
+use crate::http::{self, AppState};
+use request::{Head, Route};
+pub(crate) use rewind::Rewind;
 
 /// An answer body up to this size is copied behind its head and any pipelined answers
 /// before it, for one write; a larger one is written from where it is.
@@ -63,18 +64,16 @@ where
         loop {
             let (len, close) = match request::parse(&read) {
                 Head::Partial => break,
-                Head::Ids {
+                Head::Get {
                     len,
+                    route,
                     name,
                     query,
                     close,
                 } if !state.auth.is_enabled() => {
                     let start = Instant::now();
-                    let (status, body) = match crate::http::ids::answer(state, name, query).await {
-                        Ok(body) => (axum::http::StatusCode::OK, body),
-                        Err(e) => (e.status, e.body().to_string().into_bytes()),
-                    };
-                    response::head(&mut out, status, body.len(), close);
+                    let (status, content_type, body) = answer(state, route, name, query).await;
+                    response::head(&mut out, status, content_type, body.len(), close);
                     if body.len() <= SMALL {
                         out.extend_from_slice(&body);
                     } else {
@@ -84,7 +83,7 @@ where
                             .await?;
                         out.clear();
                     }
-                    crate::http::metrics::record_http(ROUTE, "GET", status.as_u16(), start);
+                    http::metrics::record_http(route.pattern(), "GET", status.as_u16(), start);
                     (len, close)
                 }
                 // Anything else is hyper's, and so is every request while auth is on: a
@@ -121,4 +120,28 @@ where
             _ = stop.changed() => return Ok(Ended::Closed),
         }
     }
+}
+
+/// The status, content type and body that answer a GET of `route`, from the code behind the
+/// axum route itself, so that both paths answer alike.
+async fn answer(
+    state: &AppState,
+    route: Route,
+    name: &str,
+    query: Option<&str>,
+) -> (StatusCode, &'static str, Vec<u8>) {
+    const JSON: &str = "application/json";
+    const TEXT: &str = "text/plain; charset=utf-8";
+    let leaf = match route {
+        Route::Ids => {
+            return match http::ids::answer(state, name, query).await {
+                Ok(body) => (StatusCode::OK, JSON, body),
+                Err(e) => (e.status, JSON, e.body().to_string().into_bytes()),
+            };
+        }
+        Route::LeafSegment => http::leaf::segment_id(state, name).await,
+        Route::LeafSnowflake => http::leaf::snowflake_id(state, name).await,
+    };
+    let (status, body) = http::leaf::text(leaf);
+    (status, TEXT, body.into_bytes())
 }

@@ -1,5 +1,6 @@
 //! Which requests the fast path answers itself, and where each ends in a connection's
-//! buffer. Only a plain `GET /v1/ids/{name}` over HTTP/1.1 qualifies; anything else, or
+//! buffer. Only a plain GET of a single-ID route over HTTP/1.1 qualifies (`/v1/ids/{name}`
+//! and Leaf's `/api/segment/get/{tag}` and `/api/snowflake/get/{key}`); anything else, or
 //! anything unusual about it, is left to hyper, so the fast path never has to reject a
 //! request or know HTTP's corner cases.
 //!
@@ -12,8 +13,34 @@ pub const MAX_HEAD: usize = 8 * 1024;
 /// More headers than this and the request goes to hyper.
 const MAX_HEADERS: usize = 32;
 
-/// The path prefix of the one route the fast path answers.
-const IDS: &str = "/v1/ids/";
+/// A route the fast path answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// `GET /v1/ids/{name}`: JSON, any count.
+    Ids,
+    /// Leaf's `GET /api/segment/get/{tag}`: one segment ID as text.
+    LeafSegment,
+    /// Leaf's `GET /api/snowflake/get/{key}`: one snowflake ID as text.
+    LeafSnowflake,
+}
+
+impl Route {
+    /// The router's pattern for it: its requests are timed under this label.
+    pub fn pattern(self) -> &'static str {
+        match self {
+            Route::Ids => "/v1/ids/{name}",
+            Route::LeafSegment => "/api/segment/get/{tag}",
+            Route::LeafSnowflake => "/api/snowflake/get/{key}",
+        }
+    }
+}
+
+/// Each route's path up to its one parameter.
+const PREFIXES: [(&str, Route); 3] = [
+    ("/v1/ids/", Route::Ids),
+    ("/api/segment/get/", Route::LeafSegment),
+    ("/api/snowflake/get/", Route::LeafSnowflake),
+];
 
 /// What the start of a connection's buffer holds.
 #[derive(Debug, PartialEq, Eq)]
@@ -24,11 +51,15 @@ pub enum Head<'a> {
     /// HTTP/1.0, HTTP/2's preface, a malformed or oversized head, or a path or query with a
     /// character the fast path does not take as is.
     Other,
-    /// `GET /v1/ids/{name}?{query}`: a whole request of `len` bytes, with no body.
-    Ids {
+    /// A GET of `route` with its parameter `name`: a whole request of `len` bytes, with no
+    /// body.
+    Get {
         /// The request's length in bytes, head and all.
         len: usize,
-        /// The generator or tag name, exactly as in the path (it has no `%`).
+        /// Which route.
+        route: Route,
+        /// The route's parameter (a generator or tag name), exactly as in the path: it has
+        /// no `%`.
         name: &'a str,
         /// The raw query string, if any.
         query: Option<&'a str>,
@@ -56,7 +87,10 @@ pub fn parse(buf: &[u8]) -> Head<'_> {
         Some((path, query)) => (path, Some(query)),
         None => (target, None),
     };
-    let Some(name) = path.strip_prefix(IDS) else {
+    let Some((name, route)) = PREFIXES
+        .iter()
+        .find_map(|&(prefix, route)| Some((path.strip_prefix(prefix)?, route)))
+    else {
         return Head::Other;
     };
     // A name with a `%` needs percent-decoding and one with a `/` is another route; a query
@@ -83,8 +117,9 @@ pub fn parse(buf: &[u8]) -> Head<'_> {
             return Head::Other;
         }
     }
-    Head::Ids {
+    Head::Get {
         len,
+        route,
         name,
         query,
         close,
@@ -106,8 +141,9 @@ mod tests {
     use super::*;
 
     fn ids<'a>(len: usize, name: &'a str, query: Option<&'a str>, close: bool) -> Head<'a> {
-        Head::Ids {
+        Head::Get {
             len,
+            route: Route::Ids,
             name,
             query,
             close,
@@ -127,6 +163,24 @@ mod tests {
         assert_eq!(parse(req), ids(req.len(), "a", None, true));
         let req = b"GET /v1/ids/a HTTP/1.1\r\nconnection: keep-alive\r\n\r\n";
         assert_eq!(parse(req), ids(req.len(), "a", None, false));
+    }
+
+    #[test]
+    fn leaf_s_single_id_routes_are_answered_here() {
+        for (path, route) in [
+            ("/api/segment/get/orders", Route::LeafSegment),
+            ("/api/snowflake/get/orders", Route::LeafSnowflake),
+        ] {
+            let req = format!("GET {path} HTTP/1.1\r\n\r\n");
+            let want = Head::Get {
+                len: req.len(),
+                route,
+                name: "orders",
+                query: None,
+                close: false,
+            };
+            assert_eq!(parse(req.as_bytes()), want);
+        }
     }
 
     #[test]
@@ -155,6 +209,8 @@ mod tests {
             b"GET /v1/ids/caf%C3%A9 HTTP/1.1\r\n\r\n",
             b"GET /v1/ids/a?x=%7B# HTTP/1.1\r\n\r\n",
             b"GET /v1/tags HTTP/1.1\r\n\r\n",
+            b"GET /api/snowflake/decode/1 HTTP/1.1\r\n\r\n",
+            b"GET /api/segment/get/a/b HTTP/1.1\r\n\r\n",
             b"GET http://host/v1/ids/a HTTP/1.1\r\n\r\n",
             b"GET /v1/ids/a HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
             b"GET /v1/ids/a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",

@@ -7,14 +7,22 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::http::StatusCode;
 
-/// Appends the head of a JSON answer with `status` and a body of `len` bytes to `out`, with
-/// `connection: close` when the connection ends after it.
-pub(crate) fn head(out: &mut Vec<u8>, status: StatusCode, len: usize, close: bool) {
+/// Appends the head of an answer with `status` and a body of `content_type` and `len` bytes
+/// to `out`, with `connection: close` when the connection ends after it.
+pub(crate) fn head(
+    out: &mut Vec<u8>,
+    status: StatusCode,
+    content_type: &str,
+    len: usize,
+    close: bool,
+) {
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(status.as_str().as_bytes());
     out.push(b' ');
     out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
-    out.extend_from_slice(b"\r\ncontent-type: application/json\r\ncontent-length: ");
+    out.extend_from_slice(b"\r\ncontent-type: ");
+    out.extend_from_slice(content_type.as_bytes());
+    out.extend_from_slice(b"\r\ncontent-length: ");
     out.extend_from_slice(itoa::Buffer::new().format(len).as_bytes());
     out.extend_from_slice(b"\r\ndate: ");
     with_date(|date| out.extend_from_slice(date));
@@ -53,9 +61,15 @@ mod tests {
     fn an_answer_is_a_whole_http_response() {
         let mut out = Vec::new();
         let body = br#"{"ids":["1"]}"#;
-        head(&mut out, StatusCode::OK, body.len(), false);
+        head(
+            &mut out,
+            StatusCode::OK,
+            "application/json",
+            body.len(),
+            false,
+        );
         out.extend_from_slice(body);
-        head(&mut out, StatusCode::NOT_FOUND, 2, true);
+        head(&mut out, StatusCode::NOT_FOUND, "application/json", 2, true);
         out.extend_from_slice(b"{}");
         let text = String::from_utf8(out).unwrap();
         let (first, second) = text.split_once(r#"{"ids":["1"]}"#).unwrap();

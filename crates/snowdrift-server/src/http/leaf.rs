@@ -22,21 +22,11 @@ pub async fn segment(
     State(state): State<Arc<AppState>>,
     tag: Result<ApiPath<String>, ApiError>,
 ) -> Response {
-    let tag = match tag {
-        Ok(ApiPath(tag)) => tag,
-        Err(e) => return text_error(e),
+    let answer = match tag {
+        Ok(ApiPath(tag)) => segment_id(&state, &tag).await,
+        Err(e) => Err(e),
     };
-    let source = match state.generators.get(&tag) {
-        Ok(s) if s.kind() == Kind::Segment => s,
-        Ok(s) => {
-            return text_error(ApiError::bad_request(format!(
-                "{tag:?} is a {} generator, not a segment tag",
-                s.kind().name()
-            )));
-        }
-        Err(e) => return text_error(e),
-    };
-    one(&tag, &source).await
+    text(answer).into_response()
 }
 
 /// `GET /api/snowflake/get/{key}`: one snowflake ID. Leaf ignores the key; here a key that
@@ -45,12 +35,32 @@ pub async fn snowflake(
     State(state): State<Arc<AppState>>,
     key: Result<ApiPath<String>, ApiError>,
 ) -> Response {
-    let key = match key {
-        Ok(ApiPath(key)) => key,
-        Err(e) => return text_error(e),
+    let answer = match key {
+        Ok(ApiPath(key)) => snowflake_id(&state, &key).await,
+        Err(e) => Err(e),
     };
-    let Some((name, source)) = snowflake_for(&state, &key) else {
-        return text_error(ApiError::not_found(
+    text(answer).into_response()
+}
+
+/// One ID of segment tag `tag`, for the route above and the fast path (`crate::fast`).
+pub(crate) async fn segment_id(state: &AppState, tag: &str) -> Result<String, ApiError> {
+    let source = match state.generators.get(tag) {
+        Ok(s) if s.kind() == Kind::Segment => s,
+        Ok(s) => {
+            return Err(ApiError::bad_request(format!(
+                "{tag:?} is a {} generator, not a segment tag",
+                s.kind().name()
+            )));
+        }
+        Err(e) => return Err(e),
+    };
+    one(tag, &source).await
+}
+
+/// One snowflake ID for `key`, for the route above and the fast path (`crate::fast`).
+pub(crate) async fn snowflake_id(state: &AppState, key: &str) -> Result<String, ApiError> {
+    let Some((name, source)) = snowflake_for(state, key) else {
+        return Err(ApiError::not_found(
             "this server has no snowflake generator",
         ));
     };
@@ -80,21 +90,19 @@ fn snowflake_for(state: &AppState, key: &str) -> Option<(String, Arc<Source>)> {
     Some((name.to_string(), s))
 }
 
-async fn one(name: &str, source: &Source) -> Response {
-    match issue(name, source, 1).await {
-        Ok(Ids::Runs(runs)) => match runs.first() {
-            Some(run) => (StatusCode::OK, run.first.to_string()).into_response(),
-            None => text_error(ApiError::unavailable("no ID was issued")),
-        },
-        Ok(Ids::Text(text)) => match text.into_iter().next() {
-            Some(id) => (StatusCode::OK, id).into_response(),
-            None => text_error(ApiError::unavailable("no ID was issued")),
-        },
-        Err(e) => text_error(e),
-    }
+async fn one(name: &str, source: &Source) -> Result<String, ApiError> {
+    let id = match issue(name, source, 1).await? {
+        Ids::Runs(runs) => runs.first().map(|run| run.first.to_string()),
+        Ids::Text(text) => text.into_iter().next(),
+    };
+    id.ok_or_else(|| ApiError::unavailable("no ID was issued"))
 }
 
-/// Leaf clients read the body as text: keep errors text too, with the contract's status.
-fn text_error(e: ApiError) -> Response {
-    (e.status, format!("error: {}: {}", e.code, e.message)).into_response()
+/// The status and text body of a Leaf answer. Leaf clients read the body as text: errors
+/// are text too, with the contract's status.
+pub(crate) fn text(answer: Result<String, ApiError>) -> (StatusCode, String) {
+    match answer {
+        Ok(id) => (StatusCode::OK, id),
+        Err(e) => (e.status, format!("error: {}: {}", e.code, e.message)),
+    }
 }

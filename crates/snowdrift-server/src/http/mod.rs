@@ -3,7 +3,7 @@
 
 pub(crate) mod health;
 pub(crate) mod ids;
-mod leaf;
+pub(crate) mod leaf;
 pub(crate) mod metrics;
 mod openapi;
 mod path;
