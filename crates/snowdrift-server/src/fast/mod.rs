@@ -73,6 +73,8 @@ where
                 } if !state.auth.is_enabled() => {
                     let start = Instant::now();
                     let (status, content_type, body) = answer(state, route, name, query).await;
+                    // Timed to the answer, not its write, as the router's requests are.
+                    http::metrics::record_http(route.pattern(), "GET", status.as_u16(), start);
                     response::head(&mut out, status, content_type, body.len(), close);
                     if body.len() <= SMALL {
                         out.extend_from_slice(&body);
@@ -83,7 +85,6 @@ where
                             .await?;
                         out.clear();
                     }
-                    http::metrics::record_http(route.pattern(), "GET", status.as_u16(), start);
                     (len, close)
                 }
                 // Anything else is hyper's, and so is every request while auth is on: a
@@ -113,6 +114,9 @@ where
         if stop.has_changed().unwrap_or(true) {
             return Ok(Ended::Closed);
         }
+        // Room for a whole request in each read; `reserve` first moves what is left of a
+        // partial one to the front, so the buffer stays near one head's limit.
+        read.reserve(1024);
         tokio::select! {
             n = io.read_buf(&mut read) => if n? == 0 {
                 return Ok(Ended::Closed);
