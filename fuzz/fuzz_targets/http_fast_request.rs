@@ -7,13 +7,8 @@
 
 use libfuzzer_sys::fuzz_target;
 
-// The reader's file itself (std and httparse only), so this target builds without the
-// server's dependencies.
-#[path = "../../crates/snowdrift-server/src/fast/request.rs"]
-#[allow(dead_code)]
-mod request;
-
-use request::{Head, MAX_HEAD, parse};
+// snowdrift-proto without its gRPC part: the reader needs only std and httparse.
+use snowdrift_proto::wire::http1::{Head, MAX_HEAD, parse};
 
 fuzz_target!(|data: &[u8]| {
     check(data);

@@ -8,13 +8,8 @@
 
 use libfuzzer_sys::fuzz_target;
 
-// The parser file itself (it uses only std), so this target builds without the server's
-// dependencies.
-#[path = "../../crates/snowdrift-server/src/resp/frame.rs"]
-#[allow(dead_code)]
-mod frame;
-
-use frame::{Limits, parse};
+// snowdrift-proto without its gRPC part: the parser needs only std.
+use snowdrift_proto::wire::resp::{self as frame, Limits, parse};
 
 const TINY: Limits = Limits {
     max_args: 3,

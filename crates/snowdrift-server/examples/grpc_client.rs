@@ -9,8 +9,8 @@
 use std::time::Instant;
 
 use prost::Message;
-use snowdrift_server::grpc::pb::id_service_client::IdServiceClient;
-use snowdrift_server::grpc::pb::{DecodeRequest, IdBatch, NextRequest, StreamRequest};
+use snowdrift_proto::grpc::id_service_client::IdServiceClient;
+use snowdrift_proto::grpc::{DecodeRequest, IdBatch, NextRequest, StreamRequest};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

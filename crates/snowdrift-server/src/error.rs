@@ -79,6 +79,11 @@ impl ApiError {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, "exhausted", message)
     }
 
+    /// 500: a bug in snowdrift, never the caller's mistake.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+
     fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         Self {
             status,

@@ -49,16 +49,6 @@ pub fn batch(
     })
 }
 
-impl pb::IdBatch {
-    /// The IDs of `runs`, in order: what a client does with a batch of a 64-bit kind. A run
-    /// that would pass `u64::MAX` (never sent by a snowdrift server) stops there.
-    pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.runs.iter().flat_map(|r| {
-            (0..r.count).map_while(move |k| r.first.checked_add(k.checked_mul(r.stride)?))
-        })
-    }
-}
-
 /// What `id` (text, in `format` when given) of generator `name` holds; the same rules and
 /// messages as `GET /v1/ids/{name}/decode/{id}`.
 pub fn decode(

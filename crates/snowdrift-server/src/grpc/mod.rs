@@ -2,11 +2,11 @@
 //! as axum routes, so it shares the HTTP listener: gRPC clients speak HTTP/2 with
 //! `content-type: application/grpc` to `/{service}/{method}` paths, which no HTTP route uses.
 //!
-//! The messages and client come from `proto/snowdrift.proto`, in [`pb`]:
+//! The messages and client come from `proto/snowdrift.proto`, in `snowdrift_proto::grpc`:
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use snowdrift_server::grpc::pb::{NextRequest, id_service_client::IdServiceClient};
+//! use snowdrift_proto::grpc::{NextRequest, id_service_client::IdServiceClient};
 //! let channel = tonic::transport::Endpoint::from_static("http://127.0.0.1:8080")
 //!     .connect()
 //!     .await?;
@@ -37,15 +37,9 @@ pub use stream::IdStream;
 
 use crate::http::AppState;
 
-/// The messages, server and client generated from `proto/snowdrift.proto`.
-#[allow(missing_docs, clippy::all, clippy::pedantic)]
-pub mod pb {
-    tonic::include_proto!("snowdrift.v1");
-
-    /// The encoded descriptor set of `snowdrift.proto`, which the reflection service serves.
-    pub const FILE_DESCRIPTOR_SET: &[u8] =
-        include_bytes!(concat!(env!("OUT_DIR"), "/snowdrift_descriptor.bin"));
-}
+/// The messages, server and client generated from `proto/snowdrift.proto`, which
+/// `snowdrift-proto` owns.
+pub use snowdrift_proto::grpc as pb;
 
 use pb::id_service_server::IdServiceServer;
 

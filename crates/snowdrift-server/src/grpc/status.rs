@@ -8,11 +8,7 @@ use tonic::{Code, Status};
 use crate::auth::{Denied, retry_after_secs};
 use crate::error::ApiError;
 
-/// The metadata key that carries [`ApiError::code`] (`not_found`, `unavailable`, ...).
-pub const ERROR_CODE_KEY: &str = "snowdrift-error-code";
-
-/// The metadata key that carries how many seconds to wait after RESOURCE_EXHAUSTED.
-pub const RETRY_AFTER_KEY: &str = "retry-after";
+pub use snowdrift_proto::grpc::{ERROR_CODE_KEY, RETRY_AFTER_KEY};
 
 /// The gRPC code for an HTTP status, as gRPC's own HTTP mapping and the contract agree.
 pub fn code_for(status: StatusCode) -> Code {

@@ -12,7 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use super::frame::{self, LIMITS};
+use snowdrift_proto::wire::resp::{self as frame, LIMITS};
 use super::refusal::Refusal;
 use super::session::{Flow, Session};
 

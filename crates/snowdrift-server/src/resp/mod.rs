@@ -24,7 +24,6 @@
 
 mod command;
 mod connection;
-pub mod frame;
 mod issue;
 mod refusal;
 mod reply;

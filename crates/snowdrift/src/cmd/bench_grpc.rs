@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
 use prost::Message;
-use snowdrift_server::grpc::pb::StreamRequest;
-use snowdrift_server::grpc::pb::id_service_client::IdServiceClient;
+use snowdrift_proto::grpc::StreamRequest;
+use snowdrift_proto::grpc::id_service_client::IdServiceClient;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::transport::{Channel, Endpoint};
 

@@ -1,0 +1,4 @@
+//! The crate's integration tests, one module per area, in one binary: each test binary
+//! links the whole dependency tree, and linking was much of CI's time.
+
+mod segment_local;

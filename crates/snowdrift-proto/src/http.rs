@@ -1,0 +1,213 @@
+//! The HTTP API: its routes, and the JSON shapes of its bodies.
+//!
+//! [`Route`] is the one route table: the server builds its router from it, its HTTP/1.1
+//! fast path takes the routes that have a [`Route::fast_prefix`], its auth gives each a
+//! role, and a client builds URLs from [`Route::pattern`]. IDs in JSON are strings, so
+//! JavaScript loses no precision.
+
+use serde::{Deserialize, Serialize};
+
+/// A route of the HTTP API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Route {
+    /// `GET /v1/ids/{name}`: new IDs of a generator or tag ([`Ids`]).
+    Ids,
+    /// `GET /v1/ids/{name}/decode/{id}`: the fields inside an ID.
+    Decode,
+    /// `GET`, `POST /v1/tags`: list segment tags ([`Tags`]), create one ([`NewTag`]).
+    Tags,
+    /// `GET`, `PATCH /v1/tags/{tag}`: one tag ([`Tag`]), change it ([`TagPatch`]).
+    Tag,
+    /// `GET /v1/generators`: every generator's kind and state.
+    Generators,
+    /// Leaf's `GET /api/segment/get/{tag}`: one segment ID as text.
+    LeafSegment,
+    /// Leaf's `GET /api/snowflake/get/{key}`: one snowflake ID as text.
+    LeafSnowflake,
+    /// `GET /api/snowflake/decode/{id}`: a snowflake ID's fields, Leaf-style.
+    LeafDecode,
+    /// `GET /healthz`: the process is up.
+    Healthz,
+    /// `GET /readyz`: every generator can issue.
+    Readyz,
+    /// `GET /metrics`: Prometheus text.
+    Metrics,
+    /// `GET /openapi.json`: the API's description.
+    OpenApi,
+    /// `GET /ui`: the dashboard.
+    Ui,
+    /// `GET /ui/app.js`: the dashboard's script.
+    UiScript,
+    /// `GET /ui/style.css`: the dashboard's style sheet.
+    UiStyle,
+}
+
+impl Route {
+    /// Every route.
+    pub const ALL: [Route; 15] = [
+        Route::Ids,
+        Route::Decode,
+        Route::Tags,
+        Route::Tag,
+        Route::Generators,
+        Route::LeafSegment,
+        Route::LeafSnowflake,
+        Route::LeafDecode,
+        Route::Healthz,
+        Route::Readyz,
+        Route::Metrics,
+        Route::OpenApi,
+        Route::Ui,
+        Route::UiScript,
+        Route::UiStyle,
+    ];
+
+    /// The path pattern, parameters in braces (axum's and OpenAPI's syntax).
+    pub const fn pattern(self) -> &'static str {
+        match self {
+            Route::Ids => "/v1/ids/{name}",
+            Route::Decode => "/v1/ids/{name}/decode/{id}",
+            Route::Tags => "/v1/tags",
+            Route::Tag => "/v1/tags/{tag}",
+            Route::Generators => "/v1/generators",
+            Route::LeafSegment => "/api/segment/get/{tag}",
+            Route::LeafSnowflake => "/api/snowflake/get/{key}",
+            Route::LeafDecode => "/api/snowflake/decode/{id}",
+            Route::Healthz => "/healthz",
+            Route::Readyz => "/readyz",
+            Route::Metrics => "/metrics",
+            Route::OpenApi => "/openapi.json",
+            Route::Ui => "/ui",
+            Route::UiScript => "/ui/app.js",
+            Route::UiStyle => "/ui/style.css",
+        }
+    }
+
+    /// The methods it answers; any other gets 405.
+    pub const fn methods(self) -> &'static [&'static str] {
+        match self {
+            Route::Tags => &["GET", "POST"],
+            Route::Tag => &["GET", "PATCH"],
+            _ => &["GET"],
+        }
+    }
+
+    /// For a single-ID route whose one parameter ends the path, the path up to it: such a
+    /// GET is answered on the server's HTTP/1.1 fast path ([`crate::wire::http1`]).
+    pub const fn fast_prefix(self) -> Option<&'static str> {
+        match self {
+            Route::Ids => Some("/v1/ids/"),
+            Route::LeafSegment => Some("/api/segment/get/"),
+            Route::LeafSnowflake => Some("/api/snowflake/get/"),
+            _ => None,
+        }
+    }
+
+    /// The route whose pattern is `pattern`.
+    pub fn from_pattern(pattern: &str) -> Option<Route> {
+        Route::ALL.into_iter().find(|r| r.pattern() == pattern)
+    }
+}
+
+/// The body of `GET /v1/ids/{name}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ids {
+    /// The generator or tag.
+    pub name: String,
+    /// The new IDs, in the request's `format` (decimal by default).
+    pub ids: Vec<String>,
+}
+
+/// The body of every error: `{"error": {"code": "...", "message": "..."}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// What went wrong.
+    pub error: ErrorDetail,
+}
+
+/// The inside of [`ErrorBody`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    /// A stable, machine-readable code: `invalid_request`, `unauthorized`, `forbidden`,
+    /// `not_found`, `method_not_allowed`, `conflict`, `payload_too_large`, `rate_limited`,
+    /// `unavailable`, `exhausted`.
+    pub code: String,
+    /// What happened and what to do, for a person.
+    pub message: String,
+}
+
+/// A segment tag, as `/v1/tags` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tag {
+    /// Its name.
+    pub tag: String,
+    /// The highest ID claimed so far, as a string like every ID.
+    pub max_id: String,
+    /// IDs per segment.
+    pub step: i64,
+    /// What it is for.
+    pub description: Option<String>,
+}
+
+/// The body of `GET /v1/tags`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tags {
+    /// Every tag in the store.
+    pub tags: Vec<Tag>,
+}
+
+/// The body of `POST /v1/tags`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewTag {
+    /// The name; it must not be a generator's.
+    pub tag: String,
+    /// IDs per segment (the server's default when absent, 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<i64>,
+    /// What it is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// The body of `PATCH /v1/tags/{tag}`: what to change.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TagPatch {
+    /// A new step, used from the next segment on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<i64>,
+    /// A new description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_are_unique_and_found_again() {
+        for route in Route::ALL {
+            assert_eq!(Route::from_pattern(route.pattern()), Some(route));
+            if let Some(prefix) = route.fast_prefix() {
+                let param = &route.pattern()[prefix.len()..];
+                assert!(
+                    param.starts_with('{') && param.ends_with('}') && !param.contains('/'),
+                    "{route:?}: a fast route's parameter ends its path"
+                );
+            }
+        }
+        assert_eq!(Route::from_pattern("/v1/nothing"), None);
+    }
+
+    #[test]
+    fn the_error_body_is_the_contract_s() {
+        let body: ErrorBody =
+            serde_json::from_str(r#"{"error": {"code": "not_found", "message": "no tag"}}"#)
+                .unwrap();
+        assert_eq!(body.error.code, "not_found");
+        let e = serde_json::from_str::<NewTag>(r#"{"tag": "a", "stp": 5}"#).unwrap_err();
+        assert!(e.to_string().contains("stp"), "{e}");
+    }
+}

@@ -1,0 +1,17 @@
+//! The crate's integration tests, one module per area, in one binary: each test binary
+//! links the whole dependency tree, and linking was much of CI's time.
+
+mod auth;
+mod auth_reload;
+mod backends;
+mod fast_path;
+mod grpc;
+mod http_api;
+mod metrics;
+mod obfuscation;
+mod openapi_routes;
+mod resp;
+mod support;
+mod tls;
+mod ui_chromium;
+mod worker_lease;

@@ -1,0 +1,210 @@
+//! `/metrics` on a real server: its size stays a few lines per segment tag however many
+//! there are, a starving tag can be found, and gRPC calls are timed beside HTTP requests.
+
+
+use futures_util::StreamExt;
+use snowdrift_proto::grpc::id_service_client::IdServiceClient;
+use snowdrift_proto::grpc::{IdBatch, NextRequest, StreamRequest};
+use crate::support::TestServer;
+use tonic::Code;
+use tonic::transport::{Channel, Endpoint};
+
+/// How many tags the size test uses: enough that anything per tag dominates the output.
+const TAGS: usize = 300;
+
+async fn scrape(s: &TestServer) -> String {
+    s.text("/metrics", 200).await
+}
+
+/// The value of the sample `series` (name and labels exactly as written), if present.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|line| {
+        let value = line.strip_prefix(series)?.strip_prefix(' ')?;
+        value.parse().ok()
+    })
+}
+
+/// Every tag costs its issued counter and two buffer counters; the batch-size histogram has
+/// no per-tag series; the fill gauges cover only the ten driest tags. A tag that starved
+/// shows it, by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_tags_cost_three_lines_each_and_a_starving_tag_shows() {
+    let s = crate::support::start("snowdrift-metrics-tags", "").await;
+    let prefix = snowdrift_testkit::unique_name("mt");
+    let tags: Vec<String> = (0..TAGS).map(|i| format!("{prefix}-{i}")).collect();
+    futures_util::stream::iter(&tags)
+        .for_each_concurrent(8, |tag| {
+            let s = &s;
+            async move {
+                s.post("/v1/tags", &format!(r#"{{"tag": "{tag}"}}"#), 201)
+                    .await;
+                s.json(&format!("/v1/ids/{tag}"), 200).await;
+            }
+        })
+        .await;
+    // Step 1: every ID of a batch is a segment of its own, so requests outrun the refills.
+    let starving = format!("{prefix}-starving");
+    s.post(
+        "/v1/tags",
+        &format!(r#"{{"tag": "{starving}", "step": 1}}"#),
+        201,
+    )
+    .await;
+    for _ in 0..5 {
+        s.json(&format!("/v1/ids/{starving}?count=200"), 200).await;
+    }
+
+    let text = scrape(&s).await;
+    let mine: Vec<&str> = text.lines().filter(|l| l.contains(&prefix)).collect();
+    // Three counters per tag (the starving one too), and three gauges for each of the ten
+    // driest.
+    let per_tag = 3 * (TAGS + 1) + 3 * 10;
+    assert_eq!(mine.len(), per_tag, "{}", mine.join("\n"));
+    // About 220 bytes per tag with these 25-character names; before, every tag had 16
+    // series (a histogram of its own among them), over 1,000 bytes.
+    let bytes: usize = mine.iter().map(|l| l.len() + 1).sum();
+    assert!(
+        bytes < 300 * (TAGS + 1),
+        "{bytes} bytes of series for {} tags",
+        TAGS + 1
+    );
+    for tag in &tags[..3] {
+        let issued = format!(r#"snowdrift_ids_issued_total{{generator="{tag}",kind="segment"}}"#);
+        assert_eq!(sample(&text, &issued), Some(1.0), "{issued}");
+        let refills = format!(r#"snowdrift_segment_refills_total{{tag="{tag}"}}"#);
+        assert!(
+            sample(&text, &refills).is_some_and(|n| n >= 1.0),
+            "{refills}"
+        );
+    }
+    let starved = format!(r#"snowdrift_segment_starved_total{{tag="{starving}"}}"#);
+    assert!(
+        sample(&text, &starved).is_some_and(|n| n > 0.0),
+        "{starved} in\n{text}"
+    );
+    let batches: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("snowdrift_batch_size"))
+        .collect();
+    assert!(
+        batches.iter().all(|l| !l.contains("generator=")),
+        "{batches:?}"
+    );
+    let count = r#"snowdrift_batch_size_count{kind="segment"}"#;
+    assert!(
+        sample(&text, count).is_some_and(|n| n >= (TAGS + 5) as f64),
+        "{batches:?}"
+    );
+    let tags_buffered = sample(&text, "snowdrift_segment_buffers");
+    assert!(tags_buffered.is_some_and(|n| n >= (TAGS + 1) as f64));
+
+    // A second scrape renders the same series, not more.
+    let again = scrape(&s).await;
+    let mine_again = again.lines().filter(|l| l.contains(&prefix)).count();
+    assert_eq!(mine_again, per_tag);
+}
+
+async fn channel(s: &TestServer) -> Channel {
+    Endpoint::from_shared(s.base.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap()
+}
+
+fn duration_count(route: &str, status: &str) -> String {
+    format!(
+        r#"snowdrift_request_duration_seconds_count{{route="{route}",method="POST",status="{status}"}}"#
+    )
+}
+
+/// gRPC calls land in `snowdrift_request_duration_seconds` by method and code: a stream
+/// once it has ended (or the client dropped it), and a made-up method under its route
+/// pattern, never under its own name. HTTP methods outside the standard ones are `other`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_calls_are_timed_by_method_and_code() {
+    let s = crate::support::start("snowdrift-metrics-grpc", "").await;
+    let mut ids = IdServiceClient::new(channel(&s).await);
+    let next = |name: &str| NextRequest {
+        name: name.into(),
+        count: Some(10),
+        ..Default::default()
+    };
+    ids.next(next("snowflake")).await.unwrap();
+    ids.next(next("snowflake")).await.unwrap();
+    let missing = ids.next(next("no-such-generator")).await.unwrap_err();
+    assert_eq!(missing.code(), Code::NotFound);
+
+    let stream = |count| StreamRequest {
+        name: "snowflake".into(),
+        count,
+        batch: Some(1_000),
+        ..Default::default()
+    };
+    let mut whole = ids.stream(stream(3_000)).await.unwrap().into_inner();
+    let mut got = 0;
+    while let Some(batch) = whole.message().await.unwrap() {
+        got += batch.count;
+    }
+    assert_eq!(got, 3_000);
+    // Read one batch of a long stream, then hang up.
+    let mut dropped = ids.stream(stream(1_000_000)).await.unwrap().into_inner();
+    dropped.message().await.unwrap().unwrap();
+    drop(dropped);
+
+    let mut raw = tonic::client::Grpc::new(channel(&s).await);
+    raw.ready().await.unwrap();
+    let made_up = raw
+        .unary::<NextRequest, IdBatch, _>(
+            tonic::Request::new(next("snowflake")),
+            "/snowdrift.v1.IdService/MadeUp".parse().unwrap(),
+            tonic_prost::ProstCodec::default(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(made_up.code(), Code::Unimplemented);
+
+    let brew = s
+        .client
+        .request("BREW".parse().unwrap(), format!("{}/healthz", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(brew.status(), 405);
+
+    // The dropped stream is recorded when the server notices the hang-up.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let cancelled = duration_count("/snowdrift.v1.IdService/Stream", "CANCELLED");
+    let text = loop {
+        let text = scrape(&s).await;
+        if sample(&text, &cancelled).is_some() || std::time::Instant::now() > deadline {
+            break text;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    for (series, want) in [
+        (duration_count("/snowdrift.v1.IdService/Next", "OK"), 2.0),
+        (duration_count("/snowdrift.v1.IdService/Next", "NOT_FOUND"), 1.0),
+        (duration_count("/snowdrift.v1.IdService/Stream", "OK"), 1.0),
+        (cancelled, 1.0),
+        (
+            duration_count("/snowdrift.v1.IdService/{*method}", "UNIMPLEMENTED"),
+            1.0,
+        ),
+        (
+            r#"snowdrift_request_duration_seconds_count{route="/healthz",method="other",status="405"}"#
+                .to_string(),
+            1.0,
+        ),
+    ] {
+        assert_eq!(sample(&text, &series), Some(want), "{series} in\n{text}");
+    }
+    assert!(!text.contains("MadeUp"), "{text}");
+    // IDs issued over gRPC count as over HTTP: 2 x 10, the whole stream and the batch read
+    // before hanging up (or more, if the server issued one ahead).
+    let issued = r#"snowdrift_ids_issued_total{generator="snowflake",kind="snowflake"}"#;
+    assert!(
+        sample(&text, issued).is_some_and(|n| n >= 4_020.0),
+        "{issued} in\n{text}"
+    );
+}

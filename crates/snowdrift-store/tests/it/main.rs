@@ -1,0 +1,15 @@
+//! The crate's integration tests, one module per area, in one binary: each test binary
+//! links the whole dependency tree, and linking was much of CI's time.
+
+mod common;
+mod counter_redis;
+mod segment_buffer;
+mod segment_faults;
+mod segment_local;
+mod segment_service;
+mod segment_store;
+mod segment_striped;
+mod sql_first_start;
+mod ticket;
+mod worker_backends;
+mod worker_node;

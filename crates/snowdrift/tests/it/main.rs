@@ -1,0 +1,10 @@
+//! The crate's integration tests, one module per area, in one binary: each test binary
+//! links the whole dependency tree, and linking was much of CI's time.
+
+mod cli;
+mod common;
+mod reload_cli;
+mod segment_cli;
+mod serve_cli;
+mod token_cli;
+mod worker_cli;

@@ -1,0 +1,287 @@
+//! `snowdrift serve` as a user runs it: the real binary on port 0, stopped with SIGTERM and
+//! started again on the same files, never issuing an ID twice.
+
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use crate::common::Served;
+
+fn serve(dir: &Path) -> Served {
+    let mut cmd = crate::common::serve_command();
+    cmd.args(["--listen", "127.0.0.1:0"])
+        .env("SNOWDRIFT_SERVER__RESP_LISTEN", "127.0.0.1:0")
+        .current_dir(dir);
+    Served::start(cmd)
+}
+
+/// Runs `cmd`, which must succeed: its standard output.
+fn succeeds(cmd: &mut std::process::Command) -> Vec<u8> {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// `snowdrift tags --server URL create TAG EXTRA...`, which must succeed.
+fn create_tag(served: &Served, tag: &str, extra: &[&str]) {
+    succeeds(
+        std::process::Command::new(env!("CARGO_BIN_EXE_snowdrift"))
+            .args(["tags", "--server", &served.url(), "create", tag])
+            .args(extra),
+    );
+}
+
+/// The IDs of one `/v1/ids` answer.
+fn ids(served: &Served, path: &str) -> Vec<u64> {
+    let (status, body) = served.get(path, None);
+    assert_eq!(status, 200, "{path}: {body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    v["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i.as_str().unwrap().parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn no_id_is_issued_twice_across_sigterm_and_restart() {
+    // The defaults: ./snowdrift.db and a lock file for worker 0 in ./snowdrift-workers.
+    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("serve-restart"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut seen = HashSet::new();
+    let mut last_snowflake = 0;
+    for round in 0..3 {
+        let served = serve(&dir);
+        if round == 0 {
+            create_tag(&served, "order", &["--step", "100"]);
+        }
+        for _ in 0..5 {
+            let snowflakes = ids(&served, "/v1/ids/snowflake?count=1000");
+            assert!(
+                snowflakes[0] > last_snowflake,
+                "round {round}: snowflakes go on increasing"
+            );
+            last_snowflake = *snowflakes.last().unwrap();
+            for id in snowflakes {
+                assert!(
+                    seen.insert(("snowflake", id)),
+                    "round {round}: snowflake {id} twice"
+                );
+            }
+            for id in ids(&served, "/v1/ids/order?count=250") {
+                assert!(
+                    seen.insert(("order", id)),
+                    "round {round}: order {id} twice"
+                );
+            }
+        }
+        let status = served.stop();
+        assert!(
+            status.success(),
+            "round {round}: SIGTERM is a clean exit: {status:?}"
+        );
+    }
+    assert_eq!(seen.len(), 3 * 5 * (1000 + 250));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const KEY: &str = "5f1e0c9a27b34d6e8a91c2d3e4f50617";
+
+/// `[[generator]]`s with obfuscation keys: `sf` from the file, `orders` from the
+/// environment.
+fn obfuscating_config(dir: &Path) -> std::path::PathBuf {
+    let file = dir.join("snowdrift.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[store]\nurl = \"sqlite://{}\"\n[worker]\npath = \"{}\"\n\
+             [[generator]]\nname = \"sf\"\nkind = \"snowflake\"\nobfuscate_key = \"{KEY}\"\n\
+             [[generator]]\nname = \"orders\"\nkind = \"segment\"\n",
+            dir.join("ids.db").display(),
+            dir.join("workers").display()
+        ),
+    )
+    .unwrap();
+    file
+}
+
+#[test]
+fn check_config_masks_obfuscation_keys_from_the_file_and_the_environment() {
+    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("serve-obfuscation"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = obfuscating_config(&dir);
+    let out = crate::common::serve_command()
+        .arg("--config")
+        .arg(&file)
+        .arg("--check-config")
+        .env("SNOWDRIFT_GENERATOR__1__OBFUSCATE_KEY", KEY.to_uppercase())
+        .env("SNOWDRIFT_GENERATOR__1__OBFUSCATE_BITS", "53")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(text.matches("obfuscate_key = \"***\"").count(), 2, "{text}");
+    assert!(text.contains("obfuscate_bits = 53"), "{text}");
+    assert!(!text.to_lowercase().contains(&KEY[..8]), "{text}");
+    // A bad key stops the start, naming where it is and never showing it.
+    let out = crate::common::serve_command()
+        .arg("--config")
+        .arg(&file)
+        .arg("--check-config")
+        .env("SNOWDRIFT_GENERATOR__1__OBFUSCATE_KEY", &KEY[..30])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("generator[1].obfuscate_key") && err.contains("has 30 characters"),
+        "{err}"
+    );
+    assert!(!err.contains(&KEY[..8]), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_cli_reverses_what_the_server_obfuscated() {
+    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("serve-obfuscated"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = crate::common::serve_command();
+    cmd.args(["--listen", "127.0.0.1:0", "--config"])
+        .arg(obfuscating_config(&dir));
+    let served = Served::start(cmd);
+    let (status, body) = served.get("/v1/ids/sf?count=20&format=obfuscated-sqids", None);
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    for public in v["ids"].as_array().unwrap() {
+        let public = public.as_str().unwrap();
+        let (status, body) = served.get(
+            &format!("/v1/ids/sf/decode/{public}?format=obfuscated-sqids"),
+            None,
+        );
+        assert_eq!(status, 200, "{body}");
+        let by_server: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let by_cli: serde_json::Value = serde_json::from_slice(&succeeds(
+            std::process::Command::new(env!("CARGO_BIN_EXE_snowdrift"))
+                .args(["decode", public, "--format", "obfuscated-sqids"])
+                .env("SNOWDRIFT_OBFUSCATE_KEY", KEY),
+        ))
+        .unwrap();
+        assert_eq!(by_cli, by_server, "{public}");
+    }
+    assert!(served.stop().success());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The numbers `snowdrift bench` printed on the line starting with `label`: the count and
+/// its rate.
+fn bench_line(out: &str, label: &str) -> (u64, u64) {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(label))
+        .unwrap_or_else(|| panic!("no {label} line in:\n{out}"));
+    let numbers: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit() && c != ',')
+        .map(|n| n.replace(',', ""))
+        .filter(|n| !n.is_empty())
+        .map(|n| n.parse().unwrap())
+        .collect();
+    (numbers[0], numbers[1])
+}
+
+#[test]
+fn bench_drives_a_running_server_closed_loop_and_at_a_fixed_rate() {
+    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("serve-bench"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let served = serve(&dir);
+    let target = format!("{}/v1/ids/snowflake?count=10", served.url());
+    let bench = |extra: &[&str]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_snowdrift"));
+        cmd.args(["bench", "--target", &target, "--connections", "4"])
+            .args(["--duration", "2s"])
+            .args(extra);
+        String::from_utf8(succeeds(&mut cmd)).unwrap()
+    };
+
+    let closed = bench(&[]);
+    let (requests, _) = bench_line(&closed, "requests");
+    let (ids, _) = bench_line(&closed, "ids");
+    assert!(requests > 0, "{closed}");
+    assert_eq!(ids, requests * 10, "ten IDs per answer:\n{closed}");
+    assert!(closed.contains(", 0 error(s)"), "{closed}");
+
+    // At a fixed rate the client sends what is due, no more: 200/s for 2 s.
+    let paced = bench(&["--rate", "200"]);
+    let (requests, rate) = bench_line(&paced, "requests");
+    assert!((380..=401).contains(&requests), "{paced}");
+    assert!((190..=201).contains(&rate), "{paced}");
+    assert!(paced.contains("\nclient     stalled "), "{paced}");
+
+    // The same client speaks RESP: INCR on the server's RESP listener, one ID each.
+    let resp = served.resp_url.clone().expect("the RESP listener is on");
+    create_tag(&served, "order", &[]);
+    let incr = |key: &str| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_snowdrift"));
+        cmd.args(["bench", "--target", &resp, "--incr", key]).args([
+            "--connections",
+            "4",
+            "--duration",
+            "1s",
+            "--rate",
+            "300",
+        ]);
+        cmd.output().unwrap()
+    };
+    let out = incr("order");
+    let out = String::from_utf8(out.stdout).unwrap();
+    let (requests, _) = bench_line(&out, "requests");
+    let (ids, _) = bench_line(&out, "ids");
+    assert!((290..=301).contains(&requests), "{out}");
+    assert_eq!(ids, requests, "{out}");
+    assert!(out.contains(", 0 error(s)"), "{out}");
+    // A tag that does not exist: the server's own error, before any load.
+    let out = incr("no-such-tag");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("INCR no-such-tag") && err.contains("ERR"),
+        "{err}"
+    );
+    served.stop();
+
+    // Nothing listening: a clear error, not a table of failures.
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_snowdrift"));
+    let out = cmd.args(["bench", "--target", &target]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot reach"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_taken_port_is_named_once_and_the_server_exits() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("serve-taken"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = crate::common::serve_command()
+        .args(["--listen", "127.0.0.1:0"])
+        .env("SNOWDRIFT_SERVER__RESP_LISTEN", &addr)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let said = format!("server.resp_listen {addr}: ");
+    assert_eq!(err.matches(&said).count(), 1, "{err}");
+    assert!(err.contains("in use"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
