@@ -8,7 +8,7 @@ use snowdrift_core::kinds::{ObjectId, Ulid, Uuid};
 use snowdrift_core::layout::{Layout, format_ms};
 
 use crate::config::Kind;
-use crate::error::ApiError;
+use crate::error::Error;
 use crate::generators::Generators;
 use crate::source::{IdSource, Source};
 
@@ -40,11 +40,11 @@ pub fn id(
     source: &Source,
     text: &str,
     format: Option<IdFormat>,
-) -> Result<Value, ApiError> {
+) -> Result<Value, Error> {
     let text = text.trim();
     let kind = source.kind();
     let unreadable = |format: IdFormat, of: &str, e| {
-        ApiError::bad_request(format!(
+        Error::invalid(format!(
             "cannot read {text:?} as a {format} ID of {of}: {}",
             crate::format::reason(e)
         ))
@@ -61,7 +61,7 @@ pub fn id(
             let id = codec
                 .decode(text)
                 .map_err(|e| unreadable(format, &layout, e))?;
-            snowflake(s.layout(), s.layout_name(), id).map_err(ApiError::bad_request)
+            snowflake(s.layout(), s.layout_name(), id).map_err(Error::invalid)
         }
         _ if crate::format::is_64_bit(source) => match format {
             Some(format) if format.is_obfuscated() => {
@@ -72,7 +72,7 @@ pub fn id(
                     .map_err(|e| unreadable(format, &generator, e))?;
                 Ok(json!({"id": value.to_string()}))
             }
-            _ => Err(ApiError::bad_request(format!(
+            _ => Err(Error::invalid(format!(
                 "{} IDs are plain counters: there are no fields to decode; a generator with an \
                  obfuscate_key turns its obfuscated IDs back into the originals with \
                  format=obfuscated (or obfuscated-hex, obfuscated-base62, ...)",
@@ -83,7 +83,7 @@ pub fn id(
             if let Some(format) = format {
                 crate::format::codec_for(generators, name, source, format)?;
             }
-            text_kind(kind, text).map_err(ApiError::bad_request)
+            text_kind(kind, text).map_err(Error::invalid)
         }
     }
 }

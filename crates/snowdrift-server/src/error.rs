@@ -1,11 +1,168 @@
-//! The server's errors: configuration errors at start, and API errors as the public contract
-//! shapes them (`{"error": {"code": "...", "message": "..."}}`).
+//! The server's errors as values: [`Error`] (with an [`ErrorKind`]) is what every source,
+//! the auth and the request checks return; each transport maps the kinds once, at its edge
+//! (`http::error`, `grpc::status`, `resp::refusal`). [`ConfigError`] and [`StartError`]
+//! are what loading a config and starting a server can fail with.
 
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use std::time::Duration;
+
+/// What went wrong, in the terms of the public contract. Each transport has one mapping
+/// from these to its own statuses; the [`code`](ErrorKind::code) is the contract's stable
+/// `error.code`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The request is wrong: a bad count, format, name, body or parameter (HTTP 400).
+    InvalidRequest,
+    /// No token, or one the server does not know (401).
+    Unauthorized,
+    /// The token lacks the role or the name (403).
+    Forbidden,
+    /// No such generator, tag or route (404).
+    NotFound,
+    /// The name is taken (409).
+    Conflict,
+    /// The token is over its rate; [`Error::retry_after`] says when to try again (429).
+    RateLimited,
+    /// The node cannot issue now: no lease, a store down with the buffers empty, a clock
+    /// behind its high-water mark. Another node, or a later try, may (503).
+    Unavailable,
+    /// The generator has used up a range it cannot leave: a tag at `i64::MAX`, a
+    /// counter's field, the width of its obfuscation (503).
+    Exhausted,
+    /// A bug in snowdrift, never the caller's mistake (500).
+    Internal,
+}
+
+impl ErrorKind {
+    /// The contract's stable error code (`invalid_request`, `not_found`, ...).
+    pub const fn code(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidRequest => "invalid_request",
+            ErrorKind::Unauthorized => "unauthorized",
+            ErrorKind::Forbidden => "forbidden",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::RateLimited => "rate_limited",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::Exhausted => "exhausted",
+            ErrorKind::Internal => "internal",
+        }
+    }
+}
+
+/// An error a caller gets, on any protocol: a kind and a message a person can act on.
+/// Never a stack trace or an internal path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    retry_after: Option<Duration>,
+}
+
+impl Error {
+    /// An error of `kind`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// The request is wrong.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidRequest, message)
+    }
+
+    /// No such generator, tag or route.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NotFound, message)
+    }
+
+    /// The name is taken.
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Conflict, message)
+    }
+
+    /// Cannot issue now.
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Unavailable, message)
+    }
+
+    /// A range the generator cannot leave is used up.
+    pub fn exhausted(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Exhausted, message)
+    }
+
+    /// No known token.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Unauthorized, message)
+    }
+
+    /// The token may not do this.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Forbidden, message)
+    }
+
+    /// Over a rate limit; try again after `wait`.
+    pub fn rate_limited(message: impl Into<String>, wait: Duration) -> Self {
+        Self {
+            retry_after: Some(wait),
+            ..Self::new(ErrorKind::RateLimited, message)
+        }
+    }
+
+    /// A bug in snowdrift.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Internal, message)
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The contract's stable code of the kind.
+    pub fn code(&self) -> &'static str {
+        self.kind.code()
+    }
+
+    /// What happened and what to do.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// For [`ErrorKind::RateLimited`]: how long to wait.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
+    }
+}
+
+impl From<snowdrift_store::Error> for Error {
+    fn from(e: snowdrift_store::Error) -> Self {
+        use snowdrift_store::Error as E;
+        let message = e.to_string();
+        match e {
+            E::TagNotFound(_) => Self::not_found(message),
+            E::TagExists(_) => Self::conflict(message),
+            E::InvalidInput(_) => Self::invalid(message),
+            E::Overflow { .. } | E::CounterOverflow { .. } => Self::exhausted(message),
+            _ => Self::unavailable(message),
+        }
+    }
+}
+
+impl From<snowdrift_core::Error> for Error {
+    fn from(e: snowdrift_core::Error) -> Self {
+        // Core errors on the issue path are clock, lease and overflow conditions: the node
+        // cannot issue now, and another node (or a later try) may.
+        Self::unavailable(e.to_string())
+    }
+}
 
 /// The configuration is invalid; the message names the key and what is allowed.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("invalid configuration: {message}")]
 pub struct ConfigError {
     message: String,
@@ -14,6 +171,11 @@ pub struct ConfigError {
 impl ConfigError {
     pub(crate) fn new(message: String) -> Self {
         Self { message }
+    }
+
+    /// What is wrong, without the "invalid configuration" in front.
+    pub fn message(&self) -> &str {
+        &self.message
     }
 }
 
@@ -24,13 +186,13 @@ pub enum StartError {
     /// The configuration is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
-    /// A generator could not be built from its configuration.
-    #[error("generator {name:?}: {message}")]
+    /// A generator's store or coordinator refused it, or could not be reached.
+    #[error("generator {name:?}: {source}")]
     Generator {
         /// The generator.
         name: String,
-        /// What is wrong.
-        message: String,
+        /// What went wrong.
+        source: snowdrift_store::Error,
     },
     /// A store or coordinator refused or could not be reached.
     #[error(transparent)]
@@ -38,90 +200,4 @@ pub enum StartError {
     /// Listening or serving failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
-}
-
-/// An error an API caller gets: an HTTP status, a stable code and a message a person can act
-/// on. Never a stack trace or an internal path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiError {
-    /// The HTTP status.
-    pub status: StatusCode,
-    /// A stable, machine-readable code such as `not_found`.
-    pub code: &'static str,
-    /// What happened and what to do.
-    pub message: String,
-}
-
-impl ApiError {
-    /// 400: the request is wrong.
-    pub fn bad_request(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
-    }
-
-    /// 404: no such generator, tag or route.
-    pub fn not_found(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::NOT_FOUND, "not_found", message)
-    }
-
-    /// 409: the name is taken.
-    pub fn conflict(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::CONFLICT, "conflict", message)
-    }
-
-    /// 503: cannot issue now (no lease, database down and buffers empty, clock behind...).
-    pub fn unavailable(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
-    }
-
-    /// 503 `exhausted`: the generator has used up a range it cannot leave (a tag at
-    /// `i64::MAX`, a counter's field, the width of its obfuscation).
-    pub fn exhausted(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::SERVICE_UNAVAILABLE, "exhausted", message)
-    }
-
-    /// 500: a bug in snowdrift, never the caller's mistake.
-    pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
-    }
-
-    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            code,
-            message: message.into(),
-        }
-    }
-
-    /// The JSON body of the contract.
-    pub fn body(&self) -> serde_json::Value {
-        serde_json::json!({"error": {"code": self.code, "message": self.message}})
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        (self.status, axum::Json(self.body())).into_response()
-    }
-}
-
-impl From<snowdrift_store::Error> for ApiError {
-    fn from(e: snowdrift_store::Error) -> Self {
-        use snowdrift_store::Error as E;
-        let message = e.to_string();
-        match e {
-            E::TagNotFound(_) => Self::not_found(message),
-            E::TagExists(_) => Self::conflict(message),
-            E::InvalidInput(_) => Self::bad_request(message),
-            E::Overflow { .. } | E::CounterOverflow { .. } => Self::exhausted(message),
-            _ => Self::unavailable(message),
-        }
-    }
-}
-
-impl From<snowdrift_core::Error> for ApiError {
-    fn from(e: snowdrift_core::Error) -> Self {
-        // Core errors on the issue path are clock, lease and overflow conditions: the node
-        // cannot issue now, and another node (or a later try) may.
-        Self::unavailable(e.to_string())
-    }
 }

@@ -9,18 +9,18 @@
 use snowdrift_core::codec::{Codec, Format, IdFormat};
 use snowdrift_core::layout::Layout;
 
-use crate::error::ApiError;
+use crate::error::Error;
 use crate::generators::Generators;
 use crate::source::{IdSource, Source};
 
 /// A format name from a request, or the 400 that lists the names.
-pub fn parse(name: &str) -> Result<IdFormat, ApiError> {
+pub fn parse(name: &str) -> Result<IdFormat, Error> {
     name.parse::<IdFormat>()
-        .map_err(|e| ApiError::bad_request(reason(e)))
+        .map_err(|e| Error::invalid(reason(e)))
 }
 
 /// An optional format name from a request.
-pub fn parse_optional(name: Option<&str>) -> Result<Option<IdFormat>, ApiError> {
+pub fn parse_optional(name: Option<&str>) -> Result<Option<IdFormat>, Error> {
     name.map(parse).transpose()
 }
 
@@ -32,14 +32,14 @@ pub fn codec_for(
     name: &str,
     source: &Source,
     format: IdFormat,
-) -> Result<Option<Codec>, ApiError> {
+) -> Result<Option<Codec>, Error> {
     if is_64_bit(source) {
         return number_codec(generators, name, source, format).map(Some);
     }
     if format == IdFormat::default() {
         return Ok(None);
     }
-    Err(ApiError::bad_request(format!(
+    Err(Error::invalid(format!(
         "format={format} applies to 64-bit IDs; {} IDs have one standard text form",
         source.kind().name()
     )))
@@ -53,10 +53,10 @@ pub fn number_codec(
     name: &str,
     source: &Source,
     format: IdFormat,
-) -> Result<Codec, ApiError> {
+) -> Result<Codec, Error> {
     let obfuscator = generators.obfuscator(name);
     if format.is_obfuscated() && obfuscator.is_none() {
-        return Err(ApiError::bad_request(format!(
+        return Err(Error::invalid(format!(
             "generator {name:?} has no obfuscation key, so it has no format={format}; give \
              its [[generator]] an obfuscate_key (32 hex digits). A segment tag served under its \
              own name has none: configure a generator for the tag"
@@ -65,7 +65,7 @@ pub fn number_codec(
     let codec = match source {
         Source::Snowflake(s) => format.codec(s.layout(), obfuscator),
         _ if format.format() == Format::Friendly => {
-            return Err(ApiError::bad_request(format!(
+            return Err(Error::invalid(format!(
                 "format=friendly shows the fields of a snowflake layout; {} IDs have none",
                 source.kind().name()
             )));
@@ -73,21 +73,21 @@ pub fn number_codec(
         // Only the friendly form reads the layout.
         _ => format.codec(&Layout::preset("twitter")?, obfuscator),
     };
-    codec.map_err(|e| ApiError::bad_request(reason(e)))
+    codec.map_err(|e| Error::invalid(reason(e)))
 }
 
 /// `id`, issued by generator `name`, written by `codec`. An ID beyond the width of the
 /// generator's obfuscation is refused rather than written plain, which would publish what
 /// the format is there to hide.
-pub fn encode(name: &str, codec: &Codec, id: u64) -> Result<String, ApiError> {
+pub fn encode(name: &str, codec: &Codec, id: u64) -> Result<String, Error> {
     codec.encode(id).map_err(|e| match e {
-        snowdrift_core::Error::OutOfDomain { value, bits, max } => ApiError::exhausted(format!(
+        snowdrift_core::Error::OutOfDomain { value, bits, max } => Error::exhausted(format!(
             "generator {name:?} issued {value}, beyond its obfuscate_bits of {bits} (largest \
              {max}), so it has no format={}: the generator has outgrown the width. Plain \
              formats still work; a wider obfuscate_bits changes every obfuscated ID",
             codec.id_format()
         )),
-        other => ApiError::from(other),
+        other => Error::from(other),
     })
 }
 

@@ -13,7 +13,7 @@ use snowdrift_store::ticket::TicketPool;
 use snowdrift_store::worker::{WorkerConfig as LeaseConfig, WorkerNode};
 
 use crate::config::{Config, GeneratorConfig, Kind};
-use crate::error::{ApiError, StartError};
+use crate::error::{ConfigError, Error, StartError};
 use crate::source::{
     CounterSource, IdSource, SegmentSource, SimpleSource, SnowflakeSource, Source, TicketSource,
 };
@@ -48,9 +48,11 @@ impl Generators {
         let mut by_name = BTreeMap::new();
         let mut obfuscators = BTreeMap::new();
         for g in config.effective_generators() {
-            let failed = |message| StartError::Generator {
-                name: g.name.clone(),
-                message,
+            let failed = |message: String| {
+                StartError::Config(ConfigError::new(format!(
+                    "generator {:?}: {message}",
+                    g.name
+                )))
             };
             let obfuscator = g
                 .obfuscator()
@@ -72,7 +74,7 @@ impl Generators {
 
     /// The source serving `name`: a configured generator, or else the segment tag of that
     /// name (which may not exist: the store says so on first use).
-    pub fn get(&self, name: &str) -> Result<Arc<Source>, ApiError> {
+    pub fn get(&self, name: &str) -> Result<Arc<Source>, Error> {
         if let Some(source) = self.by_name.get(name) {
             return Ok(source.clone());
         }

@@ -36,7 +36,7 @@ use axum::serve::ListenerExt;
 use std::sync::Arc;
 
 pub use config::Config;
-pub use error::{ApiError, ConfigError, StartError};
+pub use error::{ConfigError, Error, ErrorKind, StartError};
 
 use generators::Generators;
 use http::AppState;

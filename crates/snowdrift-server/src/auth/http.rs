@@ -15,15 +15,15 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::extract::{FromRequestParts, MatchedPath, RawPathParams, Request};
-use axum::http::header::{AUTHORIZATION, RETRY_AFTER, WWW_AUTHENTICATE};
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::header::AUTHORIZATION;
 use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
 use futures_util::future::Either;
 use tower::{Layer, Service};
 
-use super::{Denied, Role, Target, retry_after_secs};
+use super::{Role, Target};
 use crate::config::Kind;
+use crate::error::Error;
 use crate::http::AppState;
 use crate::source::IdSource;
 
@@ -80,13 +80,13 @@ where
     fn call(&mut self, request: Request) -> Self::Future {
         match admit(&self.state, request) {
             Ok(request) => Either::Left(self.inner.call(request)),
-            Err(denied) => Either::Right(ready(Ok(refusal(denied)))),
+            Err(denied) => Either::Right(ready(Ok(denied.into_response()))),
         }
     }
 }
 
 /// The request back if its token allows its route, else why not.
-fn admit(state: &AppState, request: Request) -> Result<Request, Denied> {
+fn admit(state: &AppState, request: Request) -> Result<Request, Error> {
     // One set of tokens for the whole decision, even if a reload swaps them meanwhile.
     let tokens = state.auth.current();
     if !tokens.is_enabled() {
@@ -134,7 +134,7 @@ fn admit(state: &AppState, request: Request) -> Result<Request, Denied> {
         Err(denied) => {
             tracing::debug!(
                 route = route.as_str(),
-                code = denied.error.code,
+                code = denied.code(),
                 "request refused"
             );
             Err(denied)
@@ -184,35 +184,6 @@ fn snowflake_name(state: &AppState, key: &str) -> Option<String> {
     generators
         .default_snowflake()
         .map(|(name, _)| name.to_string())
-}
-
-/// The refusal as a response: the contract's JSON body and the headers RFC 6750 and RFC 9110
-/// ask for.
-fn refusal(denied: Denied) -> Response {
-    let status = denied.error.status;
-    let mut response = denied.error.into_response();
-    let headers = response.headers_mut();
-    match status {
-        StatusCode::UNAUTHORIZED => {
-            headers.insert(
-                WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer realm=\"snowdrift\""),
-            );
-        }
-        StatusCode::FORBIDDEN => {
-            headers.insert(
-                WWW_AUTHENTICATE,
-                HeaderValue::from_static(
-                    "Bearer realm=\"snowdrift\", error=\"insufficient_scope\"",
-                ),
-            );
-        }
-        _ => {}
-    }
-    if let Some(wait) = denied.retry_after {
-        headers.insert(RETRY_AFTER, HeaderValue::from(retry_after_secs(wait)));
-    }
-    response
 }
 
 #[cfg(test)]

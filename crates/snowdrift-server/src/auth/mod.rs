@@ -33,7 +33,6 @@ mod token;
 mod tokens;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
@@ -44,28 +43,13 @@ pub use scope::{Names, Role, Target};
 pub use token::{BadHash, TOKEN_PREFIX, TokenHash, generate as generate_token};
 
 use crate::config::AuthConfig;
-use crate::error::{ApiError, ConfigError};
+use crate::error::{ConfigError, Error};
 use tokens::Tokens;
 
 /// The tokens in force; with none, auth is off and every check passes.
 #[derive(Debug, Default)]
 pub struct Auth {
     current: ArcSwap<Tokens>,
-}
-
-/// A refused request: the contract error, and for a rate limit how long to wait.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Denied {
-    /// 401 `unauthorized`, 403 `forbidden` or 429 `rate_limited`.
-    pub error: ApiError,
-    /// For 429: when the token may send again (HTTP sends it as `Retry-After`).
-    pub retry_after: Option<Duration>,
-}
-
-impl From<Denied> for ApiError {
-    fn from(d: Denied) -> Self {
-        d.error
-    }
 }
 
 impl Auth {
@@ -93,17 +77,23 @@ impl Auth {
         authorization: Option<&str>,
         generator: &str,
         role: Role,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), Error> {
         self.current.load().check(authorization, generator, role)
     }
 
-    /// [`Auth::check`] for any [`Target`], keeping the wait of a rate limit.
+    /// [`Auth::check`] for any [`Target`]. A refusal is [`ErrorKind::Unauthorized`],
+    /// [`ErrorKind::Forbidden`] or [`ErrorKind::RateLimited`] (with the wait in
+    /// [`Error::retry_after`]).
+    ///
+    /// [`ErrorKind::Unauthorized`]: crate::ErrorKind::Unauthorized
+    /// [`ErrorKind::Forbidden`]: crate::ErrorKind::Forbidden
+    /// [`ErrorKind::RateLimited`]: crate::ErrorKind::RateLimited
     pub fn authorize(
         &self,
         authorization: Option<&str>,
         target: Target<'_>,
         role: Role,
-    ) -> Result<(), Denied> {
+    ) -> Result<(), Error> {
         self.current.load().authorize(authorization, target, role)
     }
 

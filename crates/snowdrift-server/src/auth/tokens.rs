@@ -3,13 +3,12 @@
 
 use std::sync::Arc;
 
-use axum::http::StatusCode;
 use subtle::{Choice, ConditionallySelectable, ConstantTimeEq};
 
 use super::limit::{RateLimit, retry_after_secs};
-use super::{Denied, Names, Role, Target, TokenHash};
+use super::{Names, Role, Target, TokenHash};
 use crate::config::{AuthConfig, TokenConfig};
-use crate::error::{ApiError, ConfigError};
+use crate::error::{ConfigError, Error};
 
 /// The configured tokens; with none, auth is off and every check passes.
 #[derive(Debug, Default)]
@@ -91,9 +90,9 @@ impl Tokens {
         authorization: Option<&str>,
         generator: &str,
         role: Role,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), Error> {
         self.authorize(authorization, Target::Name(generator), role)
-            .map_err(ApiError::from)
+            .map_err(Error::from)
     }
 
     /// Whether the `Authorization` value `authorization` (`Bearer <token>`) allows `role` on
@@ -107,7 +106,7 @@ impl Tokens {
         authorization: Option<&str>,
         target: Target<'_>,
         role: Role,
-    ) -> Result<(), Denied> {
+    ) -> Result<(), Error> {
         if !self.is_enabled() {
             return Ok(());
         }
@@ -121,20 +120,16 @@ impl Tokens {
         if let Some(limit) = &token.limit {
             limit.take().map_err(|wait| {
                 let secs = retry_after_secs(wait);
-                Denied {
-                    error: ApiError {
-                        status: StatusCode::TOO_MANY_REQUESTS,
-                        code: "rate_limited",
-                        message: format!(
-                            "token {:?} is over its limit of {} requests/s (burst {}); retry \
-                             in {secs} s",
-                            token.name,
-                            limit.rate(),
-                            limit.burst()
-                        ),
-                    },
-                    retry_after: Some(wait),
-                }
+                Error::rate_limited(
+                    format!(
+                        "token {:?} is over its limit of {} requests/s (burst {}); retry in \
+                         {secs} s",
+                        token.name,
+                        limit.rate(),
+                        limit.burst()
+                    ),
+                    wait,
+                )
             })?;
         }
         if token.role < role {
@@ -219,7 +214,7 @@ impl Token {
 }
 
 /// The token of an `Authorization: Bearer <token>` value.
-fn bearer(authorization: Option<&str>) -> Result<&str, Denied> {
+fn bearer(authorization: Option<&str>) -> Result<&str, Error> {
     let value = authorization.ok_or_else(|| {
         unauthorized(
             "this server needs a token: send `Authorization: Bearer <token>` (an operator \
@@ -237,26 +232,12 @@ fn bearer(authorization: Option<&str>) -> Result<&str, Denied> {
     Ok(token)
 }
 
-fn unauthorized(message: &str) -> Denied {
-    Denied {
-        error: ApiError {
-            status: StatusCode::UNAUTHORIZED,
-            code: "unauthorized",
-            message: message.into(),
-        },
-        retry_after: None,
-    }
+fn unauthorized(message: &str) -> Error {
+    Error::unauthorized(message)
 }
 
-fn forbidden(message: String) -> Denied {
-    Denied {
-        error: ApiError {
-            status: StatusCode::FORBIDDEN,
-            code: "forbidden",
-            message,
-        },
-        retry_after: None,
-    }
+fn forbidden(message: String) -> Error {
+    Error::forbidden(message)
 }
 
 #[cfg(test)]
@@ -264,6 +245,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::error::ErrorKind;
 
     fn token(name: &str, secret: &str, generators: &[&str], role: Role) -> TokenConfig {
         TokenConfig {
@@ -280,8 +262,8 @@ mod tests {
         Tokens::from_config(&AuthConfig { tokens }, None).unwrap()
     }
 
-    fn code(r: Result<(), ApiError>) -> &'static str {
-        r.map(|()| "ok").unwrap_or_else(|e| e.code)
+    fn code(r: Result<(), Error>) -> &'static str {
+        r.map(|()| "ok").unwrap_or_else(|e| e.code())
     }
 
     #[test]
@@ -319,8 +301,8 @@ mod tests {
         ] {
             let e = a.check(bad, "x", Role::Read).unwrap_err();
             assert_eq!(
-                (e.status.as_u16(), e.code),
-                (401, "unauthorized"),
+                (e.kind(), e.code()),
+                (ErrorKind::Unauthorized, "unauthorized"),
                 "{bad:?}"
             );
         }
@@ -340,16 +322,16 @@ mod tests {
         let e = a
             .check(Some("Bearer sd_r"), "users", Role::Read)
             .unwrap_err();
-        assert_eq!((e.status.as_u16(), e.code), (403, "forbidden"));
+        assert_eq!((e.kind(), e.code()), (ErrorKind::Forbidden, "forbidden"));
         assert!(
-            e.message.contains("\"users\"") && e.message.contains("orders"),
+            e.message().contains("\"users\"") && e.message().contains("orders"),
             "{e:?}"
         );
         let e = a
             .check(Some("Bearer sd_r"), "orders", Role::Admin)
             .unwrap_err();
-        assert_eq!(e.code, "forbidden");
-        assert!(e.message.contains("role admin"), "{e:?}");
+        assert_eq!(e.code(), "forbidden");
+        assert!(e.message().contains("role admin"), "{e:?}");
         assert_eq!(
             code(a.check(Some("Bearer sd_a"), "orders", Role::Admin)),
             "ok"
@@ -361,7 +343,7 @@ mod tests {
         let e = a
             .authorize(Some("Bearer sd_a"), Target::All, Role::Admin)
             .unwrap_err();
-        assert!(e.error.message.contains("\"*\""), "{e:?}");
+        assert!(e.message().contains("\"*\""), "{e:?}");
         assert_eq!(
             a.authorize(Some("Bearer sd_root"), Target::All, Role::Admin),
             Ok(())
@@ -386,11 +368,11 @@ mod tests {
                     .err()
             })
             .unwrap();
-        assert_eq!(denied.error.status.as_u16(), 429);
-        assert_eq!(denied.error.code, "rate_limited");
+        assert_eq!(denied.kind(), ErrorKind::RateLimited);
+        assert_eq!(denied.code(), "rate_limited");
         assert!(
             denied
-                .retry_after
+                .retry_after()
                 .is_some_and(|w| w <= Duration::from_secs(1))
         );
         for _ in 0..10 {
@@ -418,7 +400,7 @@ mod tests {
         let e = same
             .check(Some("Bearer sd_slow"), "x", Role::Read)
             .unwrap_err();
-        assert_eq!(e.code, "rate_limited", "the spent burst carried over");
+        assert_eq!(e.code(), "rate_limited", "the spent burst carried over");
         // A new burst, a new rate or a new hash is a new limiter, with its burst to spend.
         let wider = Tokens::from_config(&limited("sd_slow", 1, 3), Some(&first)).unwrap();
         assert_eq!(

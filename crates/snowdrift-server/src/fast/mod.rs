@@ -27,10 +27,10 @@ use tokio::sync::watch;
 
 use axum::http::StatusCode;
 
-use crate::error::ApiError;
+use crate::error::Error;
 use crate::http::{self, AppState};
-use snowdrift_proto::wire::http1::{self as request, Head, Route};
 pub(crate) use rewind::Rewind;
+use snowdrift_proto::wire::http1::{self as request, Head, Route};
 
 /// An answer body up to this size is copied behind its head and any pipelined answers
 /// before it, for one write; a larger one is written from where it is.
@@ -140,7 +140,11 @@ async fn answer(
         Route::Ids => {
             return match http::ids::answer(state, name, query).await {
                 Ok(body) => (StatusCode::OK, JSON, body),
-                Err(e) => (e.status, JSON, e.body().to_string().into_bytes()),
+                Err(e) => (
+                    http::error::status(e.kind()),
+                    JSON,
+                    http::error::body(e.code(), e.message()),
+                ),
             };
         }
         Route::LeafSegment => http::leaf::segment_id(state, name).await,
@@ -148,11 +152,15 @@ async fn answer(
         // The reader takes only routes with a fast prefix; one added to the table without
         // an answer here is a bug to report, not the client's mistake.
         other => {
-            let e = ApiError::internal(format!(
+            let e = Error::internal(format!(
                 "route {} has a fast prefix but no fast answer; please report this",
                 other.pattern()
             ));
-            return (e.status, JSON, e.body().to_string().into_bytes());
+            return (
+                http::error::status(e.kind()),
+                JSON,
+                http::error::body(e.code(), e.message()),
+            );
         }
     };
     let (status, body) = http::leaf::text(leaf);

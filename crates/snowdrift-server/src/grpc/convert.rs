@@ -7,7 +7,7 @@ use snowdrift_core::codec::Codec;
 
 use super::pb;
 use crate::config::Kind;
-use crate::error::ApiError;
+use crate::error::Error;
 use crate::generators::Generators;
 use crate::source::{IdSource, Ids, Source};
 
@@ -18,7 +18,7 @@ pub fn batch(
     kind: Kind,
     ids: Ids,
     codec: Option<&Codec>,
-) -> Result<pb::IdBatch, ApiError> {
+) -> Result<pb::IdBatch, Error> {
     let count = ids.len();
     let (runs, text) = match (ids, codec) {
         (Ids::Runs(runs), Some(codec)) => (
@@ -57,7 +57,7 @@ pub fn decode(
     source: &Source,
     id: &str,
     format: Option<&str>,
-) -> Result<pb::DecodeResponse, ApiError> {
+) -> Result<pb::DecodeResponse, Error> {
     let format = crate::format::parse_optional(format)?;
     let fields = crate::decode::id(generators, name, source, id, format)?;
     Ok(decoded(source.kind(), &fields))

@@ -14,7 +14,7 @@ use super::pb;
 use super::pb::id_service_server::IdService;
 use super::stream::{IdStream, batches};
 use crate::auth::{Role, Target};
-use crate::error::ApiError;
+use crate::error::Error;
 use crate::http::AppState;
 use crate::source::{IdSource, Ids, Source};
 
@@ -58,7 +58,7 @@ impl IdApi {
         name: &str,
         source: &Source,
         format: Option<&str>,
-    ) -> Result<Option<Codec>, ApiError> {
+    ) -> Result<Option<Codec>, Error> {
         match crate::format::parse_optional(format)? {
             Some(format) => crate::format::codec_for(&self.state.generators, name, source, format),
             None => Ok(None),
@@ -124,18 +124,18 @@ impl IdService for IdApi {
 }
 
 /// `value` when it is 1 to `max`, else the error the HTTP API gives for the same mistake.
-fn bounded(field: &str, value: u64, max: u64) -> Result<u64, ApiError> {
+fn bounded(field: &str, value: u64, max: u64) -> Result<u64, Error> {
     if (1..=max).contains(&value) {
         Ok(value)
     } else {
-        Err(ApiError::bad_request(format!(
+        Err(Error::invalid(format!(
             "{field} must be a whole number from 1 to {max}, got {value}"
         )))
     }
 }
 
 /// Takes `count` IDs from `source` and counts them in the same metrics as the HTTP API.
-pub async fn issue(name: &str, source: &Source, count: u64) -> Result<Ids, ApiError> {
+pub async fn issue(name: &str, source: &Source, count: u64) -> Result<Ids, Error> {
     let ids = source.next(count).await?;
     crate::http::metrics::issued(name, source.kind(), ids.len());
     Ok(ids)

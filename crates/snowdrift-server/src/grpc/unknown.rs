@@ -8,7 +8,7 @@ use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use tonic::Status;
 
-use crate::error::ApiError;
+use crate::error::Error;
 
 /// UNIMPLEMENTED for a gRPC request, the contract's 404 for anything else.
 pub async fn unknown(request: Request) -> Response {
@@ -26,7 +26,6 @@ pub async fn unknown(request: Request) -> Response {
         .into_http::<axum::body::Body>()
     } else {
         // The same answer as the HTTP router's fallback.
-        ApiError::not_found(format!("no route {path}; see /openapi.json for the API"))
-            .into_response()
+        Error::not_found(format!("no route {path}; see /openapi.json for the API")).into_response()
     }
 }

@@ -12,7 +12,7 @@ use snowdrift_core::codec::{Codec, IdFormat};
 use super::AppState;
 use super::path::ApiPath;
 use super::query::Params;
-use crate::error::ApiError;
+use crate::error::Error;
 use crate::format::codec_for;
 use crate::source::{IdSource, Ids, Source};
 
@@ -21,7 +21,7 @@ pub async fn next(
     State(state): State<Arc<AppState>>,
     ApiPath(name): ApiPath<String>,
     RawQuery(query): RawQuery,
-) -> Result<Response, ApiError> {
+) -> Result<Response, Error> {
     let body = answer(&state, &name, query.as_deref()).await?;
     Ok(([(CONTENT_TYPE, "application/json")], body).into_response())
 }
@@ -33,7 +33,7 @@ pub(crate) async fn answer(
     state: &AppState,
     name: &str,
     query: Option<&str>,
-) -> Result<Vec<u8>, ApiError> {
+) -> Result<Vec<u8>, Error> {
     let params = Params::parse(query, &["count", "format"])?;
     let count = params.count(state.max_count)?;
     let format = params.format()?;
@@ -49,7 +49,7 @@ pub(crate) async fn answer(
 }
 
 /// Takes `count` IDs from `source` and counts them in the metrics.
-pub async fn issue(name: &str, source: &Source, count: u64) -> Result<Ids, ApiError> {
+pub async fn issue(name: &str, source: &Source, count: u64) -> Result<Ids, Error> {
     let ids = source.next(count).await?;
     super::metrics::issued(name, source.kind(), ids.len());
     Ok(ids)
@@ -57,11 +57,11 @@ pub async fn issue(name: &str, source: &Source, count: u64) -> Result<Ids, ApiEr
 
 /// The response body, written straight into one buffer: a batch of 10,000 IDs costs no
 /// allocation per ID.
-fn json_body(name: &str, ids: &Ids, codec: Option<&Codec>) -> Result<Vec<u8>, ApiError> {
+fn json_body(name: &str, ids: &Ids, codec: Option<&Codec>) -> Result<Vec<u8>, Error> {
     use std::io::Write;
     let mut out = Vec::with_capacity(32 + name.len() + ids.len() as usize * 24);
     // Writing to a Vec cannot fail, and serde_json escapes every string it writes.
-    let bad = |e: &dyn std::fmt::Display| ApiError::unavailable(format!("writing the answer: {e}"));
+    let bad = |e: &dyn std::fmt::Display| Error::unavailable(format!("writing the answer: {e}"));
     out.extend_from_slice(b"{\"name\":");
     serde_json::to_writer(&mut out, name).map_err(|e| bad(&e))?;
     out.extend_from_slice(b",\"ids\":[");
@@ -100,7 +100,7 @@ pub async fn decode(
     State(state): State<Arc<AppState>>,
     ApiPath((name, id)): ApiPath<(String, String)>,
     RawQuery(query): RawQuery,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>, Error> {
     let params = Params::parse(query.as_deref(), &["format"])?;
     let format = params.format()?;
     let source = state.generators.get(&name)?;

@@ -14,13 +14,13 @@ use super::AppState;
 use super::ids::issue;
 use super::path::ApiPath;
 use crate::config::Kind;
-use crate::error::ApiError;
+use crate::error::Error;
 use crate::source::{IdSource, Ids, Source};
 
 /// `GET /api/segment/get/{tag}`: one segment ID.
 pub async fn segment(
     State(state): State<Arc<AppState>>,
-    tag: Result<ApiPath<String>, ApiError>,
+    tag: Result<ApiPath<String>, Error>,
 ) -> Response {
     let answer = match tag {
         Ok(ApiPath(tag)) => segment_id(&state, &tag).await,
@@ -33,7 +33,7 @@ pub async fn segment(
 /// names a snowflake generator picks it, any other key gets the default one.
 pub async fn snowflake(
     State(state): State<Arc<AppState>>,
-    key: Result<ApiPath<String>, ApiError>,
+    key: Result<ApiPath<String>, Error>,
 ) -> Response {
     let answer = match key {
         Ok(ApiPath(key)) => snowflake_id(&state, &key).await,
@@ -43,11 +43,11 @@ pub async fn snowflake(
 }
 
 /// One ID of segment tag `tag`, for the route above and the fast path (`crate::fast`).
-pub(crate) async fn segment_id(state: &AppState, tag: &str) -> Result<String, ApiError> {
+pub(crate) async fn segment_id(state: &AppState, tag: &str) -> Result<String, Error> {
     let source = match state.generators.get(tag) {
         Ok(s) if s.kind() == Kind::Segment => s,
         Ok(s) => {
-            return Err(ApiError::bad_request(format!(
+            return Err(Error::invalid(format!(
                 "{tag:?} is a {} generator, not a segment tag",
                 s.kind().name()
             )));
@@ -58,11 +58,9 @@ pub(crate) async fn segment_id(state: &AppState, tag: &str) -> Result<String, Ap
 }
 
 /// One snowflake ID for `key`, for the route above and the fast path (`crate::fast`).
-pub(crate) async fn snowflake_id(state: &AppState, key: &str) -> Result<String, ApiError> {
+pub(crate) async fn snowflake_id(state: &AppState, key: &str) -> Result<String, Error> {
     let Some((name, source)) = snowflake_for(state, key) else {
-        return Err(ApiError::not_found(
-            "this server has no snowflake generator",
-        ));
+        return Err(Error::not_found("this server has no snowflake generator"));
     };
     one(&name, &source).await
 }
@@ -71,7 +69,7 @@ pub(crate) async fn snowflake_id(state: &AppState, key: &str) -> Result<String, 
 /// as JSON.
 pub async fn decode(State(state): State<Arc<AppState>>, ApiPath(id): ApiPath<String>) -> Response {
     let Some((name, source)) = snowflake_for(&state, "") else {
-        return ApiError::not_found("this server has no snowflake generator").into_response();
+        return Error::not_found("this server has no snowflake generator").into_response();
     };
     match crate::decode::id(&state.generators, &name, &source, &id, None) {
         Ok(v) => Json::<Value>(v).into_response(),
@@ -90,19 +88,22 @@ fn snowflake_for(state: &AppState, key: &str) -> Option<(String, Arc<Source>)> {
     Some((name.to_string(), s))
 }
 
-async fn one(name: &str, source: &Source) -> Result<String, ApiError> {
+async fn one(name: &str, source: &Source) -> Result<String, Error> {
     let id = match issue(name, source, 1).await? {
         Ids::Runs(runs) => runs.first().map(|run| run.first.to_string()),
         Ids::Text(text) => text.into_iter().next(),
     };
-    id.ok_or_else(|| ApiError::unavailable("no ID was issued"))
+    id.ok_or_else(|| Error::unavailable("no ID was issued"))
 }
 
 /// The status and text body of a Leaf answer. Leaf clients read the body as text: errors
 /// are text too, with the contract's status.
-pub(crate) fn text(answer: Result<String, ApiError>) -> (StatusCode, String) {
+pub(crate) fn text(answer: Result<String, Error>) -> (StatusCode, String) {
     match answer {
         Ok(id) => (StatusCode::OK, id),
-        Err(e) => (e.status, format!("error: {}: {}", e.code, e.message)),
+        Err(e) => (
+            super::error::status(e.kind()),
+            format!("error: {}: {}", e.code(), e.message()),
+        ),
     }
 }

@@ -1,6 +1,7 @@
 //! The HTTP API: routes, shared state, and the contract's error shape for every failure
 //! (bad query, bad JSON, unknown route, wrong method).
 
+pub mod error;
 pub(crate) mod health;
 pub(crate) mod ids;
 pub(crate) mod leaf;
@@ -17,7 +18,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 
-use crate::error::ApiError;
+use crate::error::Error;
 use crate::generators::Generators;
 
 pub use metrics::{install_recorder, spawn_upkeep};
@@ -59,17 +60,20 @@ pub fn router(state: Arc<AppState>, max_body: usize) -> Router {
         .with_state(state)
 }
 
-async fn not_found(uri: axum::http::Uri) -> ApiError {
-    ApiError::not_found(format!(
+async fn not_found(uri: axum::http::Uri) -> Error {
+    Error::not_found(format!(
         "no route {}; see /openapi.json for the API",
         uri.path()
     ))
 }
 
-async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
-    ApiError {
-        status: axum::http::StatusCode::METHOD_NOT_ALLOWED,
-        code: "method_not_allowed",
-        message: format!("{method} is not allowed on {}", uri.path()),
-    }
+async fn method_not_allowed(
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+) -> axum::response::Response {
+    error::respond(
+        axum::http::StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        &format!("{method} is not allowed on {}", uri.path()),
+    )
 }

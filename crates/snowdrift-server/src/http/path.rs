@@ -5,7 +5,7 @@ use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
-use crate::error::ApiError;
+use crate::error::Error;
 
 /// Like axum's `Path<T>`, but refused with the contract's error shape.
 #[derive(Debug)]
@@ -16,25 +16,23 @@ where
     T: DeserializeOwned + Send,
     S: Send + Sync,
 {
-    type Rejection = ApiError;
+    type Rejection = Error;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Error> {
         match Path::<T>::from_request_parts(parts, state).await {
             Ok(Path(value)) => Ok(Self(value)),
             Err(e) => {
-                let mut err = ApiError::bad_request(format!(
+                // A route whose parameters do not match its handler is a bug here, not in the
+                // request: a 500 rather than blame the caller.
+                if e.status().is_server_error() {
+                    return Err(Error::internal(
+                        "the server's route table is inconsistent; please report this",
+                    ));
+                }
+                Err(Error::invalid(format!(
                     "{}; path segments must be UTF-8, percent-encoded",
                     e.body_text()
-                ));
-                // A route whose parameters do not match its handler is a bug here, not in the
-                // request: keep axum's 500 rather than blame the caller.
-                if e.status().is_server_error() {
-                    err.status = e.status();
-                    err.code = "internal";
-                    err.message =
-                        "the server's route table is inconsistent; please report this".into();
-                }
-                Err(err)
+                )))
             }
         }
     }

@@ -5,24 +5,24 @@ use std::collections::HashMap;
 
 use snowdrift_core::codec::IdFormat;
 
-use crate::error::ApiError;
+use crate::error::Error;
 
 /// The parameters of a query string; unknown ones are refused.
 pub struct Params(HashMap<String, String>);
 
 impl Params {
     /// Parses `raw`, allowing only `allowed` names, each at most once.
-    pub fn parse(raw: Option<&str>, allowed: &[&str]) -> Result<Self, ApiError> {
+    pub fn parse(raw: Option<&str>, allowed: &[&str]) -> Result<Self, Error> {
         let mut map = HashMap::new();
         for (key, value) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
             if !allowed.contains(&key.as_ref()) {
-                return Err(ApiError::bad_request(format!(
+                return Err(Error::invalid(format!(
                     "unknown query parameter {key:?}; allowed: {}",
                     allowed.join(", ")
                 )));
             }
             if map.insert(key.to_string(), value.into_owned()).is_some() {
-                return Err(ApiError::bad_request(format!(
+                return Err(Error::invalid(format!(
                     "query parameter {key:?} is given twice"
                 )));
             }
@@ -31,20 +31,20 @@ impl Params {
     }
 
     /// `count`: 1 (default) to `max`.
-    pub fn count(&self, max: u64) -> Result<u64, ApiError> {
+    pub fn count(&self, max: u64) -> Result<u64, Error> {
         let Some(text) = self.0.get("count") else {
             return Ok(1);
         };
         match text.parse::<u64>() {
             Ok(n) if (1..=max).contains(&n) => Ok(n),
-            _ => Err(ApiError::bad_request(format!(
+            _ => Err(Error::invalid(format!(
                 "count must be a whole number from 1 to {max}, got {text:?}"
             ))),
         }
     }
 
     /// `format`: one of the 64-bit formats, plain or obfuscated, if given.
-    pub fn format(&self) -> Result<Option<IdFormat>, ApiError> {
+    pub fn format(&self) -> Result<Option<IdFormat>, Error> {
         crate::format::parse_optional(self.0.get("format").map(String::as_str))
     }
 }
@@ -65,7 +65,7 @@ mod tests {
         );
         let p = Params::parse(Some("format=base64"), &["format"]).unwrap();
         let e = p.format().unwrap_err();
-        assert!(e.message.contains("obfuscated-sqids"), "{}", e.message);
+        assert!(e.message().contains("obfuscated-sqids"), "{e}");
         for bad in ["count=0", "count=11", "count=-1", "count=abc", "count="] {
             let p = Params::parse(Some(bad), &["count"]).unwrap();
             assert!(p.count(10).is_err(), "{bad}");

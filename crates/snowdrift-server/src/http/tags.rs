@@ -1,4 +1,5 @@
-//! `/v1/tags`: segment tags (admin). Tags share one namespace with generators.
+//! `/v1/tags`: segment tags (admin). Tags share one namespace with generators. The bodies
+//! are `snowdrift_proto::http`'s shapes.
 
 use std::sync::Arc;
 
@@ -6,54 +7,37 @@ use axum::Json;
 use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
 use axum::http::StatusCode;
-use serde::Deserialize;
-use serde_json::{Value, json};
-use snowdrift_store::segment::{DEFAULT_STEP, NewTag, Tag, TagUpdate};
+use axum::response::{IntoResponse, Response};
+use snowdrift_proto::http as shape;
+use snowdrift_store::segment::{DEFAULT_STEP, NewTag, TagUpdate};
 
 use super::AppState;
 use super::path::ApiPath;
-use crate::error::ApiError;
+use crate::error::Error;
 
-/// The body of `POST /v1/tags`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CreateBody {
-    tag: String,
-    step: Option<i64>,
-    description: Option<String>,
-}
-
-/// The body of `PATCH /v1/tags/{tag}`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UpdateBody {
-    step: Option<i64>,
-    description: Option<String>,
-}
-
-/// A tag as JSON; `max_id` is a string like every ID.
-pub fn tag_json(tag: &Tag) -> Value {
-    json!({
-        "tag": tag.tag,
-        "max_id": tag.max_id.to_string(),
-        "step": tag.step,
-        "description": tag.description,
-    })
+/// A tag as the API shows it; `max_id` is a string like every ID.
+pub fn tag_json(tag: &snowdrift_store::segment::Tag) -> shape::Tag {
+    shape::Tag {
+        tag: tag.tag.clone(),
+        max_id: tag.max_id.to_string(),
+        step: tag.step,
+        description: tag.description.clone(),
+    }
 }
 
 /// Every tag in the store.
-pub async fn list(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
+pub async fn list(State(state): State<Arc<AppState>>) -> Result<Json<shape::Tags>, Error> {
     let tags = state.generators.segments().list_tags().await?;
-    Ok(Json(
-        json!({"tags": tags.iter().map(tag_json).collect::<Vec<_>>()}),
-    ))
+    Ok(Json(shape::Tags {
+        tags: tags.iter().map(tag_json).collect(),
+    }))
 }
 
 /// One tag.
 pub async fn get(
     State(state): State<Arc<AppState>>,
     ApiPath(tag): ApiPath<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<shape::Tag>, Error> {
     Ok(Json(tag_json(
         &state.generators.segments().get_tag(&tag).await?,
     )))
@@ -62,21 +46,27 @@ pub async fn get(
 /// Creates a tag; 409 when the name is a generator's or another tag's.
 pub async fn create(
     State(state): State<Arc<AppState>>,
-    body: Result<Json<CreateBody>, JsonRejection>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+    body: Result<Json<shape::NewTag>, JsonRejection>,
+) -> Result<(StatusCode, Json<shape::Tag>), Response> {
     let Json(body) = body.map_err(json_error)?;
     if state.generators.is_generator(&body.tag) {
-        return Err(ApiError::conflict(format!(
+        return Err(Error::conflict(format!(
             "{:?} is the name of a generator; tags and generators share one namespace",
             body.tag
-        )));
+        ))
+        .into_response());
     }
     let new = NewTag {
         tag: body.tag,
         step: body.step.unwrap_or(DEFAULT_STEP),
         description: body.description,
     };
-    let tag = state.generators.segments().create_tag(&new).await?;
+    let tag = state
+        .generators
+        .segments()
+        .create_tag(&new)
+        .await
+        .map_err(|e| Error::from(e).into_response())?;
     Ok((StatusCode::CREATED, Json(tag_json(&tag))))
 }
 
@@ -84,27 +74,28 @@ pub async fn create(
 pub async fn update(
     State(state): State<Arc<AppState>>,
     ApiPath(tag): ApiPath<String>,
-    body: Result<Json<UpdateBody>, JsonRejection>,
-) -> Result<Json<Value>, ApiError> {
+    body: Result<Json<shape::TagPatch>, JsonRejection>,
+) -> Result<Json<shape::Tag>, Response> {
     let Json(body) = body.map_err(json_error)?;
     let update = TagUpdate {
         step: body.step,
         description: body.description,
     };
-    Ok(Json(tag_json(
-        &state
-            .generators
-            .segments()
-            .update_tag(&tag, &update)
-            .await?,
-    )))
+    let tag = state
+        .generators
+        .segments()
+        .update_tag(&tag, &update)
+        .await
+        .map_err(|e| Error::from(e).into_response())?;
+    Ok(Json(tag_json(&tag)))
 }
 
-/// A JSON body that could not be read, in the contract's shape.
-fn json_error(e: JsonRejection) -> ApiError {
-    let mut err = ApiError::bad_request(format!("request body: {}", e.body_text()));
+/// A JSON body that could not be read, in the contract's shape: 400, or 413 for one over
+/// `limits.max_body` (a refusal only HTTP has).
+fn json_error(e: JsonRejection) -> Response {
+    let message = format!("request body: {}", e.body_text());
     if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        err.status = StatusCode::PAYLOAD_TOO_LARGE;
+        return super::error::respond(StatusCode::PAYLOAD_TOO_LARGE, "invalid_request", &message);
     }
-    err
+    Error::invalid(message).into_response()
 }

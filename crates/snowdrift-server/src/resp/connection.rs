@@ -12,9 +12,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use snowdrift_proto::wire::resp::{self as frame, LIMITS};
 use super::refusal::Refusal;
 use super::session::{Flow, Session};
+use snowdrift_proto::wire::resp::{self as frame, LIMITS};
 
 /// Bytes asked of the socket per read.
 const READ_SIZE: usize = 16 * 1024;

@@ -12,7 +12,7 @@
 //! are no counter at all.
 
 use crate::config::Kind;
-use crate::error::ApiError;
+use crate::error::Error;
 use crate::generators::Generators;
 use crate::source::{IdSource, Ids, SegmentSource, Source};
 
@@ -64,7 +64,7 @@ pub async fn incr(name: &str, source: &Source) -> Result<Id, Refusal> {
         Ids::Runs(runs) => runs.first().map(|r| Id::of(source, r.first)),
         Ids::Text(text) => text.into_iter().next().map(Id::Text),
     };
-    id.ok_or_else(|| Refusal::from(ApiError::unavailable(format!("{name:?} issued no ID"))))
+    id.ok_or_else(|| Refusal::from(Error::unavailable(format!("{name:?} issued no ID"))))
 }
 
 /// `INCRBY name n`: `n` new consecutive IDs of `name` (1 to `max_count`), answered with the
@@ -85,7 +85,7 @@ pub async fn incr_by(name: &str, source: &Source, n: i64, max_count: u64) -> Res
             let ids = source.next(n).await?;
             counted(name, source, ids.len());
             one_run_last(&ids, n).ok_or_else(|| {
-                Refusal::from(ApiError::unavailable(format!(
+                Refusal::from(Error::unavailable(format!(
                     "counter {name:?} returned {n} IDs that are not one consecutive run; they \
                      are skipped: try again"
                 )))
@@ -113,7 +113,7 @@ pub async fn formatted(
         Ids::Runs(runs) => runs.first().map(|r| r.first),
         Ids::Text(_) => None,
     }
-    .ok_or_else(|| Refusal::from(ApiError::unavailable(format!("{name:?} issued no ID"))))?;
+    .ok_or_else(|| Refusal::from(Error::unavailable(format!("{name:?} issued no ID"))))?;
     Ok(Id::Text(crate::format::encode(name, &codec, id)?))
 }
 
@@ -158,10 +158,7 @@ async fn segment_run(name: &str, segment: &SegmentSource, n: u64) -> Result<u64,
         )));
     }
     for _ in 0..SEGMENT_TRIES {
-        let range = service
-            .next(segment.tag(), n)
-            .await
-            .map_err(ApiError::from)?;
+        let range = service.next(segment.tag(), n).await.map_err(Error::from)?;
         crate::http::metrics::issued(name, Kind::Segment, range.len());
         if range.len() == n && range.stride <= 1 {
             return Ok(range.nth(n - 1));

@@ -9,7 +9,7 @@
 //! | a kind that cannot do what was asked | `-WRONGTYPE` |
 //! | anything else (400, 404, 503 `exhausted`) | `-ERR` |
 
-use crate::error::ApiError;
+use crate::error::{Error, ErrorKind};
 
 use super::reply;
 
@@ -47,15 +47,15 @@ impl Refusal {
     }
 }
 
-impl From<ApiError> for Refusal {
-    fn from(e: ApiError) -> Self {
-        let code = match e.code {
-            "unauthorized" => "NOAUTH",
-            "forbidden" => "NOPERM",
-            "rate_limited" | "unavailable" => "TRYAGAIN",
+impl From<Error> for Refusal {
+    fn from(e: Error) -> Self {
+        let code = match e.kind() {
+            ErrorKind::Unauthorized => "NOAUTH",
+            ErrorKind::Forbidden => "NOPERM",
+            ErrorKind::RateLimited | ErrorKind::Unavailable => "TRYAGAIN",
             _ => "ERR",
         };
-        Self::new(code, e.message)
+        Self::new(code, e.message())
     }
 }
 
@@ -65,18 +65,19 @@ mod tests {
 
     #[test]
     fn api_errors_get_the_codes_redis_clients_know() {
-        let code = |e: ApiError| Refusal::from(e).code;
-        assert_eq!(code(ApiError::not_found("x")), "ERR");
-        assert_eq!(code(ApiError::bad_request("x")), "ERR");
-        assert_eq!(code(ApiError::unavailable("x")), "TRYAGAIN");
-        let mut e = ApiError::unavailable("x");
-        e.code = "exhausted";
-        assert_eq!(code(e), "ERR");
-        let mut e = ApiError::unavailable("x");
-        e.code = "forbidden";
-        assert_eq!(code(e), "NOPERM");
+        let code = |e: Error| Refusal::from(e).code;
+        assert_eq!(code(Error::not_found("x")), "ERR");
+        assert_eq!(code(Error::invalid("x")), "ERR");
+        assert_eq!(code(Error::unavailable("x")), "TRYAGAIN");
+        assert_eq!(code(Error::exhausted("x")), "ERR");
+        assert_eq!(code(Error::forbidden("x")), "NOPERM");
+        assert_eq!(code(Error::unauthorized("x")), "NOAUTH");
+        assert_eq!(
+            code(Error::rate_limited("x", std::time::Duration::from_secs(1))),
+            "TRYAGAIN"
+        );
         let mut out = Vec::new();
-        Refusal::from(ApiError::not_found("no tag \"a\"")).write(&mut out);
+        Refusal::from(Error::not_found("no tag \"a\"")).write(&mut out);
         assert_eq!(out, b"-ERR no tag \"a\"\r\n");
     }
 }

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use crate::auth::{Role, Target};
+use crate::error::ErrorKind;
 use crate::http::AppState;
 
 use super::command::{self, Command};
@@ -168,7 +169,7 @@ impl Session {
                 Target::Name(name),
                 Role::Read,
             )
-            .map_err(|denied| Refusal::from(denied.error))
+            .map_err(Refusal::from)
     }
 
     /// `AUTH token`: keeps the token when the server knows it. A refused `AUTH` leaves the
@@ -201,8 +202,8 @@ impl Session {
                 self.authorization = Some(authorization);
                 Ok(())
             }
-            Err(denied) if denied.error.code == "unauthorized" => Err(wrong()),
-            Err(denied) => Err(denied.error.into()),
+            Err(denied) if denied.kind() == ErrorKind::Unauthorized => Err(wrong()),
+            Err(denied) => Err(denied.into()),
         }
     }
 

@@ -4,7 +4,7 @@ use snowdrift_store::counter::RedisCounter;
 
 use super::{IdSource, Ids};
 use crate::config::Kind;
-use crate::error::ApiError;
+use crate::error::Error;
 
 /// A Redis counter. With a template its IDs are text (`ORD20261122000042`); without one
 /// they are integers.
@@ -30,7 +30,7 @@ impl IdSource for CounterSource {
         Kind::Counter
     }
 
-    async fn next(&self, count: u64) -> Result<Ids, ApiError> {
+    async fn next(&self, count: u64) -> Result<Ids, Error> {
         if self.counter.template().is_some() {
             return Ok(Ids::Text(self.counter.next_rendered(count).await?));
         }

@@ -16,7 +16,7 @@ pub use snowflake::SnowflakeSource;
 pub use ticket::TicketSource;
 
 use crate::config::Kind;
-use crate::error::ApiError;
+use crate::error::Error;
 
 /// IDs `first, first + stride, ...` (`count` of them): how 64-bit IDs travel, so a batch of a
 /// million consecutive IDs is a few words.
@@ -88,7 +88,7 @@ pub trait IdSource: Send + Sync {
     fn kind(&self) -> Kind;
 
     /// `count` IDs (1 to the server's limit), all new.
-    fn next(&self, count: u64) -> impl Future<Output = Result<Ids, ApiError>> + Send;
+    fn next(&self, count: u64) -> impl Future<Output = Result<Ids, Error>> + Send;
 }
 
 /// One configured generator: a source of any kind.
@@ -117,7 +117,7 @@ impl IdSource for Source {
         }
     }
 
-    async fn next(&self, count: u64) -> Result<Ids, ApiError> {
+    async fn next(&self, count: u64) -> Result<Ids, Error> {
         match self {
             Source::Snowflake(s) => s.next(count).await,
             Source::Segment(s) => s.next(count).await,

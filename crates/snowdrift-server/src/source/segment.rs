@@ -6,7 +6,7 @@ use snowdrift_store::segment::SegmentService;
 
 use super::{IdRun, IdSource, Ids};
 use crate::config::Kind;
-use crate::error::ApiError;
+use crate::error::Error;
 
 /// The IDs of one tag. Tags with no generator of their own are served the same way, under
 /// the tag's name.
@@ -38,7 +38,7 @@ impl IdSource for SegmentSource {
         Kind::Segment
     }
 
-    async fn next(&self, count: u64) -> Result<Ids, ApiError> {
+    async fn next(&self, count: u64) -> Result<Ids, Error> {
         let mut runs = Vec::new();
         let mut left = count;
         while left > 0 {
@@ -46,7 +46,7 @@ impl IdSource for SegmentSource {
             let range = self.service.next(&self.tag, left).await?;
             let n = range.len();
             if n == 0 {
-                return Err(ApiError::unavailable(format!(
+                return Err(Error::unavailable(format!(
                     "tag {:?} returned no IDs",
                     self.tag
                 )));

@@ -7,7 +7,7 @@ use snowdrift_core::kinds::uuid::{self as uuid_kind, UuidV7Generator};
 
 use super::{IdSource, Ids};
 use crate::config::Kind;
-use crate::error::ApiError;
+use crate::error::Error;
 
 /// A generator of a kind whose IDs are unique by construction (time plus randomness).
 #[derive(Debug)]
@@ -57,7 +57,7 @@ impl IdSource for SimpleSource {
         }
     }
 
-    async fn next(&self, count: u64) -> Result<Ids, ApiError> {
+    async fn next(&self, count: u64) -> Result<Ids, Error> {
         let mut out = Vec::with_capacity(count as usize);
         for _ in 0..count {
             out.push(match self {

@@ -10,7 +10,7 @@ use snowdrift_store::worker::{WorkerNode, WorkerStatus};
 
 use super::{IdRun, IdSource, Ids};
 use crate::config::Kind;
-use crate::error::ApiError;
+use crate::error::Error;
 
 /// A snowflake generator under a worker lease. It issues only while the lease holds and
 /// the clock is inside the durable high-water mark; otherwise a request gets 503 with the
@@ -71,10 +71,10 @@ impl SnowflakeSource {
     }
 
     /// One step: IDs, or how long to wait.
-    fn attempt(&self, n: u64) -> Result<Attempt<snowdrift_core::generator::IdBlock>, ApiError> {
+    fn attempt(&self, n: u64) -> Result<Attempt<snowdrift_core::generator::IdBlock>, Error> {
         let guard = self.read();
         let Some(node) = guard.as_ref() else {
-            return Err(ApiError::unavailable("the server is shutting down"));
+            return Err(Error::unavailable("the server is shutting down"));
         };
         let epoch = node.epoch();
         match epoch.generator().try_next_block(n) {
@@ -94,7 +94,7 @@ impl IdSource for SnowflakeSource {
         Kind::Snowflake
     }
 
-    async fn next(&self, count: u64) -> Result<Ids, ApiError> {
+    async fn next(&self, count: u64) -> Result<Ids, Error> {
         let mut runs = Vec::new();
         let mut left = count;
         while left > 0 {

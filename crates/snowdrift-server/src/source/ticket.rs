@@ -4,7 +4,7 @@ use snowdrift_store::ticket::TicketPool;
 
 use super::{IdSource, Ids};
 use crate::config::Kind;
-use crate::error::ApiError;
+use crate::error::Error;
 
 /// A pool of ticket servers.
 #[derive(Debug)]
@@ -29,7 +29,7 @@ impl IdSource for TicketSource {
         Kind::Ticket
     }
 
-    async fn next(&self, count: u64) -> Result<Ids, ApiError> {
+    async fn next(&self, count: u64) -> Result<Ids, Error> {
         let mut values = Vec::new();
         let mut left = count;
         while left > 0 {

@@ -2,12 +2,11 @@
 //! without or with a wrong token, 403 outside a token's scope, 429 over its rate, and the
 //! routes that stay open (and `/v1/generators`, which does not).
 
-
 use std::time::Duration;
 
+use crate::support::TempDir;
 use serde_json::{Value, json};
 use snowdrift_server::auth::{TokenHash, generate_token};
-use crate::support::TempDir;
 
 /// The tokens of a test server, by what they may do.
 struct Tokens {

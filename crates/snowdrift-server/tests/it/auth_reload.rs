@@ -3,16 +3,15 @@
 //! a broken config, or one that would leave a reachable listener without auth, changes
 //! nothing; auth turns on and off on a loopback server; other sections wait for a restart.
 
-
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::support::{TempDir, with_token};
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, RedisError};
-use snowdrift_server::Config;
-use snowdrift_server::auth::{AuthSwitch, Reloaded, TokenHash, generate_token};
 use snowdrift_proto::grpc::id_service_client::IdServiceClient;
 use snowdrift_proto::grpc::{NextRequest, StreamRequest};
-use crate::support::{TempDir, with_token};
+use snowdrift_server::Config;
+use snowdrift_server::auth::{AuthSwitch, Reloaded, TokenHash, generate_token};
 use tonic::Code;
 use tonic::transport::Endpoint;
 

@@ -1,12 +1,11 @@
 //! Generators on real backends through the server: ticket servers on PostgreSQL and MariaDB,
 //! a Redis counter with a date template, and a tag striped over two stores.
 
-
 use std::collections::HashSet;
 
+use crate::support::TempDir;
 use serde_json::Value;
 use snowdrift_testkit::{unique_name, urls};
-use crate::support::TempDir;
 
 /// A server for `toml` (`@DIR@` stands for its directory): its URL, and what must live as
 /// long as the test uses it.

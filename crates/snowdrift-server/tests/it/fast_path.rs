@@ -2,7 +2,6 @@
 //! hand-over to hyper mid-connection, requests split across packets, `Connection: close`,
 //! and answers (errors included) that match the router's byte for byte.
 
-
 use std::time::Duration;
 
 use serde_json::Value;

@@ -1,17 +1,16 @@
 //! The gRPC API end to end: a real server on port 0 serving HTTP and gRPC on the one listener,
 //! driven by the generated tonic client (and the standard health and reflection clients).
 
-
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::support::{TempDir, with_token};
 use serde_json::Value;
 use snowdrift_proto::grpc::ERROR_CODE_KEY;
 use snowdrift_proto::grpc::id_service_client::IdServiceClient;
 use snowdrift_proto::grpc::{DecodeRequest, IdBatch, NextRequest, StreamRequest};
-use crate::support::{TempDir, with_token};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tonic::transport::{Channel, Endpoint};

@@ -1,11 +1,10 @@
 //! The HTTP API end to end: a real server on port 0 over a SQLite store, driven by an HTTP
 //! client, checking the contract's shapes and errors.
 
-
 use std::collections::HashSet;
 
-use serde_json::{Value, json};
 use crate::support::{Running, TempDir};
+use serde_json::{Value, json};
 
 struct TestServer {
     base: String,

@@ -1,11 +1,10 @@
 //! `/metrics` on a real server: its size stays a few lines per segment tag however many
 //! there are, a starving tag can be found, and gRPC calls are timed beside HTTP requests.
 
-
+use crate::support::TestServer;
 use futures_util::StreamExt;
 use snowdrift_proto::grpc::id_service_client::IdServiceClient;
 use snowdrift_proto::grpc::{IdBatch, NextRequest, StreamRequest};
-use crate::support::TestServer;
 use tonic::Code;
 use tonic::transport::{Channel, Endpoint};
 

@@ -3,14 +3,13 @@
 //! checks compare with the same generators' plain IDs, so a format that wrote IDs plain, lost
 //! the key or skipped a value would fail.
 
-
 use std::collections::HashSet;
 use std::time::Duration;
 
+use crate::support::TempDir;
 use serde_json::Value;
 use snowdrift_proto::grpc::id_service_client::IdServiceClient;
 use snowdrift_proto::grpc::{DecodeRequest, NextRequest, StreamRequest};
-use crate::support::TempDir;
 use tonic::Code;
 use tonic::transport::{Channel, Endpoint};
 

@@ -4,7 +4,6 @@
 //! parameter is not UTF-8. (Schemathesis, in scripts/schemathesis, then fuzzes every
 //! operation against the same document.)
 
-
 use std::collections::BTreeSet;
 
 use serde_json::Value;
@@ -169,7 +168,12 @@ struct Answer {
     body: String,
 }
 
-async fn call(s: &crate::support::TestServer, method: &str, path: &str, body: Option<&Value>) -> Answer {
+async fn call(
+    s: &crate::support::TestServer,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> Answer {
     let mut req = s.client.request(
         method.to_uppercase().parse().unwrap(),
         format!("{}{path}", s.base),

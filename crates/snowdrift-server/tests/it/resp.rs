@@ -2,17 +2,16 @@
 //! `redis` crate as any application would, and by raw TCP for what a client library never
 //! sends (inline commands, garbage, oversized frames).
 
-
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::support::TempDir;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, RedisError, Value};
 use snowdrift_server::auth::TokenHash;
 use snowdrift_server::config::{GeneratorConfig, Kind};
 use snowdrift_server::{Config, Server};
-use crate::support::TempDir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;

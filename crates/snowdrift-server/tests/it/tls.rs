@@ -1,7 +1,6 @@
 //! TLS listeners: a certificate from PEM files, HTTP/1.1 and HTTP/2 (ALPN) over TLS, plain
 //! HTTP refused on the TLS port, and bad certificate settings refused at start.
 
-
 use std::path::Path;
 use std::process::Command;
 

@@ -7,7 +7,6 @@
 //!
 //! Set `SNOWDRIFT_CHROMIUM` to use another Chromium binary.
 
-
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;

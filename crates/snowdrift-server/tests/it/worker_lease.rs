@@ -1,14 +1,13 @@
 //! The server's snowflake generators under worker leases: a second server cannot take a held
 //! worker ID, servers on a coordinator get distinct IDs, and shutdown releases the lease.
 
-
 use std::collections::HashSet;
 use std::path::Path;
 
+use crate::support::Running;
 use serde_json::Value;
 use snowdrift_server::{Config, StartError};
 use snowdrift_testkit::{unique_name, urls};
-use crate::support::Running;
 
 fn config(dir: &Path, worker_toml: &str) -> Config {
     std::fs::create_dir_all(dir).unwrap();

@@ -1,7 +1,6 @@
 //! Nodes starting at the same instant against a fresh database: every one of them creates
 //! the store's table "if not exists" at once, and none may fail for it.
 
-
 use snowdrift_store::segment::SqlSegmentStore;
 use snowdrift_store::worker::sql::SqlRegistry;
 

@@ -2,7 +2,6 @@
 //! file, `kill -HUP`, and the change holds without a restart; a broken file keeps the tokens
 //! in force, and a change to another section is logged as needing a restart.
 
-
 use std::path::{Path, PathBuf};
 
 use crate::common::Served;

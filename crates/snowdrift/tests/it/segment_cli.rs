@@ -1,7 +1,6 @@
 //! `snowdrift tags` and `snowdrift next --kind segment` end to end: several processes on one
 //! tag, and a process killed mid-stream, against SQLite and PostgreSQL.
 
-
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
 

@@ -1,7 +1,6 @@
 //! `snowdrift serve` as a user runs it: the real binary on port 0, stopped with SIGTERM and
 //! started again on the same files, never issuing an ID twice.
 
-
 use std::collections::HashSet;
 use std::path::Path;
 

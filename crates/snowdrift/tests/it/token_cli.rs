@@ -1,7 +1,6 @@
 //! `snowdrift token create`: its printed config lines, pasted into a real server's config,
 //! let exactly that token in, for exactly its generators.
 
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

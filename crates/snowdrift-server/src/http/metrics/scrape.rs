@@ -17,7 +17,7 @@ use crate::source::{SnowflakeSource, Source};
 /// The metrics, with the gauges that are read at scrape time rather than counted.
 pub async fn render(State(state): State<Arc<AppState>>) -> Response {
     let Some(Some(handle)) = HANDLE.get() else {
-        return crate::error::ApiError::unavailable(
+        return crate::error::Error::unavailable(
             "metrics are off: another metrics recorder was installed in this process",
         )
         .into_response();
