@@ -9,8 +9,8 @@ use snowdrift_core::layout::{Layout, format_ms};
 
 use crate::config::Kind;
 use crate::error::Error;
-use crate::generators::Generators;
 use crate::source::{IdSource, Source};
+use crate::state::Generators;
 
 /// The fields of snowflake `id` under `layout` (called `layout_name`).
 pub fn snowflake(layout: &Layout, layout_name: &str, id: u64) -> Result<Value, String> {
@@ -46,7 +46,7 @@ pub fn id(
     let unreadable = |format: IdFormat, of: &str, e| {
         Error::invalid(format!(
             "cannot read {text:?} as a {format} ID of {of}: {}",
-            crate::format::reason(e)
+            crate::error::core_reason(e)
         ))
     };
     match source {

@@ -201,3 +201,12 @@ pub enum StartError {
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
+
+/// The message of a core error about a name, key or setting, without the "invalid
+/// configuration" the core's `Display` puts in front (the caller says where it was).
+pub(crate) fn core_reason(e: snowdrift_core::Error) -> String {
+    match e {
+        snowdrift_core::Error::InvalidConfig(message) => message,
+        other => other.to_string(),
+    }
+}

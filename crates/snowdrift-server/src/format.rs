@@ -9,14 +9,14 @@
 use snowdrift_core::codec::{Codec, Format, IdFormat};
 use snowdrift_core::layout::Layout;
 
-use crate::error::Error;
-use crate::generators::Generators;
+use crate::error::{Error, core_reason};
 use crate::source::{IdSource, Source};
+use crate::state::Generators;
 
 /// A format name from a request, or the 400 that lists the names.
 pub fn parse(name: &str) -> Result<IdFormat, Error> {
     name.parse::<IdFormat>()
-        .map_err(|e| Error::invalid(reason(e)))
+        .map_err(|e| Error::invalid(core_reason(e)))
 }
 
 /// An optional format name from a request.
@@ -73,7 +73,7 @@ pub fn number_codec(
         // Only the friendly form reads the layout.
         _ => format.codec(&Layout::preset("twitter")?, obfuscator),
     };
-    codec.map_err(|e| Error::invalid(reason(e)))
+    codec.map_err(|e| Error::invalid(core_reason(e)))
 }
 
 /// `id`, issued by generator `name`, written by `codec`. An ID beyond the width of the
@@ -97,14 +97,5 @@ pub fn is_64_bit(source: &Source) -> bool {
         Source::Simple(_) => false,
         Source::Counter(c) => c.counter().template().is_none(),
         _ => true,
-    }
-}
-
-/// The message of a core error about a name, key or setting, without the "invalid
-/// configuration" the core's `Display` puts in front (the caller says where it was).
-pub fn reason(e: snowdrift_core::Error) -> String {
-    match e {
-        snowdrift_core::Error::InvalidConfig(message) => message,
-        other => other.to_string(),
     }
 }

@@ -7,9 +7,9 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), snowdrift_server::StartError> {
 //! use snowdrift_server::{Config, Server};
-//! let config = Config::load(None, std::env::vars())?;
-//! let server = Server::start(&config).await?;
-//! let listener = tokio::net::TcpListener::bind(config.server.listen).await?;
+//! let plan = Config::load(None, std::env::vars())?.plan()?;
+//! let listener = tokio::net::TcpListener::bind(plan.listen()).await?;
+//! let server = Server::from_plan(plan).await?;
 //! snowdrift_server::run(listener, server, async { let _ = tokio::signal::ctrl_c().await; }).await?;
 //! # Ok(()) }
 //! ```
@@ -21,13 +21,14 @@ pub mod decode;
 pub mod error;
 mod fast;
 pub mod format;
-pub mod generators;
 pub mod grpc;
 pub mod http;
-pub mod layout;
+pub mod metrics;
+pub mod plan;
 pub mod resp;
 mod serve;
 pub mod source;
+pub mod state;
 pub mod tls;
 
 use std::future::Future;
@@ -37,9 +38,10 @@ use std::sync::Arc;
 
 pub use config::Config;
 pub use error::{ConfigError, Error, ErrorKind, StartError};
+pub use plan::Plan;
+pub use state::{AuthSwitch, Reloaded, Reloader};
 
-use generators::Generators;
-use http::AppState;
+use state::{AppState, Generators};
 
 /// A server ready to serve: stores connected, generators built.
 #[derive(Debug)]
@@ -51,33 +53,40 @@ pub struct Server {
     /// The RESP listener, bound at start when `server.resp_listen` is set.
     resp: Option<tokio::net::TcpListener>,
     tls: Option<tls::Tls>,
-    reloader: auth::Reloader,
+    reloader: Reloader,
 }
 
 impl Server {
-    /// Connects what `config` names and builds its generators; fails with a message naming
-    /// the generator or store at fault.
+    /// Checks and resolves `config` ([`Config::plan`]), then starts from it.
     pub async fn start(config: &Config) -> Result<Self, StartError> {
-        http::install_recorder();
-        http::spawn_upkeep();
-        let auth = auth::Auth::from_config(&config.auth)?;
-        let tls = match (&config.server.tls_cert, &config.server.tls_key) {
-            (Some(cert), Some(key)) => Some(tls::acceptor(cert, key)?),
-            _ => None,
-        };
-        let generators = Generators::build(config).await?;
+        Self::from_plan(config.plan()?).await
+    }
+
+    /// Connects what `plan` names and starts its generators; fails with a message naming
+    /// the generator or store at fault.
+    pub async fn from_plan(plan: Plan) -> Result<Self, StartError> {
+        metrics::install_recorder();
+        metrics::spawn_upkeep();
+        let generators = Generators::start(&plan).await?;
+        let resp = resp::bind(plan.server().resp_listen).await?;
+        let Plan {
+            config,
+            tls,
+            tokens,
+            ..
+        } = plan;
         let state = Arc::new(AppState {
             generators,
             max_count: config.limits.max_count,
-            auth,
+            auth: auth::Auth::new(tokens),
         });
         Ok(Self {
-            reloader: auth::Reloader::new(state.clone(), config),
+            reloader: Reloader::new(state.clone(), &config),
             state,
             max_body: config.limits.max_body,
             max_stream: config.limits.max_stream,
             shutdown_timeout: config.server.shutdown_timeout,
-            resp: resp::bind(config).await?,
+            resp,
             tls,
         })
     }
@@ -90,7 +99,7 @@ impl Server {
 
     /// A handle that reloads the tokens while the server runs (`snowdrift serve` calls it on
     /// `SIGHUP`); it stays valid after [`run`] takes the server.
-    pub fn reloader(&self) -> auth::Reloader {
+    pub fn reloader(&self) -> Reloader {
         self.reloader.clone()
     }
 
@@ -154,6 +163,6 @@ pub async fn run(
         }
     }
     resp.finish().await;
-    generators::shutdown(&server.state.generators).await;
+    server.state.generators.shutdown().await;
     Ok(())
 }

@@ -18,7 +18,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::sync::watch;
 
 use crate::fast::{self, Ended, Rewind};
-use crate::http::AppState;
+use crate::state::AppState;
 
 /// Serves `app` on each connection `listener` accepts until `stop` completes; then stops
 /// accepting, tells every connection to finish the request it is on and close, and returns

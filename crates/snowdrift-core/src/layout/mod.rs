@@ -10,10 +10,12 @@
 
 mod codec;
 pub mod preset;
+mod resolve;
 mod spec;
 mod time;
 
 pub use codec::Decoded;
+pub use resolve::{DEFAULT_EPOCH, DEFAULT_PRESET, DEFAULT_UNIT, resolve};
 pub use spec::{parse_epoch, parse_unit};
 pub use time::format_ms;
 

@@ -25,9 +25,7 @@
 //! one set, so a request is judged wholly by the old tokens or wholly by the new ones, and
 //! what was already let in (a gRPC stream, a request being served) finishes.
 
-mod http;
 mod limit;
-mod reload;
 mod scope;
 mod token;
 mod tokens;
@@ -36,15 +34,14 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
-pub use http::{Require, RequireLayer};
+pub use crate::config::Role;
 pub use limit::retry_after_secs;
-pub use reload::{AuthSwitch, Reloaded, Reloader};
-pub use scope::{Names, Role, Target};
+pub use scope::{Names, Target};
 pub use token::{BadHash, TOKEN_PREFIX, TokenHash, generate as generate_token};
 
 use crate::config::AuthConfig;
 use crate::error::{ConfigError, Error};
-use tokens::Tokens;
+pub(crate) use tokens::Tokens;
 
 /// The tokens in force; with none, auth is off and every check passes.
 #[derive(Debug, Default)]
@@ -107,10 +104,17 @@ impl Auth {
     /// Puts the tokens of `config` in force, keeping the rate limiter of every token whose
     /// hash, rate and burst stay the same. Returns how many tokens there are now. On an
     /// error nothing changes.
-    pub(crate) fn replace(&self, config: &AuthConfig) -> Result<usize, ConfigError> {
-        let new = Tokens::from_config(config, Some(&self.current.load()))?;
+    pub(crate) fn replace(&self, mut new: Tokens) -> usize {
+        new.adopt_limits(&self.current.load());
         let count = new.len();
         self.current.store(Arc::new(new));
-        Ok(count)
+        count
+    }
+
+    /// Auth by `tokens`, checked already (by the [`Plan`](crate::plan::Plan)).
+    pub(crate) fn new(tokens: Tokens) -> Self {
+        Self {
+            current: ArcSwap::from_pointee(tokens),
+        }
     }
 }

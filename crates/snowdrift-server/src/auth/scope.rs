@@ -3,34 +3,6 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
-
-/// What a token may do. `admin` includes everything `read` may.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// Issue and decode IDs.
-    Read,
-    /// Also administer segment tags: create, update and read them.
-    Admin,
-}
-
-impl Role {
-    /// The name used in config and messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::Read => "read",
-            Role::Admin => "admin",
-        }
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 /// What a request touches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target<'a> {
@@ -102,6 +74,7 @@ impl fmt::Display for Names {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Role;
 
     fn list(names: &[&str]) -> Vec<String> {
         names.iter().map(|s| s.to_string()).collect()

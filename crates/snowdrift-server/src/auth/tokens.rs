@@ -65,6 +65,16 @@ impl Tokens {
         Ok(Self { tokens })
     }
 
+    /// Takes over the rate limiter of every token of `previous` whose hash, rate and burst
+    /// are the same here, so what a token has spent carries over a reload.
+    pub(crate) fn adopt_limits(&mut self, previous: &Tokens) {
+        for token in &mut self.tokens {
+            if let Some(kept) = previous.same_limit(token) {
+                token.limit = Some(kept);
+            }
+        }
+    }
+
     /// The limiter of this set's token with `token`'s hash, if its rate and burst are
     /// `token`'s too.
     fn same_limit(&self, token: &Token) -> Option<Arc<RateLimit>> {

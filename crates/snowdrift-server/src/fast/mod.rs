@@ -28,7 +28,8 @@ use tokio::sync::watch;
 use axum::http::StatusCode;
 
 use crate::error::Error;
-use crate::http::{self, AppState};
+use crate::http;
+use crate::state::AppState;
 pub(crate) use rewind::Rewind;
 use snowdrift_proto::wire::http1::{self as request, Head, Route};
 
@@ -74,7 +75,7 @@ where
                     let start = Instant::now();
                     let (status, content_type, body) = answer(state, route, name, query).await;
                     // Timed to the answer, not its write, as the router's requests are.
-                    http::metrics::record_http(route.pattern(), "GET", status.as_u16(), start);
+                    crate::metrics::record_http(route.pattern(), "GET", status.as_u16(), start);
                     response::head(&mut out, status, content_type, body.len(), close);
                     if body.len() <= SMALL {
                         out.extend_from_slice(&body);

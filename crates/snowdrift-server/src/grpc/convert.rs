@@ -8,8 +8,8 @@ use snowdrift_core::codec::Codec;
 use super::pb;
 use crate::config::Kind;
 use crate::error::Error;
-use crate::generators::Generators;
 use crate::source::{IdSource, Ids, Source};
+use crate::state::Generators;
 
 /// `ids` from generator `name` of `kind` as one message: runs stay runs, text stays text,
 /// and with a `codec` (a request's `format`) runs become text in that format.

@@ -15,7 +15,7 @@ use tonic_health::server::HealthReporter;
 
 use super::IdApi;
 use super::pb::id_service_server::IdServiceServer;
-use crate::http::AppState;
+use crate::state::AppState;
 
 /// How often readiness is checked.
 const EVERY: Duration = Duration::from_secs(1);
@@ -92,15 +92,17 @@ async fn set(reporter: &HealthReporter, ready: &Result<(), String>) {
 
 /// Ok when every generator can issue now, else which cannot and why.
 async fn check(state: &AppState) -> Result<(), String> {
-    let report =
-        match tokio::time::timeout(CHECK_TIMEOUT, crate::http::health::check(&state.generators))
-            .await
-        {
-            Ok(report) => report,
-            Err(_) => {
-                return Err(format!("the readiness check took over {CHECK_TIMEOUT:?}"));
-            }
-        };
+    let report = match tokio::time::timeout(
+        CHECK_TIMEOUT,
+        crate::state::readiness::check(&state.generators),
+    )
+    .await
+    {
+        Ok(report) => report,
+        Err(_) => {
+            return Err(format!("the readiness check took over {CHECK_TIMEOUT:?}"));
+        }
+    };
     let not_ready: Vec<String> = report
         .iter()
         .filter(|g| !g.ready)

@@ -35,7 +35,7 @@ pub use service::IdApi;
 pub use status::{ERROR_CODE_KEY, RETRY_AFTER_KEY, code_for};
 pub use stream::IdStream;
 
-use crate::http::AppState;
+use crate::state::AppState;
 
 /// The messages, server and client generated from `proto/snowdrift.proto`, which
 /// `snowdrift-proto` owns.
@@ -60,7 +60,7 @@ pub async fn router(
         .route_service(&path::<IdServiceServer<IdApi>>(), ids)
         .route_service(&path_of(&health_service), health_service)
         .route("/{service}/{method}", axum::routing::any(unknown::unknown));
-    let router = reflection(router).layer(crate::http::metrics::Track::GRPC);
+    let router = reflection(router).layer(crate::metrics::Track::GRPC);
     let shutdown = async move {
         shutdown.await;
         health.stop().await;

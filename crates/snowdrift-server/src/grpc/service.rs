@@ -15,8 +15,9 @@ use super::pb::id_service_server::IdService;
 use super::stream::{IdStream, batches};
 use crate::auth::{Role, Target};
 use crate::error::Error;
-use crate::http::AppState;
-use crate::source::{IdSource, Ids, Source};
+use crate::source::{IdSource, Source};
+use crate::state::AppState;
+use crate::state::issue;
 
 /// The service: the server's generators, its limits, and the shutdown signal that ends
 /// streams.
@@ -132,11 +133,4 @@ fn bounded(field: &str, value: u64, max: u64) -> Result<u64, Error> {
             "{field} must be a whole number from 1 to {max}, got {value}"
         )))
     }
-}
-
-/// Takes `count` IDs from `source` and counts them in the same metrics as the HTTP API.
-pub async fn issue(name: &str, source: &Source, count: u64) -> Result<Ids, Error> {
-    let ids = source.next(count).await?;
-    crate::http::metrics::issued(name, source.kind(), ids.len());
-    Ok(ids)
 }

@@ -13,8 +13,8 @@ use tonic::Status;
 
 use super::convert::batch;
 use super::pb;
-use super::service::issue;
 use crate::source::{IdSource, Source};
+use crate::state::issue;
 
 /// What `Stream` returns.
 pub type IdStream = Pin<Box<dyn Stream<Item = Result<pb::IdBatch, Status>> + Send>>;

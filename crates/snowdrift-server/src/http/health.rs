@@ -8,9 +8,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use super::AppState;
-use crate::generators::Generators;
 use crate::source::{IdSource, Source};
+use crate::state::AppState;
 
 /// 200 while the process serves HTTP.
 pub async fn healthz() -> Json<Value> {
@@ -19,7 +18,7 @@ pub async fn healthz() -> Json<Value> {
 
 /// 200 when every generator can issue now, else 503 naming the ones that cannot and why.
 pub async fn readyz(State(state): State<Arc<AppState>>) -> (StatusCode, Json<Value>) {
-    let report = check(&state.generators).await;
+    let report = crate::state::readiness::check(&state.generators).await;
     let ready = report.iter().all(|g| g.ready);
     let generators: Vec<Value> = report
         .iter()
@@ -34,68 +33,6 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> (StatusCode, Json<Val
         status,
         Json(json!({"ready": ready, "generators": generators})),
     )
-}
-
-/// Whether one configured generator can issue now, and why not.
-pub struct Readiness<'a> {
-    /// The generator's name.
-    pub name: &'a str,
-    /// True when it can issue now.
-    pub ready: bool,
-    /// Why it cannot.
-    pub reason: Option<String>,
-}
-
-/// The readiness of every configured generator: what `/readyz` reports, and what the gRPC
-/// health service follows.
-pub async fn check(generators: &Generators) -> Vec<Readiness<'_>> {
-    let mut report = Vec::new();
-    for (name, source) in generators.configured() {
-        let (ready, reason) = readiness(source).await;
-        report.push(Readiness {
-            name,
-            ready,
-            reason,
-        });
-    }
-    report
-}
-
-/// Whether `source` can issue now, and why not.
-async fn readiness(source: &Source) -> (bool, Option<String>) {
-    match source {
-        Source::Segment(s) => {
-            // Ready when IDs are buffered, or when the store answers for the tag.
-            let buffered = s
-                .service()
-                .status_of(s.tag())
-                .is_some_and(|st| st.current_left + st.ids_ahead > 0);
-            if buffered {
-                return (true, None);
-            }
-            match s.service().get_tag(s.tag()).await {
-                Ok(_) => (true, None),
-                Err(e) => (false, Some(e.to_string())),
-            }
-        }
-        Source::Snowflake(s) => match s.worker() {
-            Some(w) if w.is_ready() => (true, None),
-            Some(w) => (
-                false,
-                Some(format!(
-                    "worker lease {}{}",
-                    w.state,
-                    w.last_error.map(|e| format!(": {e}")).unwrap_or_default()
-                )),
-            ),
-            None => (false, Some("shut down".to_string())),
-        },
-        Source::Ticket(t) => {
-            let up = t.pool().status().iter().any(|s| s.up);
-            (up, (!up).then(|| "every ticket server is down".to_string()))
-        }
-        _ => (true, None),
-    }
 }
 
 /// Every configured generator with its kind and state.

@@ -9,12 +9,13 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use snowdrift_core::codec::{Codec, IdFormat};
 
-use super::AppState;
 use super::path::ApiPath;
 use super::query::Params;
 use crate::error::Error;
 use crate::format::codec_for;
-use crate::source::{IdSource, Ids, Source};
+use crate::source::Ids;
+use crate::state::AppState;
+use crate::state::issue;
 
 /// `{"name": "...", "ids": ["...", ...]}`: `count` new IDs, as strings.
 pub async fn next(
@@ -46,13 +47,6 @@ pub(crate) async fn answer(
     let codec = codec.filter(|c| c.id_format() != IdFormat::default());
     let ids = issue(name, &source, count).await?;
     json_body(name, &ids, codec.as_ref())
-}
-
-/// Takes `count` IDs from `source` and counts them in the metrics.
-pub async fn issue(name: &str, source: &Source, count: u64) -> Result<Ids, Error> {
-    let ids = source.next(count).await?;
-    super::metrics::issued(name, source.kind(), ids.len());
-    Ok(ids)
 }
 
 /// The response body, written straight into one buffer: a batch of 10,000 IDs costs no

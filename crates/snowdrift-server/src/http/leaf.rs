@@ -10,12 +10,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use super::AppState;
-use super::ids::issue;
 use super::path::ApiPath;
 use crate::config::Kind;
 use crate::error::Error;
 use crate::source::{IdSource, Ids, Source};
+use crate::state::AppState;
+use crate::state::issue;
 
 /// `GET /api/segment/get/{tag}`: one segment ID.
 pub async fn segment(

@@ -1,78 +1,73 @@
-//! `/metrics` in Prometheus' text format, and what feeds it: IDs issued, batch sizes,
-//! request latency (HTTP and gRPC), segment buffers, snowflake leases.
-//!
-//! The cost stays flat in the number of segment tags and small per request: what exists
-//! once per tag (IDs issued, buffer counters) is kept outside the metrics registry and
-//! written straight into the response, and every handle a request records into is made
-//! once and found again by name, without allocating.
+//! `GET /metrics`: the registered metrics (histograms, snowflake gauges), then the series
+//! kept outside the registry (IDs issued by name, segment buffers), in one response.
 
-mod buffers;
-mod handles;
-mod issued;
-mod latency;
-mod scrape;
-mod text;
+use std::convert::Infallible;
+use std::sync::Arc;
 
-use std::sync::OnceLock;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::{IntoResponse, Response};
 
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use crate::metrics::text::Out;
+use crate::metrics::{HANDLE, buffers, write_issued};
+use crate::source::{SnowflakeSource, Source};
+use crate::state::AppState;
 
-pub use issued::issued;
-pub use latency::Track;
-pub(crate) use latency::record_http;
-pub use scrape::render;
-
-static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
-
-/// Installs the process-wide Prometheus recorder (once; later calls reuse it). Returns
-/// `false` when another recorder was installed first, in which case `/metrics` says so.
-pub fn install_recorder() -> bool {
-    HANDLE
-        .get_or_init(|| {
-            let buckets = [
-                0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05,
-                0.1, 0.25, 0.5, 1.0, 2.5,
-            ];
-            let sizes = [1.0, 10.0, 100.0, 1_000.0, 10_000.0, 100_000.0, 1_000_000.0];
-            let handle = PrometheusBuilder::new()
-                .set_buckets_for_metric(
-                    Matcher::Full("snowdrift_request_duration_seconds".into()),
-                    &buckets,
-                )
-                .and_then(|b| {
-                    b.set_buckets_for_metric(Matcher::Full("snowdrift_batch_size".into()), &sizes)
-                })
-                .ok()
-                .and_then(|b| b.install_recorder().ok())?;
-            metrics::describe_histogram!(
-                "snowdrift_request_duration_seconds",
-                metrics::Unit::Seconds,
-                "HTTP requests by route pattern, gRPC calls by method (a stream until its end)."
-            );
-            metrics::describe_histogram!(
-                "snowdrift_batch_size",
-                metrics::Unit::Count,
-                "IDs per request that issued IDs, by kind."
-            );
-            Some(handle)
-        })
-        .is_some()
+/// The metrics, with the gauges that are read at scrape time rather than counted.
+pub async fn render(State(state): State<Arc<AppState>>) -> Response {
+    let Some(Some(handle)) = HANDLE.get() else {
+        return crate::error::Error::unavailable(
+            "metrics are off: another metrics recorder was installed in this process",
+        )
+        .into_response();
+    };
+    for (name, source) in state.generators.configured() {
+        if let Source::Snowflake(s) = source {
+            snowflake_gauges(name, s);
+        }
+    }
+    let buffers = state.generators.segments().status();
+    let mut out = Out::default();
+    out.push_str(&handle.render());
+    write_issued(&mut out);
+    buffers::write(&mut out, &buffers);
+    let chunks = out.into_chunks().into_iter().map(Ok::<_, Infallible>);
+    let body = Body::from_stream(futures_util::stream::iter(chunks));
+    ([(CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
 }
 
-/// Every few seconds, folds the histogram samples recorded since the last time into their
-/// buckets. Without it, samples pile up (tens of bytes per request) until someone scrapes
-/// `/metrics`. Runs on the current runtime until it stops; several servers in one process
-/// each run one, which is harmless.
-pub fn spawn_upkeep() {
-    let Some(Some(handle)) = HANDLE.get() else {
-        return;
-    };
-    let handle = handle.clone();
-    tokio::spawn(async move {
-        let mut every = tokio::time::interval(std::time::Duration::from_secs(5));
-        loop {
-            every.tick().await;
-            handle.run_upkeep();
+/// A snowflake generator's lease, clock and layout, read at scrape time.
+fn snowflake_gauges(name: &str, s: &SnowflakeSource) {
+    let labels = [("generator", name.to_string())];
+    let secs = |ms: i128| ms as f64 / 1000.0;
+    if let Some(w) = s.worker() {
+        let now = i128::from(w.now_ms);
+        metrics::gauge!("snowdrift_worker_ready", &labels).set(f64::from(u8::from(w.is_ready())));
+        if let Some(id) = w.worker_id {
+            metrics::gauge!("snowdrift_worker_id", &labels).set(id as f64);
         }
-    });
+        // Each epoch after the first began with a lost lease regained.
+        metrics::gauge!("snowdrift_worker_lease_losses_total", &labels)
+            .set(w.epoch.saturating_sub(1) as f64);
+        metrics::gauge!("snowdrift_worker_lease_renewals_total", &labels).set(w.renewals as f64);
+        metrics::gauge!("snowdrift_worker_lease_seconds_left", &labels)
+            .set(secs((i128::from(w.deadline_ms) - now).max(0)));
+        metrics::gauge!("snowdrift_worker_mark_ahead_seconds", &labels)
+            .set(secs(i128::from(w.mark_ms) - now));
+        let worst = w
+            .peers
+            .iter()
+            .map(|p| p.ahead_ms.unsigned_abs())
+            .max()
+            .unwrap_or(0);
+        metrics::gauge!("snowdrift_clock_offset_to_peers_max_seconds", &labels)
+            .set(worst as f64 / 1000.0);
+        let end = i128::from(s.layout().lifetime().end_ms);
+        metrics::gauge!("snowdrift_layout_days_left", &labels)
+            .set(((end - now) as f64 / 86_400_000.0).max(0.0));
+    }
+    if let Some(lead) = s.lead() {
+        metrics::gauge!("snowdrift_borrowed_seconds", &labels).set(lead.as_secs_f64());
+    }
 }

@@ -1,6 +1,7 @@
 //! The HTTP API: routes, shared state, and the contract's error shape for every failure
 //! (bad query, bad JSON, unknown route, wrong method).
 
+mod auth;
 pub mod error;
 pub(crate) mod health;
 pub(crate) mod ids;
@@ -19,20 +20,8 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 
 use crate::error::Error;
-use crate::generators::Generators;
 
-pub use metrics::{install_recorder, spawn_upkeep};
-
-/// What every handler shares.
-#[derive(Debug)]
-pub struct AppState {
-    /// The generators and tags.
-    pub generators: Generators,
-    /// Most IDs one request may ask for.
-    pub max_count: u64,
-    /// Who may call what; off without configured tokens.
-    pub auth: crate::auth::Auth,
-}
+use crate::state::AppState;
 
 /// The router for `state`.
 pub fn router(state: Arc<AppState>, max_body: usize) -> Router {
@@ -54,8 +43,8 @@ pub fn router(state: Arc<AppState>, max_body: usize) -> Router {
         .route("/ui/style.css", get(ui::style))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(crate::auth::RequireLayer::new(state.clone()))
-        .layer(metrics::Track::HTTP)
+        .layer(auth::RequireLayer::new(state.clone()))
+        .layer(crate::metrics::Track::HTTP)
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(state)
 }

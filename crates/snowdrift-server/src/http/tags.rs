@@ -11,9 +11,9 @@ use axum::response::{IntoResponse, Response};
 use snowdrift_proto::http as shape;
 use snowdrift_store::segment::{DEFAULT_STEP, NewTag, TagUpdate};
 
-use super::AppState;
 use super::path::ApiPath;
 use crate::error::Error;
+use crate::state::AppState;
 
 /// A tag as the API shows it; `max_id` is a string like every ID.
 pub fn tag_json(tag: &snowdrift_store::segment::Tag) -> shape::Tag {

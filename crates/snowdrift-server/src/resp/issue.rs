@@ -13,8 +13,8 @@
 
 use crate::config::Kind;
 use crate::error::Error;
-use crate::generators::Generators;
 use crate::source::{IdSource, Ids, SegmentSource, Source};
+use crate::state::Generators;
 
 use super::refusal::Refusal;
 use super::reply;
@@ -159,7 +159,7 @@ async fn segment_run(name: &str, segment: &SegmentSource, n: u64) -> Result<u64,
     }
     for _ in 0..SEGMENT_TRIES {
         let range = service.next(segment.tag(), n).await.map_err(Error::from)?;
-        crate::http::metrics::issued(name, Kind::Segment, range.len());
+        crate::metrics::issued(name, Kind::Segment, range.len());
         if range.len() == n && range.stride <= 1 {
             return Ok(range.nth(n - 1));
         }
@@ -202,7 +202,7 @@ fn not_consecutive(name: &str, source: &Source) -> Refusal {
 
 /// Counts issued IDs in the same metrics as the HTTP and gRPC APIs.
 fn counted(name: &str, source: &Source, count: u64) {
-    crate::http::metrics::issued(name, source.kind(), count);
+    crate::metrics::issued(name, source.kind(), count);
 }
 
 #[cfg(test)]

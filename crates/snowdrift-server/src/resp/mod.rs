@@ -37,15 +37,16 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
-use crate::config::Config;
+use std::net::SocketAddr;
+
 use crate::error::StartError;
-use crate::http::AppState;
+use crate::state::AppState;
 
 use session::Session;
 
-/// The RESP listener of `config`, bound; `None` when `server.resp_listen` is unset.
-pub async fn bind(config: &Config) -> Result<Option<TcpListener>, StartError> {
-    let Some(addr) = config.server.resp_listen else {
+/// The RESP listener at `server.resp_listen`, bound; `None` when it is unset.
+pub async fn bind(resp_listen: Option<SocketAddr>) -> Result<Option<TcpListener>, StartError> {
+    let Some(addr) = resp_listen else {
         return Ok(None);
     };
     TcpListener::bind(addr).await.map(Some).map_err(|e| {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::auth::{Role, Target};
 use crate::error::ErrorKind;
-use crate::http::AppState;
+use crate::state::AppState;
 
 use super::command::{self, Command};
 use super::issue;

@@ -11,7 +11,8 @@ use redis::{AsyncConnectionConfig, RedisError};
 use snowdrift_proto::grpc::id_service_client::IdServiceClient;
 use snowdrift_proto::grpc::{NextRequest, StreamRequest};
 use snowdrift_server::Config;
-use snowdrift_server::auth::{AuthSwitch, Reloaded, TokenHash, generate_token};
+use snowdrift_server::auth::{TokenHash, generate_token};
+use snowdrift_server::{AuthSwitch, Reloaded};
 use tonic::Code;
 use tonic::transport::Endpoint;
 

@@ -17,6 +17,22 @@ fn load(dir: &Path, server_toml: &str) -> Result<Config, snowdrift_server::Confi
     crate::support::try_load(dir, &format!("[server]\n{server_toml}\n"))
 }
 
+/// The config as written, not planned: what `Server::start` checks itself.
+fn unchecked(dir: &Path, server_toml: &str) -> Config {
+    let file = dir.join("unchecked.toml");
+    let store = format!(
+        "[store]\nurl = \"sqlite://{}\"\n",
+        dir.join("ids.db").display()
+    );
+    std::fs::write(&file, format!("[server]\n{server_toml}\n{store}")).unwrap();
+    let workers = dir.join("workers").display().to_string();
+    Config::load(
+        Some(&file),
+        [("SNOWDRIFT_WORKER__PATH".to_string(), workers)],
+    )
+    .unwrap()
+}
+
 /// `curl` over TLS trusting only the test's certificate: (status, HTTP version, body).
 fn curl(dir: &Path, url: &str, extra: &[&str]) -> (String, String, String) {
     let out = Command::new("curl")
@@ -87,15 +103,16 @@ fn bad_tls_settings_are_refused_with_the_key_named() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("go together"), "{e}");
+    // Unreadable certificates are refused by the plan, before anything starts (so
+    // `--check-config` catches them too), and by a start from an unchecked config alike.
     std::fs::write(dir.join("junk.pem"), "not a certificate").unwrap();
-    let config = load(
-        &dir,
-        &format!(
-            "tls_cert = \"{0}\"\ntls_key = \"{0}\"",
-            dir.join("junk.pem").display()
-        ),
-    )
-    .unwrap();
+    let junk = format!(
+        "tls_cert = \"{0}\"\ntls_key = \"{0}\"",
+        dir.join("junk.pem").display()
+    );
+    let e = load(&dir, &junk).unwrap_err().to_string();
+    assert!(e.contains("server.tls_cert"), "{e}");
+    let config = unchecked(&dir, &junk);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let e = runtime
         .block_on(Server::start(&config))
@@ -103,14 +120,13 @@ fn bad_tls_settings_are_refused_with_the_key_named() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("server.tls_cert"), "{e}");
-    let missing = load(
-        &dir,
-        &format!(
-            "tls_cert = \"{0}\"\ntls_key = \"{0}\"",
-            dir.join("missing.pem").display()
-        ),
-    )
-    .unwrap();
+    let missing = format!(
+        "tls_cert = \"{0}\"\ntls_key = \"{0}\"",
+        dir.join("missing.pem").display()
+    );
+    let e = load(&dir, &missing).unwrap_err().to_string();
+    assert!(e.contains("missing.pem"), "{e}");
+    let missing = unchecked(&dir, &missing);
     let e = runtime
         .block_on(Server::start(&missing))
         .map(|_| ())

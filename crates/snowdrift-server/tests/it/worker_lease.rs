@@ -121,6 +121,7 @@ fn bad_worker_settings_are_refused_before_start() {
     ] {
         std::fs::write(&file, format!("[worker]\n{toml}\n")).unwrap();
         let err = Config::load(Some(&file), Vec::new())
+            .and_then(|c| c.plan())
             .unwrap_err()
             .to_string();
         assert!(err.contains(expect), "{toml}: {err}");

@@ -216,6 +216,11 @@ impl RedisCounterBuilder {
         })
     }
 
+    /// Checks every setting as [`connect`](Self::connect) would, without connecting.
+    pub fn check(&self) -> Result<()> {
+        self.validate().map(|_| ())
+    }
+
     /// Checks every setting; returns the expiry of period keys.
     fn validate(&self) -> Result<Option<Duration>> {
         validate_name(&self.name)?;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::ZkSegmentStore;
 use super::tag::{Claim, NewTag, Tag, TagUpdate};
 use super::{SqlSegmentStore, StripedStore};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Where a node's segment tags live: a SQL database, Redis or ZooKeeper.
 ///
@@ -108,6 +108,36 @@ impl SegmentStore {
             "zookeeper" | "zk" => Self::connect_zookeeper(url, table).await,
             _ => Ok(Self::Sql(SqlSegmentStore::connect(url, table).await?)),
         }
+    }
+
+    /// Checks `url` and `table` as [`connect`](Self::connect) would, without connecting: a
+    /// scheme this build serves and a valid table (key prefix, root znode) name. What only a
+    /// connection can tell (the host, the credentials) is left to `connect`.
+    pub fn check(url: &str, table: &str) -> Result<()> {
+        super::tag::validate_table(table)?;
+        let scheme = url.split(':').next().unwrap_or_default();
+        let served = match scheme {
+            "sqlite" => cfg!(feature = "sqlite"),
+            "postgres" | "postgresql" => cfg!(feature = "postgres"),
+            "mysql" | "mariadb" => cfg!(feature = "mysql"),
+            "redis" | "rediss" => cfg!(feature = "redis"),
+            "zookeeper" | "zk" => cfg!(feature = "zookeeper"),
+            _ => {
+                return Err(Error::InvalidUrl {
+                    url: format!("{scheme}://…"),
+                    reason: "use sqlite://FILE, postgres://USER@HOST/DB, mysql://USER@HOST/DB, \
+                             redis://HOST:PORT or zookeeper://HOST:PORT"
+                        .into(),
+                });
+            }
+        };
+        if !served {
+            return Err(Error::InvalidUrl {
+                url: format!("{scheme}://…"),
+                reason: format!("this build has no {scheme} support (cargo feature)"),
+            });
+        }
+        Ok(())
     }
 
     /// Stripes `stores` (see [`StripedStore`]): the `k`-th serves the IDs `≡ k` modulo

@@ -256,6 +256,12 @@ impl TicketPoolBuilder {
         Ok(TicketPool { inner })
     }
 
+    /// Checks the configuration as [`connect`](Self::connect) would, without connecting:
+    /// the servers' URLs, classes and table or sequence name.
+    pub fn check(&self) -> Result<()> {
+        self.plan().map(|_| ())
+    }
+
     /// Validates everything before any connection is made.
     fn plan(&self) -> Result<Vec<Slot>> {
         if self.servers.is_empty() {

@@ -3,8 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use snowdrift_server::auth::Reloader;
-use snowdrift_server::{Config, Server};
+use snowdrift_server::{Config, Plan, Reloader, Server};
 
 /// Run the snowdrift server: every generator over HTTP, Leaf-compatible routes, tag admin,
 /// /healthz, /readyz and /metrics.
@@ -58,11 +57,12 @@ enum LogFormat {
     Json,
 }
 
-/// Runs the command.
+/// Runs the command. `--check-config` and start share one path: both build the plan, which
+/// is every check start makes before it connects to anything.
 pub fn run(args: Args) -> Result<()> {
-    let config = load(&args)?;
+    let plan = load(&args)?.plan()?;
     if args.check_config {
-        print!("{}", config.to_masked_toml());
+        print!("{}", plan.config().to_masked_toml());
         return Ok(());
     }
     init_logs(args.log_format);
@@ -70,7 +70,7 @@ pub fn run(args: Args) -> Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(serve(args, config))
+    runtime.block_on(serve(args, plan))
 }
 
 fn load(args: &Args) -> Result<Config> {
@@ -98,22 +98,20 @@ fn load(args: &Args) -> Result<Config> {
     Ok(Config::load(args.config.as_deref(), env)?)
 }
 
-async fn serve(args: Args, config: Config) -> Result<()> {
-    let server = Server::start(&config).await?;
+async fn serve(args: Args, plan: Plan) -> Result<()> {
+    let listen = plan.listen();
+    let tls = plan.server().tls_cert.is_some();
+    let server = Server::from_plan(plan).await?;
     // Before the "listening" line, so a SIGHUP sent once the server is up never finds the
     // default action (which ends the process).
     reload_on_sighup(args, server.reloader())?;
-    let listener = tokio::net::TcpListener::bind(config.server.listen)
+    let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .with_context(|| format!("cannot listen on {}", config.server.listen))?;
+        .with_context(|| format!("cannot listen on {listen}"))?;
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "snowdrift serving");
     // Scripts (and tests binding port 0) read the address from this line.
-    let scheme = if config.server.tls_cert.is_some() {
-        "https"
-    } else {
-        "http"
-    };
+    let scheme = if tls { "https" } else { "http" };
     if let Some(resp) = server.resp_addr() {
         eprintln!("snowdrift: RESP listening on redis://{resp}");
     }

@@ -44,13 +44,16 @@ pub fn try_load(dir: &Path, toml: &str) -> Result<Config, snowdrift_server::Conf
     };
     let file = dir.join("snowdrift.toml");
     std::fs::write(&file, format!("{toml}{store}")).unwrap();
-    Config::load(
+    let config = Config::load(
         Some(&file),
         [(
             "SNOWDRIFT_WORKER__PATH".to_string(),
             dir.join("workers").display().to_string(),
         )],
-    )
+    )?;
+    // Refused here, as `snowdrift serve` refuses it before starting.
+    config.plan()?;
+    Ok(config)
 }
 
 /// [`try_load`] that must succeed.
@@ -69,7 +72,7 @@ pub struct Running {
     /// `run`'s result, once it has shut down.
     pub task: JoinHandle<Result<(), StartError>>,
     /// Reloads its tokens.
-    pub reloader: snowdrift_server::auth::Reloader,
+    pub reloader: snowdrift_server::Reloader,
 }
 
 impl Running {

@@ -12,9 +12,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 
+use super::AppState;
 use crate::config::{AuthConfig, Config};
 use crate::error::ConfigError;
-use crate::http::AppState;
+use crate::plan::check_exposure;
 
 /// Reloads the tokens of a running server; from [`crate::Server::reloader`]. Clones share
 /// the server, and reloads through any of them run one at a time.
@@ -71,14 +72,12 @@ impl Reloader {
     /// new tokens. A token whose hash, rate and burst stay the same keeps what it has spent
     /// of its rate limit.
     pub fn reload(&self, config: &Config) -> Result<Reloaded, ConfigError> {
-        config.validate()?;
+        let plan = config.plan()?;
         // A poisoned lock only means a reload panicked before storing; the config it guards
         // is still the one in force.
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
         // The server as it would run: its listeners as started, the new tokens.
-        let mut effective = running.clone();
-        effective.auth = config.auth.clone();
-        effective.validate().map_err(|e| {
+        check_exposure(&running.server, plan.tokens.is_enabled()).map_err(|e| {
             ConfigError::new(format!(
                 "the new [auth] cannot apply to the running server: {e} (a listener's \
                  address changes only at a restart)"
@@ -87,7 +86,7 @@ impl Reloader {
         let needs_restart = sections_that_differ(&running, config)?;
         let [added, removed, changed] = token_changes(&running.auth, &config.auth)?;
         let was_on = !running.auth.tokens.is_empty();
-        let tokens = self.state.auth.replace(&config.auth)?;
+        let tokens = self.state.auth.replace(plan.tokens);
         running.auth = config.auth.clone();
         let switch = match (was_on, tokens > 0) {
             (false, true) => AuthSwitch::TurnedOn,
@@ -188,7 +187,8 @@ fn to_value(v: &impl serde::Serialize) -> Result<Value, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::{Role, TokenHash};
+    use crate::auth::TokenHash;
+    use crate::config::Role;
     use crate::config::TokenConfig;
 
     fn token(name: &str, secret: &str) -> TokenConfig {

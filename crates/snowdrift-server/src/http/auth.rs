@@ -21,11 +21,11 @@ use futures_util::FutureExt;
 use futures_util::future::Either;
 use tower::{Layer, Service};
 
-use super::{Role, Target};
+use crate::auth::{Role, Target};
 use crate::config::Kind;
 use crate::error::Error;
-use crate::http::AppState;
 use crate::source::IdSource;
+use crate::state::AppState;
 
 /// The auth layer for the HTTP router: passes a request whose token allows its route,
 /// answers any other with 401, 403 or 429. Requests no route matched pass through to the

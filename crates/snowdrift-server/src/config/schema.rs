@@ -1,0 +1,444 @@
+//! The config file's shape: serde types for every section, with an enum for every mode, so
+//! a value that is not one of a key's choices is refused while reading, naming the key.
+//! What the values mean together (layouts, leases, tokens, stores) is the
+//! [`Plan`](crate::plan::Plan)'s to check.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Enums read from and written as one of a fixed set of words, with a message that lists
+/// them all when a value is not one of them.
+macro_rules! word_enum {
+    ($(#[$meta:meta])* $name:ident, $key:literal { $($(#[$vmeta:meta])* $variant:ident = $word:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant),+
+        }
+
+        impl $name {
+            /// Every value, in the order the messages list them.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The word used in config and messages.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $($name::$variant => $word),+
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+
+            fn from_str(text: &str) -> Result<Self, String> {
+                Self::ALL
+                    .iter()
+                    .copied()
+                    .find(|v| v.name() == text)
+                    .ok_or_else(|| {
+                        let words: Vec<&str> = Self::ALL.iter().map(|v| v.name()).collect();
+                        format!("{} {text:?} is not one of {}", $key, words.join(", "))
+                    })
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.name())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+/// Everything the server needs to start.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Where to listen and how.
+    pub server: ServerConfig,
+    /// Where segment tags live.
+    pub store: StoreConfig,
+    /// How this node gets its worker ID.
+    pub worker: WorkerConfig,
+    /// Request limits.
+    pub limits: LimitsConfig,
+    /// Bearer tokens; none means auth is off.
+    pub auth: AuthConfig,
+    /// The generators, by name. Empty means the defaults: `snowflake` (Twitter layout),
+    /// `uuid7`, `ulid` and `objectid`.
+    #[serde(rename = "generator")]
+    pub generators: Vec<GeneratorConfig>,
+}
+
+/// `[server]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// Address of the Redis-protocol (RESP) listener, where `INCR name` issues IDs; off
+    /// when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resp_listen: Option<SocketAddr>,
+    /// PEM certificate chain: with `tls_key`, the listener speaks TLS (HTTP/1.1 and HTTP/2,
+    /// so gRPC too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// PEM private key of `tls_cert`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// Allow listening on a non-loopback address without auth.
+    pub insecure_bind: bool,
+    /// How long shutdown waits for in-flight requests.
+    #[serde(with = "duration_text")]
+    pub shutdown_timeout: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            resp_listen: None,
+            tls_cert: None,
+            tls_key: None,
+            insecure_bind: false,
+            shutdown_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// `[store]`: the segment store, which holds tags.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreConfig {
+    /// `sqlite://FILE`, `postgres://...`, `mysql://...`, `redis://...` or `zookeeper://...`.
+    pub url: String,
+    /// Several stores striped Tinyid-style (store k serves IDs ≡ k mod n); replaces `url`.
+    pub urls: Vec<String>,
+    /// The Leaf table (or key prefix / znode root).
+    pub table: String,
+    /// Tags whose first segment is claimed at start, so their first ID does not wait.
+    pub preload: Vec<String>,
+    /// How long a request waits for a refill when every buffered ID is used.
+    #[serde(with = "duration_text")]
+    pub wait: Duration,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            url: "sqlite://snowdrift.db".into(),
+            urls: Vec::new(),
+            table: "leaf_alloc".into(),
+            preload: Vec::new(),
+            wait: Duration::from_secs(1),
+        }
+    }
+}
+
+/// `[worker]`: how this node gets and keeps the worker ID its snowflake generators issue
+/// with. Every worker ID is held under a lease on a registry; the generator stops issuing
+/// before the lease can pass to another node (fencing), and a durable high-water mark keeps
+/// a restart from reusing time.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkerConfig {
+    /// `file` (a lock file on this machine: the default), `static` or `derived` (an ID from
+    /// config or from the host, leased on `url` if given, else on a lock file), or a
+    /// coordinator: `etcd`, `zookeeper`, `sql` or `redis` (the lowest free ID unless `id` is
+    /// set).
+    pub registry: Registry,
+    /// The worker ID (`file`, `static`; on a coordinator, this ID instead of the lowest
+    /// free one). Default 0 for `file` and `static`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
+    /// `derived`: `hostname` (a hash of the host name), `ip` (the address's low bits) or
+    /// `statefulset` (the Kubernetes pod ordinal, the host name's `-N` suffix).
+    pub derive: Derive,
+    /// The coordinator: `etcd://HOST:2379`, `zookeeper://HOST:2181`, `sqlite://FILE`,
+    /// `postgres://...`, `mysql://...`, `redis://HOST:6379`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The directory of lock and high-water-mark files when there is no coordinator.
+    pub path: String,
+    /// Table, key prefix, root znode or file prefix on the registry; each snowflake
+    /// generator leases under `{namespace}_{generator}`.
+    pub namespace: String,
+    /// Lease time to live; renewed every third of it.
+    #[serde(with = "duration_text")]
+    pub ttl: Duration,
+    /// How far ahead of the clock the high-water mark is written.
+    #[serde(with = "duration_text")]
+    pub window: Duration,
+    /// The longest start waits for the clock to pass the mark before refusing.
+    #[serde(with = "duration_text")]
+    pub max_mark_wait: Duration,
+    /// How far behind a live peer's clock this node's may be.
+    #[serde(with = "duration_text")]
+    pub clock_bound: Duration,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        use snowdrift_store::worker as w;
+        Self {
+            registry: Registry::File,
+            id: None,
+            derive: Derive::Hostname,
+            url: None,
+            path: "snowdrift-workers".into(),
+            namespace: "snowdrift_workers".into(),
+            ttl: w::DEFAULT_TTL,
+            window: w::DEFAULT_WINDOW,
+            max_mark_wait: w::DEFAULT_MAX_MARK_WAIT,
+            clock_bound: w::DEFAULT_CLOCK_BOUND,
+        }
+    }
+}
+
+/// `[limits]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// Most IDs one request may ask for.
+    pub max_count: u64,
+    /// Most IDs one gRPC `Stream` call may ask for in total; its messages carry at most
+    /// `max_count` each, so a large total costs no more memory than one batch.
+    pub max_stream: u64,
+    /// Largest request body, in bytes.
+    pub max_body: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_count: 10_000,
+            max_stream: 100_000_000,
+            max_body: 64 * 1024,
+        }
+    }
+}
+
+/// `[auth]`: bearer tokens. Auth is on exactly when at least one `[[auth.token]]` is
+/// configured (there is no separate switch that could leave tokens configured but unused).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthConfig {
+    /// The tokens, as `snowdrift token create` prints them.
+    #[serde(rename = "token")]
+    pub tokens: Vec<TokenConfig>,
+}
+
+/// One `[[auth.token]]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenConfig {
+    /// Shown in messages and logs, never used to authenticate.
+    pub name: String,
+    /// `sha256:<hex>` of the token; the token itself is never stored.
+    pub hash: String,
+    /// The generator and tag names it may use, or `["*"]` for all.
+    pub generators: Vec<String>,
+    /// `read` (issue and decode IDs) or `admin` (also tag admin).
+    pub role: Role,
+    /// Requests per second on average; no limit when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<u32>,
+    /// Requests at once before `rate` applies (default: `rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u32>,
+}
+
+word_enum!(
+    /// What a generator produces.
+    Kind, "kind" {
+        /// 64-bit time-ordered IDs under a bit layout.
+        Snowflake = "snowflake",
+        /// Leaf segments of a tag in the store.
+        Segment = "segment",
+        /// Flickr ticket servers.
+        Ticket = "ticket",
+        /// Redis counters.
+        Counter = "counter",
+        /// UUID version 4 (random).
+        Uuid4 = "uuid4",
+        /// UUID version 7 (time-ordered).
+        Uuid7 = "uuid7",
+        /// ULID.
+        Ulid = "ulid",
+        /// MongoDB ObjectId.
+        Objectid = "objectid",
+    }
+);
+
+/// One `[[generator]]`. Keys that do not apply to its kind are errors.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratorConfig {
+    /// The name it is served under (`/v1/ids/{name}`); shares one namespace with tags.
+    pub name: String,
+    /// What it produces.
+    pub kind: Kind,
+    /// `snowflake`: a preset (`twitter`, `sonyflake`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<String>,
+    /// `snowflake`: a custom layout, e.g. `time:41,datacenter:5,worker:5,seq:12`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bits: Option<String>,
+    /// `snowflake` with `bits`: the time unit (`1ms`, `10ms`, `1s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    /// `snowflake` with `bits`: the epoch (RFC 3339, a date, or ms since 1970).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<String>,
+    /// `segment`: the tag served under this name (default: the name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// `ticket`: the ticket servers' URLs, in the order of their classes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<String>,
+    /// `ticket`: the table (MySQL/MariaDB) or sequence (PostgreSQL) on every server
+    /// (default `tickets64`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+    /// `counter`: the Redis URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// `counter`: a template such as `ORD{date:%Y%m%d}{seq:08}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// `counter`: how many values one Redis round trip reserves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<u64>,
+    /// 64-bit kinds (snowflake, segment, ticket, plain counter): the key, 32 hex digits,
+    /// that `format=obfuscated...` permutes IDs under. A secret: `--check-config` masks it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub obfuscate_key: Option<String>,
+    /// With `obfuscate_key`: the width of obfuscated IDs in bits, 1 to 64 (default: the
+    /// layout's width for snowflake, 63 otherwise; 53 keeps them exact in JavaScript).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub obfuscate_bits: Option<u8>,
+}
+
+word_enum!(
+    /// `worker.registry`: where a snowflake generator leases its worker ID.
+    Registry, "worker.registry" {
+        /// A lock file on this machine (`worker.path`), worker ID `worker.id` (default 0).
+        File = "file",
+        /// Worker ID `worker.id`, leased on `worker.url` if given, else on a lock file.
+        Static = "static",
+        /// A worker ID from the host (`worker.derive`), leased as for `static`.
+        Derived = "derived",
+        /// etcd: a lease and a transaction per worker ID.
+        Etcd = "etcd",
+        /// ZooKeeper: an ephemeral node per worker ID.
+        Zookeeper = "zookeeper",
+        /// A SQL table with expiring rows (SQLite, PostgreSQL, MySQL/MariaDB).
+        Sql = "sql",
+        /// Redis keys with an expiry.
+        Redis = "redis",
+    }
+);
+
+word_enum!(
+    /// `worker.derive`: where `registry = "derived"` takes the worker ID from.
+    Derive, "worker.derive" {
+        /// A hash of the host name.
+        Hostname = "hostname",
+        /// The low bits of the host's address.
+        Ip = "ip",
+        /// The Kubernetes pod ordinal: the host name's `-N` suffix.
+        Statefulset = "statefulset",
+    }
+);
+
+word_enum!(
+    /// What a token may do. `admin` includes everything `read` may.
+    Role, "role" {
+        /// Issue and decode IDs.
+        Read = "read",
+        /// Also administer segment tags: create, update and read them.
+        Admin = "admin",
+    }
+);
+
+/// Durations as text (`"10s"`, `"250ms"`, `"1m 30s"`), parsed by jiff's friendly format.
+impl Config {
+    /// The generators to serve: the configured ones, or the defaults when none are.
+    pub fn effective_generators(&self) -> Vec<GeneratorConfig> {
+        if !self.generators.is_empty() {
+            return self.generators.clone();
+        }
+        let simple = |name: &str, kind| GeneratorConfig::new(name, kind);
+        let mut snowflake = simple("snowflake", Kind::Snowflake);
+        snowflake.layout = Some("twitter".into());
+        vec![
+            snowflake,
+            simple("uuid7", Kind::Uuid7),
+            simple("ulid", Kind::Ulid),
+            simple("objectid", Kind::Objectid),
+        ]
+    }
+}
+
+impl GeneratorConfig {
+    /// A generator of `kind` named `name` with every optional key unset.
+    pub fn new(name: &str, kind: Kind) -> Self {
+        Self {
+            name: name.into(),
+            kind,
+            layout: None,
+            bits: None,
+            unit: None,
+            epoch: None,
+            tag: None,
+            servers: Vec::new(),
+            table: None,
+            url: None,
+            template: None,
+            batch: None,
+            obfuscate_key: None,
+            obfuscate_bits: None,
+        }
+    }
+}
+
+pub(crate) mod duration_text {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        let signed = jiff::SignedDuration::try_from(*d).map_err(serde::ser::Error::custom)?;
+        s.serialize_str(&format!("{signed:#}"))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        let signed: jiff::SignedDuration = text.trim().parse().map_err(|_| {
+            serde::de::Error::custom(format!(
+                "{text:?} is not a duration; write e.g. \"10s\", \"250ms\" or \"1m 30s\""
+            ))
+        })?;
+        Duration::try_from(signed).map_err(|_| {
+            serde::de::Error::custom(format!("{text:?}: a duration cannot be negative"))
+        })
+    }
+}

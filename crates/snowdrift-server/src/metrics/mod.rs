@@ -1,0 +1,77 @@
+//! What `/metrics` shows, and what feeds it: IDs issued, batch sizes, request latency (HTTP
+//! and gRPC), segment buffers, snowflake leases, in Prometheus' text format. The route
+//! itself is `http::metrics`; every transport records here.
+//!
+//! The cost stays flat in the number of segment tags and small per request: what exists
+//! once per tag (IDs issued, buffer counters) is kept outside the metrics registry and
+//! written straight into the response, and every handle a request records into is made
+//! once and found again by name, without allocating.
+
+pub(crate) mod buffers;
+mod handles;
+mod issued;
+mod latency;
+pub(crate) mod text;
+
+use std::sync::OnceLock;
+
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+pub use issued::issued;
+pub(crate) use issued::write as write_issued;
+pub use latency::Track;
+pub(crate) use latency::record_http;
+pub(crate) static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+/// Installs the process-wide Prometheus recorder (once; later calls reuse it). Returns
+/// `false` when another recorder was installed first, in which case `/metrics` says so.
+pub fn install_recorder() -> bool {
+    HANDLE
+        .get_or_init(|| {
+            let buckets = [
+                0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05,
+                0.1, 0.25, 0.5, 1.0, 2.5,
+            ];
+            let sizes = [1.0, 10.0, 100.0, 1_000.0, 10_000.0, 100_000.0, 1_000_000.0];
+            let handle = PrometheusBuilder::new()
+                .set_buckets_for_metric(
+                    Matcher::Full("snowdrift_request_duration_seconds".into()),
+                    &buckets,
+                )
+                .and_then(|b| {
+                    b.set_buckets_for_metric(Matcher::Full("snowdrift_batch_size".into()), &sizes)
+                })
+                .ok()
+                .and_then(|b| b.install_recorder().ok())?;
+            metrics::describe_histogram!(
+                "snowdrift_request_duration_seconds",
+                metrics::Unit::Seconds,
+                "HTTP requests by route pattern, gRPC calls by method (a stream until its end)."
+            );
+            metrics::describe_histogram!(
+                "snowdrift_batch_size",
+                metrics::Unit::Count,
+                "IDs per request that issued IDs, by kind."
+            );
+            Some(handle)
+        })
+        .is_some()
+}
+
+/// Every few seconds, folds the histogram samples recorded since the last time into their
+/// buckets. Without it, samples pile up (tens of bytes per request) until someone scrapes
+/// `/metrics`. Runs on the current runtime until it stops; several servers in one process
+/// each run one, which is harmless.
+pub fn spawn_upkeep() {
+    let Some(Some(handle)) = HANDLE.get() else {
+        return;
+    };
+    let handle = handle.clone();
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(5));
+        loop {
+            every.tick().await;
+            handle.run_upkeep();
+        }
+    });
+}

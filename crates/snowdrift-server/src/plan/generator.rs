@@ -1,0 +1,246 @@
+//! One `[[generator]]`, resolved: its layout and worker lease, tag, ticket servers, counter
+//! or simple kind, and its obfuscation, each checked the way start would use it. Nothing
+//! here connects to anything; `state::generators` does, from these plans.
+
+use snowdrift_core::counter::CounterTemplate;
+use snowdrift_core::layout::Layout;
+use snowdrift_core::obfuscate::{self, Obfuscator};
+use snowdrift_store::counter::RedisCounter;
+use snowdrift_store::ticket::{TicketPool, TicketPoolBuilder};
+use snowdrift_store::worker::WorkerConfig as LeaseConfig;
+
+use crate::config::{Config, GeneratorConfig, Kind};
+use crate::error::{ConfigError, core_reason};
+
+/// A generator as it will be served.
+#[derive(Debug, Clone)]
+pub struct GeneratorPlan {
+    /// The name it is served under.
+    pub name: String,
+    /// Where its IDs come from.
+    pub source: SourcePlan,
+    /// The obfuscation of `format=obfuscated...`, with an `obfuscate_key`.
+    pub obfuscator: Option<Obfuscator>,
+}
+
+/// Where a generator's IDs come from, with everything its kind needs.
+#[derive(Debug, Clone)]
+pub enum SourcePlan {
+    /// Snowflake IDs under `layout`, issued only under the worker lease `lease`.
+    Snowflake {
+        /// The bit layout.
+        layout: Layout,
+        /// Its name: a preset's, or `custom`.
+        layout_name: String,
+        /// The worker-ID lease.
+        lease: LeaseConfig,
+    },
+    /// The segment tag `tag`.
+    Segment {
+        /// The tag.
+        tag: String,
+    },
+    /// Ticket servers.
+    Ticket {
+        /// The pool, checked, to connect.
+        pool: TicketPoolBuilder,
+    },
+    /// A Redis counter.
+    Counter {
+        /// The Redis URL.
+        url: String,
+        /// The template its IDs are rendered through, if any.
+        template: Option<CounterTemplate>,
+        /// Values reserved per round trip.
+        batch: Option<u64>,
+        /// Most IDs per call: `limits.max_count`.
+        max_per_call: u64,
+    },
+    /// UUID v4/v7, ULID or ObjectId: nothing to connect.
+    Simple(Kind),
+}
+
+impl SourcePlan {
+    /// The kind of IDs.
+    pub fn kind(&self) -> Kind {
+        match self {
+            SourcePlan::Snowflake { .. } => Kind::Snowflake,
+            SourcePlan::Segment { .. } => Kind::Segment,
+            SourcePlan::Ticket { .. } => Kind::Ticket,
+            SourcePlan::Counter { .. } => Kind::Counter,
+            SourcePlan::Simple(kind) => *kind,
+        }
+    }
+}
+
+impl SourcePlan {
+    /// The counter builder of a counter plan, checked.
+    pub fn counter(
+        name: &str,
+        template: Option<&CounterTemplate>,
+        batch: Option<u64>,
+        max_per_call: u64,
+    ) -> snowdrift_store::counter::RedisCounterBuilder {
+        let mut counter = RedisCounter::builder(name);
+        if let Some(template) = template {
+            counter = counter.template(template.clone());
+        }
+        if let Some(batch) = batch {
+            counter = counter.batch(batch);
+        }
+        counter.max_per_call(max_per_call)
+    }
+}
+
+/// The plan of `g`, the `index`-th generator of `config`. Errors name the generator and
+/// the key at fault.
+pub fn plan(
+    config: &Config,
+    index: usize,
+    g: &GeneratorConfig,
+) -> Result<GeneratorPlan, ConfigError> {
+    let at = format!("generator[{index}] ({:?})", g.name);
+    let fail = |e: String| ConfigError::new(format!("{at}: {e}"));
+    snowdrift_store::segment::validate_tag(&g.name).map_err(|e| fail(format!("name: {e}")))?;
+    check_keys(g).map_err(fail)?;
+    let source = match g.kind {
+        Kind::Snowflake => {
+            let (layout, layout_name) = snowdrift_core::layout::resolve(
+                g.layout.as_deref(),
+                g.bits.as_deref(),
+                g.unit.as_deref(),
+                g.epoch.as_deref(),
+            )
+            .map_err(|e| fail(core_reason(e)))?;
+            let lease = super::worker::lease(&config.worker, &g.name)
+                .map_err(|e| fail(e.message().to_string()))?;
+            SourcePlan::Snowflake {
+                layout,
+                layout_name,
+                lease,
+            }
+        }
+        Kind::Segment => {
+            let tag = g.tag.clone().unwrap_or_else(|| g.name.clone());
+            snowdrift_store::segment::validate_tag(&tag).map_err(|e| fail(format!("tag: {e}")))?;
+            SourcePlan::Segment { tag }
+        }
+        Kind::Ticket => {
+            // Generators on the same servers and table share its tickets, which keeps them
+            // unique across those generators too.
+            let mut pool = TicketPool::builder();
+            if let Some(table) = &g.table {
+                pool = pool.name(table.as_str());
+            }
+            for url in &g.servers {
+                pool = pool.server(url.as_str());
+            }
+            pool.check().map_err(|e| fail(e.to_string()))?;
+            SourcePlan::Ticket { pool }
+        }
+        Kind::Counter => {
+            let template = g
+                .template
+                .as_deref()
+                .map(|text| {
+                    text.parse::<CounterTemplate>()
+                        .map_err(|e| fail(format!("template {text:?}: {e}")))
+                })
+                .transpose()?;
+            let max_per_call = config.limits.max_count;
+            SourcePlan::counter(&g.name, template.as_ref(), g.batch, max_per_call)
+                .check()
+                .map_err(|e| fail(e.to_string()))?;
+            SourcePlan::Counter {
+                url: g.url.clone().unwrap_or_default(),
+                template,
+                batch: g.batch,
+                max_per_call,
+            }
+        }
+        kind => SourcePlan::Simple(kind),
+    };
+    let obfuscator = obfuscator(g, &source).map_err(|(key, e)| {
+        ConfigError::new(format!("generator[{index}].{key} ({:?}): {e}", g.name))
+    })?;
+    Ok(GeneratorPlan {
+        name: g.name.clone(),
+        source,
+        obfuscator,
+    })
+}
+
+/// The obfuscator of `format=obfuscated...`, when `obfuscate_key` is set; or the key
+/// (`obfuscate_key` or `obfuscate_bits`) that is wrong, and why. The message never shows
+/// the key.
+fn obfuscator(
+    g: &GeneratorConfig,
+    source: &SourcePlan,
+) -> Result<Option<Obfuscator>, (&'static str, String)> {
+    let Some(text) = &g.obfuscate_key else {
+        return match g.obfuscate_bits {
+            Some(_) => Err((
+                "obfuscate_bits",
+                "applies only with obfuscate_key (32 hex digits)".into(),
+            )),
+            None => Ok(None),
+        };
+    };
+    let key = obfuscate::parse_key(text).map_err(|e| ("obfuscate_key", core_reason(e)))?;
+    let obfuscator = match source {
+        SourcePlan::Snowflake { layout, .. } => {
+            Obfuscator::for_layout(key, layout, g.obfuscate_bits)
+        }
+        _ => Obfuscator::new(key, g.obfuscate_bits.unwrap_or(obfuscate::DEFAULT_BITS)),
+    };
+    obfuscator
+        .map(Some)
+        .map_err(|e| ("obfuscate_bits", core_reason(e)))
+}
+
+/// Refuses keys set for a kind that ignores them, so a misplaced key is not silently
+/// dropped, and keys a kind cannot do without.
+fn check_keys(g: &GeneratorConfig) -> Result<(), String> {
+    const WIDE: &[Kind] = &[Kind::Snowflake, Kind::Segment, Kind::Ticket, Kind::Counter];
+    let set: [(&str, bool, &[Kind]); 12] = [
+        ("layout", g.layout.is_some(), &[Kind::Snowflake]),
+        ("bits", g.bits.is_some(), &[Kind::Snowflake]),
+        ("unit", g.unit.is_some(), &[Kind::Snowflake]),
+        ("epoch", g.epoch.is_some(), &[Kind::Snowflake]),
+        ("tag", g.tag.is_some(), &[Kind::Segment]),
+        ("servers", !g.servers.is_empty(), &[Kind::Ticket]),
+        ("table", g.table.is_some(), &[Kind::Ticket]),
+        ("url", g.url.is_some(), &[Kind::Counter]),
+        ("template", g.template.is_some(), &[Kind::Counter]),
+        ("batch", g.batch.is_some(), &[Kind::Counter]),
+        ("obfuscate_key", g.obfuscate_key.is_some(), WIDE),
+        ("obfuscate_bits", g.obfuscate_bits.is_some(), WIDE),
+    ];
+    for (key, present, kinds) in set {
+        if present && !kinds.contains(&g.kind) {
+            let allowed: Vec<_> = kinds.iter().map(|k| k.name()).collect();
+            return Err(format!(
+                "key {key:?} does not apply to kind {}; it is for kind {}",
+                g.kind.name(),
+                allowed.join(", ")
+            ));
+        }
+    }
+    if g.layout.is_some() && g.bits.is_some() {
+        return Err("give either layout (a preset) or bits (a custom layout), not both".into());
+    }
+    if g.kind == Kind::Ticket && g.servers.is_empty() {
+        return Err("kind ticket needs servers = [\"mysql://...\", ...]".into());
+    }
+    if g.kind == Kind::Counter && g.url.is_none() {
+        return Err("kind counter needs url = \"redis://...\"".into());
+    }
+    if g.template.is_some() && g.obfuscate_key.is_some() {
+        return Err(
+            "obfuscate_key applies to 64-bit IDs, and a counter with a template issues text; \
+             drop one of the two"
+                .into(),
+        );
+    }
+    Ok(())
+}

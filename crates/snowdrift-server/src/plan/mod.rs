@@ -1,0 +1,190 @@
+//! The [`Plan`]: a configuration checked and resolved once, into the values the server runs
+//! with: listeners and TLS, the stores, limits, tokens, and every generator's layout, worker
+//! lease and obfuscation. `--check-config` builds it and prints the config; start builds it
+//! and starts from it; a reload builds one for the new tokens. So `--check-config` catches
+//! every configuration error start would; what it cannot catch is what only a connection
+//! tells (a store that is down, a password it refuses, a worker ID another node holds).
+
+pub mod generator;
+#[cfg(test)]
+mod tests;
+pub mod worker;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+pub use generator::{GeneratorPlan, SourcePlan};
+
+use crate::auth::Tokens;
+use crate::config::{Config, Kind, LimitsConfig, ServerConfig, StoreConfig};
+use crate::error::ConfigError;
+use crate::tls::{self, Tls};
+
+/// A configuration, checked and resolved. Made by [`Config::plan`].
+#[derive(Debug)]
+pub struct Plan {
+    pub(crate) config: Config,
+    pub(crate) tls: Option<Tls>,
+    pub(crate) tokens: Tokens,
+    pub(crate) generators: Vec<GeneratorPlan>,
+}
+
+impl Config {
+    /// Checks everything the values mean together and resolves them, without connecting to
+    /// anything: limits, listeners against auth, TLS files, tokens, the store URLs, and
+    /// every generator (names, keys of its kind, layout, worker lease, obfuscation, ticket
+    /// servers, counter template). The error names the key at fault and what is allowed.
+    pub fn plan(&self) -> Result<Plan, ConfigError> {
+        Plan::new(self)
+    }
+}
+
+impl Plan {
+    fn new(config: &Config) -> Result<Self, ConfigError> {
+        check_limits(&config.limits)?;
+        let tokens = Tokens::from_config(&config.auth, None)?;
+        check_exposure(&config.server, tokens.is_enabled())?;
+        let tls = match (&config.server.tls_cert, &config.server.tls_key) {
+            (Some(cert), Some(key)) => Some(tls::acceptor(cert, key)?),
+            (None, None) => None,
+            _ => {
+                return Err(ConfigError::new(
+                    "server.tls_cert and server.tls_key go together: give both for TLS, or \
+                     neither"
+                        .into(),
+                ));
+            }
+        };
+        check_store(&config.store)?;
+        // The worker section is checked even when no generator leases a worker ID, so a
+        // mistake in it shows before someone adds a snowflake generator.
+        worker::registry(&config.worker)?;
+        let mut generators = Vec::new();
+        let mut seen = BTreeMap::new();
+        let mut namespaces = BTreeMap::new();
+        for (i, g) in config.effective_generators().iter().enumerate() {
+            if let Some(first) = seen.insert(g.name.clone(), i) {
+                return Err(ConfigError::new(format!(
+                    "generator[{i}] ({:?}): the name is already used by generator[{first}]",
+                    g.name
+                )));
+            }
+            let plan = generator::plan(config, i, g)?;
+            if let SourcePlan::Snowflake { lease, .. } = &plan.source
+                && let Some(other) = namespaces.insert(lease.namespace.clone(), i)
+            {
+                return Err(ConfigError::new(format!(
+                    "generator[{i}] ({:?}): its worker lease namespace {:?} is the same as \
+                     generator[{other}]'s; rename one",
+                    g.name, lease.namespace
+                )));
+            }
+            generators.push(plan);
+        }
+        Ok(Self {
+            config: config.clone(),
+            tls,
+            tokens,
+            generators,
+        })
+    }
+
+    /// The configuration this plan was made from.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// `[server]`.
+    pub fn server(&self) -> &ServerConfig {
+        &self.config.server
+    }
+
+    /// `[store]`.
+    pub fn store(&self) -> &StoreConfig {
+        &self.config.store
+    }
+
+    /// `[limits]`.
+    pub fn limits(&self) -> &LimitsConfig {
+        &self.config.limits
+    }
+
+    /// Where the HTTP (and gRPC) listener listens.
+    pub fn listen(&self) -> SocketAddr {
+        self.config.server.listen
+    }
+
+    /// The generators, configured or default, in config order.
+    pub fn generators(&self) -> &[GeneratorPlan] {
+        &self.generators
+    }
+
+    /// The names of the generators of `kind`.
+    pub fn names_of(&self, kind: Kind) -> impl Iterator<Item = &str> {
+        self.generators
+            .iter()
+            .filter(move |g| g.source.kind() == kind)
+            .map(|g| g.name.as_str())
+    }
+}
+
+fn check_limits(limits: &LimitsConfig) -> Result<(), ConfigError> {
+    if limits.max_count == 0 {
+        return Err(ConfigError::new(
+            "limits.max_count: must be at least 1".into(),
+        ));
+    }
+    if limits.max_stream == 0 {
+        return Err(ConfigError::new(
+            "limits.max_stream: must be at least 1".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn check_store(store: &StoreConfig) -> Result<(), ConfigError> {
+    let urls: Vec<&String> = match store.urls.as_slice() {
+        [] => vec![&store.url],
+        [_] => {
+            return Err(ConfigError::new(
+                "store.urls: striping needs at least 2 stores; for one, use store.url".into(),
+            ));
+        }
+        urls => urls.iter().collect(),
+    };
+    for url in urls {
+        snowdrift_store::segment::SegmentStore::check(url, &store.table)
+            .map_err(|e| ConfigError::new(format!("[store]: {e}")))?;
+    }
+    for tag in &store.preload {
+        snowdrift_store::segment::validate_tag(tag)
+            .map_err(|e| ConfigError::new(format!("store.preload: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Refuses a listener reachable from other machines while auth is off, unless
+/// `server.insecure_bind` says the network is trusted. At start, and at a reload against
+/// the listeners the server runs with, so a new `[auth]` never leaves a server open.
+pub(crate) fn check_exposure(server: &ServerConfig, auth_on: bool) -> Result<(), ConfigError> {
+    if server.insecure_bind || auth_on {
+        return Ok(());
+    }
+    let listeners = [
+        ("server.listen", Some(server.listen)),
+        ("server.resp_listen", server.resp_listen),
+    ];
+    for (key, addr) in listeners {
+        if let Some(addr) = addr
+            && !addr.ip().is_loopback()
+        {
+            return Err(ConfigError::new(format!(
+                "{key}: {addr} is reachable from other machines and auth is off (no \
+                 [[auth.token]] is configured); listen on 127.0.0.1, add tokens (snowdrift \
+                 token create), or set server.insecure_bind = true (--insecure-bind) if the \
+                 network is trusted"
+            )));
+        }
+    }
+    Ok(())
+}

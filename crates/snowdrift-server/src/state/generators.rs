@@ -1,0 +1,172 @@
+//! The generators one server serves, by name, started from the [`Plan`]: stores connected,
+//! worker leases taken. Segment tags without a generator of their own are served under their
+//! tag name.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use snowdrift_core::clock::MonotonicClock;
+use snowdrift_core::generator::SnowflakeGenerator;
+use snowdrift_core::obfuscate::Obfuscator;
+use snowdrift_store::segment::{BufferConfig, SegmentService, SegmentStore};
+use snowdrift_store::worker::WorkerNode;
+
+use crate::config::Kind;
+use crate::error::{Error, StartError};
+use crate::plan::{GeneratorPlan, Plan, SourcePlan};
+use crate::source::{
+    CounterSource, IdSource, SegmentSource, SimpleSource, SnowflakeSource, Source, TicketSource,
+};
+
+/// Every name this server answers to.
+#[derive(Debug)]
+pub struct Generators {
+    by_name: BTreeMap<String, Arc<Source>>,
+    /// The obfuscation of the generators with an `obfuscate_key`, by name.
+    obfuscators: BTreeMap<String, Obfuscator>,
+    segments: Arc<SegmentService>,
+}
+
+impl Generators {
+    /// Connects the stores and starts every generator of `plan`.
+    pub async fn start(plan: &Plan) -> Result<Self, StartError> {
+        let store_config = plan.store();
+        let store = match store_config.urls.as_slice() {
+            [] => SegmentStore::connect(&store_config.url, &store_config.table).await?,
+            urls => {
+                let mut stores = Vec::with_capacity(urls.len());
+                for url in urls {
+                    stores.push(SegmentStore::connect(url, &store_config.table).await?);
+                }
+                SegmentStore::striped(stores)?
+            }
+        };
+        let buffer = BufferConfig {
+            wait: store_config.wait,
+            ..BufferConfig::default()
+        };
+        let segments = Arc::new(SegmentService::new(store, buffer));
+        let mut by_name = BTreeMap::new();
+        let mut obfuscators = BTreeMap::new();
+        for g in plan.generators() {
+            let source = start_one(g, &segments)
+                .await
+                .map_err(|source| StartError::Generator {
+                    name: g.name.clone(),
+                    source,
+                })?;
+            by_name.insert(g.name.clone(), Arc::new(source));
+            if let Some(o) = &g.obfuscator {
+                obfuscators.insert(g.name.clone(), o.clone());
+            }
+        }
+        let preload: Vec<&str> = store_config.preload.iter().map(String::as_str).collect();
+        segments.preload(&preload).await?;
+        Ok(Self {
+            by_name,
+            obfuscators,
+            segments,
+        })
+    }
+
+    /// The source serving `name`: a configured generator, or else the segment tag of that
+    /// name (which may not exist: the store says so on first use).
+    pub fn get(&self, name: &str) -> Result<Arc<Source>, Error> {
+        if let Some(source) = self.by_name.get(name) {
+            return Ok(source.clone());
+        }
+        snowdrift_store::segment::validate_tag(name)?;
+        Ok(Arc::new(Source::Segment(SegmentSource::new(
+            self.segments.clone(),
+            name.to_string(),
+        ))))
+    }
+
+    /// The obfuscation of generator `name`, when it has an `obfuscate_key`.
+    pub fn obfuscator(&self, name: &str) -> Option<&Obfuscator> {
+        self.obfuscators.get(name)
+    }
+
+    /// True when `name` is a configured generator (so no tag may take it).
+    pub fn is_generator(&self, name: &str) -> bool {
+        self.by_name.contains_key(name)
+    }
+
+    /// The configured generators, by name.
+    pub fn configured(&self) -> impl Iterator<Item = (&str, &Source)> {
+        self.by_name.iter().map(|(n, s)| (n.as_str(), s.as_ref()))
+    }
+
+    /// The snowflake generator named `snowflake`, else the first one, with its name: what
+    /// Leaf's `/api/snowflake/get/{key}` serves for a key that names no generator.
+    pub fn default_snowflake(&self) -> Option<(&str, Arc<Source>)> {
+        let is_snowflake = |s: &&Arc<Source>| s.kind() == Kind::Snowflake;
+        self.by_name
+            .get_key_value("snowflake")
+            .filter(|(_, s)| is_snowflake(s))
+            .or_else(|| self.by_name.iter().find(|(_, s)| is_snowflake(s)))
+            .map(|(n, s)| (n.as_str(), s.clone()))
+    }
+
+    /// The segment service (tags, buffers).
+    pub fn segments(&self) -> &Arc<SegmentService> {
+        &self.segments
+    }
+
+    /// Stops every snowflake generator: final high-water marks written, worker IDs released.
+    pub async fn shutdown(&self) {
+        for (name, source) in self.configured() {
+            if let Source::Snowflake(s) = source
+                && let Err(e) = s.shutdown().await
+            {
+                tracing::warn!(generator = name, error = %e, "releasing the worker lease failed; it expires by itself after its ttl");
+            }
+        }
+    }
+}
+
+/// Starts one generator: takes its worker lease, connects its servers.
+async fn start_one(
+    g: &GeneratorPlan,
+    segments: &Arc<SegmentService>,
+) -> Result<Source, snowdrift_store::Error> {
+    Ok(match &g.source {
+        SourcePlan::Snowflake {
+            layout,
+            layout_name,
+            lease,
+        } => {
+            let node = WorkerNode::start(
+                lease.clone(),
+                SnowflakeGenerator::builder(layout.clone()),
+                MonotonicClock::new(),
+            )
+            .await?;
+            Source::Snowflake(SnowflakeSource::new(
+                node,
+                layout.clone(),
+                layout_name.clone(),
+            ))
+        }
+        SourcePlan::Segment { tag } => {
+            Source::Segment(SegmentSource::new(segments.clone(), tag.clone()))
+        }
+        SourcePlan::Ticket { pool } => {
+            Source::Ticket(TicketSource::new(pool.clone().connect().await?))
+        }
+        SourcePlan::Counter {
+            url,
+            template,
+            batch,
+            max_per_call,
+        } => {
+            let counter = SourcePlan::counter(&g.name, template.as_ref(), *batch, *max_per_call);
+            Source::Counter(CounterSource::new(counter.connect(url).await?))
+        }
+        SourcePlan::Simple(kind) => Source::Simple(SimpleSource::new(*kind).ok_or_else(|| {
+            snowdrift_store::Error::Unavailable(
+                "the operating system gave no randomness for the ObjectId process value".into(),
+            )
+        })?),
+    })
+}
