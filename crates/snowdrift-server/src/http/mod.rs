@@ -17,36 +17,50 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::get;
+use axum::routing::{MethodRouter, get};
+use snowdrift_proto::http::Route;
 
 use crate::error::Error;
 
 use crate::state::AppState;
 
-/// The router for `state`.
+/// The router for `state`: every route of the one route table
+/// (`snowdrift_proto::http::Route`, from which the fast path takes its routes too), each
+/// with its handlers.
 pub fn router(state: Arc<AppState>, max_body: usize) -> Router {
-    Router::new()
-        .route("/v1/ids/{name}", get(ids::next))
-        .route("/v1/ids/{name}/decode/{id}", get(ids::decode))
-        .route("/v1/tags", get(tags::list).post(tags::create))
-        .route("/v1/tags/{tag}", get(tags::get).patch(tags::update))
-        .route("/v1/generators", get(health::generators))
-        .route("/api/segment/get/{tag}", get(leaf::segment))
-        .route("/api/snowflake/get/{key}", get(leaf::snowflake))
-        .route("/api/snowflake/decode/{id}", get(leaf::decode))
-        .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz))
-        .route("/metrics", get(metrics::render))
-        .route("/openapi.json", get(openapi::spec))
-        .route("/ui", get(ui::page))
-        .route("/ui/app.js", get(ui::script))
-        .route("/ui/style.css", get(ui::style))
+    Route::ALL
+        .into_iter()
+        .fold(Router::new(), |router, route| {
+            router.route(route.pattern(), handlers(route))
+        })
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(auth::RequireLayer::new(state.clone()))
         .layer(crate::metrics::Track::HTTP)
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(state)
+}
+
+/// The handlers of `route`, one per method of [`Route::methods`] (a test checks that every
+/// other method gets 405).
+fn handlers(route: Route) -> MethodRouter<Arc<AppState>> {
+    match route {
+        Route::Ids => get(ids::next),
+        Route::Decode => get(ids::decode),
+        Route::Tags => get(tags::list).post(tags::create),
+        Route::Tag => get(tags::get).patch(tags::update),
+        Route::Generators => get(health::generators),
+        Route::LeafSegment => get(leaf::segment),
+        Route::LeafSnowflake => get(leaf::snowflake),
+        Route::LeafDecode => get(leaf::decode),
+        Route::Healthz => get(health::healthz),
+        Route::Readyz => get(health::readyz),
+        Route::Metrics => get(metrics::render),
+        Route::OpenApi => get(openapi::spec),
+        Route::Ui => get(ui::page),
+        Route::UiScript => get(ui::script),
+        Route::UiStyle => get(ui::style),
+    }
 }
 
 async fn not_found(uri: axum::http::Uri) -> Error {
