@@ -102,7 +102,6 @@ impl Tokens {
         role: Role,
     ) -> Result<(), Error> {
         self.authorize(authorization, Target::Name(generator), role)
-            .map_err(Error::from)
     }
 
     /// Whether the `Authorization` value `authorization` (`Bearer <token>`) allows `role` on

@@ -13,7 +13,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// Enums read from and written as one of a fixed set of words, with a message that lists
 /// them all when a value is not one of them.
 macro_rules! word_enum {
-    ($(#[$meta:meta])* $name:ident, $key:literal { $($(#[$vmeta:meta])* $variant:ident = $word:literal),+ $(,)? }) => {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $word:literal),+ $(,)? }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum $name {
@@ -48,7 +48,7 @@ macro_rules! word_enum {
                     .find(|v| v.name() == text)
                     .ok_or_else(|| {
                         let words: Vec<&str> = Self::ALL.iter().map(|v| v.name()).collect();
-                        format!("{} {text:?} is not one of {}", $key, words.join(", "))
+                        format!("{text:?} is not one of {}", words.join(", "))
                     })
             }
         }
@@ -268,7 +268,7 @@ pub struct TokenConfig {
 
 word_enum!(
     /// What a generator produces.
-    Kind, "kind" {
+    Kind {
         /// 64-bit time-ordered IDs under a bit layout.
         Snowflake = "snowflake",
         /// Leaf segments of a tag in the store.
@@ -339,7 +339,7 @@ pub struct GeneratorConfig {
 
 word_enum!(
     /// `worker.registry`: where a snowflake generator leases its worker ID.
-    Registry, "worker.registry" {
+    Registry {
         /// A lock file on this machine (`worker.path`), worker ID `worker.id` (default 0).
         File = "file",
         /// Worker ID `worker.id`, leased on `worker.url` if given, else on a lock file.
@@ -359,7 +359,7 @@ word_enum!(
 
 word_enum!(
     /// `worker.derive`: where `registry = "derived"` takes the worker ID from.
-    Derive, "worker.derive" {
+    Derive {
         /// A hash of the host name.
         Hostname = "hostname",
         /// The low bits of the host's address.
@@ -371,7 +371,7 @@ word_enum!(
 
 word_enum!(
     /// What a token may do. `admin` includes everything `read` may.
-    Role, "role" {
+    Role {
         /// Issue and decode IDs.
         Read = "read",
         /// Also administer segment tags: create, update and read them.

@@ -273,7 +273,10 @@ async fn the_server_answers_every_operation_as_documented() {
             .replace("{id}", "1");
         for method in ["get", "post", "put", "patch", "delete"] {
             let answer = call(&s, method, &url, None).await;
-            let allowed = route.methods().iter().any(|m| m.eq_ignore_ascii_case(method));
+            let allowed = route
+                .methods()
+                .iter()
+                .any(|m| m.eq_ignore_ascii_case(method));
             assert_eq!(
                 answer.status == 405,
                 !allowed,
@@ -282,7 +285,11 @@ async fn the_server_answers_every_operation_as_documented() {
                 answer.body
             );
             if !allowed {
-                assert!(answer.body.contains("method_not_allowed"), "{}", answer.body);
+                assert!(
+                    answer.body.contains("method_not_allowed"),
+                    "{}",
+                    answer.body
+                );
             }
         }
     }

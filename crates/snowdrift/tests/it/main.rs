@@ -1,6 +1,7 @@
 //! The crate's integration tests, one module per area, in one binary: each test binary
 //! links the whole dependency tree, and linking was much of CI's time.
 
+mod check_config;
 mod cli;
 mod common;
 mod reload_cli;
