@@ -22,10 +22,7 @@ use hdrhistogram::Histogram;
 use tonic::transport::{Channel, Endpoint};
 
 // The same report code as `snowdrift bench --grpc`, so the load scripts read both alike.
-#[path = "../../crates/snowdrift/src/cmd/report.rs"]
-#[allow(dead_code)]
-mod report;
-use report::{StreamCounts, latency_histogram, stream_lines};
+use snowdrift::report::{StreamCounts, latency_histogram, stream_lines};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

@@ -11,8 +11,8 @@ use snowdrift_core::clock::{Clock, SystemClock};
 use snowdrift_core::generator::SnowflakeGenerator;
 use snowdrift_core::layout::{Layout, parse_unit};
 
-use crate::cmd::report::{group_digits, latency_histogram};
 use crate::layout_args::LayoutArgs;
+use snowdrift::report::{group_digits, latency_histogram};
 
 /// Which clock the generator reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

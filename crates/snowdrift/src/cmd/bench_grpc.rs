@@ -13,7 +13,7 @@ use snowdrift_proto::grpc::id_service_client::IdServiceClient;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::transport::{Channel, Endpoint};
 
-use crate::cmd::report::{StreamCounts, group_digits, latency_histogram, stream_lines};
+use snowdrift::report::{StreamCounts, group_digits, latency_histogram, stream_lines};
 
 /// What to stream and how hard.
 pub struct Load {

@@ -18,7 +18,7 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
 use crate::cmd::bench_wire::{Answer, Target};
-use crate::cmd::report::{count_line, latency_histogram, outcome_line, percentiles};
+use snowdrift::report::{count_line, latency_histogram, outcome_line, percentiles};
 
 /// A request without an answer for this long fails and its connection is dropped.
 const ANSWER_LIMIT: Duration = Duration::from_secs(10);

@@ -9,7 +9,7 @@ pub mod layout;
 pub mod next;
 mod next_kinds;
 mod next_segment;
-pub mod report;
+
 pub mod serve;
 pub mod tags;
 pub mod token;

@@ -1,7 +1,7 @@
 //! How the load tools print their results: numbers with digit groups, "count (rate/s)" lines
-//! and latency percentiles. `bench-peers/examples/ferroid_grpc_load.rs` includes this file
-//! by path, so the peer's client prints exactly as `snowdrift bench` does and the load
-//! scripts parse both alike; keep it free of other modules of this crate.
+//! and latency percentiles. `bench-peers/examples/ferroid_grpc_load.rs` prints through it
+//! too, so the peer's client prints exactly as `snowdrift bench` does and the load scripts
+//! parse both alike.
 
 use std::time::Duration;
 
