@@ -13,8 +13,10 @@ use crate::source::{IdSource, Source};
 use crate::state::Generators;
 
 /// The fields of snowflake `id` under `layout` (called `layout_name`).
-pub fn snowflake(layout: &Layout, layout_name: &str, id: u64) -> Result<Value, String> {
-    let d = layout.decode(id).map_err(|e| e.to_string())?;
+pub fn snowflake(layout: &Layout, layout_name: &str, id: u64) -> Result<Value, Error> {
+    let d = layout
+        .decode(id)
+        .map_err(|e| Error::invalid(e.to_string()))?;
     let fields: Map<String, Value> = layout
         .fields()
         .iter()
@@ -61,7 +63,7 @@ pub fn id(
             let id = codec
                 .decode(text)
                 .map_err(|e| unreadable(format, &layout, e))?;
-            snowflake(s.layout(), s.layout_name(), id).map_err(Error::invalid)
+            snowflake(s.layout(), s.layout_name(), id)
         }
         _ if crate::format::is_64_bit(source) => match format {
             Some(format) if format.is_obfuscated() => {
@@ -83,14 +85,16 @@ pub fn id(
             if let Some(format) = format {
                 crate::format::codec_for(generators, name, source, format)?;
             }
-            text_kind(kind, text).map_err(Error::invalid)
+            text_kind(kind, text)
         }
     }
 }
 
 /// The time (and parts) inside an ID of a text kind.
-pub fn text_kind(kind: Kind, text: &str) -> Result<Value, String> {
-    let bad = |e: &dyn std::fmt::Display| format!("{text:?} is not a valid {}: {e}", kind.name());
+pub fn text_kind(kind: Kind, text: &str) -> Result<Value, Error> {
+    let bad = |e: &dyn std::fmt::Display| {
+        Error::invalid(format!("{text:?} is not a valid {}: {e}", kind.name()))
+    };
     match kind {
         Kind::Uuid4 | Kind::Uuid7 => {
             let uuid: Uuid = text.trim().parse().map_err(|e| bad(&e))?;
@@ -121,9 +125,9 @@ pub fn text_kind(kind: Kind, text: &str) -> Result<Value, String> {
                 "counter": oid.counter(),
             }))
         }
-        other => Err(format!(
+        other => Err(Error::invalid(format!(
             "IDs of kind {} carry no fields to decode",
             other.name()
-        )),
+        ))),
     }
 }

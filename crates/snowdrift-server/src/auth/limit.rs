@@ -7,6 +7,8 @@ use std::time::Duration;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 
+use crate::error::ConfigError;
+
 /// One token's limiter.
 #[derive(Debug)]
 pub struct RateLimit {
@@ -18,15 +20,21 @@ pub struct RateLimit {
 
 impl RateLimit {
     /// `rate` requests per second, `burst` at once (`rate` when not given).
-    pub fn new(rate: u32, burst: Option<u32>) -> Result<Self, String> {
-        let rate = NonZeroU32::new(rate).ok_or(
-            "rate is 0, which would refuse every request; give requests per second (at least \
-             1), or leave rate out for no limit",
-        )?;
+    pub fn new(rate: u32, burst: Option<u32>) -> Result<Self, ConfigError> {
+        let rate = NonZeroU32::new(rate).ok_or_else(|| {
+            ConfigError::new(
+                "rate is 0, which would refuse every request; give requests per second (at \
+                 least 1), or leave rate out for no limit"
+                    .into(),
+            )
+        })?;
         let burst = match burst {
             None => rate,
-            Some(b) => NonZeroU32::new(b)
-                .ok_or("burst is 0, which would refuse every request; give at least 1")?,
+            Some(b) => NonZeroU32::new(b).ok_or_else(|| {
+                ConfigError::new(
+                    "burst is 0, which would refuse every request; give at least 1".into(),
+                )
+            })?,
         };
         let clock = DefaultClock::default();
         let limiter = RateLimiter::direct_with_clock(
@@ -90,10 +98,16 @@ mod tests {
     fn burst_defaults_to_rate_and_zero_is_refused() {
         let limit = RateLimit::new(5, None).unwrap();
         assert_eq!(limit.burst(), 5);
-        assert!(RateLimit::new(0, None).unwrap_err().contains("rate is 0"));
+        assert!(
+            RateLimit::new(0, None)
+                .unwrap_err()
+                .message()
+                .contains("rate is 0")
+        );
         assert!(
             RateLimit::new(5, Some(0))
                 .unwrap_err()
+                .message()
                 .contains("burst is 0")
         );
     }

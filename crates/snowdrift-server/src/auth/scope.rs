@@ -3,6 +3,8 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
+use crate::error::ConfigError;
+
 /// What a request touches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target<'a> {
@@ -26,24 +28,26 @@ pub enum Names {
 impl Names {
     /// The set a config list stands for; `*` must stand alone, so a list never looks
     /// narrower than it is.
-    pub fn from_list(list: &[String]) -> Result<Self, String> {
+    pub fn from_list(list: &[String]) -> Result<Self, ConfigError> {
         if list.is_empty() {
-            return Err(
-                "generators is empty, so the token could do nothing; list names, or \
-                        [\"*\"] for all"
+            return Err(ConfigError::new(
+                "generators is empty, so the token could do nothing; list names, or [\"*\"] \
+                 for all"
                     .into(),
-            );
+            ));
         }
         if list.iter().any(|n| n == "*") {
             if list.len() > 1 {
-                return Err("\"*\" already means every generator; give it alone".into());
+                return Err(ConfigError::new(
+                    "\"*\" already means every generator; give it alone".into(),
+                ));
             }
             return Ok(Names::All);
         }
         let mut names = BTreeSet::new();
         for name in list {
             snowdrift_store::segment::validate_tag(name)
-                .map_err(|e| format!("generators: {name:?}: {e}"))?;
+                .map_err(|e| ConfigError::new(format!("generators: {name:?}: {e}")))?;
             names.insert(name.clone());
         }
         Ok(Names::Only(names))
@@ -102,15 +106,22 @@ mod tests {
 
     #[test]
     fn bad_lists_are_refused() {
-        assert!(Names::from_list(&[]).unwrap_err().contains("empty"));
+        assert!(
+            Names::from_list(&[])
+                .unwrap_err()
+                .message()
+                .contains("empty")
+        );
         assert!(
             Names::from_list(&list(&["*", "a"]))
                 .unwrap_err()
+                .message()
                 .contains("alone")
         );
         assert!(
             Names::from_list(&list(&["bad name"]))
                 .unwrap_err()
+                .message()
                 .contains("bad name")
         );
     }

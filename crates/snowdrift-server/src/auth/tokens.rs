@@ -41,8 +41,9 @@ impl Tokens {
     ) -> Result<Self, ConfigError> {
         let mut tokens: Vec<Token> = Vec::with_capacity(config.tokens.len());
         for (i, t) in config.tokens.iter().enumerate() {
-            let mut token = Token::from_config(t)
-                .map_err(|e| ConfigError::new(format!("auth.token[{i}] ({:?}): {e}", t.name)))?;
+            let mut token = Token::from_config(t).map_err(|e| {
+                ConfigError::new(format!("auth.token[{i}] ({:?}): {}", t.name, e.message()))
+            })?;
             if let Some(j) = tokens.iter().position(|o| o.name == token.name) {
                 return Err(ConfigError::new(format!(
                     "auth.token[{i}]: the name {:?} is already used by auth.token[{j}]; names \
@@ -189,25 +190,25 @@ impl Tokens {
 }
 
 impl Token {
-    fn from_config(t: &TokenConfig) -> Result<Self, String> {
+    fn from_config(t: &TokenConfig) -> Result<Self, ConfigError> {
         if t.name.trim().is_empty() || t.name.chars().any(char::is_control) {
-            return Err(
+            return Err(ConfigError::new(
                 "name is empty or has control characters; give each token a plain name (it \
                  shows in messages and logs)"
                     .into(),
-            );
+            ));
         }
         let hash = t
             .hash
             .parse::<TokenHash>()
-            .map_err(|e| format!("hash: {e}"))?;
+            .map_err(|e| ConfigError::new(format!("hash: {e}")))?;
         let names = Names::from_list(&t.generators)?;
         let limit = match (t.rate, t.burst) {
             (Some(rate), burst) => Some(Arc::new(RateLimit::new(rate, burst)?)),
             (None, Some(_)) => {
-                return Err(
+                return Err(ConfigError::new(
                     "burst is set without rate; give rate (requests per second) too".into(),
-                );
+                ));
             }
             (None, None) => None,
         };

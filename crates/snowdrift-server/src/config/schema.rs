@@ -10,6 +10,16 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// A word that is none of a mode's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{word:?} is not one of {}", allowed.join(", "))]
+pub struct UnknownWord {
+    /// What was given.
+    pub word: String,
+    /// What is allowed.
+    pub allowed: Vec<&'static str>,
+}
+
 /// Enums read from and written as one of a fixed set of words, with a message that lists
 /// them all when a value is not one of them.
 macro_rules! word_enum {
@@ -39,16 +49,16 @@ macro_rules! word_enum {
         }
 
         impl FromStr for $name {
-            type Err = String;
+            type Err = UnknownWord;
 
-            fn from_str(text: &str) -> Result<Self, String> {
+            fn from_str(text: &str) -> Result<Self, UnknownWord> {
                 Self::ALL
                     .iter()
                     .copied()
                     .find(|v| v.name() == text)
-                    .ok_or_else(|| {
-                        let words: Vec<&str> = Self::ALL.iter().map(|v| v.name()).collect();
-                        format!("{text:?} is not one of {}", words.join(", "))
+                    .ok_or_else(|| UnknownWord {
+                        word: text.to_string(),
+                        allowed: Self::ALL.iter().map(|v| v.name()).collect(),
                     })
             }
         }

@@ -15,6 +15,7 @@ use tonic_health::server::HealthReporter;
 
 use super::IdApi;
 use super::pb::id_service_server::IdServiceServer;
+use crate::error::Error;
 use crate::state::AppState;
 
 /// How often readiness is checked.
@@ -77,7 +78,7 @@ async fn follow(state: Arc<AppState>, reporter: HealthReporter, mut ready: bool)
     }
 }
 
-async fn set(reporter: &HealthReporter, ready: &Result<(), String>) {
+async fn set(reporter: &HealthReporter, ready: &Result<(), Error>) {
     let status = match ready {
         Ok(()) => ServingStatus::Serving,
         Err(why) => {
@@ -91,7 +92,7 @@ async fn set(reporter: &HealthReporter, ready: &Result<(), String>) {
 }
 
 /// Ok when every generator can issue now, else which cannot and why.
-async fn check(state: &AppState) -> Result<(), String> {
+async fn check(state: &AppState) -> Result<(), Error> {
     let report = match tokio::time::timeout(
         CHECK_TIMEOUT,
         crate::state::readiness::check(&state.generators),
@@ -100,7 +101,9 @@ async fn check(state: &AppState) -> Result<(), String> {
     {
         Ok(report) => report,
         Err(_) => {
-            return Err(format!("the readiness check took over {CHECK_TIMEOUT:?}"));
+            return Err(Error::unavailable(format!(
+                "the readiness check took over {CHECK_TIMEOUT:?}"
+            )));
         }
     };
     let not_ready: Vec<String> = report
@@ -117,6 +120,6 @@ async fn check(state: &AppState) -> Result<(), String> {
     if not_ready.is_empty() {
         Ok(())
     } else {
-        Err(not_ready.join("; "))
+        Err(Error::unavailable(not_ready.join("; ")))
     }
 }

@@ -71,9 +71,7 @@ impl SourcePlan {
             SourcePlan::Simple(kind) => *kind,
         }
     }
-}
 
-impl SourcePlan {
     /// The counter builder of a counter plan, checked.
     pub fn counter(
         name: &str,
@@ -102,7 +100,7 @@ pub fn plan(
     let at = format!("generator[{index}] ({:?})", g.name);
     let fail = |e: String| ConfigError::new(format!("{at}: {e}"));
     snowdrift_store::segment::validate_tag(&g.name).map_err(|e| fail(format!("name: {e}")))?;
-    check_keys(g).map_err(fail)?;
+    check_keys(g).map_err(|e| fail(e.message().to_string()))?;
     let source = match g.kind {
         Kind::Snowflake => {
             let (layout, layout_name) = snowdrift_core::layout::resolve(
@@ -200,7 +198,8 @@ fn obfuscator(
 
 /// Refuses keys set for a kind that ignores them, so a misplaced key is not silently
 /// dropped, and keys a kind cannot do without.
-fn check_keys(g: &GeneratorConfig) -> Result<(), String> {
+fn check_keys(g: &GeneratorConfig) -> Result<(), ConfigError> {
+    let refuse = |message: &str| Err(ConfigError::new(message.to_string()));
     const WIDE: &[Kind] = &[Kind::Snowflake, Kind::Segment, Kind::Ticket, Kind::Counter];
     let set: [(&str, bool, &[Kind]); 12] = [
         ("layout", g.layout.is_some(), &[Kind::Snowflake]),
@@ -219,27 +218,26 @@ fn check_keys(g: &GeneratorConfig) -> Result<(), String> {
     for (key, present, kinds) in set {
         if present && !kinds.contains(&g.kind) {
             let allowed: Vec<_> = kinds.iter().map(|k| k.name()).collect();
-            return Err(format!(
+            return Err(ConfigError::new(format!(
                 "key {key:?} does not apply to kind {}; it is for kind {}",
                 g.kind.name(),
                 allowed.join(", ")
-            ));
+            )));
         }
     }
     if g.layout.is_some() && g.bits.is_some() {
-        return Err("give either layout (a preset) or bits (a custom layout), not both".into());
+        return refuse("give either layout (a preset) or bits (a custom layout), not both");
     }
     if g.kind == Kind::Ticket && g.servers.is_empty() {
-        return Err("kind ticket needs servers = [\"mysql://...\", ...]".into());
+        return refuse("kind ticket needs servers = [\"mysql://...\", ...]");
     }
     if g.kind == Kind::Counter && g.url.is_none() {
-        return Err("kind counter needs url = \"redis://...\"".into());
+        return refuse("kind counter needs url = \"redis://...\"");
     }
     if g.template.is_some() && g.obfuscate_key.is_some() {
-        return Err(
+        return refuse(
             "obfuscate_key applies to 64-bit IDs, and a counter with a template issues text; \
-             drop one of the two"
-                .into(),
+             drop one of the two",
         );
     }
     Ok(())

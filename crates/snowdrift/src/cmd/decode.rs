@@ -46,8 +46,7 @@ pub fn run(args: Args) -> Result<()> {
                 args.id
             )
         })?;
-    let out =
-        snowdrift_server::decode::snowflake(&layout, &name, id).map_err(anyhow::Error::msg)?;
+    let out = snowdrift_server::decode::snowflake(&layout, &name, id)?;
     println!("{}", serde_json::to_string_pretty(&out)?);
     Ok(())
 }
