@@ -7,7 +7,7 @@ use snowdrift_core::layout::Layout;
 use snowdrift_core::obfuscate::{self, Obfuscator};
 use snowdrift_store::counter::RedisCounter;
 use snowdrift_store::ticket::{TicketPool, TicketPoolBuilder};
-use snowdrift_store::worker::WorkerConfig as LeaseConfig;
+use snowdrift_store::worker::LeaseConfig;
 
 use crate::config::{Config, GeneratorConfig, Kind};
 use crate::error::{ConfigError, core_reason};

@@ -1,7 +1,7 @@
 //! The worker-ID lease of each snowflake generator, resolved from `[worker]`: the registry
 //! URL, where the worker ID comes from, and the lease's timings, checked against each other.
 
-use snowdrift_store::worker::{WorkerConfig as LeaseConfig, WorkerSource};
+use snowdrift_store::worker::{LeaseConfig, WorkerSource};
 
 use crate::config::{Derive, Registry, WorkerConfig, mask_url};
 use crate::error::ConfigError;

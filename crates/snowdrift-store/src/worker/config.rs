@@ -20,14 +20,14 @@ pub const DEFAULT_PUBLISH_EVERY: Duration = Duration::from_secs(3);
 ///
 /// ```
 /// use std::time::Duration;
-/// use snowdrift_store::worker::{WorkerConfig, WorkerSource};
-/// let mut config = WorkerConfig::new("etcd://127.0.0.1:2379", WorkerSource::Lowest);
+/// use snowdrift_store::worker::{LeaseConfig, WorkerSource};
+/// let mut config = LeaseConfig::new("etcd://127.0.0.1:2379", WorkerSource::Lowest);
 /// config.ttl = Duration::from_secs(5);
 /// assert_eq!(config.margin(), Duration::from_secs(1));
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct WorkerConfig {
+pub struct LeaseConfig {
     /// The coordinator (see [`WorkerRegistry`](super::WorkerRegistry) for the URLs).
     pub registry_url: String,
     /// Table, key prefix, root znode or file prefix on the coordinator.
@@ -58,7 +58,7 @@ pub struct WorkerConfig {
     pub hostname: Option<String>,
 }
 
-impl WorkerConfig {
+impl LeaseConfig {
     /// Defaults for the coordinator at `registry_url` and the given source.
     pub fn new(registry_url: impl Into<String>, source: WorkerSource) -> Self {
         Self {

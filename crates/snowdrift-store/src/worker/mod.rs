@@ -31,8 +31,8 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use snowdrift_core::{clock::MonotonicClock, generator::SnowflakeGenerator, layout::Layout};
-//! use snowdrift_store::worker::{WorkerConfig, WorkerNode, WorkerSource};
-//! let config = WorkerConfig::new("postgres://root@127.0.0.1/test", WorkerSource::Lowest);
+//! use snowdrift_store::worker::{LeaseConfig, WorkerNode, WorkerSource};
+//! let config = LeaseConfig::new("postgres://root@127.0.0.1/test", WorkerSource::Lowest);
 //! let builder = SnowflakeGenerator::builder(Layout::preset("twitter")?);
 //! let node = WorkerNode::start(config, builder, MonotonicClock::new()).await?;
 //! let ids = node.next_block(100)?;
@@ -56,7 +56,7 @@ mod status;
 
 pub use config::{
     DEFAULT_CLOCK_BOUND, DEFAULT_MAX_MARK_WAIT, DEFAULT_PUBLISH_EVERY, DEFAULT_TTL, DEFAULT_WINDOW,
-    WorkerConfig,
+    LeaseConfig,
 };
 pub use file::FileRegistry;
 pub use node::{Epoch, WorkerNode};

@@ -9,7 +9,7 @@ use snowdrift_core::generator::{Builder, ClosedReason, Fence, IdBlock, Snowflake
 
 use super::keeper::{self, Held};
 use super::status::{PeerOffset, WorkerState, WorkerStatus};
-use super::{WorkerConfig, WorkerRegistry};
+use super::{LeaseConfig, WorkerRegistry};
 use crate::error::{Error, Result};
 
 /// One stretch of issuing under one worker ID: the generator built for the ID, behind its
@@ -60,7 +60,7 @@ pub(super) struct StatusInner {
 /// The parts of a node the keeper task shares with it.
 pub(super) struct Shared<C> {
     pub registry: WorkerRegistry,
-    pub config: WorkerConfig,
+    pub config: LeaseConfig,
     pub builder: Builder,
     pub clock: C,
     pub holder: String,
@@ -73,7 +73,7 @@ pub(super) struct Shared<C> {
 /// A node's lease on a worker ID and the generator that issues under it (invariants 2 and
 /// 3 of the design).
 ///
-/// [`start`](Self::start) claims a worker ID from the [`WorkerConfig`]'s source on its
+/// [`start`](Self::start) claims a worker ID from the [`LeaseConfig`]'s source on its
 /// registry, checks this node's clock against its live peers' (refusing if it is behind by
 /// more than `clock_bound`), reads the ID's high-water mark and waits until the clock
 /// passes it (refusing if that takes longer than `max_mark_wait`), writes the mark
@@ -122,7 +122,7 @@ impl<C: Clock + Clone + 'static> WorkerNode<C> {
     /// Errors: [`Error::WorkersExhausted`], [`Error::WorkerTaken`], [`Error::MarkAhead`],
     /// [`Error::ClockBehindPeers`], [`Error::InvalidInput`] for bad settings, and the
     /// coordinator's errors. On an error after the claim, the ID is released.
-    pub async fn start(config: WorkerConfig, builder: Builder, clock: C) -> Result<Self> {
+    pub async fn start(config: LeaseConfig, builder: Builder, clock: C) -> Result<Self> {
         config.validate()?;
         let node_bits = builder.layout().node_bits();
         let space = 1u64.checked_shl(node_bits).unwrap_or(u64::MAX);

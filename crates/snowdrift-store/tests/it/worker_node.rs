@@ -12,7 +12,7 @@ use snowdrift_core::clock::{Clock, ManualClock, MonotonicClock, OffsetClock};
 use snowdrift_core::generator::{Builder, SnowflakeGenerator};
 use snowdrift_core::layout::Layout;
 use snowdrift_store::Error;
-use snowdrift_store::worker::{WorkerConfig, WorkerNode, WorkerSource, WorkerState};
+use snowdrift_store::worker::{LeaseConfig, WorkerNode, WorkerSource, WorkerState};
 use snowdrift_testkit::{FaultProxy, IdChecker, unique_name, urls};
 
 /// How long a test waits for something that must happen before it fails. Generous: a
@@ -36,8 +36,8 @@ fn file_url() -> String {
 }
 
 /// Short leases and intervals so the tests run in seconds.
-fn quick(url: &str, ns: &str, source: WorkerSource) -> WorkerConfig {
-    let mut c = WorkerConfig::new(url, source);
+fn quick(url: &str, ns: &str, source: WorkerSource) -> LeaseConfig {
+    let mut c = LeaseConfig::new(url, source);
     c.namespace = ns.to_string();
     c.ttl = Duration::from_millis(1500);
     c.window = Duration::from_millis(400);

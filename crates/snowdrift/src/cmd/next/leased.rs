@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use snowdrift_core::codec::Codec;
 use snowdrift_core::generator::SnowflakeGenerator;
 use snowdrift_core::layout::Layout;
-use snowdrift_store::worker::{WorkerConfig, WorkerNode, WorkerSource};
+use snowdrift_store::worker::{LeaseConfig, WorkerNode, WorkerSource};
 
 use crate::store_args::runtime;
 
@@ -140,7 +140,7 @@ pub fn print(
         (Some(Source::Ip), None) => WorkerSource::Ip(None),
         (Some(Source::Ordinal), None) => WorkerSource::StatefulSetOrdinal,
     };
-    let mut config = WorkerConfig::new(url.clone(), source);
+    let mut config = LeaseConfig::new(url.clone(), source);
     config.namespace = args.namespace.clone();
     config.ttl = args.ttl;
     config.window = args.window;
