@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 /// A route of the HTTP API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Route {
-    /// `GET /v1/ids/{name}`: new IDs of a generator or tag ([`Ids`]).
+    /// `GET /v1/ids/{name}`: new IDs of a generator or tag ([`Ids`], or [`Runs`] with
+    /// `form=runs`).
     Ids,
     /// `GET /v1/ids/{name}/decode/{id}`: the fields inside an ID.
     Decode,
@@ -118,6 +119,58 @@ pub struct Ids {
     pub ids: Vec<String>,
 }
 
+/// The body of `GET /v1/ids/{name}?form=runs`: 64-bit IDs as runs, so a client can cache a
+/// range without a string per ID.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Runs {
+    /// The generator or tag.
+    pub name: String,
+    /// Its kind (`snowflake`, `segment`, ...).
+    pub kind: String,
+    /// The IDs, in the order issued.
+    pub runs: Vec<Run>,
+}
+
+/// IDs `first, first + stride, ...`, `count` of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Run {
+    /// The first ID, as a string like every ID in JSON.
+    #[serde(with = "decimal")]
+    pub first: u64,
+    /// How many IDs (at least 1).
+    pub count: u64,
+    /// The difference between neighbours (1 unless striped or interleaved).
+    pub stride: u64,
+}
+
+impl Run {
+    /// The IDs in order; a run that would pass `u64::MAX` (never sent by a snowdrift
+    /// server) stops there.
+    pub fn ids(&self) -> impl Iterator<Item = u64> + use<> {
+        let Run {
+            first,
+            count,
+            stride,
+        } = *self;
+        (0..count).map_while(move |k| first.checked_add(k.checked_mul(stride)?))
+    }
+}
+
+/// A `u64` written as a decimal string, so JavaScript loses no precision.
+mod decimal {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(v)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse()
+            .map_err(|_| serde::de::Error::custom(format!("{text:?} is not a decimal ID")))
+    }
+}
+
 /// The body of every error: `{"error": {"code": "...", "message": "..."}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorBody {
@@ -207,6 +260,16 @@ mod tests {
             serde_json::from_str(r#"{"error": {"code": "not_found", "message": "no tag"}}"#)
                 .unwrap();
         assert_eq!(body.error.code, "not_found");
+        let runs: Runs = serde_json::from_str(
+            r#"{"name": "o", "kind": "segment", "runs": [{"first": "18446744073709551610", "count": 3, "stride": 2}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            runs.runs[0].ids().collect::<Vec<_>>(),
+            [u64::MAX - 5, u64::MAX - 3, u64::MAX - 1]
+        );
+        let text = serde_json::to_string(&runs).unwrap();
+        assert!(text.contains(r#""first":"18446744073709551610""#), "{text}");
         let e = serde_json::from_str::<NewTag>(r#"{"tag": "a", "stp": 5}"#).unwrap_err();
         assert!(e.to_string().contains("stp"), "{e}");
     }

@@ -10,12 +10,13 @@ use serde_json::Value;
 use snowdrift_core::codec::{Codec, IdFormat};
 
 use super::path::ApiPath;
-use super::query::Params;
+use super::query::{Form, Params};
 use crate::error::Error;
 use crate::format::codec_for;
-use crate::source::Ids;
+use crate::source::{IdSource, Ids, Source};
 use crate::state::AppState;
 use crate::state::issue;
+use snowdrift_proto::http as shape;
 
 /// `{"name": "...", "ids": ["...", ...]}`: `count` new IDs, as strings.
 pub async fn next(
@@ -35,10 +36,14 @@ pub(crate) async fn answer(
     name: &str,
     query: Option<&str>,
 ) -> Result<Vec<u8>, Error> {
-    let params = Params::parse(query, &["count", "format"])?;
+    let params = Params::parse(query, &["count", "format", "form"])?;
     let count = params.count(state.max_count)?;
     let format = params.format()?;
+    let form = params.form()?;
     let source = state.generators.get(name)?;
+    if form == Form::Runs {
+        return runs_body(name, &source, count, format.is_some()).await;
+    }
     let codec = match format {
         Some(format) => codec_for(&state.generators, name, &source, format)?,
         None => None,
@@ -47,6 +52,50 @@ pub(crate) async fn answer(
     let codec = codec.filter(|c| c.id_format() != IdFormat::default());
     let ids = issue(name, &source, count).await?;
     json_body(name, &ids, codec.as_ref())
+}
+
+/// The body of `form=runs`: checked before anything is issued (runs carry 64-bit IDs as
+/// they are, so no format and no text kind).
+async fn runs_body(
+    name: &str,
+    source: &Source,
+    count: u64,
+    formatted: bool,
+) -> Result<Vec<u8>, Error> {
+    let kind = source.kind();
+    if formatted {
+        return Err(Error::invalid(
+            "form=runs carries 64-bit IDs as decimal runs; format applies to form=ids",
+        ));
+    }
+    if !crate::format::is_64_bit(source) {
+        return Err(Error::invalid(format!(
+            "form=runs is for 64-bit IDs; {} IDs are text: use form=ids",
+            kind.name()
+        )));
+    }
+    let runs = match issue(name, source, count).await? {
+        Ids::Runs(runs) => runs,
+        Ids::Text(_) => {
+            return Err(Error::internal(format!(
+                "generator {name:?} of kind {} issued text; please report this",
+                kind.name()
+            )));
+        }
+    };
+    let body = shape::Runs {
+        name: name.to_string(),
+        kind: kind.name().to_string(),
+        runs: runs
+            .iter()
+            .map(|r| shape::Run {
+                first: r.first,
+                count: r.count,
+                stride: r.stride,
+            })
+            .collect(),
+    };
+    serde_json::to_vec(&body).map_err(|e| Error::internal(format!("writing the answer: {e}")))
 }
 
 /// The response body, written straight into one buffer: a batch of 10,000 IDs costs no

@@ -7,6 +7,15 @@ use snowdrift_core::codec::IdFormat;
 
 use crate::error::Error;
 
+/// How `GET /v1/ids/{name}` writes its IDs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// `{"name", "ids": ["...", ...]}`.
+    Ids,
+    /// `{"name", "kind", "runs": [{"first": "...", "count", "stride"}]}`.
+    Runs,
+}
+
 /// The parameters of a query string; unknown ones are refused.
 pub struct Params(HashMap<String, String>);
 
@@ -39,6 +48,18 @@ impl Params {
             Ok(n) if (1..=max).contains(&n) => Ok(n),
             _ => Err(Error::invalid(format!(
                 "count must be a whole number from 1 to {max}, got {text:?}"
+            ))),
+        }
+    }
+
+    /// `form`: `ids` (the default: one string per ID) or `runs` (64-bit IDs as runs).
+    pub fn form(&self) -> Result<Form, Error> {
+        match self.0.get("form").map(String::as_str) {
+            None | Some("ids") => Ok(Form::Ids),
+            Some("runs") => Ok(Form::Runs),
+            Some(other) => Err(Error::invalid(format!(
+                "form must be ids (one string per ID, the default) or runs (64-bit IDs as \
+                 runs of first, count and stride), got {other:?}"
             ))),
         }
     }

@@ -366,3 +366,65 @@ async fn a_graceful_stop_finishes_the_response_in_flight_and_closes_idle_connect
         "nothing accepts after the stop"
     );
 }
+
+/// `form=runs`: 64-bit IDs as runs `{first, count, stride}`, on the fast path and through
+/// the router alike; the same IDs `form=ids` would give (unique, in order), refused for text
+/// kinds and with a format before anything is issued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_runs_form_carries_64_bit_ids_as_runs() {
+    let s = start("").await;
+    let (status, _) = s
+        .send("POST", "/v1/tags", r#"{"tag": "runs", "step": 300}"#)
+        .await;
+    assert_eq!(status, 201);
+    let expand = |v: &Value| -> Vec<u64> {
+        let runs: snowdrift_proto::http::Runs =
+            serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("{e}: {v}"));
+        runs.runs.iter().flat_map(|r| r.ids()).collect()
+    };
+    let mut seen = HashSet::new();
+    // More than a segment holds (step 300): the answer spans segments, so several runs.
+    for (name, kind) in [("runs", "segment"), ("snowflake", "snowflake")] {
+        for path in [
+            format!("/v1/ids/{name}?count=1000&form=runs"),
+            format!("/v1/ids/{name}?form=runs&count=1000"),
+        ] {
+            let (status, v) = s.json(&path).await;
+            assert_eq!(status, 200, "{path}: {v}");
+            assert_eq!(
+                (v["name"].as_str(), v["kind"].as_str()),
+                (Some(name), Some(kind))
+            );
+            let got = expand(&v);
+            assert_eq!(got.len(), 1000, "{path}");
+            assert!(got.windows(2).all(|w| w[0] < w[1]), "{path}: not in order");
+            for id in got {
+                assert!(seen.insert(id), "{path}: {id} issued twice");
+            }
+        }
+        // With a content type and a length, the request is the router's, not the fast path's.
+        let (status, v) = s
+            .send("GET", &format!("/v1/ids/{name}?count=3&form=runs"), "")
+            .await;
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(expand(&v).len(), 3);
+    }
+    let (_, v) = s.json("/v1/ids/runs?count=2&form=runs").await;
+    assert_eq!(v["runs"].as_array().map(Vec::len), Some(1), "{v}");
+    // The segment's next IDs follow what the runs carried.
+    let (_, after) = s.json("/v1/ids/runs").await;
+    let next: u64 = ids(&after)[0].parse().unwrap();
+    assert!(seen.iter().all(|&id| id != next), "{next} was in a run");
+    for (path, says) in [
+        ("/v1/ids/uuid7?form=runs", "text"),
+        ("/v1/ids/snowflake?form=runs&format=hex", "format"),
+        ("/v1/ids/snowflake?form=row", "form must be"),
+    ] {
+        let (status, v) = s.json(path).await;
+        assert_eq!((status, error_code(&v)), (400, "invalid_request"), "{path}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains(says),
+            "{path}: {v}"
+        );
+    }
+}
