@@ -4,6 +4,7 @@
 mod check_config;
 mod cli;
 mod common;
+mod readme_range_cache;
 mod reload_cli;
 mod segment_cli;
 mod serve_cli;
