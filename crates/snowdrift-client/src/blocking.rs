@@ -1,0 +1,100 @@
+//! The client for code that is not async: the same caches and failover, behind calls that
+//! block. It runs its own small runtime, whose one worker thread does the background
+//! fetches while callers block.
+
+use std::sync::Arc;
+
+use crate::cache::Stats;
+use crate::error::{Error, ErrorKind};
+
+/// A blocking snowdrift client. Cheap to clone; clones share the caches and the runtime.
+/// Do not call it from inside an async runtime (use [`crate::Client`] there).
+///
+/// ```no_run
+/// let client = snowdrift_client::blocking::Client::builder()
+///     .endpoints(["http://127.0.0.1:8080"])
+///     .build()?;
+/// let id: u64 = client.next("order")?;
+/// # Ok::<(), snowdrift_client::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Client {
+    inner: crate::Client,
+    runtime: Arc<tokio::runtime::Runtime>,
+}
+
+/// Settings for a blocking [`Client`]: those of [`crate::ClientBuilder`].
+#[derive(Debug, Clone, Default)]
+pub struct ClientBuilder(crate::ClientBuilder);
+
+impl Client {
+    /// Settings, then [`ClientBuilder::build`].
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    /// The next ID of `name` (a 64-bit kind).
+    pub fn next(&self, name: &str) -> Result<u64, Error> {
+        self.runtime.block_on(self.inner.next(name))
+    }
+
+    /// `n` new IDs of `name` (a 64-bit kind).
+    pub fn next_n(&self, name: &str, n: usize) -> Result<Vec<u64>, Error> {
+        self.runtime.block_on(self.inner.next_n(name, n))
+    }
+
+    /// The next ID of `name` for a text kind.
+    pub fn next_text(&self, name: &str) -> Result<String, Error> {
+        self.runtime.block_on(self.inner.next_text(name))
+    }
+
+    /// The counts of `name`'s cache, if it has one.
+    pub fn stats(&self, name: &str) -> Option<Stats> {
+        self.inner.stats(name)
+    }
+}
+
+impl ClientBuilder {
+    /// Sets what `f` sets on the async builder (every option is the same).
+    pub fn with(self, f: impl FnOnce(crate::ClientBuilder) -> crate::ClientBuilder) -> Self {
+        Self(f(self.0))
+    }
+
+    /// The servers (see [`crate::ClientBuilder::endpoints`]).
+    pub fn endpoints<I, S>(self, endpoints: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self(self.0.endpoints(endpoints))
+    }
+
+    /// The bearer token (see [`crate::ClientBuilder::token`]).
+    pub fn token(self, token: impl Into<String>) -> Self {
+        Self(self.0.token(token))
+    }
+
+    /// The client, with its runtime.
+    pub fn build(self) -> Result<Client, Error> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("snowdrift-client")
+            .enable_all()
+            .build()
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("cannot start the client's runtime: {e}"),
+                )
+            })?;
+        // Channels are made inside the runtime they will run on.
+        let inner = {
+            let _entered = runtime.enter();
+            self.0.build()?
+        };
+        Ok(Client {
+            inner,
+            runtime: Arc::new(runtime),
+        })
+    }
+}

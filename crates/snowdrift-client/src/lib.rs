@@ -1,0 +1,45 @@
+//! # snowdrift-client
+//!
+//! A Rust client for snowdrift servers that caches ID ranges in the application: each name
+//! has a batch being served and the next one, fetched in the background once the current
+//! one is used past a threshold (0.8 by default), so most calls never leave the process and
+//! the servers can be away for a while without the application noticing. The batch size
+//! follows the rate of use (about 10 s worth, within bounds). Fetches go over gRPC (runs,
+//! so a batch of a million consecutive IDs is a few bytes) to the endpoints in turn; a
+//! failed or slow one is retried on the next with backoff and jitter, and an endpoint that
+//! keeps failing is left out until a later try succeeds.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = snowdrift_client::Client::builder()
+//!     .endpoints(["http://10.0.0.1:8080", "http://10.0.0.2:8080"])
+//!     .token(std::env::var("SNOWDRIFT_TOKEN")?)
+//!     .build()?;
+//! let id: u64 = client.next("order").await?;
+//! let ids: Vec<u64> = client.next_n("order", 500).await?;
+//! let text: String = client.next_text("uuid7").await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Guarantees: an ID is handed out once; IDs left in the cache when the client is dropped
+//! are skipped, never reused; cached snowflake IDs older than `max_age` are dropped rather
+//! than handed out late. Order holds within a fetched batch (increasing for 64-bit kinds);
+//! a later batch from another server may go back.
+//!
+//! Errors the servers say are final (unknown name, refused token, bad request) come back
+//! at once. While no server answers, callers are served from the cache; once it is empty
+//! they get [`ErrorKind::Unavailable`] naming the endpoints, their last errors and since
+//! when, and the client recovers by itself when a server comes back.
+#![deny(missing_docs)]
+
+pub mod blocking;
+mod builder;
+mod cache;
+mod client;
+mod endpoints;
+mod error;
+
+pub use builder::ClientBuilder;
+pub use cache::Stats;
+pub use client::Client;
+pub use error::{Error, ErrorKind};

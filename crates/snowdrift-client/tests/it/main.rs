@@ -1,0 +1,197 @@
+//! The client against real servers, in this process: IDs from the cache are never repeated,
+//! batches are fetched far less often than IDs are taken, final errors come at once, and
+//! with two servers one going away is not noticed, both going away drains the cache and
+//! then says so, and a server coming back is used again.
+
+mod server;
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use snowdrift_client::{Client, ErrorKind};
+
+use server::{Server, create_tag};
+
+fn client(endpoints: &[String]) -> Client {
+    Client::builder()
+        .endpoints(endpoints.iter().cloned())
+        .deadline(Duration::from_secs(1))
+        .backoff(Duration::from_millis(20), Duration::from_millis(200))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_come_from_the_cache_and_are_never_repeated() {
+    let dir = server::dir("client-cache");
+    let s = Server::start(&dir, 0, None).await;
+    create_tag(&s.base(), "order", 1000).await;
+    let client = client(&[s.base()]);
+    let mut tasks = Vec::new();
+    for _ in 0..3 {
+        let client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut got = Vec::new();
+            for i in 0..20_000u64 {
+                got.push(client.next("order").await.unwrap());
+                if i % 1000 == 0 {
+                    got.extend(client.next_n("snowflake", 7).await.unwrap());
+                }
+            }
+            got
+        }));
+    }
+    let mut seen = HashSet::new();
+    for t in tasks {
+        for id in t.await.unwrap() {
+            assert!(seen.insert(id), "{id} handed out twice");
+        }
+    }
+    assert_eq!(seen.len(), 3 * (20_000 + 20 * 7));
+    let stats = client.stats("order").unwrap();
+    assert_eq!(stats.served, 60_000);
+    // Batches start at 100 and grow with the rate: far fewer fetches than IDs.
+    assert!(stats.fetches < 600, "{stats:?}");
+    assert!(stats.batch > 100, "the batch did not grow: {stats:?}");
+    // The server's next ID is above everything the client handed out.
+    let next = client_of_one(&s.base()).next("order").await.unwrap();
+    assert!(seen.iter().all(|&id| id < next || id > 1 << 40), "{next}");
+    s.stop().await;
+}
+
+fn client_of_one(base: &str) -> Client {
+    Client::builder()
+        .endpoints([base.to_string()])
+        .batch(1, 1)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kinds_and_final_errors() {
+    let dir = server::dir("client-kinds");
+    let s = Server::start(&dir, 0, None).await;
+    create_tag(&s.base(), "order", 1000).await;
+    let client = client(&[s.base()]);
+    let a = client.next_text("uuid7").await.unwrap();
+    let b = client.next_text("uuid7").await.unwrap();
+    assert!(a.len() == 36 && a < b, "{a} {b}");
+    assert_eq!(
+        client.next("uuid7").await.unwrap_err().kind(),
+        ErrorKind::WrongKind
+    );
+    client.next("order").await.unwrap();
+    assert_eq!(
+        client.next_text("order").await.unwrap_err().kind(),
+        ErrorKind::WrongKind
+    );
+    // Not found is final: one answer, no retries across the attempts' backoff.
+    let start = Instant::now();
+    let e = client.next("no-such-tag").await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    assert!(e.is_final());
+    assert!(
+        start.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        start.elapsed()
+    );
+    let e = Client::builder().build().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    let e = Client::builder()
+        .endpoints(["ftp://x"])
+        .build()
+        .unwrap_err();
+    assert!(e.message().contains("http://HOST:PORT"), "{e}");
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_server_gone_is_not_noticed_both_gone_drains_the_cache_then_says_so() {
+    let dir = server::dir("client-failover");
+    let a = Server::start(&dir, 0, None).await;
+    let b = Server::start(&dir, 1, None).await;
+    create_tag(&a.base(), "order", 500).await;
+    let endpoints = [a.base(), b.base()];
+    let client = Client::builder()
+        .endpoints(endpoints.iter().cloned())
+        .batch(50, 50)
+        .deadline(Duration::from_millis(500))
+        .backoff(Duration::from_millis(20), Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let mut seen = HashSet::new();
+    let mut take = |id: u64| assert!(seen.insert(id), "{id} twice");
+    for _ in 0..500 {
+        take(client.next("order").await.unwrap());
+    }
+    // One server goes away: not one error.
+    let a_addr = a.addr;
+    a.stop().await;
+    for _ in 0..2_000 {
+        take(client.next("order").await.unwrap());
+    }
+    // Both away: what is cached is still served, then a clear error naming the endpoints.
+    b.stop().await;
+    let mut served_after = 0;
+    let error = loop {
+        match client.next("order").await {
+            Ok(id) => {
+                take(id);
+                served_after += 1;
+                assert!(served_after <= 100, "more IDs than two batches hold");
+            }
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(error.kind(), ErrorKind::Unavailable, "{error}");
+    for endpoint in &endpoints {
+        assert!(error.message().contains(endpoint.as_str()), "{error}");
+    }
+    assert!(error.message().contains("\"order\""), "{error}");
+    // A server back on the first address is used again without a new client.
+    let back = Server::start(&dir, 0, Some(a_addr)).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let id = loop {
+        match client.next("order").await {
+            Ok(id) => break id,
+            Err(e) if Instant::now() < deadline => {
+                assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("no recovery: {e}"),
+        }
+    };
+    take(id);
+    back.stop().await;
+}
+
+#[test]
+fn the_blocking_client_works_from_plain_threads() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let dir = server::dir("client-blocking");
+    let s = runtime.block_on(Server::start(&dir, 0, None));
+    runtime.block_on(create_tag(&s.base(), "order", 1000));
+    let client = snowdrift_client::blocking::Client::builder()
+        .endpoints([s.base()])
+        .build()
+        .unwrap();
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let client = client.clone();
+            std::thread::spawn(move || {
+                (0..5_000)
+                    .map(|_| client.next("order").unwrap())
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut seen = HashSet::new();
+    for t in threads {
+        for id in t.join().unwrap() {
+            assert!(seen.insert(id), "{id} twice");
+        }
+    }
+    assert_eq!(seen.len(), 20_000);
+    assert!(client.next_text("ulid").unwrap().len() == 26);
+    runtime.block_on(s.stop());
+}
