@@ -41,7 +41,7 @@ pub enum Kind {
 /// at a time, so any number of processes can take IDs of one tag at once without repeats.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  snowdrift next -n 5\n  snowdrift next --layout sonyflake --worker 7 --format base62\n  SNOWDRIFT_OBFUSCATE_KEY=5f1e0c9a27b34d6e8a91c2d3e4f50617 snowdrift next -n 3 --format obfuscated-base62\n  snowdrift next --bits time:39,worker:12,seq:12 --unit 10ms --epoch 2024-01-01\n  snowdrift next --kind uuid7 -n 3\n  snowdrift next --kind segment --tag order --store sqlite://snowdrift.db -n 100\n  snowdrift next --registry postgres://root@127.0.0.1/test -n 1000000 --threads 2\n  snowdrift next --registry file:///var/lib/snowdrift --worker-source static --worker 3"
+    after_help = "Examples:\n  snowdrift next -n 5\n  snowdrift next --layout sonyflake --worker 7 --format base62\n  SNOWDRIFT_OBFUSCATE_KEY=5f1e0c9a27b34d6e8a91c2d3e4f50617 snowdrift next -n 3 --format obfuscated-base62\n  snowdrift next --bits time:39,worker:12,seq:12 --unit 10ms --epoch 2024-01-01\n  snowdrift next --kind uuid7 -n 3\n  snowdrift next --kind segment --tag order --store sqlite://snowdrift.db -n 100\n  snowdrift next --registry postgres://root@127.0.0.1/test -n 1000000 --threads 2\n  snowdrift next --registry file:///var/lib/snowdrift --worker-source static --worker 3\n  snowdrift next --server http://10.0.0.1:8080,http://10.0.0.2:8080 order -n 1000"
 )]
 pub struct Args {
     /// How many IDs to print.
@@ -72,12 +72,30 @@ pub struct Args {
     store: StoreArgs,
     #[command(flatten)]
     lease: leased::LeaseArgs,
+    /// Ask running servers instead of generating here: their URLs, comma-separated
+    /// (http://HOST:PORT or https://...), through the client crate, which caches a batch and
+    /// fails over between them. Takes the generator or tag NAME; SNOWDRIFT_TOKEN is sent as
+    /// the bearer token when set.
+    #[arg(
+        long,
+        value_name = "URL[,URL...]",
+        value_delimiter = ',',
+        requires = "name",
+        conflicts_with_all = ["kind", "layout", "bits", "worker", "format", "tag", "registry"]
+    )]
+    server: Vec<String>,
+    /// With --server: the generator or segment tag to take IDs from.
+    #[arg(value_name = "NAME", requires = "server")]
+    name: Option<String>,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     if args.count == 0 {
         bail!("--count must be at least 1");
+    }
+    if let Some(name) = &args.name {
+        return from_servers(&args.server, name, args.count);
     }
     if args.lease.registry.is_some() {
         // Before stdout is locked below: the generating threads write to it themselves.
@@ -139,6 +157,39 @@ pub fn run(args: Args) -> Result<()> {
             writeln!(out, "{}", codec.encode(id)?)?;
         }
         left -= block.len();
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `count` IDs of `name` from the servers at `endpoints`, through the client crate.
+fn from_servers(endpoints: &[String], name: &str, count: u64) -> Result<()> {
+    let mut builder =
+        snowdrift_client::blocking::Client::builder().endpoints(endpoints.iter().cloned());
+    if let Ok(token) = std::env::var("SNOWDRIFT_TOKEN") {
+        builder = builder.token(token);
+    }
+    let client = builder.build()?;
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let mut left = count;
+    while left > 0 {
+        let n = left.min(10_000);
+        match client.next_n(name, n as usize) {
+            Ok(ids) => {
+                for id in ids {
+                    writeln!(out, "{id}")?;
+                }
+            }
+            // A text kind: the same, one string at a time from the cache.
+            Err(e) if e.kind() == snowdrift_client::ErrorKind::WrongKind => {
+                for _ in 0..n {
+                    writeln!(out, "{}", client.next_text(name)?)?;
+                }
+            }
+            Err(e) => return Err(e).with_context(|| format!("IDs of {name:?} from the servers")),
+        }
+        left -= n;
     }
     out.flush()?;
     Ok(())

@@ -4,6 +4,7 @@
 mod check_config;
 mod cli;
 mod common;
+mod next_server;
 mod readme_range_cache;
 mod reload_cli;
 mod segment_cli;
