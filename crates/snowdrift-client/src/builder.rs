@@ -35,7 +35,7 @@ impl Default for ClientBuilder {
             prefetch_at: 0.8,
             hold: Duration::from_secs(10),
             min_batch: 100,
-            max_batch: 10_000,
+            max_batch: 1_000_000,
             max_age: Duration::from_secs(10),
             deadline: Duration::from_secs(2),
             connect_timeout: Duration::from_secs(1),
@@ -84,8 +84,10 @@ impl ClientBuilder {
         self
     }
 
-    /// The bounds of the batch size. Default 100 to 10,000 (the server's default
-    /// `limits.max_count`; a larger maximum needs a larger limit on the servers).
+    /// The bounds of the batch size. Default 100 to 1,000,000. Batches up to 10,000 (the
+    /// servers' default `limits.max_count`) are one `Next` call, larger ones a `Stream` of
+    /// messages of 10,000 (bounded by the servers' `limits.max_stream`, default 100
+    /// million).
     pub fn batch(mut self, min: u64, max: u64) -> Self {
         self.min_batch = min;
         self.max_batch = max;
@@ -121,9 +123,18 @@ impl ClientBuilder {
         self
     }
 
-    /// The client. Nothing is connected yet: each endpoint connects on first use.
+    /// The client. Nothing is connected yet: each endpoint connects on first use. Call it
+    /// inside a tokio runtime, which runs the background fetches (outside one, use
+    /// [`crate::blocking::Client`], which brings its own).
     pub fn build(self) -> Result<Client, Error> {
         let invalid = |m: String| Err(Error::new(ErrorKind::InvalidInput, m));
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return invalid(
+                "build the client inside a tokio runtime (it runs the background fetches), \
+                 or use snowdrift_client::blocking::Client"
+                    .into(),
+            );
+        };
         if !(0.0..=1.0).contains(&self.prefetch_at) {
             return invalid(format!(
                 "prefetch_at {} is not a share: give 0 to 1 (0.8 fetches the next batch once \
@@ -178,6 +189,7 @@ impl ClientBuilder {
             policy,
             self.deadline,
             attempts,
+            runtime,
         ))
     }
 }

@@ -1,17 +1,19 @@
 //! The async client: a cache per name over the endpoints.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use snowdrift_proto::grpc::NextRequest;
+use arc_swap::ArcSwap;
 use tonic::metadata::MetadataValue;
 
 use crate::builder::ClientBuilder;
-use crate::cache::{Batch, NameCache, Policy, Stats, Taken};
+use crate::cache::{NameCache, Policy, Stats};
 use crate::endpoints::Endpoints;
 use crate::error::{Error, ErrorKind};
+
+type Caches = HashMap<Box<str>, Arc<NameCache>, foldhash::fast::RandomState>;
 
 /// A snowdrift client: IDs from a cache per name, refilled from the servers in the
 /// background. Cheap to clone; clones share the caches.
@@ -38,7 +40,10 @@ pub(crate) struct Shared {
     pub(crate) policy: Policy,
     pub(crate) deadline: Duration,
     pub(crate) attempts: usize,
-    caches: RwLock<HashMap<String, Arc<NameCache>>>,
+    /// Where background fetches run.
+    runtime: tokio::runtime::Handle,
+    /// Read on every call without a lock (names are added rarely, by copying the map).
+    caches: ArcSwap<Caches>,
 }
 
 impl Client {
@@ -53,6 +58,7 @@ impl Client {
         policy: Policy,
         deadline: Duration,
         attempts: usize,
+        runtime: tokio::runtime::Handle,
     ) -> Self {
         Self {
             shared: Arc::new(Shared {
@@ -61,13 +67,25 @@ impl Client {
                 policy,
                 deadline,
                 attempts,
-                caches: RwLock::new(HashMap::new()),
+                runtime,
+                caches: ArcSwap::from_pointee(Caches::default()),
             }),
         }
     }
 
-    /// The next ID of generator or tag `name` (a 64-bit kind).
+    /// The next ID of generator or tag `name` (a 64-bit kind). From a warm cache this is
+    /// one lookup and one compare-and-swap; it waits on the network only when the cache is
+    /// empty.
+    #[inline]
     pub async fn next(&self, name: &str) -> Result<u64, Error> {
+        match self.try_next(name) {
+            Some(id) => Ok(id),
+            // Boxed so that the warm path's future stays small.
+            None => Box::pin(self.next_cold(name)).await,
+        }
+    }
+
+    async fn next_cold(&self, name: &str) -> Result<u64, Error> {
         let mut ids = self.next_n(name, 1).await?;
         ids.pop().ok_or_else(|| {
             Error::new(
@@ -77,64 +95,89 @@ impl Client {
         })
     }
 
+    /// The next ID of `name` if the cache has one, without waiting; `None` otherwise.
+    #[inline]
+    pub(crate) fn try_next(&self, name: &str) -> Option<u64> {
+        let caches = self.shared.caches.load();
+        let cache = caches.get(name)?;
+        let got = cache.runs.take(1)?;
+        if got.prefetch {
+            self.prefetch(name, cache);
+        }
+        Some(got.ids.start)
+    }
+
     /// `n` new IDs of `name` (a 64-bit kind), from the cache and as many fetches as they
     /// take.
     pub async fn next_n(&self, name: &str, n: usize) -> Result<Vec<u64>, Error> {
-        match self.take(name, n, false).await? {
-            Taken::Numbers(v) => Ok(v),
-            Taken::Text(_) => Err(Error::new(ErrorKind::WrongKind, "expected numbers")),
+        let cache = self.begin(name, n, false)?;
+        let mut out = Vec::with_capacity(n);
+        loop {
+            while out.len() < n {
+                let Some(got) = cache.runs.take((n - out.len()) as u64) else {
+                    break;
+                };
+                out.extend(got.ids.iter());
+                if got.prefetch {
+                    self.prefetch(name, &cache);
+                }
+            }
+            if out.len() == n {
+                return Ok(out);
+            }
+            if let Err(e) = self.refill(name, &cache, n - out.len(), false).await {
+                cache.lose(out.len() as u64);
+                return Err(e);
+            }
         }
     }
 
     /// The next ID of `name` for a text kind (UUID, ULID, ObjectId, templated counter).
     pub async fn next_text(&self, name: &str) -> Result<String, Error> {
-        match self.take(name, 1, true).await? {
-            Taken::Text(mut v) => v.pop().ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Unavailable,
-                    format!("{name:?}: no ID was fetched"),
-                )
-            }),
-            Taken::Numbers(_) => Err(Error::new(ErrorKind::WrongKind, "expected text")),
+        let cache = self.begin(name, 1, true)?;
+        let mut out = Vec::with_capacity(1);
+        loop {
+            if cache.texts.take(1, &mut out) {
+                self.prefetch(name, &cache);
+            }
+            if let Some(id) = out.pop() {
+                return Ok(id);
+            }
+            self.refill(name, &cache, 1, true).await?;
         }
     }
 
     /// The counts of `name`'s cache, if it has one.
     pub fn stats(&self, name: &str) -> Option<Stats> {
-        self.shared.cache_if_any(name).map(|c| c.stats())
+        self.shared.caches.load().get(name).map(|c| c.stats())
     }
 
-    async fn take(&self, name: &str, n: usize, text: bool) -> Result<Taken, Error> {
+    /// `name`'s cache, made on first use, after the checks every take makes.
+    fn begin(&self, name: &str, n: usize, text: bool) -> Result<Arc<NameCache>, Error> {
         if n == 0 {
             return Err(Error::new(ErrorKind::InvalidInput, "ask for at least 1 ID"));
         }
         let cache = self.shared.cache(name);
-        let mut out = if text {
-            Taken::Text(Vec::with_capacity(n))
-        } else {
-            Taken::Numbers(Vec::with_capacity(n))
-        };
-        loop {
-            let prefetch = cache.take(n, text, &mut out)?;
-            let have = match &out {
-                Taken::Numbers(v) => v.len(),
-                Taken::Text(v) => v.len(),
-            };
-            if have == n {
-                if prefetch {
-                    self.prefetch(name, &cache);
-                }
-                return Ok(out);
-            }
-            // Empty: fetch now, or wait for the fetch in flight.
-            let _fetching = cache.fetch.lock().await;
-            if cache.has_ids() {
-                continue;
-            }
-            let size = cache.next_size((n - have) as u64);
+        cache.check_kind(text)?;
+        Ok(cache)
+    }
+
+    /// Waits for a batch for a caller that found the cache empty: the fetch in flight, or
+    /// one of its own.
+    async fn refill(
+        &self,
+        name: &str,
+        cache: &NameCache,
+        demand: usize,
+        text: bool,
+    ) -> Result<(), Error> {
+        let _fetching = cache.fetch.lock().await;
+        if !cache.has_ids(text) {
+            let size = cache.next_size(demand as u64);
             let batch = self.shared.fetch(name, size).await?;
-            cache.install(batch);
+            cache.install(name, batch);
         }
+        cache.check_kind(text)
     }
 
     /// Fetches `name`'s next batch in the background, unless one is on its way.
@@ -143,11 +186,11 @@ impl Client {
             return;
         }
         let (shared, cache, name) = (self.shared.clone(), cache.clone(), name.to_string());
-        tokio::spawn(async move {
+        self.shared.runtime.spawn(async move {
             let fetching = cache.fetch.lock().await;
             let size = cache.next_size(1);
             match shared.fetch(&name, size).await {
-                Ok(batch) => cache.install(batch),
+                Ok(batch) => cache.install(&name, batch),
                 // A caller that runs dry fetches again and gets the error itself.
                 Err(e) => tracing::debug!(name, error = %e, "snowdrift prefetch failed"),
             }
@@ -159,70 +202,24 @@ impl Client {
 
 impl Shared {
     fn cache(&self, name: &str) -> Arc<NameCache> {
-        if let Some(c) = self.cache_if_any(name) {
-            return c;
+        if let Some(c) = self.caches.load().get(name) {
+            return c.clone();
         }
-        let mut caches = self.caches.write().unwrap_or_else(PoisonError::into_inner);
-        caches
-            .entry(name.to_string())
-            .or_insert_with(|| Arc::new(NameCache::new(self.policy)))
-            .clone()
-    }
-
-    fn cache_if_any(&self, name: &str) -> Option<Arc<NameCache>> {
-        let caches = self.caches.read().unwrap_or_else(PoisonError::into_inner);
-        caches.get(name).cloned()
-    }
-
-    /// One batch of `count` IDs of `name`: from the endpoints in turn, each call cut at the
-    /// deadline, a failed one retried on the next endpoint after a backoff; a final error
-    /// (unknown name, refused token, bad request) at once.
-    async fn fetch(&self, name: &str, count: u64) -> Result<Batch, Error> {
-        let mut last = None;
-        for _ in 0..self.attempts {
-            let endpoint = self.endpoints.pick();
-            let mut request = tonic::Request::new(NextRequest {
-                name: name.to_string(),
-                count: Some(count),
-                format: None,
-            });
-            request.set_timeout(self.deadline);
-            if let Some(token) = &self.token {
-                request
-                    .metadata_mut()
-                    .insert("authorization", token.clone());
-            }
-            let mut client = endpoint.client.clone();
-            let answer = tokio::time::timeout(self.deadline, client.next(request)).await;
-            let error = match answer {
-                Ok(Ok(batch)) => {
-                    self.endpoints.succeeded(endpoint);
-                    return Ok(Batch::from_message(batch.into_inner()));
-                }
-                Ok(Err(status)) => Error::from_status(&endpoint.url, &status),
-                Err(_) => Error::new(
-                    ErrorKind::Unavailable,
-                    format!("{}: no answer within {:?}", endpoint.url, self.deadline),
-                ),
-            };
-            if error.is_final() {
-                return Err(error);
-            }
-            let wait = self.endpoints.failed(endpoint, &error);
-            last = Some(error);
-            if self.endpoints.len() == 1 {
-                tokio::time::sleep(wait).await;
-            }
+        let mut made = None;
+        self.caches.rcu(|caches| {
+            let mut caches = Caches::clone(caches);
+            made = Some(
+                caches
+                    .entry(name.into())
+                    .or_insert_with(|| Arc::new(NameCache::new(self.policy)))
+                    .clone(),
+            );
+            caches
+        });
+        match made {
+            Some(c) => c,
+            // rcu runs its closure at least once.
+            None => unreachable!("the cache map's update ran"),
         }
-        let last = last.map(|e| e.message().to_string()).unwrap_or_default();
-        Err(Error::new(
-            ErrorKind::Unavailable,
-            format!(
-                "{name:?}: the cache is empty and no server answered after {} tries ({last}); \
-                 endpoints: {}",
-                self.attempts,
-                self.endpoints.describe()
-            ),
-        ))
     }
 }

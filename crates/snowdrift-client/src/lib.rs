@@ -38,6 +38,9 @@ mod cache;
 mod client;
 mod endpoints;
 mod error;
+mod fetch;
+mod runs;
+mod text;
 
 pub use builder::ClientBuilder;
 pub use cache::Stats;

@@ -172,13 +172,22 @@ impl SegmentChain {
     /// segment when it is used up. Never blocks and never takes a lock.
     #[inline]
     pub fn take(&self, n: u64) -> Take {
+        self.take_numbered(n).0
+    }
+
+    /// [`take`](Self::take), and the number of the segment the IDs came from: how many
+    /// segments were pushed before it (0 for the first). A caller that keeps its own facts
+    /// about each pushed segment (when it was fetched, from where) finds them by it. The
+    /// number is meaningful only with [`Take::Ready`].
+    #[inline]
+    pub fn take_numbered(&self, n: u64) -> (Take, u64) {
         let n = n.max(1);
         let mut s = self.state.load(Ordering::Acquire);
         loop {
             let (segment, offset) = (s >> OFFSET_BITS, s & OFFSET_MASK);
             let published = self.published.load(Ordering::Acquire);
             if segment >= published {
-                return self.starve();
+                return (self.starve(), segment);
             }
             let slot = self.slot(segment);
             let start = slot.start.load(Ordering::Acquire);
@@ -193,7 +202,7 @@ impl SegmentChain {
                 // Only trust "all used up" if nobody moved the state meanwhile.
                 let now = self.state.load(Ordering::Acquire);
                 if now == s {
-                    return self.starve();
+                    return (self.starve(), segment);
                 }
                 s = now;
                 continue;
@@ -205,15 +214,14 @@ impl SegmentChain {
                 Ok(_) if next >> OFFSET_BITS == segment => {
                     let end = next & OFFSET_MASK;
                     let point = self.prefetch_point(len);
-                    return Take::Ready {
-                        ids: IdRange {
-                            start,
-                            end: start + len * stride,
-                            stride,
-                        }
-                        .slice(offset, end),
-                        refill: offset <= point && point < end,
-                    };
+                    let ids = IdRange {
+                        start,
+                        end: start + len * stride,
+                        stride,
+                    }
+                    .slice(offset, end);
+                    let refill = offset <= point && point < end;
+                    return (Take::Ready { ids, refill }, segment);
                 }
                 // Moved to the next segment: take from it on the next turn.
                 Ok(_) => s = next,

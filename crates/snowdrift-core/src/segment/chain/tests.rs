@@ -224,3 +224,18 @@ proptest! {
         prop_assert_eq!(got.len() as u64 + st.current_left + st.ids_ahead, expected.len() as u64);
     }
 }
+
+#[test]
+fn take_numbered_names_the_segment_the_ids_came_from() {
+    let c = chain();
+    assert_eq!(c.take_numbered(1), (Take::Empty, 0));
+    c.push(IdRange::new(1, 3)).unwrap();
+    c.push(IdRange::new(10, 12)).unwrap();
+    let (t, n) = c.take_numbered(5);
+    assert_eq!((ready(t).0, n), (IdRange::new(1, 3), 0));
+    let (t, n) = c.take_numbered(1);
+    assert_eq!((ready(t).0, n), (IdRange::new(10, 11), 1));
+    let (t, n) = c.take_numbered(1);
+    assert_eq!((ready(t).0, n), (IdRange::new(11, 12), 1));
+    assert_eq!(c.take_numbered(1).0, Take::Empty);
+}
