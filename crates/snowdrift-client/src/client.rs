@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -12,6 +12,9 @@ use crate::builder::ClientBuilder;
 use crate::cache::{NameCache, Policy, Stats};
 use crate::endpoints::Endpoints;
 use crate::error::{Error, ErrorKind};
+
+/// The next client's id.
+static NEXT_CLIENT: AtomicU64 = AtomicU64::new(0);
 
 type Caches = HashMap<Box<str>, Arc<NameCache>, foldhash::fast::RandomState>;
 
@@ -40,6 +43,8 @@ pub(crate) struct Shared {
     pub(crate) policy: Policy,
     pub(crate) deadline: Duration,
     pub(crate) attempts: usize,
+    /// Tells this client's per-thread blocks from another's.
+    id: u64,
     /// Where background fetches run.
     runtime: tokio::runtime::Handle,
     /// Read on every call without a lock (names are added rarely, by copying the map).
@@ -67,6 +72,7 @@ impl Client {
                 policy,
                 deadline,
                 attempts,
+                id: NEXT_CLIENT.fetch_add(1, Ordering::Relaxed),
                 runtime,
                 caches: ArcSwap::from_pointee(Caches::default()),
             }),
@@ -98,6 +104,15 @@ impl Client {
     /// The next ID of `name` if the cache has one, without waiting; `None` otherwise.
     #[inline]
     pub(crate) fn try_next(&self, name: &str) -> Option<u64> {
+        let local = crate::local::next(
+            self.shared.id,
+            name,
+            || self.shared.caches.load().get(name).cloned(),
+            |cache| self.prefetch(name, cache),
+        );
+        if local.is_some() {
+            return local;
+        }
         let caches = self.shared.caches.load();
         let cache = caches.get(name)?;
         let got = cache.runs.take(1)?;

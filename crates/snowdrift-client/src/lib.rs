@@ -39,6 +39,7 @@ mod client;
 mod endpoints;
 mod error;
 mod fetch;
+mod local;
 mod runs;
 mod text;
 

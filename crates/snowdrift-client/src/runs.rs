@@ -103,6 +103,12 @@ impl Runs {
         }
     }
 
+    /// Whether these IDs carry their time and expire (a snowflake name).
+    #[inline]
+    pub(crate) fn expires(&self) -> bool {
+        self.expires.load(Ordering::Relaxed)
+    }
+
     fn expired(&self, segment: u64) -> bool {
         let stamp = self.stamps[(segment % u64::from(CAPACITY)) as usize].load(Ordering::Acquire);
         if stamp & NUMBER_MASK != segment & NUMBER_MASK {

@@ -41,9 +41,12 @@ pub enum ClockKind {
 /// With --target URL --grpc NAME: --connections connections call the gRPC `Stream` method
 /// for NAME (--per-stream IDs each, --batch IDs per message) one stream after another, for
 /// --duration. Prints streams/s, IDs/s, messages and per-stream latency.
+///
+/// With --target URL[,URL...] --client NAME: --threads threads take IDs of NAME through one
+/// snowdrift-client (the cache an application would use) for --duration.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  snowdrift bench                       # Twitter layout, 1 thread: the 4,096,000/s cap\n  snowdrift bench --threads 2 --block 1000\n  snowdrift bench --bits time:20,worker:1,seq:42 --clock cached   # hot path, nobody waits\n  snowdrift bench --target 'http://127.0.0.1:8080/v1/ids/snowflake?count=1' --connections 50\n  snowdrift bench --target 'http://127.0.0.1:8080/v1/ids/snowflake?count=10000' --connections 4\n  snowdrift bench --target http://127.0.0.1:8080/api/segment/get/order --rate 20000\n  snowdrift bench --target redis://127.0.0.1:6379 --incr order --rate 20000\n  snowdrift bench --target http://127.0.0.1:8080 --grpc snowflake --connections 2 --per-stream 1000000"
+    after_help = "Examples:\n  snowdrift bench                       # Twitter layout, 1 thread: the 4,096,000/s cap\n  snowdrift bench --threads 2 --block 1000\n  snowdrift bench --bits time:20,worker:1,seq:42 --clock cached   # hot path, nobody waits\n  snowdrift bench --target 'http://127.0.0.1:8080/v1/ids/snowflake?count=1' --connections 50\n  snowdrift bench --target 'http://127.0.0.1:8080/v1/ids/snowflake?count=10000' --connections 4\n  snowdrift bench --target http://127.0.0.1:8080/api/segment/get/order --rate 20000\n  snowdrift bench --target redis://127.0.0.1:6379 --incr order --rate 20000\n  snowdrift bench --target http://127.0.0.1:8080 --grpc snowflake --connections 2 --per-stream 1000000\n  snowdrift bench --target http://10.0.0.1:8080,http://10.0.0.2:8080 --client order --threads 8"
 )]
 pub struct Args {
     #[command(flatten)]
@@ -93,12 +96,40 @@ pub struct Args {
     /// With --grpc: most IDs per message (default: the server's `limits.max_count`).
     #[arg(long, value_name = "N", requires = "grpc")]
     batch: Option<u64>,
+    /// With --target URL[,URL...]: take IDs of this generator or tag through
+    /// snowdrift-client in this process, --threads threads sharing one client, as an
+    /// application would; prints IDs/s, next() latency and the cache's counts.
+    #[arg(long, value_name = "NAME", requires = "target", conflicts_with_all = ["grpc", "incr", "rate"])]
+    client: Option<String>,
+    /// With --client: the client's batch bounds MIN,MAX (default 100,1000000); 1,1 makes
+    /// every next() one gRPC call, for comparison.
+    #[arg(long, value_name = "MIN,MAX", requires = "client", value_parser = parse_bounds)]
+    client_batch: Option<(u64, u64)>,
+}
+
+fn parse_bounds(s: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("{s:?}: give MIN,MAX, e.g. 100,1000000");
+    let (a, b) = s.split_once(',').ok_or_else(bad)?;
+    Ok((
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    ))
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     if let Some(target) = args.target {
         let duration = Duration::from_millis(parse_unit(&args.duration).context("--duration")?);
+        if let Some(name) = args.client {
+            return crate::cmd::bench_client::run(crate::cmd::bench_client::Load {
+                endpoints: target.split(',').map(str::to_string).collect(),
+                name,
+                threads: args.threads,
+                batch: args.client_batch,
+                duration,
+                token: args.token,
+            });
+        }
         if let Some(name) = args.grpc {
             return crate::cmd::bench_grpc::run(crate::cmd::bench_grpc::Load {
                 target,

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bench;
+mod bench_client;
 mod bench_grpc;
 mod bench_load;
 mod bench_wire;

@@ -1,0 +1,150 @@
+//! `snowdrift bench --target URL[,URL...] --client NAME`: threads in this process taking IDs
+//! of NAME through one shared `snowdrift-client`, as an application would.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use hdrhistogram::Histogram;
+
+use snowdrift::report::{count_line, group_digits, latency_histogram, percentiles};
+
+/// What to take and how hard.
+pub struct Load {
+    /// The servers, as the client's endpoints.
+    pub endpoints: Vec<String>,
+    /// The generator or tag.
+    pub name: String,
+    /// Threads sharing the client.
+    pub threads: usize,
+    /// The client's batch bounds; `None`: its defaults.
+    pub batch: Option<(u64, u64)>,
+    /// How long to take IDs after the warm-up.
+    pub duration: Duration,
+    /// A bearer token, for servers with auth on.
+    pub token: Option<String>,
+}
+
+/// Runs the load and prints IDs/s, `next()` latency and the cache's counts.
+pub fn run(load: Load) -> Result<()> {
+    if load.threads == 0 || load.threads > 1024 {
+        bail!("--threads must be between 1 and 1024");
+    }
+    let mut builder =
+        snowdrift_client::blocking::Client::builder().endpoints(load.endpoints.clone());
+    if let Some(token) = &load.token {
+        builder = builder.token(token.clone());
+    }
+    if let Some((min, max)) = load.batch {
+        builder = builder.with(|b| b.batch(min, max));
+    }
+    let client = builder.build().context("the client's settings")?;
+    println!(
+        "bench: snowdrift-client next({}) on {} with {} thread(s), {:?}",
+        load.name,
+        load.endpoints.join(","),
+        load.threads,
+        load.duration
+    );
+    // Warm-up: the first fetch, and the batch size settling to the rate.
+    client
+        .next(&load.name)
+        .with_context(|| format!("the first ID of {:?}", load.name))?;
+    let warm = Instant::now() + Duration::from_millis(500).min(load.duration / 4);
+    let stop = AtomicBool::new(false);
+    let errors = AtomicU64::new(0);
+    let first_error = std::sync::Mutex::new(None::<String>);
+    let (ids, latency, start) =
+        std::thread::scope(|s| -> Result<(u64, Histogram<u64>, Instant)> {
+            let workers: Vec<_> = (0..load.threads)
+                .map(|_| {
+                    s.spawn(|| worker(&client, &load.name, warm, &stop, &errors, &first_error))
+                })
+                .collect();
+            std::thread::sleep(warm.saturating_duration_since(Instant::now()));
+            let start = Instant::now();
+            std::thread::sleep(load.duration);
+            stop.store(true, Ordering::Relaxed);
+            let mut total = 0;
+            let mut latency = latency_histogram()?;
+            for w in workers {
+                let (n, h) = w
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("a bench thread panicked"))??;
+                total += n;
+                latency.add(h)?;
+            }
+            Ok((total, latency, start))
+        })?;
+    let secs = start.elapsed().as_secs_f64();
+    println!("{}", count_line("ids", ids, secs, "IDs"));
+    println!(
+        "per call   {:.2} ns per ID per thread",
+        1e9 * secs * load.threads as f64 / ids.max(1) as f64
+    );
+    println!(
+        "latency    {} (every 64th next() timed)",
+        percentiles(&latency)
+    );
+    let errors = errors.load(Ordering::Relaxed);
+    let first = first_error
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .map(|e| format!(", first: {e}"))
+        .unwrap_or_default();
+    println!("errors     {errors}{first}");
+    if let Some(st) = client.stats(&load.name) {
+        println!(
+            "cache      {} fetches, batch now {}, {} cached, {} wasted",
+            group_digits(st.fetches),
+            group_digits(st.batch),
+            group_digits(st.cached),
+            group_digits(st.wasted)
+        );
+    }
+    Ok(())
+}
+
+/// One thread: `next()` in a loop, every 64th call timed; counts only after `warm`.
+fn worker(
+    client: &snowdrift_client::blocking::Client,
+    name: &str,
+    warm: Instant,
+    stop: &AtomicBool,
+    errors: &AtomicU64,
+    first_error: &std::sync::Mutex<Option<String>>,
+) -> Result<(u64, Histogram<u64>)> {
+    let mut hist = latency_histogram()?;
+    let mut counted = 0u64;
+    let mut warming = true;
+    while !stop.load(Ordering::Relaxed) {
+        if warming && Instant::now() >= warm {
+            warming = false;
+            hist.reset();
+        }
+        let mut ok = 0u64;
+        for i in 0..64u32 {
+            let t = (i == 0).then(Instant::now);
+            match client.next(name) {
+                Ok(id) => {
+                    std::hint::black_box(id);
+                    ok += 1;
+                }
+                Err(e) => {
+                    errors.fetch_add(1, Ordering::Relaxed);
+                    let mut first = first_error
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    first.get_or_insert_with(|| e.to_string());
+                }
+            }
+            if let Some(t) = t {
+                hist.saturating_record(t.elapsed().as_nanos() as u64);
+            }
+        }
+        if !warming {
+            counted += ok;
+        }
+    }
+    Ok((counted, hist))
+}
