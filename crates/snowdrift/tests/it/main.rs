@@ -3,6 +3,7 @@
 
 mod check_config;
 mod cli;
+mod client_chaos;
 mod common;
 mod next_server;
 mod readme_range_cache;
