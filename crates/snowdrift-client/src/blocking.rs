@@ -52,6 +52,11 @@ impl Client {
         self.runtime.block_on(self.inner.next_text(name))
     }
 
+    /// How each endpoint stands (see [`crate::Client::endpoints`]).
+    pub fn endpoints(&self) -> Vec<crate::EndpointStatus> {
+        self.inner.endpoints()
+    }
+
     /// The counts of `name`'s cache, if it has one.
     pub fn stats(&self, name: &str) -> Option<Stats> {
         self.inner.stats(name)

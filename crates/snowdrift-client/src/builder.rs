@@ -123,7 +123,8 @@ impl ClientBuilder {
         self
     }
 
-    /// The client. Nothing is connected yet: each endpoint connects on first use. Call it
+    /// The client. Each endpoint connects in the background, to follow its health service;
+    /// nothing is fetched before the first call. Call it
     /// inside a tokio runtime, which runs the background fetches (outside one, use
     /// [`crate::blocking::Client`], which brings its own).
     pub fn build(self) -> Result<Client, Error> {

@@ -67,7 +67,8 @@ impl Batch {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
-    /// IDs handed out from the cache.
+    /// IDs that left the cache: handed out, or held in a thread's block of at most 64
+    /// (see [`crate::Client::next`]) to be handed out next on that thread.
     pub served: u64,
     /// Batches fetched from a server.
     pub fetches: u64,

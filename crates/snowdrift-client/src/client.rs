@@ -10,8 +10,9 @@ use tonic::metadata::MetadataValue;
 
 use crate::builder::ClientBuilder;
 use crate::cache::{NameCache, Policy, Stats};
-use crate::endpoints::Endpoints;
+use crate::endpoints::{EndpointStatus, Endpoints};
 use crate::error::{Error, ErrorKind};
+use crate::health::Watchers;
 
 /// The next client's id.
 static NEXT_CLIENT: AtomicU64 = AtomicU64::new(0);
@@ -49,6 +50,8 @@ pub(crate) struct Shared {
     runtime: tokio::runtime::Handle,
     /// Read on every call without a lock (names are added rarely, by copying the map).
     caches: ArcSwap<Caches>,
+    /// The endpoints' health watchers, which end when this is dropped.
+    _watchers: Watchers,
 }
 
 impl Client {
@@ -65,8 +68,10 @@ impl Client {
         attempts: usize,
         runtime: tokio::runtime::Handle,
     ) -> Self {
+        let watchers = Watchers::start(&endpoints, &runtime);
         Self {
             shared: Arc::new(Shared {
+                _watchers: watchers,
                 endpoints,
                 token,
                 policy,
@@ -79,9 +84,14 @@ impl Client {
         }
     }
 
-    /// The next ID of generator or tag `name` (a 64-bit kind). From a warm cache this is
-    /// one lookup and one compare-and-swap; it waits on the network only when the cache is
-    /// empty.
+    /// The next ID of generator or tag `name` (a 64-bit kind). It waits on the network
+    /// only when the cache is empty.
+    ///
+    /// For segment kinds each thread takes a block of up to 64 IDs from the name's cache at
+    /// a time (one compare-and-swap) and hands them out alone, so threads sharing a client
+    /// do not contend; the IDs of different threads interleave, and a thread that ends
+    /// skips what its block still held. Snowflake IDs are taken one at a time from the
+    /// shared cache, each checked against `max_age`.
     #[inline]
     pub async fn next(&self, name: &str) -> Result<u64, Error> {
         match self.try_next(name) {
@@ -160,6 +170,12 @@ impl Client {
             }
             self.refill(name, &cache, 1, true).await?;
         }
+    }
+
+    /// How each endpoint stands: up or left out after failures, what its health service
+    /// says, its last error.
+    pub fn endpoints(&self) -> Vec<EndpointStatus> {
+        self.shared.endpoints.status()
     }
 
     /// The counts of `name`'s cache, if it has one.

@@ -1,10 +1,16 @@
-//! The servers a client talks to, with what it has seen of each: consecutive failures, when
-//! it may be tried again, its last error. A fetch goes to the next endpoint in turn among
-//! those that are up (round-robin, so load spreads evenly and a slow server is not
-//! favoured or starved), and moves on to another after a failure.
+//! The servers a client talks to, with what it knows of each: what the server's own gRPC
+//! health service says (watched in the background, see [`crate::health`]), and the
+//! client's own failures with it (consecutive failures, when it may be tried again, the
+//! last error).
+//!
+//! A fetch goes to the next endpoint in turn among those that are up (round-robin, so load
+//! spreads evenly and no server is favoured or starved by a latency estimate): first those
+//! whose health service says SERVING and that have not failed lately, then those that only
+//! have not failed lately, and when every one has failed, the one whose retry time comes
+//! first (a probe: a success brings it back).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use snowdrift_proto::grpc::id_service_client::IdServiceClient;
@@ -19,24 +25,48 @@ const DOWN_AFTER: u32 = 2;
 #[derive(Debug)]
 pub(crate) struct Endpoint {
     pub(crate) url: String,
+    pub(crate) channel: Channel,
     pub(crate) client: IdServiceClient<Channel>,
-    health: Mutex<Health>,
+    pub(crate) health: Arc<Mutex<Health>>,
 }
 
+/// What the client knows of one endpoint.
 #[derive(Debug, Default)]
-struct Health {
+pub(crate) struct Health {
     failures: u32,
     retry_at: Option<Instant>,
     last_error: Option<String>,
     down_since: Option<SystemTime>,
+    /// What the server's health service said last: `None` before it answered (or when the
+    /// server has none), `Some(false)` for NOT_SERVING or a watch that broke.
+    pub(crate) serving: Option<bool>,
+}
+
+/// How an endpoint stands, for [`crate::Client::endpoints`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EndpointStatus {
+    /// The URL as given.
+    pub url: String,
+    /// False while the client leaves it out after failures in a row (until a retry time).
+    pub up: bool,
+    /// What the server's health service says: `Some(true)` SERVING, `Some(false)`
+    /// NOT_SERVING or not reachable, `None` not known yet (or the server has none).
+    pub serving: Option<bool>,
+    /// Failed calls in a row.
+    pub failures: u32,
+    /// The last failure's message.
+    pub last_error: Option<String>,
+    /// Since when it has been down, if it is.
+    pub down_since: Option<SystemTime>,
 }
 
 /// Every endpoint, and the turn.
 #[derive(Debug)]
 pub(crate) struct Endpoints {
-    list: Vec<Endpoint>,
+    pub(crate) list: Vec<Endpoint>,
     turn: AtomicUsize,
-    backoff: (Duration, Duration),
+    pub(crate) backoff: (Duration, Duration),
 }
 
 impl Endpoints {
@@ -75,10 +105,12 @@ impl Endpoints {
             } else if !url.starts_with("http://") {
                 return Err(bad(&"the scheme is not http or https"));
             }
+            let channel = endpoint.connect_lazy();
             list.push(Endpoint {
                 url: url.clone(),
-                client: IdServiceClient::new(endpoint.connect_lazy()),
-                health: Mutex::new(Health::default()),
+                client: IdServiceClient::new(channel.clone()),
+                channel,
+                health: Arc::default(),
             });
         }
         Ok(Self {
@@ -93,17 +125,21 @@ impl Endpoints {
         self.list.len()
     }
 
-    /// The next endpoint in turn that is up; if every one is down, the one whose retry time
-    /// comes first (a probe: a success brings it back).
+    /// The endpoint for the next call (see the module's doc for the order).
     pub(crate) fn pick(&self) -> &Endpoint {
         let n = self.list.len();
         let start = self.turn.fetch_add(1, Ordering::Relaxed);
         let now = Instant::now();
-        for k in 0..n {
-            let e = &self.list[(start + k) % n];
-            if e.health().retry_at.is_none_or(|at| at <= now) {
-                return e;
-            }
+        let in_turn = (0..n).map(|k| &self.list[(start + k) % n]);
+        let not_failing = |e: &&Endpoint| e.health().retry_at.is_none_or(|at| at <= now);
+        if let Some(e) = in_turn
+            .clone()
+            .find(|e| not_failing(e) && e.health().serving != Some(false))
+        {
+            return e;
+        }
+        if let Some(e) = in_turn.clone().find(not_failing) {
+            return e;
         }
         self.list
             .iter()
@@ -117,7 +153,11 @@ impl Endpoints {
         if h.down_since.is_some() {
             tracing::info!(endpoint = %e.url, "snowdrift endpoint is back up");
         }
-        *h = Health::default();
+        let serving = h.serving;
+        *h = Health {
+            serving,
+            ..Health::default()
+        };
     }
 
     /// Records a failure; after [`DOWN_AFTER`] in a row the endpoint is down for an
@@ -126,9 +166,7 @@ impl Endpoints {
         let mut h = e.health();
         h.failures += 1;
         h.last_error = Some(error.message().to_string());
-        let (first, most) = self.backoff;
-        let exp = first.saturating_mul(1 << h.failures.min(16)).min(most);
-        let wait = jitter(exp);
+        let wait = backoff(self.backoff, h.failures);
         if h.failures >= DOWN_AFTER {
             if h.down_since.is_none() {
                 h.down_since = Some(SystemTime::now());
@@ -151,8 +189,12 @@ impl Endpoints {
                     .and_then(|t| t.elapsed().ok())
                     .map(|d| format!(", down for {:.1} s", d.as_secs_f64()))
                     .unwrap_or_default();
+                let health = match h.serving {
+                    Some(false) => ", health: not serving",
+                    _ => "",
+                };
                 format!(
-                    "{} ({}{since})",
+                    "{} ({}{since}{health})",
                     e.url,
                     h.last_error.as_deref().unwrap_or("no error yet")
                 )
@@ -160,17 +202,43 @@ impl Endpoints {
             .collect::<Vec<_>>()
             .join("; ")
     }
-}
 
-impl Endpoint {
-    fn health(&self) -> std::sync::MutexGuard<'_, Health> {
-        self.health.lock().unwrap_or_else(PoisonError::into_inner)
+    /// How each endpoint stands.
+    pub(crate) fn status(&self) -> Vec<EndpointStatus> {
+        let now = Instant::now();
+        self.list
+            .iter()
+            .map(|e| {
+                let h = e.health();
+                EndpointStatus {
+                    url: e.url.clone(),
+                    up: h.retry_at.is_none_or(|at| at <= now),
+                    serving: h.serving,
+                    failures: h.failures,
+                    last_error: h.last_error.clone(),
+                    down_since: h.down_since,
+                }
+            })
+            .collect()
     }
 }
 
-/// `wait` with up to half of it taken off at random, so clients that failed together do
-/// not retry together.
-fn jitter(wait: Duration) -> Duration {
+impl Endpoint {
+    pub(crate) fn health(&self) -> std::sync::MutexGuard<'_, Health> {
+        lock(&self.health)
+    }
+}
+
+/// The health record, whole after every assignment.
+pub(crate) fn lock(health: &Mutex<Health>) -> std::sync::MutexGuard<'_, Health> {
+    health.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The wait after the `failures`th failure in a row: `first` doubled each time up to
+/// `longest`, with up to half of it taken off at random, so clients that failed together
+/// do not retry together.
+pub(crate) fn backoff((first, longest): (Duration, Duration), failures: u32) -> Duration {
+    let wait = first.saturating_mul(1 << failures.min(16)).min(longest);
     let mut b = [0u8; 2];
     let r = getrandom::fill(&mut b).map_or(0, |()| u16::from_le_bytes(b));
     let off = wait.as_nanos() as u64 / 2 * u64::from(r) / u64::from(u16::MAX);
