@@ -24,6 +24,7 @@ pub struct ClientBuilder {
     connect_timeout: Duration,
     attempts: Option<usize>,
     backoff: (Duration, Duration),
+    generate_locally: bool,
 }
 
 impl Default for ClientBuilder {
@@ -41,6 +42,7 @@ impl Default for ClientBuilder {
             connect_timeout: Duration::from_secs(1),
             attempts: None,
             backoff: (Duration::from_millis(50), Duration::from_secs(2)),
+            generate_locally: false,
         }
     }
 }
@@ -123,6 +125,15 @@ impl ClientBuilder {
         self
     }
 
+    /// For names whose kind is `uuid4`, `uuid7` or `ulid`: once the first fetch has shown
+    /// the kind, make their IDs in this process instead of fetching them (their uniqueness
+    /// is in their random bits, so they need no server), in the servers' text form.
+    /// Default false: every ID comes from the servers.
+    pub fn generate_locally(mut self, yes: bool) -> Self {
+        self.generate_locally = yes;
+        self
+    }
+
     /// The client. Each endpoint connects in the background, to follow its health service;
     /// nothing is fetched before the first call. Call it
     /// inside a tokio runtime, which runs the background fetches (outside one, use
@@ -183,6 +194,7 @@ impl ClientBuilder {
             min_batch: self.min_batch,
             max_batch: self.max_batch,
             max_age: self.max_age,
+            generate_locally: self.generate_locally,
         };
         Ok(Client::from_parts(
             endpoints,

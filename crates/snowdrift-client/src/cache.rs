@@ -6,12 +6,13 @@
 //! ranges of different servers interleave). Uniqueness never depends on order.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use snowdrift_proto::grpc::IdBatch;
 
 use crate::error::{Error, ErrorKind};
+use crate::generate::Local;
 use crate::runs::Runs;
 use crate::text::Texts;
 
@@ -23,14 +24,18 @@ pub(crate) enum Batch {
         runs: Vec<(u64, u64, u64)>,
         expires: bool,
     },
-    Text(Vec<String>),
+    /// Text IDs, and the servers' name of their kind.
+    Text { ids: Vec<String>, kind: String },
 }
 
 impl Batch {
     /// The IDs of one message (of `Next`, or the first of a `Stream`).
     pub(crate) fn from_message(message: IdBatch) -> Self {
         if message.runs.is_empty() && !message.text.is_empty() {
-            return Batch::Text(message.text);
+            return Batch::Text {
+                ids: message.text,
+                kind: message.kind,
+            };
         }
         Batch::Runs {
             runs: message
@@ -47,7 +52,7 @@ impl Batch {
     pub(crate) fn extend(&mut self, message: IdBatch) {
         match (self, Batch::from_message(message)) {
             (Batch::Runs { runs, .. }, Batch::Runs { runs: more, .. }) => runs.extend(more),
-            (Batch::Text(t), Batch::Text(more)) => t.extend(more),
+            (Batch::Text { ids, .. }, Batch::Text { ids: more, .. }) => ids.extend(more),
             // A name does not change kind within a stream.
             _ => {}
         }
@@ -57,7 +62,7 @@ impl Batch {
     pub(crate) fn len(&self) -> u64 {
         match self {
             Batch::Runs { runs, .. } => runs.iter().map(|r| r.1).sum(),
-            Batch::Text(t) => t.len() as u64,
+            Batch::Text { ids, .. } => ids.len() as u64,
         }
     }
 }
@@ -90,6 +95,7 @@ pub(crate) struct Policy {
     pub(crate) min_batch: u64,
     pub(crate) max_batch: u64,
     pub(crate) max_age: Duration,
+    pub(crate) generate_locally: bool,
 }
 
 const UNKNOWN: u8 = 0;
@@ -108,6 +114,9 @@ struct Sizing {
 pub(crate) struct NameCache {
     pub(crate) runs: Runs,
     pub(crate) texts: Texts,
+    /// Once a fetch showed the name's kind needs no coordination (and the builder allows
+    /// it): where its IDs are made from then on.
+    pub(crate) local: OnceLock<Local>,
     kind: AtomicU8,
     /// One fetch at a time for the name; a caller that finds the cache empty waits for the
     /// fetch in flight rather than start another.
@@ -125,6 +134,7 @@ impl NameCache {
         Self {
             runs: Runs::new(policy.prefetch_at, policy.max_age),
             texts: Texts::new(policy.prefetch_at),
+            local: OnceLock::new(),
             kind: AtomicU8::new(UNKNOWN),
             fetch: tokio::sync::Mutex::new(()),
             prefetching: AtomicBool::new(false),
@@ -186,8 +196,13 @@ impl NameCache {
                 self.kind.store(NUMBERS, Ordering::Relaxed);
                 self.runs.push(runs, expires);
             }
-            Batch::Text(ids) => {
+            Batch::Text { ids, kind } => {
                 self.kind.store(TEXT, Ordering::Relaxed);
+                if self.policy.generate_locally
+                    && let Some(local) = Local::for_kind(&kind)
+                {
+                    let _ = self.local.set(local);
+                }
                 self.texts.push(ids);
             }
         }

@@ -162,6 +162,12 @@ impl Client {
         let cache = self.begin(name, 1, true)?;
         let mut out = Vec::with_capacity(1);
         loop {
+            // What was fetched before the kind was known goes first.
+            if let Some(local) = cache.local.get()
+                && cache.texts.cached() == 0
+            {
+                return local.next();
+            }
             if cache.texts.take(1, &mut out) {
                 self.prefetch(name, &cache);
             }

@@ -39,6 +39,7 @@ mod client;
 mod endpoints;
 mod error;
 mod fetch;
+mod generate;
 mod health;
 mod local;
 mod runs;

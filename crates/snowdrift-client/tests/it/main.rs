@@ -251,3 +251,48 @@ async fn endpoints_follow_the_servers_health_service() {
     back.stop().await;
     b.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uuid_and_ulid_names_can_be_made_locally_once_their_kind_is_known() {
+    let dir = server::dir("client-local");
+    let s = Server::start(&dir, 0, None).await;
+    let client = Client::builder()
+        .endpoints([s.base()])
+        .generate_locally(true)
+        .batch(100, 100)
+        .deadline(Duration::from_millis(300))
+        .backoff(Duration::from_millis(20), Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let mut seen = HashSet::new();
+    for name in ["uuid7", "ulid", "objectid"] {
+        assert!(seen.insert(client.next_text(name).await.unwrap()));
+    }
+    s.stop().await;
+    // With no server: far more than a batch of UUIDs and ULIDs, in the servers' forms.
+    let mut last = String::new();
+    for _ in 0..1_000 {
+        let u = client.next_text("uuid7").await.unwrap();
+        assert!(u.len() == 36 && &u[14..15] == "7" && u > last, "{u}");
+        last = u.clone();
+        assert!(seen.insert(u));
+        let l = client.next_text("ulid").await.unwrap();
+        assert_eq!(l.len(), 26, "{l}");
+        assert!(seen.insert(l));
+    }
+    // ObjectIds carry a process and counter the servers coordinate: fetched only, so they
+    // run out.
+    let mut objectids = 0;
+    let e = loop {
+        match client.next_text("objectid").await {
+            Ok(id) => {
+                assert!(seen.insert(id));
+                objectids += 1;
+            }
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(objectids < 100, "{objectids}");
+    assert!(client.stats("uuid7").unwrap().fetches == 1);
+}

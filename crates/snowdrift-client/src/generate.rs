@@ -1,0 +1,38 @@
+//! Text IDs made in the application instead of fetched, for the kinds whose uniqueness is in
+//! their random bits and so need no coordination (UUID v4 and v7, ULID), when
+//! [`crate::ClientBuilder::generate_locally`] says so. The strings are the servers' forms.
+
+use snowdrift_core::clock::MonotonicClock;
+use snowdrift_core::kinds::ulid::UlidGenerator;
+use snowdrift_core::kinds::uuid::{self, UuidV7Generator};
+
+use crate::error::{Error, ErrorKind};
+
+/// A local generator of one kind.
+#[derive(Debug)]
+pub(crate) enum Local {
+    Uuid4,
+    Uuid7(UuidV7Generator<MonotonicClock>),
+    Ulid(UlidGenerator<MonotonicClock>),
+}
+
+impl Local {
+    /// The generator for the servers' kind `kind`, if it is one that needs no coordination.
+    pub(crate) fn for_kind(kind: &str) -> Option<Self> {
+        match kind {
+            "uuid4" => Some(Local::Uuid4),
+            "uuid7" => Some(Local::Uuid7(UuidV7Generator::new(MonotonicClock::new()))),
+            "ulid" => Some(Local::Ulid(UlidGenerator::new(MonotonicClock::new()))),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn next(&self) -> Result<String, Error> {
+        let made = match self {
+            Local::Uuid4 => Ok(uuid::v4().to_string()),
+            Local::Uuid7(g) => g.next().map(|u| u.to_string()),
+            Local::Ulid(g) => g.next().map(|u| u.to_string()),
+        };
+        made.map_err(|e| Error::new(ErrorKind::Unavailable, format!("a local ID: {e}")))
+    }
+}
