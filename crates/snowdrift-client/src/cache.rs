@@ -276,3 +276,6 @@ fn wrong_kind(is_text: bool) -> Error {
         )
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -296,3 +296,72 @@ async fn uuid_and_ulid_names_can_be_made_locally_once_their_kind_is_known() {
     assert!(objectids < 100, "{objectids}");
     assert!(client.stats("uuid7").unwrap().fetches == 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_endpoints_are_checked_against_the_given_ca() {
+    let dir = server::dir("client-tls");
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    std::fs::write(dir.join("cert.pem"), cert.cert.pem()).unwrap();
+    std::fs::write(dir.join("key.pem"), cert.key_pair.serialize_pem()).unwrap();
+    let s = Server::start_with(
+        &dir,
+        0,
+        None,
+        &format!(
+            "tls_cert = \"{}\"\ntls_key = \"{}\"",
+            dir.join("cert.pem").display(),
+            dir.join("key.pem").display()
+        ),
+    )
+    .await;
+    let url = format!("https://localhost:{}", s.addr.port());
+    let trusting = Client::builder()
+        .endpoints([url.clone()])
+        .ca_certificate(cert.cert.pem())
+        .build()
+        .unwrap();
+    let a = trusting.next("snowflake").await.unwrap();
+    assert!(trusting.next("snowflake").await.unwrap() > a);
+    // The same server, not trusted: no ID, and an error that names the endpoint.
+    let strict = Client::builder()
+        .endpoints([url.clone()])
+        .attempts(1)
+        .build()
+        .unwrap();
+    let e = strict.next("snowflake").await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(e.message().contains(&url), "{e}");
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_counts_go_to_the_metrics_recorder() {
+    // nextest runs each test in its own process, so a global recorder is this test's alone.
+    let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .unwrap();
+    let dir = server::dir("client-metrics");
+    let s = Server::start(&dir, 0, None).await;
+    create_tag(&s.base(), "order", 1000).await;
+    let client = client(&[s.base()]);
+    for _ in 0..1_000 {
+        client.next("order").await.unwrap();
+    }
+    let stats = client.stats("order").unwrap();
+    let text = handle.render();
+    let line = |metric: &str| {
+        text.lines()
+            .find(|l| l.starts_with(metric) && l.contains("name=\"order\""))
+            .unwrap_or_else(|| panic!("no {metric} in:\n{text}"))
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .parse::<f64>()
+            .unwrap()
+    };
+    assert_eq!(line("snowdrift_client_fetches_total") as u64, stats.fetches);
+    assert!(line("snowdrift_client_served_total") > 0.0);
+    assert!(line("snowdrift_client_batch") >= 100.0);
+    assert!(text.contains("snowdrift_client_fetch_seconds"), "{text}");
+    s.stop().await;
+}

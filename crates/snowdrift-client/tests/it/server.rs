@@ -25,11 +25,21 @@ impl Server {
     /// A server with the default generators under worker ID `worker`, its tags in `dir`'s
     /// SQLite file, on `addr` (or a free port).
     pub async fn start(dir: &Path, worker: u64, addr: Option<SocketAddr>) -> Self {
+        Self::start_with(dir, worker, addr, "").await
+    }
+
+    /// As [`Server::start`], with `server_toml` in the config's `[server]` section.
+    pub async fn start_with(
+        dir: &Path,
+        worker: u64,
+        addr: Option<SocketAddr>,
+        server_toml: &str,
+    ) -> Self {
         let file = dir.join(format!("snowdrift-{worker}.toml"));
         std::fs::write(
             &file,
             format!(
-                "[store]\nurl = \"sqlite://{}\"\n[worker]\nregistry = \"file\"\nid = {worker}\npath = \"{}\"\n",
+                "[server]\n{server_toml}\n[store]\nurl = \"sqlite://{}\"\n[worker]\nregistry = \"file\"\nid = {worker}\npath = \"{}\"\n",
                 dir.join("ids.db").display(),
                 dir.join("workers").display()
             ),

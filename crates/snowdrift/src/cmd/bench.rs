@@ -69,7 +69,8 @@ pub struct Args {
     /// With --target: concurrent connections.
     #[arg(long, default_value_t = 50, requires = "target")]
     connections: usize,
-    /// With --target: total requests per second (default: as fast as answers come).
+    /// With --target: total requests per second (default: as fast as answers come); with
+    /// --client, the IDs per second all threads take together.
     #[arg(long, value_name = "N", requires = "target", conflicts_with = "grpc")]
     rate: Option<f64>,
     /// With a redis://HOST:PORT --target: send `INCR KEY` instead of HTTP GETs, to Redis or
@@ -99,7 +100,7 @@ pub struct Args {
     /// With --target URL[,URL...]: take IDs of this generator or tag through
     /// snowdrift-client in this process, --threads threads sharing one client, as an
     /// application would; prints IDs/s, next() latency and the cache's counts.
-    #[arg(long, value_name = "NAME", requires = "target", conflicts_with_all = ["grpc", "incr", "rate"])]
+    #[arg(long, value_name = "NAME", requires = "target", conflicts_with_all = ["grpc", "incr"])]
     client: Option<String>,
     /// With --client: the client's batch bounds MIN,MAX (default 100,1000000); 1,1 makes
     /// every next() one gRPC call, for comparison.
@@ -126,6 +127,7 @@ pub fn run(args: Args) -> Result<()> {
                 name,
                 threads: args.threads,
                 batch: args.client_batch,
+                rate: args.rate,
                 duration,
                 token: args.token,
             });

@@ -19,6 +19,8 @@ pub struct Load {
     pub threads: usize,
     /// The client's batch bounds; `None`: its defaults.
     pub batch: Option<(u64, u64)>,
+    /// IDs per second all threads take together; `None`: as fast as they can.
+    pub rate: Option<f64>,
     /// How long to take IDs after the warm-up.
     pub duration: Duration,
     /// A bearer token, for servers with auth on.
@@ -30,6 +32,10 @@ pub fn run(load: Load) -> Result<()> {
     if load.threads == 0 || load.threads > 1024 {
         bail!("--threads must be between 1 and 1024");
     }
+    if load.rate.is_some_and(|r| !(r >= 1.0)) {
+        bail!("--rate must be at least 1 ID per second");
+    }
+    let per_thread = load.rate.map(|r| r / load.threads as f64);
     let mut builder =
         snowdrift_client::blocking::Client::builder().endpoints(load.endpoints.clone());
     if let Some(token) = &load.token {
@@ -58,7 +64,17 @@ pub fn run(load: Load) -> Result<()> {
         std::thread::scope(|s| -> Result<(u64, Histogram<u64>, Instant)> {
             let workers: Vec<_> = (0..load.threads)
                 .map(|_| {
-                    s.spawn(|| worker(&client, &load.name, warm, &stop, &errors, &first_error))
+                    s.spawn(|| {
+                        worker(
+                            &client,
+                            &load.name,
+                            per_thread,
+                            warm,
+                            &stop,
+                            &errors,
+                            &first_error,
+                        )
+                    })
                 })
                 .collect();
             std::thread::sleep(warm.saturating_duration_since(Instant::now()));
@@ -105,10 +121,13 @@ pub fn run(load: Load) -> Result<()> {
     Ok(())
 }
 
-/// One thread: `next()` in a loop, every 64th call timed; counts only after `warm`.
+/// One thread: `next()` in a loop (64 at a time, paced to `rate` IDs/s if set), every 64th
+/// call timed; counts only after `warm`.
+#[allow(clippy::too_many_arguments)]
 fn worker(
     client: &snowdrift_client::blocking::Client,
     name: &str,
+    rate: Option<f64>,
     warm: Instant,
     stop: &AtomicBool,
     errors: &AtomicU64,
@@ -117,7 +136,15 @@ fn worker(
     let mut hist = latency_histogram()?;
     let mut counted = 0u64;
     let mut warming = true;
+    let (start, mut taken) = (Instant::now(), 0u64);
     while !stop.load(Ordering::Relaxed) {
+        // At a set rate: wait until the schedule is 64 IDs ahead of what was taken.
+        if let Some(rate) = rate
+            && (start.elapsed().as_secs_f64() * rate) < (taken + 64) as f64
+        {
+            std::thread::sleep(Duration::from_micros(200));
+            continue;
+        }
         if warming && Instant::now() >= warm {
             warming = false;
             hist.reset();
@@ -142,6 +169,7 @@ fn worker(
                 hist.saturating_record(t.elapsed().as_nanos() as u64);
             }
         }
+        taken += 64;
         if !warming {
             counted += ok;
         }
