@@ -223,7 +223,7 @@ impl NameCache {
     fn served(&self) -> u64 {
         let numbers = self
             .runs
-            .pushed()
+            .pushed_ids()
             .saturating_sub(self.runs.cached() + self.runs.wasted());
         (numbers + self.texts.taken()).saturating_sub(self.lost.load(Ordering::Relaxed))
     }

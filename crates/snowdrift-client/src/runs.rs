@@ -49,7 +49,7 @@ pub(crate) struct Runs {
 #[derive(Debug, Default)]
 struct Pusher {
     /// Segments pushed so far: the next one's number.
-    pushed: u64,
+    segments: u64,
     /// IDs pushed so far.
     ids: u64,
     /// Runs that did not fit in the chain yet, with their stamps' times.
@@ -137,7 +137,7 @@ impl Runs {
                 if first_of_batch {
                     // Set before the batch is visible, so no crossing in it is missed.
                     self.newest
-                        .store(p.pushed + p.pending.len() as u64, Ordering::Release);
+                        .store(p.segments + p.pending.len() as u64, Ordering::Release);
                     first_of_batch = false;
                 }
                 p.pending.push_back((ids, now));
@@ -154,14 +154,14 @@ impl Runs {
 
     fn flush_locked(&self, p: &mut Pusher) {
         while let Some(&(ids, at)) = p.pending.front() {
-            let number = p.pushed;
+            let number = p.segments;
             let stamp = (at << NUMBER_BITS) | (number & NUMBER_MASK);
             // The slot's old segment is used up: the chain refuses a push over it.
             self.stamps[(number % u64::from(CAPACITY)) as usize].store(stamp, Ordering::Release);
             if self.chain.push(ids).is_err() {
                 break;
             }
-            p.pushed += 1;
+            p.segments += 1;
             p.pending.pop_front();
         }
     }
@@ -185,7 +185,7 @@ impl Runs {
     }
 
     /// IDs pushed since the cache was made.
-    pub(crate) fn pushed(&self) -> u64 {
+    pub(crate) fn pushed_ids(&self) -> u64 {
         self.lock().ids
     }
 

@@ -23,7 +23,7 @@ fn serves_every_run_in_order_and_counts() {
     runs.push([(10, 3, 1), (100, 3, 5)], false);
     assert_eq!(runs.cached(), 6);
     assert_eq!(drain(&runs, 2), [10, 11, 12, 100, 105, 110]);
-    assert_eq!((runs.cached(), runs.pushed(), runs.wasted()), (0, 6, 0));
+    assert_eq!((runs.cached(), runs.pushed_ids(), runs.wasted()), (0, 6, 0));
 }
 
 #[test]

@@ -32,7 +32,7 @@ pub fn run(load: Load) -> Result<()> {
     if load.threads == 0 || load.threads > 1024 {
         bail!("--threads must be between 1 and 1024");
     }
-    if load.rate.is_some_and(|r| !(r >= 1.0)) {
+    if load.rate.is_some_and(|r| r.is_nan() || r < 1.0) {
         bail!("--rate must be at least 1 ID per second");
     }
     let per_thread = load.rate.map(|r| r / load.threads as f64);
