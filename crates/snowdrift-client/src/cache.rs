@@ -125,6 +125,9 @@ pub(crate) struct NameCache {
     fetches: AtomicU64,
     /// IDs a caller had taken when its fetch failed: never handed out.
     lost: AtomicU64,
+    /// IDs left in the cache when the client was dropped: skipped for good.
+    abandoned: AtomicU64,
+    closed: AtomicBool,
     sizing: Mutex<Sizing>,
     policy: Policy,
 }
@@ -140,6 +143,8 @@ impl NameCache {
             prefetching: AtomicBool::new(false),
             fetches: AtomicU64::new(0),
             lost: AtomicU64::new(0),
+            abandoned: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
             sizing: Mutex::new(Sizing {
                 size: policy.min_batch,
                 last_fetch: None,
@@ -232,10 +237,37 @@ impl NameCache {
         Stats {
             served: self.served(),
             fetches: self.fetches.load(Ordering::Relaxed),
-            wasted: self.runs.wasted() + self.lost.load(Ordering::Relaxed),
+            wasted: self.runs.wasted()
+                + self.lost.load(Ordering::Relaxed)
+                + self.abandoned.load(Ordering::Relaxed),
             cached: self.runs.cached() + self.texts.cached(),
             batch: self.sizing().size,
         }
+    }
+
+    /// The client is gone: what is cached is skipped for good (never handed to anyone). It
+    /// is counted as wasted and exported, and threads holding a block of this name let go
+    /// of the cache at their next call.
+    pub(crate) fn close(&self, name: &str) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let left = self.runs.cached() + self.texts.cached();
+        self.abandoned.fetch_add(left, Ordering::Relaxed);
+        self.export(name);
+        if left > 0 {
+            tracing::debug!(
+                name,
+                ids = left,
+                "snowdrift client dropped cached IDs; they are skipped, never reused"
+            );
+        }
+    }
+
+    /// Whether the client this cache belongs to is gone.
+    #[inline]
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
     }
 
     /// The counts, through the `metrics` crate (a no-op without a recorder). Called at
@@ -248,18 +280,6 @@ impl NameCache {
         metrics::counter!("snowdrift_client_wasted_total", &labels).absolute(s.wasted);
         metrics::gauge!("snowdrift_client_cached", &labels).set(s.cached as f64);
         metrics::gauge!("snowdrift_client_batch", &labels).set(s.batch as f64);
-    }
-}
-
-impl Drop for NameCache {
-    fn drop(&mut self) {
-        let left = self.runs.cached() + self.texts.cached();
-        if left > 0 {
-            tracing::debug!(
-                ids = left,
-                "snowdrift client dropped cached IDs; they are skipped, never reused"
-            );
-        }
     }
 }
 

@@ -237,6 +237,14 @@ impl Client {
     }
 }
 
+impl Drop for Shared {
+    fn drop(&mut self) {
+        for (name, cache) in self.caches.load().iter() {
+            cache.close(name);
+        }
+    }
+}
+
 impl Shared {
     fn cache(&self, name: &str) -> Arc<NameCache> {
         if let Some(c) = self.caches.load().get(name) {

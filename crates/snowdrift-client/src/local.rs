@@ -5,6 +5,8 @@
 //!
 //! The price: IDs a thread holds when it ends, or when its entry is pushed out by other
 //! names, are skipped (never served by anyone), and IDs of different threads interleave.
+//! An entry keeps its name's cache in memory until the thread lets go of it: at its next
+//! call after the client is dropped, or when newer names push it out ([`MOST`] per thread).
 //! Snowflake names are not served this way: their IDs must be checked for age on every
 //! take, which the shared cache does.
 
@@ -65,8 +67,9 @@ pub(crate) fn next(
             }
         };
         let h = &mut held[at];
-        if h.cache.runs.expires() {
-            // The name turned out to be snowflake after the entry was made.
+        if h.cache.runs.expires() || h.cache.is_closed() {
+            // The name turned out to be snowflake after the entry was made, or its client
+            // is gone (a new client never matches this entry: ids are not reused).
             held.remove(at);
             return None;
         }

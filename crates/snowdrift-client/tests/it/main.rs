@@ -343,25 +343,38 @@ async fn the_counts_go_to_the_metrics_recorder() {
     let dir = server::dir("client-metrics");
     let s = Server::start(&dir, 0, None).await;
     create_tag(&s.base(), "order", 1000).await;
-    let client = client(&[s.base()]);
+    // Small batches: a background fetch still running holds the client (and so delays the
+    // count at its drop) only briefly.
+    let client = Client::builder()
+        .endpoints([s.base()])
+        .batch(100, 1_000)
+        .build()
+        .unwrap();
     for _ in 0..1_000 {
         client.next("order").await.unwrap();
     }
     let stats = client.stats("order").unwrap();
     let text = handle.render();
-    let line = |metric: &str| {
+    let value = |text: &str, metric: &str| {
         text.lines()
             .find(|l| l.starts_with(metric) && l.contains("name=\"order\""))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<f64>().ok())
             .unwrap_or_else(|| panic!("no {metric} in:\n{text}"))
-            .rsplit(' ')
-            .next()
-            .unwrap()
-            .parse::<f64>()
-            .unwrap()
     };
-    assert_eq!(line("snowdrift_client_fetches_total") as u64, stats.fetches);
-    assert!(line("snowdrift_client_served_total") > 0.0);
-    assert!(line("snowdrift_client_batch") >= 100.0);
+    assert_eq!(
+        value(&text, "snowdrift_client_fetches_total") as u64,
+        stats.fetches
+    );
+    assert!(value(&text, "snowdrift_client_served_total") > 0.0);
+    assert!(value(&text, "snowdrift_client_batch") >= 100.0);
+    // Dropped, the client counts what it still cached as wasted: skipped for good.
+    assert!(stats.cached > 0, "{stats:?}");
+    drop(client);
+    wait_until("the dropped cache counted as wasted", || {
+        value(&handle.render(), "snowdrift_client_wasted_total") as u64 >= stats.cached
+    })
+    .await;
     assert!(text.contains("snowdrift_client_fetch_seconds"), "{text}");
     s.stop().await;
 }
