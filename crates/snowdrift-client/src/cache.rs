@@ -77,9 +77,10 @@ pub struct Stats {
     pub served: u64,
     /// Batches fetched from a server.
     pub fetches: u64,
-    /// Snowflake IDs fetched and dropped unused once older than `max_age`: skipped for
-    /// good, never handed out late. (What is cached when the client is dropped is skipped
-    /// too; [`cached`](Self::cached) says how much that would be.)
+    /// IDs skipped for good: snowflake IDs dropped unused once older than `max_age` (never
+    /// handed out late), IDs a `next_n` had taken when its fetch for the rest failed, and,
+    /// once the client is dropped, what it still cached ([`cached`](Self::cached) says how
+    /// much that would be now).
     pub wasted: u64,
     /// IDs cached now.
     pub cached: u64,
