@@ -1,7 +1,5 @@
 //! The client's errors: a kind to branch on and a message that says what to do.
 
-use std::fmt;
-
 /// What went wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -25,7 +23,8 @@ pub enum ErrorKind {
 }
 
 /// An error from the client.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
 pub struct Error {
     kind: ErrorKind,
     message: String,
@@ -70,11 +69,3 @@ impl Error {
         Self::new(kind, format!("{endpoint}: {}", status.message()))
     }
 }
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Error {}

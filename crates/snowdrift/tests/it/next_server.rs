@@ -5,8 +5,6 @@
 use std::collections::HashSet;
 use std::process::Command;
 
-use crate::common::Served;
-
 fn next(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_snowdrift"))
         .arg("next")
@@ -18,19 +16,8 @@ fn next(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn next_takes_ids_from_the_servers_through_the_client() {
-    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("next-server"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut cmd = crate::common::serve_command();
-    cmd.args(["--listen", "127.0.0.1:0", "--store"])
-        .arg(format!("sqlite://{}", dir.join("ids.db").display()))
-        .env("SNOWDRIFT_WORKER__PATH", dir.join("workers"));
-    let served = Served::start(cmd);
+    let (dir, served) = crate::common::served_with_tag("next-server", "order", 1000);
     let base = served.url();
-    let created = Command::new(env!("CARGO_BIN_EXE_snowdrift"))
-        .args(["tags", "create", "order", "--server", &base])
-        .output()
-        .unwrap();
-    assert!(created.status.success(), "{created:?}");
     // The first endpoint has nothing listening: the client moves on to the second.
     let servers = format!("http://127.0.0.1:1,{base}");
     let mut seen = HashSet::new();

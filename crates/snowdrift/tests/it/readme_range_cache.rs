@@ -5,8 +5,6 @@
 use std::collections::HashSet;
 use std::process::Command;
 
-use crate::common::Served;
-
 /// The Python block of README.md between the `range-cache.py` markers.
 fn python_block() -> String {
     let readme = include_str!("../../../../README.md");
@@ -49,25 +47,8 @@ fn run_cache(base: &str, name: &str, n: usize) -> Vec<u64> {
 
 #[test]
 fn the_readme_python_range_cache_hands_out_new_ids() {
-    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("readme-cache"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut cmd = crate::common::serve_command();
-    cmd.args(["--listen", "127.0.0.1:0", "--store"])
-        .arg(format!("sqlite://{}", dir.join("ids.db").display()))
-        .env("SNOWDRIFT_WORKER__PATH", dir.join("workers"));
-    let served = Served::start(cmd);
+    let (dir, served) = crate::common::served_with_tag("readme-cache", "order", 400);
     let base = served.url();
-    let created = Command::new(env!("CARGO_BIN_EXE_snowdrift"))
-        .args([
-            "tags", "create", "order", "--step", "400", "--server", &base,
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        created.status.success(),
-        "{}",
-        String::from_utf8_lossy(&created.stderr)
-    );
     let mut seen = HashSet::new();
     for name in ["order", "snowflake"] {
         // 1,000 IDs in batches of 250: four fetches, spanning segments of 400.

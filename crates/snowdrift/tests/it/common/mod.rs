@@ -144,3 +144,33 @@ impl Drop for Served {
         let _ = self.child.wait();
     }
 }
+
+/// A server on a SQLite store in a fresh directory (named after `prefix`), with segment tag
+/// `tag` created with `step`: the directory, for the caller to remove, and the server.
+pub fn served_with_tag(prefix: &str, tag: &str, step: u64) -> (std::path::PathBuf, Served) {
+    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name(prefix));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = serve_command();
+    cmd.args(["--listen", "127.0.0.1:0", "--store"])
+        .arg(format!("sqlite://{}", dir.join("ids.db").display()))
+        .env("SNOWDRIFT_WORKER__PATH", dir.join("workers"));
+    let served = Served::start(cmd);
+    let created = Command::new(env!("CARGO_BIN_EXE_snowdrift"))
+        .args([
+            "tags",
+            "create",
+            tag,
+            "--step",
+            &step.to_string(),
+            "--server",
+        ])
+        .arg(served.url())
+        .output()
+        .unwrap();
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    (dir, served)
+}
