@@ -28,6 +28,7 @@ fn check(data: &[u8]) {
             name,
             query,
             close,
+            authorization,
         } => {
             assert!(len > 0 && len <= data.len() && len <= MAX_HEAD);
             // httparse, like hyper, skips empty lines before a request line.
@@ -46,9 +47,12 @@ fn check(data: &[u8]) {
                     route,
                     name,
                     query,
-                    close
+                    close,
+                    authorization
                 }
             );
+            // The header's value is a part of the head, as httparse found it.
+            assert!(authorization.is_none_or(|a| a.len() < len));
             // A strict prefix of it is never taken for a request.
             assert!(matches!(
                 parse(&alone[..len - 1]),

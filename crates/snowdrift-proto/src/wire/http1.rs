@@ -39,6 +39,9 @@ pub enum Head<'a> {
         query: Option<&'a str>,
         /// The client asked to close the connection after the answer (`Connection: close`).
         close: bool,
+        /// The `Authorization` header's value, if the request has one (a request with two
+        /// is hyper's).
+        authorization: Option<&'a [u8]>,
     },
 }
 
@@ -76,9 +79,14 @@ pub fn parse(buf: &[u8]) -> Head<'_> {
         return Head::Other;
     }
     let mut close = false;
+    let mut authorization = None;
     for header in request.headers.iter() {
         let name = header.name;
-        if name.eq_ignore_ascii_case("connection") {
+        if name.eq_ignore_ascii_case("authorization") {
+            if authorization.replace(header.value).is_some() {
+                return Head::Other;
+            }
+        } else if name.eq_ignore_ascii_case("connection") {
             if header.value.eq_ignore_ascii_case(b"close") {
                 close = true;
             } else if !header.value.eq_ignore_ascii_case(b"keep-alive") {
@@ -97,6 +105,7 @@ pub fn parse(buf: &[u8]) -> Head<'_> {
         name,
         query,
         close,
+        authorization,
     }
 }
 
@@ -121,6 +130,7 @@ mod tests {
             name,
             query,
             close,
+            authorization: None,
         }
     }
 
@@ -152,9 +162,22 @@ mod tests {
                 name: "orders",
                 query: None,
                 close: false,
+                authorization: None,
             };
             assert_eq!(parse(req.as_bytes()), want);
         }
+    }
+
+    #[test]
+    fn the_authorization_header_is_passed_on_and_two_are_hyper_s() {
+        let req = b"GET /v1/ids/a HTTP/1.1\r\nauthorization: Bearer sd_x\r\n\r\n";
+        let Head::Get { authorization, .. } = parse(req) else {
+            panic!("not a fast request");
+        };
+        assert_eq!(authorization, Some(&b"Bearer sd_x"[..]));
+        let two =
+            b"GET /v1/ids/a HTTP/1.1\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n";
+        assert_eq!(parse(two), Head::Other);
     }
 
     #[test]

@@ -120,13 +120,29 @@ impl Tokens {
         if !self.is_enabled() {
             return Ok(());
         }
+        let token = self.identify(authorization)?;
+        self.judge(token, target, role)
+    }
+
+    /// Which token of this set the `Authorization` value `authorization` presents: its
+    /// place, for [`Tokens::judge`]. 401 `unauthorized` without a known token. Only for a
+    /// set with tokens ([`Tokens::is_enabled`]).
+    ///
+    /// A caller that sees the same value again under the same set may keep the place and
+    /// skip this (the hashing and the comparisons) the next time: the fast path does, per
+    /// connection.
+    pub(crate) fn identify(&self, authorization: Option<&str>) -> Result<usize, Error> {
         let presented = bearer(authorization)?;
-        let token = self.find(presented).ok_or_else(|| {
-            unauthorized(
-                "the bearer token is not one this server knows; check it was copied whole, \
-                 and that its hash is in the server's [[auth.token]] config",
-            )
-        })?;
+        self.find(presented).ok_or_else(unknown_token)
+    }
+
+    /// Whether the token at `token` ([`Tokens::identify`]) allows `role` on `target`,
+    /// counting the request against its rate: 429 `rate_limited` over it, 403 `forbidden`
+    /// naming what the token lacks.
+    pub(crate) fn judge(&self, token: usize, target: Target<'_>, role: Role) -> Result<(), Error> {
+        let Some(token) = self.tokens.get(token) else {
+            return Err(unknown_token());
+        };
         if let Some(limit) = &token.limit {
             limit.take().map_err(|wait| {
                 let secs = retry_after_secs(wait);
@@ -172,7 +188,7 @@ impl Tokens {
 
     /// The token whose hash matches `presented`'s. Every configured hash is compared, in
     /// constant time, whatever matches first.
-    fn find(&self, presented: &str) -> Option<&Token> {
+    fn find(&self, presented: &str) -> Option<usize> {
         let words = TokenHash::of(presented).words();
         let mut found = Choice::from(0);
         let mut index = 0u64;
@@ -182,7 +198,7 @@ impl Tokens {
             found |= same;
         }
         if bool::from(found) {
-            usize::try_from(index).ok().and_then(|i| self.tokens.get(i))
+            usize::try_from(index).ok()
         } else {
             None
         }
@@ -242,6 +258,13 @@ fn bearer(authorization: Option<&str>) -> Result<&str, Error> {
     Ok(token)
 }
 
+fn unknown_token() -> Error {
+    unauthorized(
+        "the bearer token is not one this server knows; check it was copied whole, and that \
+         its hash is in the server's [[auth.token]] config",
+    )
+}
+
 fn unauthorized(message: &str) -> Error {
     Error::unauthorized(message)
 }
@@ -294,7 +317,10 @@ mod tests {
         for secret in ["sd_one", "sd_two", "sd_three"] {
             let header = format!("Bearer {secret}");
             assert_eq!(code(a.check(Some(&header), "x", Role::Read)), "ok");
-            assert_eq!(a.find(secret).map(|t| t.hash), Some(TokenHash::of(secret)));
+            assert_eq!(
+                a.find(secret).map(|i| a.tokens[i].hash),
+                Some(TokenHash::of(secret))
+            );
         }
         assert_eq!(
             code(a.check(Some("bearer  sd_two "), "x", Role::Read)),

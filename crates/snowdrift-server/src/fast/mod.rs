@@ -4,17 +4,19 @@
 //! Every connection starts here. While its requests are plain GETs of `/v1/ids/{name}` or
 //! of Leaf's single-ID routes over HTTP/1.1 ([`request::parse`]), each is answered by the
 //! same code as the axum route ([`answer`]) and timed in the same histogram; pipelined
-//! requests are answered in one write, up to a bound. At the first request that is anything
-//! else (another route, a body, HTTP/2, auth switched on, a malformed head), the connection
-//! is handed to hyper with the bytes already read, and hyper serves it from then on: the
-//! fast path never rejects a request itself, so every error and limit stays hyper's and
-//! axum's.
+//! requests are answered in one write, up to a bound. With auth on, each request's token is
+//! checked as the router's layer checks it ([`auth`]), and a refusal is answered here with
+//! the same status, headers and body. At the first request that is anything else (another
+//! route, a body, HTTP/2, a malformed head), the connection is handed to hyper with the
+//! bytes already read, and hyper serves it from then on: apart from auth's refusals the fast
+//! path never rejects a request itself, so every error and limit stays hyper's and axum's.
 //!
 //! Why (BENCHMARKS.md, "Server load"): at 20,000 single-ID requests/s, hyper with a constant
 //! answer took 1.5-2.9 µs of CPU per request more than a loop like this one, and the
 //! server's axum stack 2.6-5.6 µs more than that. With this path the server took 18.5-19.2 µs
 //! per request at that rate instead of 23.6-24.7 µs.
 
+mod auth;
 mod response;
 mod rewind;
 
@@ -30,6 +32,7 @@ use axum::http::StatusCode;
 use crate::error::Error;
 use crate::http;
 use crate::state::AppState;
+use response::Extra;
 pub(crate) use rewind::Rewind;
 use snowdrift_proto::wire::http1::{self as request, Head, Route};
 
@@ -61,6 +64,7 @@ where
 {
     let mut read = BytesMut::with_capacity(4096);
     let mut out = Vec::new();
+    let mut gate = auth::Gate::default();
     loop {
         loop {
             let (len, close) = match request::parse(&read) {
@@ -71,12 +75,21 @@ where
                     name,
                     query,
                     close,
-                } if !state.auth.is_enabled() => {
+                    authorization,
+                } => {
                     let start = Instant::now();
-                    let (status, content_type, body) = answer(state, route, name, query).await;
+                    let (status, content_type, body, extra) =
+                        match gate.admit(state, route, name, authorization) {
+                            Ok(()) => {
+                                let (status, content_type, body) =
+                                    answer(state, route, name, query).await;
+                                (status, content_type, body, Extra::default())
+                            }
+                            Err(refused) => refusal(&refused),
+                        };
                     // Timed to the answer, not its write, as the router's requests are.
                     crate::metrics::record_http(route.pattern(), "GET", status.as_u16(), start);
-                    response::head(&mut out, status, content_type, body.len(), close);
+                    response::head(&mut out, status, content_type, body.len(), close, extra);
                     if body.len() <= SMALL {
                         out.extend_from_slice(&body);
                     } else {
@@ -88,8 +101,7 @@ where
                     }
                     (len, close)
                 }
-                // Anything else is hyper's, and so is every request while auth is on: a
-                // reload may switch it on at any time, and axum's layer checks the tokens.
+                // Anything else is hyper's.
                 _ => {
                     io.write_all(&out).await?;
                     return Ok(Ended::HandOver(io, read));
@@ -125,6 +137,20 @@ where
             _ = stop.changed() => return Ok(Ended::Closed),
         }
     }
+}
+
+/// The answer to a request auth refused, as the router's layer gives it.
+fn refusal(e: &Error) -> (StatusCode, &'static str, Vec<u8>, Extra) {
+    let extra = Extra {
+        www_authenticate: http::error::www_authenticate(e.kind()),
+        retry_after: e.retry_after().map(crate::auth::retry_after_secs),
+    };
+    (
+        http::error::status(e.kind()),
+        "application/json",
+        http::error::body(e.code(), e.message()),
+        extra,
+    )
 }
 
 /// The status, content type and body that answer a GET of `route`, from the code behind the

@@ -7,14 +7,25 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::http::StatusCode;
 
+/// The headers a refusal adds, as [`crate::http::error`] sets them on the router's answers.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Extra {
+    /// `www-authenticate` (401, 403).
+    pub(crate) www_authenticate: Option<&'static str>,
+    /// `retry-after`, in seconds (429).
+    pub(crate) retry_after: Option<u64>,
+}
+
 /// Appends the head of an answer with `status` and a body of `content_type` and `len` bytes
-/// to `out`, with `connection: close` when the connection ends after it.
+/// to `out`, with `extra`'s headers, and `connection: close` when the connection ends after
+/// it.
 pub(crate) fn head(
     out: &mut Vec<u8>,
     status: StatusCode,
     content_type: &str,
     len: usize,
     close: bool,
+    extra: Extra,
 ) {
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(status.as_str().as_bytes());
@@ -22,6 +33,14 @@ pub(crate) fn head(
     out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
     out.extend_from_slice(b"\r\ncontent-type: ");
     out.extend_from_slice(content_type.as_bytes());
+    if let Some(value) = extra.www_authenticate {
+        out.extend_from_slice(b"\r\nwww-authenticate: ");
+        out.extend_from_slice(value.as_bytes());
+    }
+    if let Some(secs) = extra.retry_after {
+        out.extend_from_slice(b"\r\nretry-after: ");
+        out.extend_from_slice(itoa::Buffer::new().format(secs).as_bytes());
+    }
     out.extend_from_slice(b"\r\ncontent-length: ");
     out.extend_from_slice(itoa::Buffer::new().format(len).as_bytes());
     out.extend_from_slice(b"\r\ndate: ");
@@ -67,9 +86,17 @@ mod tests {
             "application/json",
             body.len(),
             false,
+            Extra::default(),
         );
         out.extend_from_slice(body);
-        head(&mut out, StatusCode::NOT_FOUND, "application/json", 2, true);
+        head(
+            &mut out,
+            StatusCode::NOT_FOUND,
+            "application/json",
+            2,
+            true,
+            Extra::default(),
+        );
         out.extend_from_slice(b"{}");
         let text = String::from_utf8(out).unwrap();
         let (first, second) = text.split_once(r#"{"ids":["1"]}"#).unwrap();

@@ -184,7 +184,7 @@ fn need(template: &str) -> Option<(Role, On)> {
 
 /// The generator a Leaf snowflake route serves for `key`: the key when it names a snowflake
 /// generator (Leaf ignores the key; snowdrift lets it pick), else the default one.
-fn snowflake_name(state: &AppState, key: &str) -> Option<String> {
+pub(crate) fn snowflake_name(state: &AppState, key: &str) -> Option<String> {
     let generators = &state.generators;
     if generators.is_generator(key)
         && generators

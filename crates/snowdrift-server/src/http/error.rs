@@ -47,27 +47,22 @@ pub fn respond(status: StatusCode, code: &str, message: &str) -> Response {
         .into_response()
 }
 
+/// The `WWW-Authenticate` value a refusal of `kind` carries (RFC 6750), if any.
+pub fn www_authenticate(kind: ErrorKind) -> Option<&'static str> {
+    match kind {
+        ErrorKind::Unauthorized => Some("Bearer realm=\"snowdrift\""),
+        ErrorKind::Forbidden => Some("Bearer realm=\"snowdrift\", error=\"insufficient_scope\""),
+        _ => None,
+    }
+}
+
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let status = status(self.kind());
         let mut response = respond(status, self.code(), self.message());
         let headers = response.headers_mut();
-        match self.kind() {
-            ErrorKind::Unauthorized => {
-                headers.insert(
-                    WWW_AUTHENTICATE,
-                    HeaderValue::from_static("Bearer realm=\"snowdrift\""),
-                );
-            }
-            ErrorKind::Forbidden => {
-                headers.insert(
-                    WWW_AUTHENTICATE,
-                    HeaderValue::from_static(
-                        "Bearer realm=\"snowdrift\", error=\"insufficient_scope\"",
-                    ),
-                );
-            }
-            _ => {}
+        if let Some(value) = www_authenticate(self.kind()) {
+            headers.insert(WWW_AUTHENTICATE, HeaderValue::from_static(value));
         }
         if let Some(wait) = self.retry_after() {
             headers.insert(RETRY_AFTER, HeaderValue::from(retry_after_secs(wait)));

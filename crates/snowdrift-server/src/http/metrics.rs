@@ -10,7 +10,7 @@ use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 
 use crate::metrics::text::Out;
-use crate::metrics::{HANDLE, buffers, write_issued};
+use crate::metrics::{HANDLE, buffers, write_fast, write_issued};
 use crate::source::{SnowflakeSource, Source};
 use crate::state::AppState;
 
@@ -31,6 +31,7 @@ pub async fn render(State(state): State<Arc<AppState>>) -> Response {
     let mut out = Out::default();
     out.push_str(&handle.render());
     write_issued(&mut out);
+    write_fast(&mut out);
     buffers::write(&mut out, &buffers);
     let chunks = out.into_chunks().into_iter().map(Ok::<_, Infallible>);
     let body = Body::from_stream(futures_util::stream::iter(chunks));

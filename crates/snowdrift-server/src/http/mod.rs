@@ -1,7 +1,7 @@
 //! The HTTP API: routes, shared state, and the contract's error shape for every failure
 //! (bad query, bad JSON, unknown route, wrong method).
 
-mod auth;
+pub(crate) mod auth;
 pub mod error;
 pub(crate) mod health;
 pub(crate) mod ids;

@@ -8,8 +8,11 @@
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Instant;
+
+use super::text::{Out, family, sample};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{MatchedPath, Request};
@@ -236,10 +239,28 @@ impl Drop for Timed {
     }
 }
 
+/// Requests the fast path answered, for `snowdrift_http_fast_requests_total`: one relaxed
+/// add per request rather than a registry lookup.
+static FAST_ANSWERS: AtomicU64 = AtomicU64::new(0);
+
 /// Records an HTTP request answered outside the router (the fast path, `crate::fast`) as
 /// [`Track::HTTP`] records the router's: under `route`'s pattern.
 pub(crate) fn record_http(route: &'static str, method: &'static str, status: u16, start: Instant) {
+    FAST_ANSWERS.fetch_add(1, Ordering::Relaxed);
     record(route, method, Outcome::Http(status), start);
+}
+
+/// Writes `snowdrift_http_fast_requests_total`.
+pub(crate) fn write_fast(out: &mut Out) {
+    let name = "snowdrift_http_fast_requests_total";
+    family(
+        out,
+        name,
+        "counter",
+        "HTTP/1.1 single-ID requests the fast path answered itself, refusals included (every \
+         other request went through hyper and the router).",
+    );
+    sample(out, name, &[], FAST_ANSWERS.load(Ordering::Relaxed));
 }
 
 fn record(route: &str, method: &'static str, outcome: Outcome, start: Instant) {

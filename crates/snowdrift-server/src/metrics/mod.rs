@@ -20,7 +20,7 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 pub use issued::issued;
 pub(crate) use issued::write as write_issued;
 pub use latency::Track;
-pub(crate) use latency::record_http;
+pub(crate) use latency::{record_http, write_fast};
 pub(crate) static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
 /// Installs the process-wide Prometheus recorder (once; later calls reuse it). Returns

@@ -49,7 +49,11 @@ struct Conn {
 
 impl Conn {
     async fn open(running: &crate::support::TestServer) -> Self {
-        let addr = running.base.trim_start_matches("http://");
+        Self::connect(&running.base).await
+    }
+
+    async fn connect(base: &str) -> Self {
+        let addr = base.trim_start_matches("http://");
         Conn {
             tcp: TcpStream::connect(addr).await.unwrap(),
             read: Vec::new(),
@@ -282,4 +286,133 @@ async fn the_fast_path_answers_as_the_router_does() {
     ] {
         assert!(metrics.contains(line), "{line} in {metrics}");
     }
+}
+
+/// A GET of `path` with the raw header lines `headers` and `extra`.
+fn request(path: &str, headers: &[u8], extra: &[u8]) -> Vec<u8> {
+    let head = format!("GET {path} HTTP/1.1\r\nhost: test\r\n").into_bytes();
+    [&head[..], headers, extra, b"\r\n"].concat()
+}
+
+fn token_toml(name: &str, token: &str, generators: &str, extra: &str) -> String {
+    format!(
+        "[[auth.token]]\nname = \"{name}\"\nhash = \"{}\"\ngenerators = {generators}\nrole = \
+         \"read\"\n{extra}\n",
+        snowdrift_server::auth::TokenHash::of(token)
+    )
+}
+
+/// With auth on, the fast path refuses as the router's layer does: the same status,
+/// `www-authenticate`, `retry-after` and body, for every kind of refusal. A connection that
+/// keeps presenting its token still has each request counted against the token's rate, and
+/// after a reload that removes the token its next request is refused.
+#[tokio::test]
+async fn with_auth_on_the_fast_path_refuses_as_the_router_does() {
+    use snowdrift_server::auth::generate_token;
+    let (reader, limited, root) = (
+        generate_token().unwrap(),
+        generate_token().unwrap(),
+        generate_token().unwrap(),
+    );
+    let dir = crate::support::TempDir::new("snowdrift-fast-auth");
+    let base = "[server]\nlisten = \"127.0.0.1:0\"\n".to_string()
+        + &token_toml("root", &root, r#"["*"]"#, "").replace("\"read\"", "\"admin\"");
+    let readers = token_toml("reader", &reader, r#"["snowflake", "leafy"]"#, "")
+        + &token_toml(
+            "limited",
+            &limited,
+            r#"["snowflake"]"#,
+            "rate = 1\nburst = 1",
+        );
+    let config = crate::support::load(&dir.0, &format!("{base}{readers}"));
+    let running = crate::support::spawn(&config).await;
+    let created = reqwest::Client::new()
+        .post(format!("{}/v1/tags", running.base()))
+        .bearer_auth(&root)
+        .body(r#"{"tag": "leafy", "step": 10}"#)
+        .header("content-type", "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status().as_u16(), 201);
+    let mut fast = Conn::connect(&running.base()).await;
+    let mut routed = Conn::connect(&running.base()).await;
+    let bearer = |t: &str| format!("authorization: Bearer {t}\r\n").into_bytes();
+    // The limited token's one request of this second, so both below get its 429.
+    fast.send(&request("/v1/ids/snowflake", &bearer(&limited), b""))
+        .await;
+    assert_eq!(fast.answer().await.status, 200);
+    let cases: Vec<(&str, Vec<u8>, u16)> = vec![
+        ("/v1/ids/snowflake", Vec::new(), 401),
+        (
+            "/v1/ids/snowflake",
+            b"authorization: Basic abc\r\n".to_vec(),
+            401,
+        ),
+        (
+            "/v1/ids/snowflake",
+            b"authorization: Bearer\r\n".to_vec(),
+            401,
+        ),
+        ("/v1/ids/snowflake", bearer("sd_not_a_token"), 401),
+        (
+            "/v1/ids/snowflake",
+            b"authorization: Bearer \xff\xfe\r\n".to_vec(),
+            401,
+        ),
+        ("/v1/ids/no-such-name", bearer(&reader), 403),
+        ("/api/segment/get/other", bearer(&reader), 403),
+        ("/v1/ids/snowflake", bearer(&limited), 429),
+        ("/v1/ids/snowflake?count=2", bearer(&reader), 200),
+        ("/api/segment/get/leafy", bearer(&reader), 200),
+        ("/api/snowflake/get/any-key", bearer(&reader), 200),
+        ("/v1/ids/snowflake?count=0", bearer(&reader), 400),
+    ];
+    let fast_answers = || async {
+        let text = reqwest::get(format!("{}/metrics", running.base()))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("snowdrift_http_fast_requests_total "))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no fast-path count in {text}"))
+    };
+    let before = fast_answers().await;
+    for (path, header, want) in &cases {
+        fast.send(&request(path, header, b"")).await;
+        routed
+            .send(&request(path, header, b"content-length: 0\r\n"))
+            .await;
+        let (a, b) = (fast.answer().await, routed.answer().await);
+        assert_eq!((a.status, b.status), (*want, *want), "{path}: {a:?} {b:?}");
+        let names = |x: &Answer| x.headers.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&a), names(&b), "{path}");
+        for h in ["content-type", "www-authenticate", "retry-after"] {
+            assert_eq!(a.header(h), b.header(h), "{path}: {h}");
+        }
+        if a.status != 200 {
+            assert_eq!(a.body, b.body, "{path}");
+        }
+    }
+    // The fast path answered every one of them itself; the router, the others.
+    assert_eq!(fast_answers().await - before, cases.len() as u64);
+    // The same token again on the same connection: its rate still counts per request.
+    let again = request("/v1/ids/snowflake", &bearer(&limited), b"");
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    for want in [200, 429] {
+        fast.send(&again).await;
+        assert_eq!(fast.answer().await.status, want);
+    }
+    // A reload without the reader's token: its next request on this connection is refused.
+    let read = request("/v1/ids/snowflake", &bearer(&reader), b"");
+    fast.send(&read).await;
+    assert_eq!(fast.answer().await.status, 200);
+    let without = crate::support::load(&dir.0, &base);
+    running.reloader.reload(&without).unwrap();
+    fast.send(&read).await;
+    let refused = fast.answer().await;
+    assert_eq!(refused.status, 401, "{refused:?}");
 }
