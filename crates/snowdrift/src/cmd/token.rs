@@ -107,7 +107,8 @@ fn output(token: &str, t: &TokenConfig) -> String {
     }
     format!(
         "Token {name} (shown only now; the server keeps just its hash, so store it safely):\n\n  \
-         {token}\n\nAdd these lines to the server's config file and restart it:\n\n{toml}\n\
+         {token}\n\nAdd these lines to the server's config file and reload it (kill -HUP <pid>: \
+         tokens take\neffect without a restart):\n\n{toml}\n\
          Clients send the token as the header: Authorization: Bearer <token>\n",
         name = quote(&t.name)
     )

@@ -49,6 +49,11 @@ fn created(args: &[&str]) -> (String, String) {
         !toml.join("\n").contains(&token),
         "the token itself never goes into the config lines"
     );
+    // As README says: a reload (SIGHUP) puts tokens in force, no restart needed.
+    assert!(
+        out.contains("kill -HUP") && !out.contains("restart it"),
+        "{out}"
+    );
     (token, toml.join("\n") + "\n")
 }
 
