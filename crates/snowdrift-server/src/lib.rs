@@ -17,6 +17,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod conn;
 pub mod decode;
 pub mod error;
 mod fast;
@@ -33,7 +34,6 @@ pub mod tls;
 
 use std::future::Future;
 
-use axum::serve::ListenerExt;
 use std::sync::Arc;
 
 pub use config::Config;
@@ -75,10 +75,22 @@ impl Server {
             tokens,
             ..
         } = plan;
+        let limits = &config.limits;
+        let conns = conn::Admission::new(conn::ConnLimits::resolve(
+            limits.header_timeout,
+            limits.idle_timeout,
+            limits.max_connections,
+            limits.max_head,
+        ));
+        tracing::info!(
+            max_connections = conns.limits().max_connections,
+            "connections beyond limits.max_connections are refused"
+        );
         let state = Arc::new(AppState {
             generators,
             max_count: config.limits.max_count,
             auth: auth::Auth::new(tokens),
+            conns,
         });
         Ok(Self {
             reloader: Reloader::new(state.clone(), &config),
@@ -132,19 +144,16 @@ pub async fn run(
         shutdown.await;
         let _ = stopping_tx.send(());
     };
+    let admission = server.state.conns.clone();
     let serving: std::pin::Pin<Box<dyn Future<Output = ()> + Send>> = match server.tls.clone() {
         Some(acceptor) => Box::pin(serve::serve(
-            tls::TlsListener::new(listener, acceptor)?,
+            tls::TlsListener::new(listener, acceptor, admission)?,
             app,
             server.state.clone(),
             signal,
         )),
-        // Without TCP_NODELAY, Nagle's algorithm meets the client's delayed ACK and every
-        // gRPC stream of two or more messages stalls for ~40 ms.
         None => Box::pin(serve::serve(
-            listener.tap_io(|tcp| {
-                let _ = tcp.set_nodelay(true);
-            }),
+            conn::Admitted::new(listener, admission),
             app,
             server.state.clone(),
             signal,

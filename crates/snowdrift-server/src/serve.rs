@@ -12,11 +12,12 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::serve::Listener;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
 use tokio::sync::watch;
 
+use crate::conn::ConnLimits;
 use crate::fast::{self, Ended, Rewind};
 use crate::state::AppState;
 
@@ -34,7 +35,7 @@ pub(crate) async fn serve<L>(
     L::Io: Unpin,
 {
     let service = TowerToHyperService::new(app);
-    let builder = Builder::new(TokioExecutor::new());
+    let builder = builder(state.conns.limits());
     // Every connection holds a receiver: the stop is a change, and the loop's wait for the
     // connections to close is the wait for every receiver to drop.
     let (stopping, _) = watch::channel(());
@@ -48,7 +49,8 @@ pub(crate) async fn serve<L>(
         let (state, service, builder) = (state.clone(), service.clone(), builder.clone());
         tokio::spawn(async move {
             // A client that resets or sends garbage ends only its own connection.
-            let (io, read) = match fast::serve(io, &state, &mut stop).await {
+            let header_timeout = state.conns.limits().header_timeout;
+            let (io, read) = match fast::serve(io, &state, header_timeout, &mut stop).await {
                 Ok(Ended::HandOver(io, read)) => (io, read),
                 Ok(Ended::Closed) => return,
                 Err(e) => {
@@ -73,4 +75,25 @@ pub(crate) async fn serve<L>(
     drop(listener);
     stopping.send_replace(());
     stopping.closed().await;
+}
+
+/// hyper's connection settings from `[limits]`: a request head of HTTP/1.1 must arrive
+/// whole within `header_timeout` (hyper's timer also runs while it waits for the next
+/// request, so an idle HTTP/1.1 connection it serves closes then) and fit in `max_head`;
+/// HTTP/2 peers are pinged every half `idle_timeout` and dropped when a ping goes unanswered
+/// for as long, and their header lists are bounded by `max_head` too.
+fn builder(limits: &ConnLimits) -> Builder<TokioExecutor> {
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .max_buf_size(limits.max_head);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(limits.idle_timeout / 2)
+        .keep_alive_timeout(limits.idle_timeout / 2)
+        .max_header_list_size(u32::try_from(limits.max_head).unwrap_or(u32::MAX));
+    builder
 }

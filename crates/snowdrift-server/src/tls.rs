@@ -15,6 +15,7 @@ use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::server::TlsStream;
 
+use crate::conn::{Admission, Conn};
 use crate::error::ConfigError;
 
 /// A handshake that takes longer than this is dropped.
@@ -61,14 +62,15 @@ pub fn acceptor(cert: &Path, key: &Path) -> Result<Tls, ConfigError> {
 
 /// A TCP listener whose connections come out already through the TLS handshake.
 pub struct TlsListener {
-    ready: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
+    ready: mpsc::Receiver<(TlsStream<Conn<TcpStream>>, SocketAddr)>,
     local: SocketAddr,
     accepting: tokio::task::JoinHandle<()>,
 }
 
 impl TlsListener {
-    /// Accepts on `tcp` and runs each handshake in its own task.
-    pub fn new(tcp: TcpListener, tls: Tls) -> std::io::Result<Self> {
+    /// Accepts on `tcp` and runs each handshake in its own task, for the connections
+    /// `admission` lets in (the others are closed before their handshake).
+    pub fn new(tcp: TcpListener, tls: Tls, admission: Admission) -> std::io::Result<Self> {
         let acceptor = tls.0;
         let local = tcp.local_addr()?;
         let (tx, ready) = mpsc::channel(1024);
@@ -85,6 +87,9 @@ impl TlsListener {
                 };
                 // As on the plain listener: no Nagle delay between a stream's messages.
                 let _ = stream.set_nodelay(true);
+                let Some(stream) = admission.admit(stream) else {
+                    continue;
+                };
                 let (acceptor, tx) = (acceptor.clone(), tx.clone());
                 tokio::spawn(async move {
                     match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
@@ -112,7 +117,7 @@ impl Drop for TlsListener {
 }
 
 impl axum::serve::Listener for TlsListener {
-    type Io = TlsStream<TcpStream>;
+    type Io = TlsStream<Conn<TcpStream>>;
     type Addr = SocketAddr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {

@@ -234,6 +234,23 @@ pub struct LimitsConfig {
     pub max_stream: u64,
     /// Largest request body, in bytes.
     pub max_body: usize,
+    /// Largest HTTP request head (request line and headers), in bytes; a larger one is
+    /// answered 431 before it is read whole. At least 8192 (hyper's smallest buffer).
+    pub max_head: usize,
+    /// Longest wait for the rest of a request once its first byte came (an HTTP/1.1
+    /// request head, a RESP request); a client that takes longer is disconnected. On a
+    /// connection hyper serves it also bounds the wait for the next request.
+    #[serde(with = "duration_text")]
+    pub header_timeout: Duration,
+    /// A connection with nothing read or written for this long is closed (HTTP/1.1 between
+    /// requests, RESP, and HTTP/2 whose peer stops answering pings, which are sent every
+    /// half of it).
+    #[serde(with = "duration_text")]
+    pub idle_timeout: Duration,
+    /// Most client connections open at once (HTTP, gRPC and RESP together); one over it is
+    /// closed as soon as it is accepted. 0: the open-file limit less 256 (kept for stores,
+    /// registries and files).
+    pub max_connections: usize,
 }
 
 impl Default for LimitsConfig {
@@ -242,6 +259,10 @@ impl Default for LimitsConfig {
             max_count: 10_000,
             max_stream: 100_000_000,
             max_body: 64 * 1024,
+            max_head: 16 * 1024,
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 0,
         }
     }
 }

@@ -21,7 +21,7 @@ mod response;
 mod rewind;
 
 use std::io;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -57,6 +57,7 @@ pub(crate) enum Ended<I> {
 pub(crate) async fn serve<I>(
     mut io: I,
     state: &AppState,
+    header_timeout: Duration,
     stop: &mut watch::Receiver<()>,
 ) -> io::Result<Ended<I>>
 where
@@ -65,6 +66,8 @@ where
     let mut read = BytesMut::with_capacity(4096);
     let mut out = Vec::new();
     let mut gate = auth::Gate::default();
+    // When the first byte of the request being read came.
+    let mut begun: Option<tokio::time::Instant> = None;
     loop {
         loop {
             let (len, close) = match request::parse(&read) {
@@ -108,6 +111,7 @@ where
                 }
             };
             read.advance(len);
+            begun = None;
             if close {
                 io.write_all(&out).await?;
                 io.shutdown().await?;
@@ -127,6 +131,14 @@ where
         if stop.has_changed().unwrap_or(true) {
             return Ok(Ended::Closed);
         }
+        // A request begun must be whole within `header_timeout` of its first byte (an idle
+        // connection is the `Conn`'s idle timeout's to close).
+        match (read.is_empty(), begun) {
+            (true, _) => begun = None,
+            (false, None) => begun = Some(tokio::time::Instant::now()),
+            (false, Some(_)) => {}
+        }
+        let deadline = begun.map(|at| at + header_timeout);
         // Room for a whole request in each read; `reserve` first moves what is left of a
         // partial one to the front, so the buffer stays near one head's limit.
         read.reserve(1024);
@@ -135,6 +147,10 @@ where
                 return Ok(Ended::Closed);
             },
             _ = stop.changed() => return Ok(Ended::Closed),
+            () = crate::conn::until(deadline) => {
+                tracing::debug!("request head not whole within limits.header_timeout; closing");
+                return Ok(Ended::Closed);
+            }
         }
     }
 }

@@ -139,6 +139,24 @@ fn check_limits(limits: &LimitsConfig) -> Result<(), ConfigError> {
             "limits.max_stream: must be at least 1".into(),
         ));
     }
+    if limits.max_head < 8192 {
+        return Err(ConfigError::new(format!(
+            "limits.max_head: {} bytes is below 8192, the smallest request head buffer hyper \
+             takes; give 8192 or more (default 16384)",
+            limits.max_head
+        )));
+    }
+    for (key, value) in [
+        ("limits.header_timeout", limits.header_timeout),
+        ("limits.idle_timeout", limits.idle_timeout),
+    ] {
+        if value.is_zero() {
+            return Err(ConfigError::new(format!(
+                "{key}: must be above zero (e.g. \"10s\"); a connection without a bound on \
+                 its wait is what slow clients use to hold a server's memory"
+            )));
+        }
+    }
     Ok(())
 }
 

@@ -11,10 +11,16 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::conn::{Conn, until};
 
 use super::refusal::Refusal;
 use super::session::{Flow, Session};
 use snowdrift_proto::wire::resp::{self as frame, LIMITS};
+
+/// A RESP client's connection, held under the connection limits.
+type Stream = Conn<TcpStream>;
 
 /// Bytes asked of the socket per read.
 const READ_SIZE: usize = 16 * 1024;
@@ -34,12 +40,26 @@ const LINGER_BYTES: usize = 1024 * 1024;
 /// Serves `session` on `stream` until the client leaves, a protocol error, `QUIT`, or
 /// `stop` turning true (or its sender going away). Requests received in full before the
 /// stop are answered; a connection waiting for a request closes at once.
-pub async fn serve(mut stream: TcpStream, mut session: Session, mut stop: watch::Receiver<bool>) {
+pub async fn serve(
+    mut stream: Stream,
+    mut session: Session,
+    header_timeout: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut input: Vec<u8> = Vec::with_capacity(READ_SIZE);
     let mut output: Vec<u8> = Vec::with_capacity(READ_SIZE);
+    // When the first byte of the request being read came: it must be whole within
+    // `header_timeout` (an idle connection is the `Conn`'s idle timeout's to close).
+    let mut begun: Option<Instant> = None;
     loop {
         let (used, close) = answer(&input, &mut session, &mut output, &mut stream).await;
         input.drain(..used);
+        if used > 0 || input.is_empty() {
+            begun = None;
+        }
+        if !input.is_empty() && begun.is_none() {
+            begun = Some(Instant::now());
+        }
         if stream.write_all(&output).await.is_err() {
             return;
         }
@@ -53,6 +73,7 @@ pub async fn serve(mut stream: TcpStream, mut session: Session, mut stop: watch:
             return;
         }
         input.reserve(READ_SIZE);
+        let deadline = begun.map(|at| at + header_timeout);
         tokio::select! {
             read = stream.read_buf(&mut input) => match read {
                 Ok(0) | Err(_) => return,
@@ -60,6 +81,10 @@ pub async fn serve(mut stream: TcpStream, mut session: Session, mut stop: watch:
             },
             // Whether the server stops or its listener is gone, nothing is in flight here.
             _ = stop.changed() => return,
+            () = until(deadline) => {
+                tracing::debug!("RESP request not whole within limits.header_timeout; closing");
+                return;
+            }
         }
     }
 }
@@ -71,7 +96,7 @@ async fn answer(
     input: &[u8],
     session: &mut Session,
     output: &mut Vec<u8>,
-    stream: &mut TcpStream,
+    stream: &mut Stream,
 ) -> (usize, bool) {
     let mut used = 0;
     loop {
@@ -99,7 +124,7 @@ async fn answer(
 
 /// Ends the connection: the write side now, the read side once the client has closed its
 /// own, [`LINGER`] / [`LINGER_BYTES`] have passed, or the server stops.
-async fn linger(mut stream: TcpStream, mut stop: watch::Receiver<bool>) {
+async fn linger(mut stream: Stream, mut stop: watch::Receiver<bool>) {
     if stream.shutdown().await.is_err() {
         return;
     }

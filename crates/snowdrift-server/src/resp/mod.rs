@@ -109,9 +109,19 @@ async fn accept(
                     // Replies are small and written once per batch: no Nagle delay.
                     let _ = stream.set_nodelay(true);
                     let local = stream.local_addr().unwrap_or(peer);
+                    // Over the cap shared with the HTTP listener: closed at once.
+                    let Some(stream) = state.conns.admit(stream) else {
+                        continue;
+                    };
                     let session = Session::new(state.clone(), next_id, peer, local);
                     next_id += 1;
-                    connections.spawn(connection::serve(stream, session, stop.clone()));
+                    let header_timeout = state.conns.limits().header_timeout;
+                    connections.spawn(connection::serve(
+                        stream,
+                        session,
+                        header_timeout,
+                        stop.clone(),
+                    ));
                 }
                 Err(e) => {
                     // Out of file descriptors and the like: wait a little rather than spin.

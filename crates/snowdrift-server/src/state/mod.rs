@@ -25,6 +25,8 @@ pub struct AppState {
     pub max_count: u64,
     /// Who may call what; off without configured tokens.
     pub auth: Auth,
+    /// The client connections of every listener, under `[limits]`'s cap and timeouts.
+    pub conns: crate::conn::Admission,
 }
 
 /// Takes `count` IDs of generator or tag `name` from `source` and counts them in the

@@ -6,6 +6,7 @@ mod auth_reload;
 mod backends;
 mod fast_path;
 mod grpc;
+mod hostile;
 mod http_api;
 mod metrics;
 mod obfuscation;

@@ -101,6 +101,14 @@ fn load(args: &Args) -> Result<Config> {
 async fn serve(args: Args, plan: Plan) -> Result<()> {
     let listen = plan.listen();
     let tls = plan.server().tls_cert.is_some();
+    // Before the connection cap is worked out from it: the cap, not the kernel, should
+    // decide how many clients there may be.
+    match snowdrift_server::conn::raise_open_file_limit() {
+        Ok((before, after)) => {
+            tracing::info!(before, after, "open-file limit raised to the hard limit")
+        }
+        Err(e) => tracing::warn!(error = %e, "could not raise the open-file limit"),
+    }
     let server = Server::from_plan(plan).await?;
     // Before the "listening" line, so a SIGHUP sent once the server is up never finds the
     // default action (which ends the process).

@@ -50,6 +50,16 @@ fn every_class_of_configuration_error_is_caught_by_the_check_as_by_the_start() {
     let cases: Vec<(&str, String, &str)> = vec![
         ("limits", "[limits]\nmax_count = 0\n".into(), "limits.max_count"),
         (
+            "head limit",
+            "[limits]\nmax_head = 1000\n".into(),
+            "limits.max_head",
+        ),
+        (
+            "timeouts",
+            "[limits]\nidle_timeout = \"0s\"\n".into(),
+            "limits.idle_timeout",
+        ),
+        (
             "exposure",
             "[server]\nresp_listen = \"0.0.0.0:0\"\n".into(),
             "insecure_bind",

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Auth on beside auth off beside Redis (BENCHMARKS.md, "Server load with auth on"): one
+# `snowdrift serve` without tokens and one with a token, each with a RESP listener, loaded
+# by the same client (`snowdrift bench`) at 50 connections in turn, REPS rounds. As in
+# single_id_pinned.sh, the servers (Redis included, moved for the run and back after) run on
+# SERVER_CPU and the client on CLIENT_CPU, so that a server's rate is its own, not what is
+# left of a CPU it shares with the client:
+#
+#   Redis INCR | RESP INCR, auth off | RESP INCR after AUTH | HTTP single ID, auth off |
+#   HTTP single ID with a bearer token | gRPC Stream, auth off | gRPC Stream with metadata
+#
+#   bench-peers/scripts/auth_load.sh            # build, then REPS=3 rounds of DURATION=5 s
+#   SKIP_BUILD=1 bench-peers/scripts/auth_load.sh
+#
+# Needs taskset (and root or Redis's user, to move redis-server), Redis on 127.0.0.1:6379 (its key snowdrift_authload_bench is deleted at the end), curl,
+# python3. Writes every raw
+# output to OUT (default target/auth-load/DATE) and prints the lines the table is made from.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+REPS=${REPS:-3}
+DURATION=${DURATION:-5}
+CONNECTIONS=${CONNECTIONS:-50}
+OUT=${OUT:-$ROOT/target/auth-load/$(date -u +%Y%m%dT%H%M%SZ)}
+
+mkdir -p "$OUT/bin" "$OUT/raw"
+cd "$OUT"
+log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/run.log"; }
+
+log "commit $(git -C "$ROOT" rev-parse --short HEAD); uncommitted in crates/: $(git -C "$ROOT" status --short -- crates | wc -l) file(s)"
+log "machine: $(nproc) vCPU, $(lscpu | sed -n 's/^Model name: *//p'), $(uname -r)"
+if [[ -z ${SKIP_BUILD:-} ]]; then
+    log "building (cargo build --release -p snowdrift)"
+    (cd "$ROOT" && cargo build --release -j 2 -p snowdrift) >"$OUT/build.log" 2>&1
+fi
+cp "$ROOT/target/release/snowdrift" "$OUT/bin/"
+SD="$OUT/bin/snowdrift"
+
+# shellcheck source=serve.sh
+source "$ROOT/bench-peers/scripts/serve.sh"
+SERVER_CPU=${SERVER_CPU:-1}
+CLIENT_CPU=${CLIENT_CPU:-0}
+REDIS_PID=$(pgrep -x redis-server | head -1)
+REDIS_MASK=$(taskset -p "$REDIS_PID" | awk '{print $NF}')
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    taskset -a -p "$REDIS_MASK" "$REDIS_PID" >/dev/null 2>&1 || true
+    redis-cli del snowdrift_authload_bench >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+taskset -a -p -c "$SERVER_CPU" "$REDIS_PID" >/dev/null
+
+# Admin, so it can also create the RESP listener's tag; the role costs nothing per request.
+TOKEN_OUT=$("$SD" token create --name bench --role admin)
+TOKEN=$(echo "$TOKEN_OUT" | sed -n 's/^ *\(sd_[A-Za-z0-9]*\)$/\1/p')
+TOKEN_TOML=$(echo "$TOKEN_OUT" | sed -n '/^\[\[auth.token\]\]/,/^$/p')
+
+start() { # NAME EXTRA_TOML: a server on SQLite with a RESP listener; sets HTTP_NAME, RESP_NAME
+    local name=$1 http resp
+    http=$(free_port)
+    resp=$(free_port)
+    cat >"$OUT/$name.toml" <<CONFIG
+[server]
+listen = "127.0.0.1:$http"
+resp_listen = "127.0.0.1:$resp"
+
+[store]
+url = "sqlite://$OUT/$name.db"
+
+[worker]
+path = "$OUT/workers-$name"
+
+[[generator]]
+name = "wide"
+kind = "snowflake"
+bits = "time:40,worker:1,seq:22"
+unit = "1ms"
+epoch = "2026-01-01"
+
+$2
+CONFIG
+    taskset -c "$SERVER_CPU" "$SD" serve --config "$OUT/$name.toml" >"$OUT/raw/server-$name.log" 2>&1 &
+    PIDS+=($!)
+    wait_http "http://127.0.0.1:$http/healthz"
+    printf -v "HTTP_$name" '%s' "$http"
+    printf -v "RESP_$name" '%s' "$resp"
+}
+start off ""
+start on "$TOKEN_TOML"
+# The tag RESP INCR takes IDs of, on each server.
+"$SD" tags create authload --step 1000000 --server "http://127.0.0.1:$HTTP_off" >/dev/null
+"$SD" tags create authload --step 1000000 --server "http://127.0.0.1:$HTTP_on" --token "$TOKEN" >/dev/null
+log "servers: auth off on $HTTP_off (RESP $RESP_off), auth on on $HTTP_on (RESP $RESP_on)"
+
+run() { # NAME ARGS...
+    local name=$1
+    shift
+    taskset -c "$CLIENT_CPU" "$SD" bench "$@" >"$OUT/raw/$name.txt" 2>&1 || true
+    log "$name: $(grep -E '^(requests|ids|latency|streams)' "$OUT/raw/$name.txt" | tr -s ' ' | paste -sd'|')"
+}
+
+D="${DURATION}s"
+C=$CONNECTIONS
+for r in $(seq "$REPS"); do
+    run "redis-r$r" --target "redis://127.0.0.1:6379" --incr "snowdrift_authload_bench" --connections "$C" --duration "$D"
+    run "resp-off-r$r" --target "redis://127.0.0.1:$RESP_off" --incr authload --connections "$C" --duration "$D"
+    run "resp-on-r$r" --target "redis://127.0.0.1:$RESP_on" --incr authload --connections "$C" --duration "$D" --token "$TOKEN"
+    run "http-off-r$r" --target "http://127.0.0.1:$HTTP_off/v1/ids/wide" --connections "$C" --duration "$D"
+    run "http-on-r$r" --target "http://127.0.0.1:$HTTP_on/v1/ids/wide" --connections "$C" --duration "$D" --token "$TOKEN"
+    run "grpc-off-r$r" --target "http://127.0.0.1:$HTTP_off" --grpc wide --connections 2 --duration "$D"
+    run "grpc-on-r$r" --target "http://127.0.0.1:$HTTP_on" --grpc wide --connections 2 --duration "$D" --token "$TOKEN"
+done
+log "done; raw output in $OUT/raw"
