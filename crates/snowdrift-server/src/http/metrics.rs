@@ -32,10 +32,47 @@ pub async fn render(State(state): State<Arc<AppState>>) -> Response {
     out.push_str(&handle.render());
     write_issued(&mut out);
     write_fast(&mut out);
+    write_connections(&mut out, &state.conns);
     buffers::write(&mut out, &buffers);
     let chunks = out.into_chunks().into_iter().map(Ok::<_, Infallible>);
     let body = Body::from_stream(futures_util::stream::iter(chunks));
     ([(CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+}
+
+/// The connections under `[limits]`: open now, and refused at the cap since start.
+fn write_connections(out: &mut Out, conns: &crate::conn::Admission) {
+    use crate::metrics::text::{family, sample};
+    family(
+        out,
+        "snowdrift_connections_open",
+        "gauge",
+        "Client connections open now (HTTP, gRPC and RESP), under limits.max_connections.",
+    );
+    sample(out, "snowdrift_connections_open", &[], conns.open());
+    family(
+        out,
+        "snowdrift_connections_max",
+        "gauge",
+        "limits.max_connections as resolved at start.",
+    );
+    sample(
+        out,
+        "snowdrift_connections_max",
+        &[],
+        conns.limits().max_connections,
+    );
+    family(
+        out,
+        "snowdrift_connections_refused_total",
+        "counter",
+        "Connections closed as soon as they were accepted because limits.max_connections were open.",
+    );
+    sample(
+        out,
+        "snowdrift_connections_refused_total",
+        &[],
+        conns.refused(),
+    );
 }
 
 /// A snowflake generator's lease, clock and layout, read at scrape time.

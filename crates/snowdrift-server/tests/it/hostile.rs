@@ -182,4 +182,11 @@ async fn connections_over_the_cap_are_closed_at_once_and_issuing_goes_on() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let mut fresh = connect(&addr).await;
     assert_eq!(get(&mut fresh, "/v1/ids/snowflake").await, 200);
+    let metrics = s.text("/metrics", 200).await;
+    for line in [
+        "snowdrift_connections_refused_total 30",
+        "snowdrift_connections_max 20",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in {metrics}");
+    }
 }
