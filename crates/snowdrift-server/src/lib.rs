@@ -86,6 +86,7 @@ impl Server {
             max_connections = conns.limits().max_connections,
             "connections beyond limits.max_connections are refused"
         );
+        conns.spawn_trim();
         let state = Arc::new(AppState {
             generators,
             max_count: config.limits.max_count,

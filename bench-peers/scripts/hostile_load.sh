@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Hostile clients against `snowdrift serve` with its default [limits] (BENCHMARKS.md, "Slow
+# and hostile clients"), each beside a real client (`snowdrift bench`, 10 connections):
+#
+#   A. 1,500 connections that send half a request head and wait: how long until the server
+#      has closed them all, and the real client's rate meanwhile against a calm run.
+#   B. 3,000 unauthenticated connections each sending an unfinished 400 KB head: the
+#      server's RSS before, at the peak, and after they leave.
+#   C. The server started under a 1,024 open-file limit (as on many hosts), then 1,100 idle
+#      connections: the real client's rate, new connections, and snowflake issuing. (The
+#      attacker counts as "open" connections the kernel completed but the server has not
+#      accepted yet, beyond the listen backlog; the server's descriptors say what it holds.)
+#
+#   bench-peers/scripts/hostile_load.sh            # build, then run
+#   SKIP_BUILD=1 bench-peers/scripts/hostile_load.sh
+#
+# Needs python3, curl. Writes raw output to OUT (default target/hostile-load/DATE).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=${OUT:-$ROOT/target/hostile-load/$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "$OUT/bin" "$OUT/raw"
+cd "$OUT"
+log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/run.log"; }
+
+log "commit $(git -C "$ROOT" rev-parse --short HEAD); uncommitted in crates/: $(git -C "$ROOT" status --short -- crates | wc -l) file(s)"
+log "machine: $(nproc) vCPU, $(lscpu | sed -n 's/^Model name: *//p'), $(uname -r)"
+if [[ -z ${SKIP_BUILD:-} ]]; then
+    log "building (cargo build --release -p snowdrift)"
+    (cd "$ROOT" && cargo build --release -j 2 -p snowdrift) >"$OUT/build.log" 2>&1
+fi
+cp "$ROOT/target/release/snowdrift" "$OUT/bin/"
+SD="$OUT/bin/snowdrift"
+# shellcheck source=serve.sh
+source "$ROOT/bench-peers/scripts/serve.sh"
+ulimit -n "$(ulimit -Hn)"
+
+SERVER_PID=""
+cleanup() {
+    [[ -n $SERVER_PID ]] && { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; }
+}
+trap cleanup EXIT
+
+start_server() { # NOFILE: the server under that open-file limit (hard and soft)
+    PORT=$(free_port)
+    cat >"$OUT/server.toml" <<CONFIG
+[server]
+listen = "127.0.0.1:$PORT"
+
+[store]
+url = "sqlite://$OUT/ids.db"
+
+[worker]
+path = "$OUT/workers"
+CONFIG
+    (ulimit -n "$1"; exec "$SD" serve --config "$OUT/server.toml") >>"$OUT/raw/server.log" 2>&1 &
+    SERVER_PID=$!
+    wait_http "http://127.0.0.1:$PORT/healthz"
+}
+stop_server() {
+    kill "$SERVER_PID"
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=""
+}
+rss_mb() { awk '/^VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$SERVER_PID/status"; }
+real_client() { # NAME SECONDS
+    "$SD" bench --target "http://127.0.0.1:$PORT/v1/ids/snowflake" --connections 10 --duration "$2s" \
+        >"$OUT/raw/$1.txt" 2>&1 || true
+    grep -E '^requests' "$OUT/raw/$1.txt" | tr -s ' '
+}
+
+# The attackers: python, one process, asyncio.
+attack() { # MODE COUNT HOLD_SECONDS
+    python3 - "$PORT" "$@" <<'PY'
+import asyncio, sys, time
+port, mode, count, hold = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+closed_at = []
+async def one(i, start):
+    try:
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        closed_at.append(0.0)
+        return "refused"
+    try:
+        if mode == "half":
+            w.write(b"GET /v1/ids/snowflake HTTP/1.1\r\nhost: x\r\n")
+        elif mode == "big":
+            w.write(b"GET /v1/ids/snowflake HTTP/1.1\r\nhost: x\r\n")
+            line = b"x-filler: " + b"a" * 1000 + b"\r\n"
+            for _ in range(400):
+                w.write(line)
+                await asyncio.wait_for(w.drain(), 5)
+        await w.drain()
+        data = await asyncio.wait_for(r.read(65536), hold)
+        while data:
+            data = await asyncio.wait_for(r.read(65536), hold)
+        closed_at.append(time.monotonic() - start)
+        return "closed"
+    except (asyncio.TimeoutError, OSError, ConnectionError):
+        if time.monotonic() - start < hold:
+            closed_at.append(time.monotonic() - start)
+            return "closed"
+        return "open"
+    finally:
+        w.close()
+async def main():
+    start = time.monotonic()
+    results = await asyncio.gather(*(one(i, start) for i in range(count)))
+    done = sorted(closed_at)
+    last = done[-1] if done else None
+    print(f"{mode}: {count} connections: {results.count('closed')} closed by the server, "
+          f"{results.count('refused')} refused at connect, {results.count('open')} still open "
+          f"after {hold:.0f} s; last closed at {last:.1f} s" if last is not None else
+          f"{mode}: {count}: {results}")
+asyncio.run(main())
+PY
+}
+
+log "A. 1,500 half-sent heads (header_timeout 10 s)"
+start_server "$(ulimit -Hn)"
+log "calm: $(real_client calm 12)"
+attack half 1500 30 >"$OUT/raw/half.txt" &
+ATTACK=$!
+sleep 1
+log "under attack: $(real_client attacked 12)"
+wait "$ATTACK"
+log "$(cat "$OUT/raw/half.txt")"
+
+log "B. 3,000 unfinished 400 KB heads"
+log "RSS before: $(rss_mb) MB"
+attack big 3000 30 >"$OUT/raw/big.txt" &
+ATTACK=$!
+PEAK=0
+for _ in $(seq 40); do
+    r=$(rss_mb)
+    PEAK=$(python3 -c "print(max($PEAK, $r))")
+    kill -0 "$ATTACK" 2>/dev/null || break
+    sleep 0.5
+done
+wait "$ATTACK" || true
+log "$(cat "$OUT/raw/big.txt")"
+sleep 12
+log "RSS peak during: $PEAK MB; 12 s after they left: $(rss_mb) MB"
+stop_server
+
+log "C. open-file limit 1,024, then 1,100 idle connections"
+start_server 1024
+grep "max_connections" "$OUT/raw/server.log" | tail -1 | sed 's/^/    /' | tee -a "$OUT/run.log" || true
+# The real client connects first (it keeps its 10 connections), then the flood comes.
+real_client flooded 15 >"$OUT/raw/flooded.line" &
+REAL=$!
+sleep 1
+attack idle 1100 20 >"$OUT/raw/idle.txt" &
+ATTACK=$!
+sleep 3
+log "server's open descriptors during the flood: $(ls "/proc/$SERVER_PID/fd" | wc -l)"
+log "a new connection during the flood: $(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/v1/ids/snowflake" || echo refused)"
+wait "$REAL" || true
+log "real client, connected before the flood: $(cat "$OUT/raw/flooded.line")"
+wait "$ATTACK" || true
+log "$(cat "$OUT/raw/idle.txt")"
+log "after: $(curl -s "http://127.0.0.1:$PORT/metrics" | grep -E '^snowdrift_connections_(max|refused_total) ' | paste -sd' ')"
+stop_server
+log "done; raw output in $OUT/raw"
