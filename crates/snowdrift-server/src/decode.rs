@@ -8,7 +8,7 @@ use snowdrift_core::kinds::{ObjectId, Ulid, Uuid};
 use snowdrift_core::layout::{Layout, format_ms};
 
 use crate::config::Kind;
-use crate::error::Error;
+use crate::error::{Error, quoted};
 use crate::source::{IdSource, Source};
 use crate::state::Generators;
 
@@ -47,7 +47,8 @@ pub fn id(
     let kind = source.kind();
     let unreadable = |format: IdFormat, of: &str, e| {
         Error::invalid(format!(
-            "cannot read {text:?} as a {format} ID of {of}: {}",
+            "cannot read {} as a {format} ID of {of}: {}",
+            quoted(text),
             crate::error::core_reason(e)
         ))
     };
@@ -93,7 +94,11 @@ pub fn id(
 /// The time (and parts) inside an ID of a text kind.
 pub fn text_kind(kind: Kind, text: &str) -> Result<Value, Error> {
     let bad = |e: &dyn std::fmt::Display| {
-        Error::invalid(format!("{text:?} is not a valid {}: {e}", kind.name()))
+        Error::invalid(format!(
+            "{} is not a valid {}: {e}",
+            quoted(text),
+            kind.name()
+        ))
     };
     match kind {
         Kind::Uuid4 | Kind::Uuid7 => {
@@ -109,7 +114,16 @@ pub fn text_kind(kind: Kind, text: &str) -> Result<Value, Error> {
             Ok(out)
         }
         Kind::Ulid => {
-            let ulid: Ulid = text.trim().parse().map_err(|e| bad(&e))?;
+            let text = text.trim();
+            // 26 characters of 5 bits are 130 bits: a first character above 7 is a number
+            // no ULID is, which the parser would cut to 128 bits rather than refuse.
+            if text.len() == 26 && !text.starts_with(|c: char| ('0'..='7').contains(&c)) {
+                return Err(bad(
+                    &"the first character of a ULID is 0 to 7 (a ULID is 128 \
+                                 bits; 7ZZZZZZZZZZZZZZZZZZZZZZZZZ is the largest)",
+                ));
+            }
+            let ulid: Ulid = text.parse().map_err(|e| bad(&e))?;
             let ms = ulid.timestamp_ms();
             Ok(json!({"id": ulid.to_string(), "time": format_ms(ms), "time_ms": ms}))
         }

@@ -210,3 +210,14 @@ pub(crate) fn core_reason(e: snowdrift_core::Error) -> String {
         other => other.to_string(),
     }
 }
+
+/// `text` quoted for a message, cut to its first 64 characters (with how long it was) when
+/// longer: errors name what was sent without echoing a megabyte of it back, into a log line
+/// or a gRPC `grpc-message` header a client would refuse.
+pub fn quoted(text: &str) -> String {
+    const MOST: usize = 64;
+    match text.char_indices().nth(MOST) {
+        None => format!("{text:?}"),
+        Some((end, _)) => format!("{:?}... ({} bytes in all)", &text[..end], text.len()),
+    }
+}

@@ -47,7 +47,8 @@ impl Params {
         match text.parse::<u64>() {
             Ok(n) if (1..=max).contains(&n) => Ok(n),
             _ => Err(Error::invalid(format!(
-                "count must be a whole number from 1 to {max}, got {text:?}"
+                "count must be a whole number from 1 to {max}, got {}",
+                crate::error::quoted(text)
             ))),
         }
     }

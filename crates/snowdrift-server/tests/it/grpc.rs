@@ -375,9 +375,27 @@ async fn decode_gives_the_fields_http_gives() {
             "format of a text kind",
         ),
         (decode("ulid", "nope".into(), None), "bad ulid"),
+        (
+            decode("ulid", format!("8{}", "Z".repeat(25)), None),
+            "a ulid past 128 bits",
+        ),
+        // A megabyte of ID: refused with a short message, which the client can read.
+        (
+            decode("snowflake", "9".repeat(1 << 20), None),
+            "a megabyte of digits",
+        ),
+        (
+            decode("uuid7", "u".repeat(1 << 20), None),
+            "a megabyte of text",
+        ),
     ] {
         let got = client.decode(request).await.map(|_| IdBatch::default());
-        assert_code(got, Code::InvalidArgument, "invalid_request", what);
+        let status = assert_code(got, Code::InvalidArgument, "invalid_request", what);
+        assert!(
+            status.message().len() < 512,
+            "{what}: {} bytes of message",
+            status.message().len()
+        );
     }
 }
 

@@ -136,6 +136,11 @@ async fn bad_requests_get_the_contract_error_shape() {
         ("/v1/ids/no-such-tag", 404, "not_found"),
         ("/v1/ids/bad%20name", 400, "invalid_request"),
         ("/v1/ids/snowflake/decode/notanid", 400, "invalid_request"),
+        (
+            "/v1/ids/ulid/decode/8ZZZZZZZZZZZZZZZZZZZZZZZZZ",
+            400,
+            "invalid_request",
+        ),
         ("/v1/nothing", 404, "not_found"),
     ] {
         let (got, v) = s.json(path).await;
