@@ -23,12 +23,26 @@ fn grpc() -> Result<(), Box<dyn std::error::Error>> {
         out_dir.join("snowdrift_descriptor.bin"),
         fds.encode_to_vec(),
     )?;
+    // The messages and the client, with prost's codec: a reply that does not decode is
+    // INTERNAL there, a server's fault that a client may retry elsewhere.
     tonic_prost_build::configure()
-        .build_server(true)
+        .build_server(false)
         .build_client(true)
         // Clients bring their own channel (tonic's transport is not a dependency here; the
         // server's tests, the CLI and the client crate use `tonic::transport::Channel`).
         .build_transport(false)
+        .compile_fds(fds.clone())?;
+    // The server alone, over the messages above, with a codec that answers a request that
+    // does not decode with INVALID_ARGUMENT: the caller's fault, not the server's.
+    let server_dir = out_dir.join("server");
+    std::fs::create_dir_all(&server_dir)?;
+    tonic_prost_build::configure()
+        .build_server(true)
+        .build_client(false)
+        .build_transport(false)
+        .extern_path(".snowdrift.v1", "crate::grpc")
+        .codec_path("crate::grpc::StrictCodec")
+        .out_dir(&server_dir)
         .compile_fds(fds)?;
     Ok(())
 }

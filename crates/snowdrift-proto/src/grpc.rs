@@ -15,7 +15,16 @@ mod generated {
     tonic::include_proto!("snowdrift.v1");
 }
 
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+mod generated_server {
+    include!(concat!(env!("OUT_DIR"), "/server/snowdrift.v1.rs"));
+}
+
+mod codec;
+
+pub use codec::StrictCodec;
 pub use generated::*;
+pub use generated_server::*;
 
 /// The encoded descriptor set of `snowdrift.proto`, which the reflection service serves.
 pub const FILE_DESCRIPTOR_SET: &[u8] =

@@ -762,3 +762,73 @@ async fn tokens_guard_grpc_as_they_guard_http() {
         .await;
     assert!(r.is_ok(), "{r:?}");
 }
+
+/// Sends whatever bytes it is given as the message: a client that does not speak protobuf.
+#[derive(Debug, Default, Clone)]
+struct RawCodec;
+
+impl tonic::codec::Codec for RawCodec {
+    type Encode = Vec<u8>;
+    type Decode = Vec<u8>;
+    type Encoder = RawCodec;
+    type Decoder = RawCodec;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        RawCodec
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        RawCodec
+    }
+}
+
+impl tonic::codec::Encoder for RawCodec {
+    type Item = Vec<u8>;
+    type Error = Status;
+
+    fn encode(
+        &mut self,
+        item: Vec<u8>,
+        dst: &mut tonic::codec::EncodeBuf<'_>,
+    ) -> Result<(), Status> {
+        use bytes::BufMut;
+        dst.put_slice(&item);
+        Ok(())
+    }
+}
+
+impl tonic::codec::Decoder for RawCodec {
+    type Item = Vec<u8>;
+    type Error = Status;
+
+    fn decode(&mut self, src: &mut tonic::codec::DecodeBuf<'_>) -> Result<Option<Vec<u8>>, Status> {
+        use bytes::Buf;
+        Ok(Some(src.copy_to_bytes(src.remaining()).to_vec()))
+    }
+}
+
+/// A request that is not valid protobuf is the caller's error: INVALID_ARGUMENT with the
+/// contract's error code, for unary calls and for streams.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_is_not_protobuf_is_invalid_argument() {
+    let s = start("").await;
+    for method in ["Next", "Stream", "Decode"] {
+        let mut grpc = tonic::client::Grpc::new(s.channel.clone());
+        grpc.ready().await.unwrap();
+        let path = format!("/snowdrift.v1.IdService/{method}")
+            .parse::<tonic::codegen::http::uri::PathAndQuery>()
+            .unwrap();
+        // A field tag with wire type 7, which protobuf does not have.
+        let garbage = tonic::Request::new(vec![0x0f, 0xff, 0xff, 0xff]);
+        let got = if method == "Stream" {
+            grpc.server_streaming(garbage, path, RawCodec)
+                .await
+                .map(|_| IdBatch::default())
+        } else {
+            grpc.unary(garbage, path, RawCodec)
+                .await
+                .map(|_| IdBatch::default())
+        };
+        assert_code(got, Code::InvalidArgument, "invalid_request", method);
+    }
+}
