@@ -19,9 +19,10 @@ fuzz_target!(|data: &[u8]| {
 });
 
 fn check(data: &[u8]) {
-    match parse(data) {
+    match parse(data, MAX_HEAD) {
         Head::Partial => assert!(data.len() < MAX_HEAD),
-        Head::Other => {}
+        Head::TooLarge => assert!(data.len() >= MAX_HEAD),
+        Head::Other | Head::Malformed => {}
         Head::Get {
             len,
             route,
@@ -41,7 +42,7 @@ fn check(data: &[u8]) {
             // A request ends where it says, whatever follows it.
             let alone = &data[..len];
             assert_eq!(
-                parse(alone),
+                parse(alone, MAX_HEAD),
                 Head::Get {
                     len,
                     route,
@@ -55,8 +56,8 @@ fn check(data: &[u8]) {
             assert!(authorization.is_none_or(|a| a.len() < len));
             // A strict prefix of it is never taken for a request.
             assert!(matches!(
-                parse(&alone[..len - 1]),
-                Head::Partial | Head::Other
+                parse(&alone[..len - 1], MAX_HEAD),
+                Head::Partial | Head::Other | Head::Malformed
             ));
         }
     }

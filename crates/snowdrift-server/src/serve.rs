@@ -49,8 +49,7 @@ pub(crate) async fn serve<L>(
         let (state, service, builder) = (state.clone(), service.clone(), builder.clone());
         tokio::spawn(async move {
             // A client that resets or sends garbage ends only its own connection.
-            let header_timeout = state.conns.limits().header_timeout;
-            let (io, read) = match fast::serve(io, &state, header_timeout, &mut stop).await {
+            let (io, read) = match fast::serve(io, &state, &mut stop).await {
                 Ok(Ended::HandOver(io, read)) => (io, read),
                 Ok(Ended::Closed) => return,
                 Err(e) => {

@@ -9,9 +9,8 @@
 
 pub use crate::http::Route;
 
-/// The longest request head the fast path reads; a longer one goes to hyper, whose limits
-/// then apply.
-pub const MAX_HEAD: usize = 8 * 1024;
+/// The default bound of [`parse`]'s `max_head` (the server's `limits.max_head`).
+pub const MAX_HEAD: usize = 16 * 1024;
 
 /// More headers than this and the request goes to hyper.
 const MAX_HEADERS: usize = 32;
@@ -19,8 +18,12 @@ const MAX_HEADERS: usize = 32;
 /// What the start of a connection's buffer holds.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Head<'a> {
-    /// Not yet a whole request head, and shorter than [`MAX_HEAD`]: read more.
+    /// Not yet a whole request head, and shorter than `max_head`: read more.
     Partial,
+    /// Not a request: the request line or a header breaks HTTP/1.1's syntax (answered 400).
+    Malformed,
+    /// A request head of `max_head` bytes or more (answered 431).
+    TooLarge,
     /// A request for hyper, from its first byte on: another route or method, a body,
     /// HTTP/1.0, HTTP/2's preface, a malformed or oversized head, or a path or query with a
     /// character the fast path does not take as is.
@@ -45,14 +48,19 @@ pub enum Head<'a> {
     },
 }
 
-/// What the start of `buf` holds.
-pub fn parse(buf: &[u8]) -> Head<'_> {
+/// What the start of `buf` holds, for heads up to `max_head` bytes.
+pub fn parse(buf: &[u8], max_head: usize) -> Head<'_> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut request = httparse::Request::new(&mut headers);
     let len = match request.parse(buf) {
-        Ok(httparse::Status::Complete(len)) if len <= MAX_HEAD => len,
-        Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD => return Head::Partial,
-        _ => return Head::Other,
+        Ok(httparse::Status::Complete(len)) if len <= max_head => len,
+        Ok(httparse::Status::Complete(_)) => return Head::TooLarge,
+        Ok(httparse::Status::Partial) if buf.len() < max_head => return Head::Partial,
+        Ok(httparse::Status::Partial) => return Head::TooLarge,
+        // More headers than the fast path has room for: a request, but hyper's. Another
+        // version: HTTP/2's preface (prior knowledge), or one hyper refuses itself.
+        Err(httparse::Error::TooManyHeaders | httparse::Error::Version) => return Head::Other,
+        Err(_) => return Head::Malformed,
     };
     if request.method != Some("GET") || request.version != Some(1) {
         return Head::Other;
@@ -137,16 +145,19 @@ mod tests {
     #[test]
     fn a_plain_get_of_ids_is_answered_here() {
         let req = b"GET /v1/ids/orders?count=5 HTTP/1.1\r\nHost: x\r\n\r\n";
-        assert_eq!(parse(req), ids(req.len(), "orders", Some("count=5"), false));
+        assert_eq!(
+            parse(req, MAX_HEAD),
+            ids(req.len(), "orders", Some("count=5"), false)
+        );
         let req = b"GET /v1/ids/counter:__rand_int__ HTTP/1.1\r\n\r\n";
         assert_eq!(
-            parse(req),
+            parse(req, MAX_HEAD),
             ids(req.len(), "counter:__rand_int__", None, false)
         );
         let req = b"GET /v1/ids/a HTTP/1.1\r\nConnection: Close\r\n\r\n";
-        assert_eq!(parse(req), ids(req.len(), "a", None, true));
+        assert_eq!(parse(req, MAX_HEAD), ids(req.len(), "a", None, true));
         let req = b"GET /v1/ids/a HTTP/1.1\r\nconnection: keep-alive\r\n\r\n";
-        assert_eq!(parse(req), ids(req.len(), "a", None, false));
+        assert_eq!(parse(req, MAX_HEAD), ids(req.len(), "a", None, false));
     }
 
     #[test]
@@ -164,34 +175,38 @@ mod tests {
                 close: false,
                 authorization: None,
             };
-            assert_eq!(parse(req.as_bytes()), want);
+            assert_eq!(parse(req.as_bytes(), MAX_HEAD), want);
         }
     }
 
     #[test]
     fn the_authorization_header_is_passed_on_and_two_are_hyper_s() {
         let req = b"GET /v1/ids/a HTTP/1.1\r\nauthorization: Bearer sd_x\r\n\r\n";
-        let Head::Get { authorization, .. } = parse(req) else {
+        let Head::Get { authorization, .. } = parse(req, MAX_HEAD) else {
             panic!("not a fast request");
         };
         assert_eq!(authorization, Some(&b"Bearer sd_x"[..]));
         let two =
             b"GET /v1/ids/a HTTP/1.1\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n";
-        assert_eq!(parse(two), Head::Other);
+        assert_eq!(parse(two, MAX_HEAD), Head::Other);
     }
 
     #[test]
     fn pipelined_requests_end_where_the_first_ends() {
         let one = b"GET /v1/ids/a HTTP/1.1\r\n\r\n";
         let two = [&one[..], b"POST /v1/tags HTTP/1.1\r\n"].concat();
-        assert_eq!(parse(&two), ids(one.len(), "a", None, false));
+        assert_eq!(parse(&two, MAX_HEAD), ids(one.len(), "a", None, false));
     }
 
     #[test]
     fn every_strict_prefix_asks_for_more() {
         let req = b"GET /v1/ids/a?count=2 HTTP/1.1\r\nHost: x\r\n\r\n";
         for end in 0..req.len() {
-            assert_eq!(parse(&req[..end]), Head::Partial, "prefix of {end} bytes");
+            assert_eq!(
+                parse(&req[..end], MAX_HEAD),
+                Head::Partial,
+                "prefix of {end} bytes"
+            );
         }
     }
 
@@ -214,19 +229,47 @@ mod tests {
             b"GET /v1/ids/a HTTP/1.1\r\nConnection: upgrade\r\nUpgrade: h2c\r\n\r\n",
             b"GET /v1/ids/a HTTP/1.1\r\nExpect: 100-continue\r\n\r\n",
             b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
-            b"GET /v1/ids/a HTTP/1.1\r\nbad header\r\n\r\n",
         ] {
-            assert_eq!(parse(req), Head::Other, "{}", String::from_utf8_lossy(req));
+            assert_eq!(
+                parse(req, MAX_HEAD),
+                Head::Other,
+                "{}",
+                String::from_utf8_lossy(req)
+            );
         }
     }
 
     #[test]
-    fn a_head_over_the_limit_is_hyper_s() {
-        let mut req = b"GET /v1/ids/a HTTP/1.1\r\nX-Pad: ".to_vec();
-        req.resize(MAX_HEAD, b'p');
-        assert_eq!(parse(&req), Head::Other);
-        req.extend_from_slice(b"\r\n\r\n");
-        assert_eq!(parse(&req), Head::Other);
+    fn a_head_over_the_limit_is_too_large_whatever_its_route() {
+        for start in [&b"GET /v1/ids/a"[..], b"POST /v1/tags"] {
+            let mut req = [start, b" HTTP/1.1\r\nX-Pad: "].concat();
+            req.resize(MAX_HEAD - 1, b'p');
+            assert_eq!(parse(&req, MAX_HEAD), Head::Partial);
+            req.push(b'p');
+            assert_eq!(parse(&req, MAX_HEAD), Head::TooLarge);
+            req.extend_from_slice(b"\r\n\r\n");
+            assert_eq!(parse(&req, MAX_HEAD), Head::TooLarge);
+            assert!(matches!(
+                parse(&req, 2 * MAX_HEAD),
+                Head::Get { .. } | Head::Other
+            ));
+        }
+    }
+
+    #[test]
+    fn what_breaks_http_s_syntax_is_malformed() {
+        for req in [
+            &b"GET /v1/ids/a HTTP/1.1\r\nbad header\r\n\r\n"[..],
+            b"G\x00T / HTTP/1.1\r\n\r\n",
+            b"GET /v1/ids/a HTTP/1.1\r\nna me: v\r\n\r\n",
+        ] {
+            assert_eq!(
+                parse(req, MAX_HEAD),
+                Head::Malformed,
+                "{}",
+                String::from_utf8_lossy(req)
+            );
+        }
     }
 
     #[test]
@@ -236,6 +279,6 @@ mod tests {
             req.extend_from_slice(format!("X-{i}: v\r\n").as_bytes());
         }
         req.extend_from_slice(b"\r\n");
-        assert_eq!(parse(&req), Head::Other);
+        assert_eq!(parse(&req, MAX_HEAD), Head::Other);
     }
 }

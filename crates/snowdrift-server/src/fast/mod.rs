@@ -8,8 +8,10 @@
 //! checked as the router's layer checks it ([`auth`]), and a refusal is answered here with
 //! the same status, headers and body. At the first request that is anything else (another
 //! route, a body, HTTP/2, a malformed head), the connection is handed to hyper with the
-//! bytes already read, and hyper serves it from then on: apart from auth's refusals the fast
-//! path never rejects a request itself, so every error and limit stays hyper's and axum's.
+//! bytes already read, and hyper serves it from then on. The fast path refuses only what it
+//! must: auth's refusals, and a head that is malformed (400) or over `limits.max_head`
+//! (431), answered with the contract's error body where hyper's would be empty; every
+//! other error and limit stays hyper's and axum's.
 //!
 //! Why (BENCHMARKS.md, "Server load"): at 20,000 single-ID requests/s, hyper with a constant
 //! answer took 1.5-2.9 µs of CPU per request more than a loop like this one, and the
@@ -21,7 +23,7 @@ mod response;
 mod rewind;
 
 use std::io;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -57,12 +59,13 @@ pub(crate) enum Ended<I> {
 pub(crate) async fn serve<I>(
     mut io: I,
     state: &AppState,
-    header_timeout: Duration,
     stop: &mut watch::Receiver<()>,
 ) -> io::Result<Ended<I>>
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {
+    let limits = *state.conns.limits();
+    let (header_timeout, max_head) = (limits.header_timeout, limits.max_head);
     let mut read = BytesMut::with_capacity(4096);
     let mut out = Vec::new();
     let mut gate = auth::Gate::default();
@@ -70,8 +73,37 @@ where
     let mut begun: Option<tokio::time::Instant> = None;
     loop {
         loop {
-            let (len, close) = match request::parse(&read) {
+            let (len, close) = match request::parse(&read, max_head) {
                 Head::Partial => break,
+                // What hyper would answer with an empty body, answered with the contract's
+                // error body instead; the connection cannot go on after either.
+                head @ (Head::Malformed | Head::TooLarge) => {
+                    let (status, message) = if head == Head::TooLarge {
+                        (
+                            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                            "the request head (request line and headers) is larger than \
+                             limits.max_head allows; send fewer or shorter headers",
+                        )
+                    } else {
+                        (
+                            StatusCode::BAD_REQUEST,
+                            "the request line or a header is not valid HTTP/1.1",
+                        )
+                    };
+                    let body = http::error::body("invalid_request", message);
+                    response::head(
+                        &mut out,
+                        status,
+                        "application/json",
+                        body.len(),
+                        true,
+                        Extra::default(),
+                    );
+                    out.extend_from_slice(&body);
+                    io.write_all(&out).await?;
+                    io.shutdown().await?;
+                    return Ok(Ended::Closed);
+                }
                 Head::Get {
                     len,
                     route,

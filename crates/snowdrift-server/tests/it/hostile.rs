@@ -125,7 +125,7 @@ async fn idle_connections_are_closed_and_busy_ones_kept() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_head_over_max_head_gets_431_without_being_read_whole() {
+async fn a_head_over_max_head_gets_431_and_a_malformed_one_400_with_the_error_body() {
     let s = crate::support::start("snowdrift-big-head", "[limits]\nmax_head = 16384\n").await;
     let addr = s.base.trim_start_matches("http://").to_string();
     let mut tcp = connect(&addr).await;
@@ -148,6 +148,24 @@ async fn a_head_over_max_head_gets_431_without_being_read_whole() {
         text.starts_with("HTTP/1.1 431"),
         "after {sent} bytes: {text:?}"
     );
+    // With the contract's error body, not hyper's empty one.
+    assert!(
+        text.contains(r#"{"error":{"code":"invalid_request","message":"the request head"#),
+        "{text:?}"
+    );
+    // A malformed head: 400, the same shape, and the connection closed.
+    let mut bad = connect(&addr).await;
+    bad.write_all(b"GET /v1/ids/snowflake HTTP/1.1\r\nbad header\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), bad.read_to_end(&mut answer))
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 400"), "{text:?}");
+    assert!(text.contains(r#""code":"invalid_request""#), "{text:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
