@@ -86,9 +86,9 @@ fn snowflake_gauges(name: &str, s: &SnowflakeSource) {
             metrics::gauge!("snowdrift_worker_id", &labels).set(id as f64);
         }
         // Each epoch after the first began with a lost lease regained.
-        metrics::gauge!("snowdrift_worker_lease_losses_total", &labels)
-            .set(w.epoch.saturating_sub(1) as f64);
-        metrics::gauge!("snowdrift_worker_lease_renewals_total", &labels).set(w.renewals as f64);
+        metrics::counter!("snowdrift_worker_lease_losses_total", &labels)
+            .absolute(w.epoch.saturating_sub(1));
+        metrics::counter!("snowdrift_worker_lease_renewals_total", &labels).absolute(w.renewals);
         metrics::gauge!("snowdrift_worker_lease_seconds_left", &labels)
             .set(secs((i128::from(w.deadline_ms) - now).max(0)));
         metrics::gauge!("snowdrift_worker_mark_ahead_seconds", &labels)
@@ -102,8 +102,8 @@ fn snowflake_gauges(name: &str, s: &SnowflakeSource) {
         metrics::gauge!("snowdrift_clock_offset_to_peers_max_seconds", &labels)
             .set(worst as f64 / 1000.0);
         let end = i128::from(s.layout().lifetime().end_ms);
-        metrics::gauge!("snowdrift_layout_days_left", &labels)
-            .set(((end - now) as f64 / 86_400_000.0).max(0.0));
+        metrics::gauge!("snowdrift_layout_seconds_left", &labels)
+            .set(((end - now) as f64 / 1000.0).max(0.0));
     }
     if let Some(lead) = s.lead() {
         metrics::gauge!("snowdrift_borrowed_seconds", &labels).set(lead.as_secs_f64());

@@ -53,9 +53,54 @@ pub fn install_recorder() -> bool {
                 metrics::Unit::Count,
                 "IDs per request that issued IDs, by kind."
             );
+            describe_snowflake();
             Some(handle)
         })
         .is_some()
+}
+
+/// The help of each snowflake generator's series, set from its lease at scrape time
+/// (`http::metrics`).
+fn describe_snowflake() {
+    use metrics::{Unit, describe_counter, describe_gauge};
+    describe_gauge!(
+        "snowdrift_worker_ready",
+        "1 while the generator's worker lease lets it issue, else 0."
+    );
+    describe_gauge!("snowdrift_worker_id", "The worker ID the generator holds.");
+    describe_counter!(
+        "snowdrift_worker_lease_losses_total",
+        "Worker leases lost (and regained under a new epoch) since start."
+    );
+    describe_counter!(
+        "snowdrift_worker_lease_renewals_total",
+        "Worker lease renewals since start."
+    );
+    describe_gauge!(
+        "snowdrift_worker_lease_seconds_left",
+        Unit::Seconds,
+        "Time until the lease's deadline, when issuing stops unless it is renewed."
+    );
+    describe_gauge!(
+        "snowdrift_worker_mark_ahead_seconds",
+        Unit::Seconds,
+        "How far the durable high-water mark is ahead of the clock."
+    );
+    describe_gauge!(
+        "snowdrift_clock_offset_to_peers_max_seconds",
+        Unit::Seconds,
+        "The largest clock offset to a live peer on the registry."
+    );
+    describe_gauge!(
+        "snowdrift_layout_seconds_left",
+        Unit::Seconds,
+        "Time until the layout's time field is full and the generator must stop."
+    );
+    describe_gauge!(
+        "snowdrift_borrowed_seconds",
+        Unit::Seconds,
+        "Time borrowed from future ticks (sequence exhaustion with max_lead)."
+    );
 }
 
 /// Every few seconds, folds the histogram samples recorded since the last time into their

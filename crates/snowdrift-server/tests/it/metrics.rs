@@ -207,3 +207,69 @@ async fn grpc_calls_are_timed_by_method_and_code() {
         "{issued} in\n{text}"
     );
 }
+
+/// `/metrics` passes Prometheus' own linter (`promtool check metrics`: help text on every
+/// family, counters and only counters named `_total`, base units) after traffic on every
+/// transport: the fast path, the router, gRPC, RESP, segment tags and a leased snowflake
+/// generator.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn promtool_finds_nothing_to_fix_after_traffic_on_every_transport() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    let s = crate::support::start("snowdrift-promtool", "resp_listen = \"127.0.0.1:0\"\n").await;
+    s.post("/v1/tags", r#"{"tag": "linted", "step": 100}"#, 201)
+        .await;
+    s.json("/v1/ids/linted?count=3", 200).await;
+    s.json("/v1/ids/snowflake", 200).await;
+    s.json("/v1/tags", 200).await;
+    s.json("/v1/ids/no-such-name", 404).await;
+    let mut ids = IdServiceClient::new(channel(&s).await);
+    ids.next(NextRequest {
+        name: "snowflake".into(),
+        count: Some(10),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let client = redis::Client::open(format!("redis://{}/", s.resp().unwrap())).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let _: i64 = redis::cmd("INCR")
+        .arg("linted")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let text = scrape(&s).await;
+    let mut promtool = match Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => panic!("promtool: {e}; scripts/services installs it (Debian's prometheus)"),
+    };
+    promtool
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = promtool.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The series promtool would have flagged before are there to be checked.
+    for family in [
+        "snowdrift_worker_lease_renewals_total",
+        "snowdrift_layout_seconds_left",
+        "snowdrift_connections_open",
+        "snowdrift_ids_issued_total",
+    ] {
+        assert!(text.contains(&format!("# HELP {family} ")), "{family}");
+    }
+}
