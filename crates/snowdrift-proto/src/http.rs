@@ -228,16 +228,42 @@ pub struct NewTag {
 #[serde(deny_unknown_fields)]
 pub struct TagPatch {
     /// A new step, used from the next segment on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub step: Option<i64>,
     /// A new description.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub description: Option<String>,
+}
+
+/// A field that may be left out but, when given, is a value: `null` is refused (it would
+/// read as "left out", so `{"description": null}` would look like an update and be none).
+fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tag_patch_field_is_a_value_or_left_out_never_null() {
+        let patch: TagPatch = serde_json::from_str(r#"{"step": 5}"#).unwrap();
+        assert_eq!((patch.step, patch.description), (Some(5), None));
+        assert!(serde_json::from_str::<TagPatch>(r#"{"description": null}"#).is_err());
+        assert!(serde_json::from_str::<TagPatch>(r#"{"step": null, "description": "x"}"#).is_err());
+    }
 
     #[test]
     fn patterns_are_unique_and_found_again() {
