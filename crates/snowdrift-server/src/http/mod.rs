@@ -2,6 +2,7 @@
 //! (bad query, bad JSON, unknown route, wrong method).
 
 pub(crate) mod auth;
+mod body_limit;
 pub mod error;
 pub(crate) mod health;
 pub(crate) mod ids;
@@ -38,6 +39,7 @@ pub fn router(state: Arc<AppState>, max_body: usize) -> Router {
         .layer(auth::RequireLayer::new(state.clone()))
         .layer(crate::metrics::Track::HTTP)
         .layer(DefaultBodyLimit::max(max_body))
+        .layer(body_limit::DeclaredBodyLimit::new(max_body))
         .with_state(state)
 }
 

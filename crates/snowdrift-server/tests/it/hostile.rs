@@ -208,3 +208,26 @@ async fn connections_over_the_cap_are_closed_at_once_and_issuing_goes_on() {
         assert!(metrics.lines().any(|l| l == line), "{line} in {metrics}");
     }
 }
+
+/// A body declared over `limits.max_body` is refused before it is sent: a client that asks
+/// `Expect: 100-continue` gets 413, not `100 Continue`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declared_body_over_max_body_is_refused_before_it_is_sent() {
+    let s = crate::support::start("snowdrift-expect", "").await;
+    let addr = s.base.trim_start_matches("http://").to_string();
+    let mut tcp = connect(&addr).await;
+    tcp.write_all(
+        b"POST /v1/tags HTTP/1.1\r\nhost: t\r\ncontent-type: application/json\r\n\
+          content-length: 1000000\r\nexpect: 100-continue\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let mut buf = [0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8_lossy(&buf[..n]);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text:?}");
+    assert!(text.contains("limits.max_body"), "{text:?}");
+}
