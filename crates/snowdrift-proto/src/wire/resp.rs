@@ -32,6 +32,15 @@ pub const LIMITS: Limits = Limits {
     max_inline: 64 * 1024,
 };
 
+/// The bounds before `AUTH` on a server with tokens (as Redis bounds unauthenticated
+/// requests): enough for `HELLO 3 AUTH user token SETNAME name` and a token of a few hundred
+/// bytes, so a client without a token cannot make a connection hold a megabyte.
+pub const UNAUTHENTICATED: Limits = Limits {
+    max_args: 8,
+    max_bulk: 1024,
+    max_inline: 1024,
+};
+
 /// A length or count line (`*3`, `$5`) is at most this long, sign and digits, before its
 /// CRLF: 20 is every `i64`.
 const MAX_NUMBER_LINE: usize = 20;

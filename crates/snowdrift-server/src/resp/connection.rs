@@ -17,7 +17,7 @@ use crate::conn::{Conn, until};
 
 use super::refusal::Refusal;
 use super::session::{Flow, Session};
-use snowdrift_proto::wire::resp::{self as frame, LIMITS};
+use snowdrift_proto::wire::resp as frame;
 
 /// A RESP client's connection, held under the connection limits.
 type Stream = Conn<TcpStream>;
@@ -100,7 +100,7 @@ async fn answer(
 ) -> (usize, bool) {
     let mut used = 0;
     loop {
-        let request = match frame::parse(&input[used..], &LIMITS) {
+        let request = match frame::parse(&input[used..], session.limits()) {
             Ok(Some(request)) => request,
             Ok(None) => return (used, false),
             Err(e) => {

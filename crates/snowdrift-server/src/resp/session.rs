@@ -13,6 +13,7 @@ use super::command::{self, Command};
 use super::issue;
 use super::refusal::Refusal;
 use super::reply::{self, Protocol};
+use snowdrift_proto::wire::resp::{LIMITS, Limits, UNAUTHENTICATED};
 
 /// Whether the connection goes on after a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +54,15 @@ impl Session {
             client_name: None,
             lib_name: None,
             lib_ver: None,
+        }
+    }
+
+    /// The bounds of the next request: tight until `AUTH` passed on a server with tokens.
+    pub fn limits(&self) -> &'static Limits {
+        if self.state.auth.is_enabled() && self.authorization.is_none() {
+            &UNAUTHENTICATED
+        } else {
+            &LIMITS
         }
     }
 

@@ -520,6 +520,36 @@ async fn auth_is_required_and_scoped_when_tokens_are_configured() {
     server.create_tag(&allowed, 100, Some("sd_admin")).await;
     server.create_tag(&other, 100, Some("sd_admin")).await;
 
+    // Before AUTH a request may be only small (Redis bounds unauthenticated requests too):
+    // a big declared argument is a protocol error at once, before its bytes come.
+    {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut raw = tokio::net::TcpStream::connect(server.resp).await.unwrap();
+        raw.write_all(b"*2\r\n$4\r\nINCR\r\n$100000\r\n")
+            .await
+            .unwrap();
+        let mut reply = Vec::new();
+        tokio::time::timeout(PATIENCE, raw.read_to_end(&mut reply))
+            .await
+            .unwrap()
+            .unwrap();
+        let reply = String::from_utf8_lossy(&reply);
+        assert!(reply.starts_with("-ERR Protocol error"), "{reply}");
+        // After AUTH the listener's usual bounds hold: a 10 KB argument is read.
+        let mut authed = server.connect().await;
+        let _: () = redis::cmd("AUTH")
+            .arg("sd_app")
+            .query_async(&mut authed)
+            .await
+            .unwrap();
+        let long = "x".repeat(10_000);
+        let echoed: String = redis::cmd("ECHO")
+            .arg(&long)
+            .query_async(&mut authed)
+            .await
+            .unwrap();
+        assert_eq!(echoed, long);
+    }
     let mut con = server.connect().await;
     let (code, text) = refused(&mut con, &["INCR", &allowed]).await;
     assert_eq!(code, "NOAUTH", "{text}");
