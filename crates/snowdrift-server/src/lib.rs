@@ -49,6 +49,7 @@ pub struct Server {
     state: Arc<AppState>,
     max_body: usize,
     max_stream: u64,
+    max_streams: usize,
     shutdown_timeout: std::time::Duration,
     /// The RESP listener, bound at start when `server.resp_listen` is set.
     resp: Option<tokio::net::TcpListener>,
@@ -98,6 +99,7 @@ impl Server {
             state,
             max_body: config.limits.max_body,
             max_stream: config.limits.max_stream,
+            max_streams: config.limits.max_streams,
             shutdown_timeout: config.server.shutdown_timeout,
             resp,
             tls,
@@ -138,7 +140,13 @@ pub async fn run(
         server.shutdown_timeout,
         shutdown,
     );
-    let (grpc, shutdown) = grpc::router(server.state.clone(), server.max_stream, shutdown).await;
+    let (grpc, shutdown) = grpc::router(
+        server.state.clone(),
+        server.max_stream,
+        server.max_streams,
+        shutdown,
+    )
+    .await;
     let app = http::router(server.state.clone(), server.max_body).merge(grpc);
     let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
     let signal = async move {

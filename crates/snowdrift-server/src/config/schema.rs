@@ -251,6 +251,9 @@ pub struct LimitsConfig {
     /// closed as soon as it is accepted. 0: the open-file limit less 256 (kept for stores,
     /// registries and files).
     pub max_connections: usize,
+    /// Most `IdService` gRPC calls in flight on the whole server (a `Stream` counts until
+    /// it ends); one over it is answered UNAVAILABLE at once.
+    pub max_streams: usize,
 }
 
 impl Default for LimitsConfig {
@@ -263,6 +266,7 @@ impl Default for LimitsConfig {
             header_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             max_connections: 0,
+            max_streams: 1024,
         }
     }
 }

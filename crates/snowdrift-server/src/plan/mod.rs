@@ -139,6 +139,11 @@ fn check_limits(limits: &LimitsConfig) -> Result<(), ConfigError> {
             "limits.max_stream: must be at least 1".into(),
         ));
     }
+    if limits.max_streams == 0 {
+        return Err(ConfigError::new(
+            "limits.max_streams: must be at least 1 (gRPC calls in flight at once)".into(),
+        ));
+    }
     if limits.max_head < 8192 {
         return Err(ConfigError::new(format!(
             "limits.max_head: {} bytes is below 8192, the smallest request head buffer hyper \

@@ -832,3 +832,49 @@ async fn a_body_that_is_not_protobuf_is_invalid_argument() {
         assert_code(got, Code::InvalidArgument, "invalid_request", method);
     }
 }
+
+/// `limits.max_streams` bounds the `IdService` calls in flight on the whole server: with
+/// two streams open and unread, a third call is UNAVAILABLE at once (so a client tries
+/// another server); once one ends, calls go through again. Health checks are not counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_over_max_streams_are_unavailable_until_one_ends() {
+    let s = start("max_streams = 2\n").await;
+    let mut ids = s.ids();
+    let stream = || StreamRequest {
+        name: "snowflake".into(),
+        count: 2_000_000,
+        batch: Some(1_000),
+        ..Default::default()
+    };
+    let mut first = ids.stream(stream()).await.unwrap().into_inner();
+    first.message().await.unwrap().unwrap();
+    let mut second = ids.stream(stream()).await.unwrap().into_inner();
+    second.message().await.unwrap().unwrap();
+    let refused = s.next("snowflake", Some(1)).await;
+    let status = assert_code(refused, Code::Unavailable, "unavailable", "a third call");
+    assert!(
+        status.message().contains("limits.max_streams"),
+        "{status:?}"
+    );
+    let mut health = tonic_health::pb::health_client::HealthClient::new(s.channel.clone());
+    health
+        .check(tonic_health::pb::HealthCheckRequest::default())
+        .await
+        .unwrap();
+    drop(first);
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        match s.next("snowflake", Some(1)).await {
+            Ok(batch) => {
+                assert_eq!(batch.count, 1);
+                break;
+            }
+            Err(e) if Instant::now() < deadline => {
+                assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(e) => panic!("a place never came back: {e:?}"),
+        }
+    }
+    drop(second);
+}
