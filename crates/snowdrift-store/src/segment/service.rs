@@ -1,17 +1,27 @@
 //! Every tag of one store served from memory: a buffer per tag, started on first use.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use snowdrift_core::segment::{ChainStatus, IdRange};
 use tokio::sync::OnceCell;
 
 use super::tag::{NewTag, Tag, TagUpdate, validate_tag};
 use super::{BufferConfig, SegmentBuffer, SegmentStore};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// One tag's buffer, or the start of it that concurrent first callers share.
 type Slot = Arc<OnceCell<Arc<SegmentBuffer>>>;
+
+/// How long a name the store said it does not have is answered "not found" without asking
+/// again: requests for a name nobody created cost the database nothing for this long,
+/// while one created on another node is found within it.
+const MISSING_FOR: Duration = Duration::from_secs(1);
+
+/// Most names remembered as missing; past it the memory is cleared, so a flood of made-up
+/// names costs a bounded map (and at worst one store read per name per [`MISSING_FOR`]).
+const MOST_MISSING: usize = 4096;
 
 /// Serves the segment tags of one store.
 ///
@@ -19,8 +29,10 @@ type Slot = Arc<OnceCell<Arc<SegmentBuffer>>>;
 /// a tag created after the node started (by `snowdrift tags create`, the HTTP admin API,
 /// another node or Leaf's own tooling) is served without a restart. Tags listed in
 /// [`preload`](Self::preload) are started up front, so their first ID does not wait for the
-/// database. Asking for a tag that does not exist is [`crate::Error::TagNotFound`] and is checked
-/// again on the next request, so creating it later is enough.
+/// database. Asking for a tag that does not exist is [`crate::Error::TagNotFound`]; the answer is
+/// remembered for a second (so requests for made-up names do not each cost a database
+/// read), then checked again, so creating the tag later is enough (at once when it is
+/// created through this service).
 ///
 /// ```no_run
 /// # async fn demo() -> snowdrift_store::Result<()> {
@@ -36,6 +48,8 @@ pub struct SegmentService {
     store: SegmentStore,
     config: BufferConfig,
     buffers: RwLock<HashMap<String, Slot>>,
+    /// Names the store did not have, and when it said so.
+    missing: Mutex<HashMap<String, Instant>>,
 }
 
 impl SegmentService {
@@ -45,6 +59,7 @@ impl SegmentService {
             store: store.into(),
             config,
             buffers: RwLock::default(),
+            missing: Mutex::default(),
         }
     }
 
@@ -67,9 +82,15 @@ impl SegmentService {
         let slot = self.slot(tag)?;
         let started = slot
             .get_or_try_init(|| async {
-                SegmentBuffer::start(self.store.clone(), tag, self.config)
-                    .await
-                    .map(Arc::new)
+                // Only a tag not started yet gets here: the hot path never takes this lock.
+                if self.recently_missing(tag) {
+                    return Err(Error::TagNotFound(tag.to_string()));
+                }
+                let started = SegmentBuffer::start(self.store.clone(), tag, self.config).await;
+                if let Err(Error::TagNotFound(_)) = &started {
+                    self.remember_missing(tag);
+                }
+                started.map(Arc::new)
             })
             .await;
         match started {
@@ -84,6 +105,25 @@ impl SegmentService {
                 Err(e)
             }
         }
+    }
+
+    fn missing(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
+        // Names and instants: whole after every step.
+        self.missing.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn recently_missing(&self, tag: &str) -> bool {
+        self.missing()
+            .get(tag)
+            .is_some_and(|at| at.elapsed() < MISSING_FOR)
+    }
+
+    fn remember_missing(&self, tag: &str) {
+        let mut missing = self.missing();
+        if missing.len() >= MOST_MISSING {
+            missing.clear();
+        }
+        missing.insert(tag.to_string(), Instant::now());
     }
 
     fn slot(&self, tag: &str) -> Result<Slot> {
@@ -121,7 +161,9 @@ impl SegmentService {
 
     /// Creates a tag in the store; it is served from its first request on.
     pub async fn create_tag(&self, new: &NewTag) -> Result<Tag> {
-        self.store.create_tag(new).await
+        let created = self.store.create_tag(new).await?;
+        self.missing().remove(&created.tag);
+        Ok(created)
     }
 
     /// All tags in the store, by name.

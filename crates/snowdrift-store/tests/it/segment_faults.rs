@@ -356,3 +356,87 @@ async fn postgres_slow_database_never_starves_steady_callers() {
 async fn mariadb_slow_database_never_starves_steady_callers() {
     slow_database("mysql").await;
 }
+
+/// A name the store does not have is remembered as missing for a second: asked again
+/// meanwhile, the service answers "not found" without the database (here black-holed, so a
+/// read would hang until the claim timeout). Created through the service it is served at
+/// once; created by another node it is found once the second is up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_names_are_remembered_briefly_and_cost_the_database_nothing() {
+    use snowdrift_store::segment::SegmentService;
+    let Proxied {
+        proxy,
+        store,
+        table,
+    } = proxied_tag("postgres", "known", 100).await;
+    let config = BufferConfig {
+        wait: WAIT,
+        claim_timeout: CLAIM_TIMEOUT,
+        ..BufferConfig::default()
+    };
+    let service = SegmentService::new(store.clone(), config);
+    let missing = |r: Result<_, Error>| matches!(r, Err(Error::TagNotFound(_)));
+    assert!(missing(
+        bounded("a made-up name", service.next("made-up", 1)).await
+    ));
+    proxy.black_hole();
+    for _ in 0..100 {
+        let asked = std::time::Instant::now();
+        assert!(missing(
+            bounded("it again", service.next("made-up", 1)).await
+        ));
+        assert!(
+            asked.elapsed() < Duration::from_millis(200),
+            "{:?}",
+            asked.elapsed()
+        );
+    }
+    proxy.heal();
+    // Created through the service: served at once, whatever it remembered.
+    bounded(
+        "creating it here",
+        service.create_tag(&NewTag {
+            tag: "made-up".into(),
+            step: 10,
+            description: None,
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        bounded("its first ID", service.next("made-up", 1))
+            .await
+            .unwrap()
+            .start,
+        1
+    );
+    // Created by another node (straight in the store): found once the second is up.
+    assert!(missing(
+        bounded("a later name", service.next("later", 1)).await
+    ));
+    bounded(
+        "creating it elsewhere",
+        store.create_tag(&NewTag {
+            tag: "later".into(),
+            step: 10,
+            description: None,
+        }),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(
+        bounded("found", service.next("later", 1))
+            .await
+            .unwrap()
+            .start,
+        1
+    );
+    Proxied {
+        proxy,
+        store,
+        table,
+    }
+    .teardown("postgres")
+    .await;
+}
