@@ -21,23 +21,9 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 REPS=${REPS:-3}
 DURATION=${DURATION:-5}
 CONNECTIONS=${CONNECTIONS:-50}
-OUT=${OUT:-$ROOT/target/auth-load/$(date -u +%Y%m%dT%H%M%SZ)}
-
-mkdir -p "$OUT/bin" "$OUT/raw"
-cd "$OUT"
-log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/run.log"; }
-
-log "commit $(git -C "$ROOT" rev-parse --short HEAD); uncommitted in crates/: $(git -C "$ROOT" status --short -- crates | wc -l) file(s)"
-log "machine: $(nproc) vCPU, $(lscpu | sed -n 's/^Model name: *//p'), $(uname -r)"
-if [[ -z ${SKIP_BUILD:-} ]]; then
-    log "building (cargo build --release -p snowdrift)"
-    (cd "$ROOT" && cargo build --release -j 2 -p snowdrift) >"$OUT/build.log" 2>&1
-fi
-cp "$ROOT/target/release/snowdrift" "$OUT/bin/"
-SD="$OUT/bin/snowdrift"
-
 # shellcheck source=serve.sh
 source "$ROOT/bench-peers/scripts/serve.sh"
+release_run auth-load
 SERVER_CPU=${SERVER_CPU:-1}
 CLIENT_CPU=${CLIENT_CPU:-0}
 REDIS_PID=$(pgrep -x redis-server | head -1)

@@ -22,24 +22,11 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 REPS=${REPS:-3}
 DURATION=${DURATION:-5}
 PG_URL=${PG_URL:-postgres://root@127.0.0.1/test}
-OUT=${OUT:-$ROOT/target/client-load/$(date -u +%Y%m%dT%H%M%SZ)}
 TABLE="clientload_alloc_$(date +%s)_$$"
-
-mkdir -p "$OUT/bin" "$OUT/raw"
-cd "$OUT"
-log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/run.log"; }
-
-log "commit $(git -C "$ROOT" rev-parse --short HEAD); uncommitted in crates/: $(git -C "$ROOT" status --short -- crates | wc -l) file(s)"
-log "machine: $(nproc) vCPU, $(lscpu | sed -n 's/^Model name: *//p'), $(uname -r)"
-if [[ -z ${SKIP_BUILD:-} ]]; then
-    log "building (cargo build --release -p snowdrift)"
-    (cd "$ROOT" && cargo build --release -j 2 -p snowdrift) >"$OUT/build.log" 2>&1
-fi
-cp "$ROOT/target/release/snowdrift" "$OUT/bin/"
-SD="$OUT/bin/snowdrift"
 
 # shellcheck source=serve.sh
 source "$ROOT/bench-peers/scripts/serve.sh"
+release_run client-load
 PORTS=("$(free_port)" "$(free_port)" "$(free_port)")
 # Server I's process ID is in $OUT/pid.I (the killer below restarts servers in a subshell).
 cleanup() {

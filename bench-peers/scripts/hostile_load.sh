@@ -18,21 +18,9 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=${OUT:-$ROOT/target/hostile-load/$(date -u +%Y%m%dT%H%M%SZ)}
-mkdir -p "$OUT/bin" "$OUT/raw"
-cd "$OUT"
-log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/run.log"; }
-
-log "commit $(git -C "$ROOT" rev-parse --short HEAD); uncommitted in crates/: $(git -C "$ROOT" status --short -- crates | wc -l) file(s)"
-log "machine: $(nproc) vCPU, $(lscpu | sed -n 's/^Model name: *//p'), $(uname -r)"
-if [[ -z ${SKIP_BUILD:-} ]]; then
-    log "building (cargo build --release -p snowdrift)"
-    (cd "$ROOT" && cargo build --release -j 2 -p snowdrift) >"$OUT/build.log" 2>&1
-fi
-cp "$ROOT/target/release/snowdrift" "$OUT/bin/"
-SD="$OUT/bin/snowdrift"
 # shellcheck source=serve.sh
 source "$ROOT/bench-peers/scripts/serve.sh"
+release_run hostile-load
 ulimit -n "$(ulimit -Hn)"
 
 SERVER_PID=""

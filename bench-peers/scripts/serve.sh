@@ -1,5 +1,6 @@
 # Starting `snowdrift serve` for the load scripts: free ports, waiting for an answer, and the
-# benchmark server's config. Sourced, not run; server_config reads $PG_URL.
+# benchmark server's config; and the setup the newer scripts share (release_run). Sourced,
+# not run; server_config reads $PG_URL.
 
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -49,4 +50,21 @@ bits = "time:40,worker:1,seq:22"
 unit = "1ms"
 epoch = "2026-01-01"
 CONFIG
+}
+
+release_run() { # NAME: OUT (default target/NAME/DATE) with bin/ and raw/, log(), the commit
+                # and machine logged, the release binary built (unless SKIP_BUILD) and
+                # copied to $SD, so a rebuild mid-run does not change what is measured
+    OUT=${OUT:-$ROOT/target/$1/$(date -u +%Y%m%dT%H%M%SZ)}
+    mkdir -p "$OUT/bin" "$OUT/raw"
+    cd "$OUT"
+    log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/run.log"; }
+    log "commit $(git -C "$ROOT" rev-parse --short HEAD); uncommitted in crates/: $(git -C "$ROOT" status --short -- crates | wc -l) file(s)"
+    log "machine: $(nproc) vCPU, $(lscpu | sed -n 's/^Model name: *//p'), $(uname -r)"
+    if [[ -z ${SKIP_BUILD:-} ]]; then
+        log "building (cargo build --release -p snowdrift)"
+        (cd "$ROOT" && cargo build --release -j 2 -p snowdrift) >"$OUT/build.log" 2>&1
+    fi
+    cp "$ROOT/target/release/snowdrift" "$OUT/bin/"
+    SD="$OUT/bin/snowdrift"
 }
