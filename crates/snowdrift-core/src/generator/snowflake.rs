@@ -179,13 +179,14 @@ impl Builder {
             }
         };
         Ok(SnowflakeGenerator {
-            state: AtomicU64::new(state),
+            state: CacheLine(AtomicU64::new(state)),
             clock,
             packing,
             epoch_ms: layout.epoch_ms(),
             unit_ms: unit,
             max_tick: layout.max_tick(),
             ext_max: mask(layout.extension_bits()),
+            ext_state_mask: !packing.pack(0, packing.time_mask, packing.seq_max()),
             lead_ticks: ms(self.max_lead) / unit,
             wait_bound_ms: ms(self.backward_wait),
             random_start: self.random_start,
@@ -204,18 +205,45 @@ impl Builder {
 /// [`next_block`](Self::next_block) wait through the [`Clock`].
 #[derive(Debug)]
 pub struct SnowflakeGenerator<C> {
-    state: AtomicU64,
+    state: CacheLine<AtomicU64>,
     clock: C,
     packing: Packing,
     epoch_ms: u64,
     unit_ms: u64,
     max_tick: u64,
     ext_max: u64,
+    /// The extension bits of a state: the bits above its tick.
+    ext_state_mask: u64,
     lead_ticks: u64,
     wait_bound_ms: u64,
     random_start: Option<(u64, u64)>,
     fence: Option<Arc<Fence>>,
     layout: Layout,
+}
+
+/// Gives the state a cache line (a pair of lines, which Intel's spatial prefetcher moves
+/// together) of its own. Every call reads the clock handle, the packing and the bounds;
+/// sharing the state's line, each of those reads missed after another thread's CAS had
+/// taken the line away, so two threads paid up to three line transfers per ID instead of
+/// one.
+#[derive(Debug)]
+#[repr(align(128))]
+struct CacheLine<T>(T);
+
+impl<T> std::ops::Deref for CacheLine<T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// Where the inlined common case ended: reserved states, a lost race (the clock reading
+/// and the state the CAS found), or anything else, for the slow path.
+enum Fast {
+    Reserved(u64, u64),
+    Contended { reading: (u64, u64), actual: u64 },
+    Slow,
 }
 
 /// Where an attempt ended: reserved states, or the clock time to try again at.
@@ -300,24 +328,49 @@ impl<C: Clock> SnowflakeGenerator<C> {
 
     /// One ID, waiting on the clock if the tick is used up or the clock stepped back by
     /// less than the wait bound.
+    #[inline]
     pub fn next(&self) -> Result<u64> {
         self.wait_for(1).map(|(start, _)| self.packing.id(start))
     }
 
     /// Up to `n` IDs (at least one), waiting on the clock as [`next`](Self::next) does.
+    #[inline]
     pub fn next_block(&self, n: u64) -> Result<IdBlock> {
         self.wait_for(n)
             .map(|(start, len)| IdBlock::new(start, len, self.packing))
     }
 
     /// Reserves up to `n` states, waiting on the clock as long as the generator asks to.
-    #[inline]
+    /// Only the first attempt's common case is inlined into the caller, and it returns
+    /// nothing through memory, so the caller's loop keeps the ID in registers.
+    #[inline(always)]
     fn wait_for(&self, n: u64) -> Result<(u64, u64)> {
+        match self.fast(n) {
+            Fast::Reserved(start, len) => Ok((start, len)),
+            Fast::Contended { reading, actual } => self.wait_slow(n, Some((reading, actual))),
+            Fast::Slow => self.wait_slow(n, None),
+        }
+    }
+
+    #[inline(never)]
+    fn wait_slow(&self, n: u64, resume: Option<((u64, u64), u64)>) -> Result<(u64, u64)> {
+        let mut attempt = self.step_slow(n, resume);
         loop {
-            match self.step(n)? {
+            match attempt? {
                 Step::Reserved(start, len) => return Ok((start, len)),
                 Step::RetryAt { at_ms, .. } => self.clock.wait_until_ms(at_ms),
             }
+            attempt = self.step(n);
+        }
+    }
+
+    /// One attempt, waiting for nothing.
+    #[inline]
+    fn step(&self, n: u64) -> Result<Step> {
+        match self.fast(n) {
+            Fast::Reserved(start, len) => Ok(Step::Reserved(start, len)),
+            Fast::Contended { reading, actual } => self.step_slow(n, Some((reading, actual))),
+            Fast::Slow => self.step_slow(n, None),
         }
     }
 
@@ -360,11 +413,74 @@ impl<C: Clock> SnowflakeGenerator<C> {
         }
     }
 
-    /// The algorithm. The state is loaded before the clock is read, so any tick in it came
-    /// from a clock reading no later than ours: a state ahead of our reading means borrowed
-    /// time or a clock that stepped back, never just a race with another thread.
-    #[inline]
-    fn step(&self, n: u64) -> Result<Step> {
+    /// The algorithm.
+    ///
+    /// The clock is read first and the state loaded after it, so the time between the
+    /// state's load and its CAS, the window in which another thread can take the state's
+    /// cache line away, holds only a few register operations. The price: another thread
+    /// may have stored a state from a later reading than ours, so a state ahead of our
+    /// reading means nothing until the clock is read again after that state was loaded.
+    /// `fresh` says whether `cur` was loaded before the reading; a state ahead of a reading
+    /// that is not fresh is read again, and only a state ahead of a fresh reading means
+    /// borrowed time or a clock that stepped back.
+    ///
+    /// A failed CAS hands back the state another thread just stored. While that state's
+    /// tick is not past our reading, continuing from it with our reading is what a call
+    /// that started now would do, so the clock is not read again (a vDSO call, ~37 ns, per
+    /// retry with `MonotonicClock`).
+    ///
+    /// [`step`](Self::step) takes the common case inline and comes here for the rest,
+    /// with its reading and the state its CAS failed on, if it got that far.
+    /// The common case, small enough to inline into the caller: a reading that raises no
+    /// error, a state from an older tick or with room left in this one, and a CAS that
+    /// succeeds. Anything else goes to `step_slow`. Kept out of line,
+    /// the whole algorithm made every `next()` a call that saved six registers and
+    /// returned its result through memory, and x86's locked CAS waits for those stores to
+    /// drain.
+    #[inline(always)]
+    fn fast(&self, n: u64) -> Fast {
+        let p = &self.packing;
+        let now_ms = self.clock.now_ms();
+        let since = now_ms.wrapping_sub(self.epoch_ms);
+        let now = if self.unit_ms == 1 {
+            since
+        } else {
+            since / self.unit_ms.max(1)
+        };
+        // Also catches a clock before the epoch (`since` wrapped) and `n == 0`.
+        if now_ms < self.epoch_ms || now > self.max_tick || n == 0 || self.fence.is_some() {
+            return Fast::Slow;
+        }
+        let limit_tick = (now + self.lead_ticks).min(self.max_tick);
+        let cur = self.state.load(Ordering::Acquire);
+        let ext_bits = cur & self.ext_state_mask;
+        let now_first = ext_bits | p.pack(0, now, 0);
+        let limit = ext_bits | p.pack(0, limit_tick, p.seq_max());
+        let start = if cur < now_first {
+            now_first + self.first_seq(now)
+        } else if cur < limit {
+            cur + 1
+        } else {
+            // Used up, ahead of this reading, or nothing issued yet (`NONE`).
+            return Fast::Slow;
+        };
+        let len = n.min(limit - start + 1);
+        match self.state.compare_exchange_weak(
+            cur,
+            start + len - 1,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => Fast::Reserved(start, len),
+            Err(actual) => Fast::Contended {
+                reading: (now_ms, now),
+                actual,
+            },
+        }
+    }
+
+    #[inline(never)]
+    fn step_slow(&self, n: u64, resume: Option<((u64, u64), u64)>) -> Result<Step> {
         if n == 0 {
             return Err(Error::InvalidCount {
                 count: 0,
@@ -372,26 +488,60 @@ impl<C: Clock> SnowflakeGenerator<C> {
             });
         }
         let p = &self.packing;
-        let mut cur = self.state.load(Ordering::Acquire);
-        loop {
-            let (now_ms, now) = self.now()?;
+        let (mut reading, mut cur) = match resume {
+            Some((reading, cur)) => {
+                if BACKOFF {
+                    std::hint::spin_loop();
+                }
+                (reading, cur)
+            }
+            None => {
+                let reading = self.now()?;
+                (reading, self.state.load(Ordering::Acquire))
+            }
+        };
+        let mut fresh = false;
+        'read: loop {
+            let (now_ms, now) = reading;
             let fence_tick = match &self.fence {
                 None => u64::MAX,
                 Some(f) => self.fenced_last_tick(f, now_ms, now)?,
             };
-            let (ext, start) = if cur == NONE {
-                (0, p.pack(0, now, self.first_seq(now)))
-            } else {
-                let ext = p.ext(cur);
-                let last = p.tick(cur);
-                if now > last {
-                    (ext, p.pack(ext, now, self.first_seq(now)))
-                } else if last - now <= self.lead_ticks {
-                    // Same tick, or ahead of the clock within the allowed lead: continue.
-                    // A full sequence carries into the next tick by itself.
-                    (ext, cur + 1)
+            // `now()` and the fence keep this at or after `now`.
+            let limit_tick = (now + self.lead_ticks).min(self.max_tick).min(fence_tick);
+            // The first state of tick `now` and the last one this call may reserve, with
+            // the extension bits left out; a state's own extension bits are ORed in.
+            let now_base = p.pack(0, now, 0);
+            let limit_base = p.pack(0, limit_tick, p.seq_max());
+            loop {
+                let ext_bits = cur & self.ext_state_mask;
+                let (start, limit) = if cur == NONE {
+                    (p.pack(0, now, self.first_seq(now)), limit_base)
+                } else if cur < (ext_bits | now_base) {
+                    // An older tick: start this one.
+                    (ext_bits | (now_base + self.first_seq(now)), ext_bits | limit_base)
+                } else if cur < (ext_bits | limit_base) {
+                    // This tick, or ahead of the clock within the allowed lead: continue. A
+                    // full sequence carries into the next tick by itself.
+                    (cur + 1, ext_bits | limit_base)
+                } else if !fresh {
+                    // Used up, or ahead of a reading older than the state: read again.
+                    reading = self.now()?;
+                    fresh = true;
+                    continue 'read;
+                } else if p.tick(cur) - now <= self.lead_ticks {
+                    // Used up (the tick, the lead, the fence's window or the time field).
+                    if limit_tick == self.max_tick {
+                        return Err(self.time_exhausted());
+                    }
+                    return Ok(Step::RetryAt {
+                        now_ms,
+                        at_ms: self.tick_ms(now + 1),
+                    });
                 } else {
                     // The clock stepped back past the lead.
+                    let ext = p.ext(cur);
+                    let last = p.tick(cur);
                     let resume_ms = self.tick_ms(last - self.lead_ticks);
                     let wait = resume_ms.saturating_sub(now_ms);
                     if wait <= self.wait_bound_ms {
@@ -409,32 +559,31 @@ impl<C: Clock> SnowflakeGenerator<C> {
                             ext_left: 0,
                         });
                     }
-                    (ext + 1, p.pack(ext + 1, now, self.first_seq(now)))
+                    let ext_bits = p.pack(ext + 1, 0, 0);
+                    let start = ext_bits | (now_base + self.first_seq(now));
+                    (start, ext_bits | limit_base)
+                };
+                let len = n.min(limit - start + 1);
+                let end = start + len - 1;
+                match self
+                    .state
+                    .compare_exchange_weak(cur, end, Ordering::AcqRel, Ordering::Acquire)
+                {
+                    Ok(_) => return Ok(Step::Reserved(start, len)),
+                    Err(actual) => {
+                        cur = actual;
+                        fresh = false;
+                        if BACKOFF {
+                            std::hint::spin_loop();
+                        }
+                    }
                 }
-            };
-            let limit_tick = (now + self.lead_ticks).min(self.max_tick).min(fence_tick);
-            let limit = p.pack(ext, limit_tick, p.seq_max());
-            if start > limit {
-                if limit_tick == self.max_tick {
-                    return Err(self.time_exhausted());
-                }
-                return Ok(Step::RetryAt {
-                    now_ms,
-                    at_ms: self.tick_ms(now + 1),
-                });
-            }
-            let len = n.min(limit - start + 1);
-            let end = start + len - 1;
-            match self
-                .state
-                .compare_exchange_weak(cur, end, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => return Ok(Step::Reserved(start, len)),
-                Err(actual) => cur = actual,
             }
         }
     }
 }
+
+const BACKOFF: bool = true;
 
 impl<C: Clock> SnowflakeGenerator<C> {
     /// The last tick the fence lets this call use: the lease deadline must lie ahead of
