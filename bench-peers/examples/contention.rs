@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p bench-peers --example contention -- [--calls N] [--rounds R]
-//!     [--threads 1,2,4] [--tick-us US] [--only NAME,...] [--check]
+//!     [--threads 1,2,4] [--tick-us US] [--only NAME,...] [--no-pin] [--check]
 //! ```
 //!
 //! Each measurement starts `threads` threads on one fresh generator, releases them together
@@ -27,15 +27,15 @@
 //! seconds) whose timings mean little.
 
 use std::collections::BTreeMap;
-use std::sync::Barrier;
+use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bench_peers::{Ticker, recent_epoch_ms};
+use bench_peers::{Ticker, recent_epoch_ms, wall_ms};
 use ferroid::generator::AtomicSnowflakeGenerator;
 use ferroid::time::MonotonicClock as FerroidClock;
 use snowdrift_core::clock::{CachedClock, MonotonicClock};
-use snowdrift_core::generator::SnowflakeGenerator;
+use snowdrift_core::generator::{Fence, SnowflakeGenerator};
 use snowdrift_core::layout::Layout;
 
 ferroid::define_snowflake_id!(
@@ -50,14 +50,16 @@ ferroid::define_snowflake_id!(
 const SPEC: &str = "time:41,seq:22";
 
 /// Who is timed. The first is the reference for the ratios.
-const CONTENDERS: [&str; 4] = [
+const CONTENDERS: [&str; 5] = [
     "ferroid atomic",
     "snowdrift CachedClock",
+    "snowdrift CachedClock + fence",
     "snowdrift MonotonicClock",
     "snowdrift next_block(1000)",
 ];
 
 struct Options {
+    pin: bool,
     calls: usize,
     rounds: usize,
     threads: Vec<usize>,
@@ -67,6 +69,7 @@ struct Options {
 
 fn parse() -> Result<Options, String> {
     let mut o = Options {
+        pin: true,
         calls: 2_000_000,
         rounds: 5,
         threads: vec![1, 2, 4],
@@ -88,6 +91,7 @@ fn parse() -> Result<Options, String> {
                     .collect::<Result<_, _>>()?
             }
             "--only" => o.only = Some(value()?.split(',').map(str::to_string).collect()),
+            "--no-pin" => o.pin = false,
             "--check" => {
                 o.calls = 20_000;
                 o.rounds = 1;
@@ -95,22 +99,41 @@ fn parse() -> Result<Options, String> {
             _ => return Err(format!("unknown argument {a} (see the source's header)")),
         }
     }
-    if o.calls == 0 || o.rounds == 0 || o.threads.contains(&0) {
-        return Err("--calls, --rounds and --threads must be at least 1".into());
+    if o.calls == 0 || o.rounds == 0 || o.threads.contains(&0) || o.tick.is_zero() {
+        return Err("--calls, --rounds, --threads and --tick-us must be at least 1".into());
     }
     Ok(o)
 }
 
+/// Pins the calling thread to one CPU. Left to itself, the scheduler of a busy 2-CPU
+/// machine often runs both threads on one CPU in turn, and the run then measures no
+/// contention at all.
+fn pin_to(cpu: usize) {
+    // SAFETY: `set` is a plain bit set on the stack, passed with its own size, and only
+    // the calling thread (pid 0) is changed.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
 /// Runs `fill` on `threads` threads released together, each filling its own buffer; returns
-/// the wall time from the first start to the last end.
-fn timed(bufs: &mut [Vec<u64>], fill: &(impl Fn(&mut [u64]) + Sync)) -> Duration {
+/// the wall time from the first start to the last end. Thread `i` runs on CPU
+/// `i % CPUs` when `pin` is set.
+fn timed(bufs: &mut [Vec<u64>], pin: bool, fill: &(impl Fn(&mut [u64]) + Sync)) -> Duration {
     let barrier = Barrier::new(bufs.len());
+    let cpus = thread::available_parallelism().map_or(1, |n| n.get());
     let spans: Vec<(Instant, Instant)> = thread::scope(|s| {
         let workers: Vec<_> = bufs
             .iter_mut()
-            .map(|buf| {
+            .enumerate()
+            .map(|(i, buf)| {
                 let barrier = &barrier;
                 s.spawn(move || {
+                    if pin {
+                        pin_to(i % cpus);
+                    }
                     barrier.wait();
                     let start = Instant::now();
                     fill(buf);
@@ -129,8 +152,11 @@ fn timed(bufs: &mut [Vec<u64>], fill: &(impl Fn(&mut [u64]) + Sync)) -> Duration
 }
 
 /// Every thread's IDs strictly increasing, and no ID twice across threads (a k-way merge of
-/// the sorted per-thread lists).
-fn check(name: &str, bufs: &[Vec<u64>]) -> Result<(), String> {
+/// the sorted per-thread lists). Returns the share of IDs after which the same thread's
+/// next ID is not the next integer: another thread took IDs in between (or, once a
+/// millisecond, the tick changed). Near 0 with several threads means they hardly ran at
+/// the same time, and the run measured no contention.
+fn check(name: &str, bufs: &[Vec<u64>]) -> Result<f64, String> {
     for (t, ids) in bufs.iter().enumerate() {
         if let Some(i) = ids.windows(2).position(|w| w[0] >= w[1]) {
             return Err(format!(
@@ -140,13 +166,20 @@ fn check(name: &str, bufs: &[Vec<u64>]) -> Result<(), String> {
             ));
         }
     }
+    let gaps: usize = bufs
+        .iter()
+        .map(|ids| ids.windows(2).filter(|w| w[1] != w[0] + 1).count())
+        .sum();
+    let interleaved = gaps as f64 / bufs.iter().map(Vec::len).sum::<usize>() as f64;
     let mut heads = vec![0usize; bufs.len()];
     let mut last: Option<u64> = None;
     loop {
         let next = (0..bufs.len())
             .filter(|&t| heads[t] < bufs[t].len())
             .min_by_key(|&t| bufs[t][heads[t]]);
-        let Some(t) = next else { return Ok(()) };
+        let Some(t) = next else {
+            return Ok(interleaved);
+        };
         let id = bufs[t][heads[t]];
         if last == Some(id) {
             return Err(format!("{name}: ID {id} issued twice"));
@@ -156,36 +189,49 @@ fn check(name: &str, bufs: &[Vec<u64>]) -> Result<(), String> {
     }
 }
 
-/// One measurement of `name` with as many threads as `bufs`: ns per ID.
-fn measure(name: &str, bufs: &mut [Vec<u64>], tick: Duration) -> Result<f64, String> {
+/// One measurement of `name` with as many threads as `bufs`: ns per ID, and the share of
+/// IDs interleaved with another thread's (see [`check`]).
+fn measure(
+    name: &str,
+    bufs: &mut [Vec<u64>],
+    tick: Duration,
+    pin: bool,
+) -> Result<(f64, f64), String> {
     let epoch_ms = recent_epoch_ms();
     let layout = || Layout::from_spec(SPEC, 1, epoch_ms).map_err(|e| e.to_string());
     let elapsed = match name {
         "ferroid atomic" => {
             let clock = FerroidClock::<1>::with_epoch(Duration::from_millis(epoch_ms));
             let g: AtomicSnowflakeGenerator<FerroidId, _> = AtomicSnowflakeGenerator::new(0, clock);
-            timed(bufs, &|buf: &mut [u64]| {
+            timed(bufs, pin, &|buf: &mut [u64]| {
                 for slot in buf {
                     *slot = g.next_id(|_| std::hint::spin_loop()).to_raw();
                 }
             })
         }
-        "snowdrift CachedClock" | "snowdrift next_block(1000)" => {
+        "snowdrift CachedClock" | "snowdrift CachedClock + fence" | "snowdrift next_block(1000)" => {
             let (clock, driver) = CachedClock::new(MonotonicClock::new());
-            let _ticker = (!tick.is_zero()).then(|| Ticker::start(tick, move || {
+            let _ticker = Ticker::start(tick, move || {
                 driver.tick();
-            }));
-            let g = SnowflakeGenerator::builder(layout()?)
-                .build(clock)
-                .map_err(|e| e.to_string())?;
-            if name == "snowdrift CachedClock" {
-                timed(bufs, &|buf: &mut [u64]| {
+            });
+            let mut builder = SnowflakeGenerator::builder(layout()?);
+            if name.ends_with("fence") {
+                // A lease and a durable window an hour ahead: checked on every call, never
+                // refusing.
+                let fence = Arc::new(Fence::new());
+                fence.extend_window(wall_ms() + 3_600_000);
+                fence.open_until(wall_ms() + 3_600_000);
+                builder = builder.fence(fence);
+            }
+            let g = builder.build(clock).map_err(|e| e.to_string())?;
+            if name != "snowdrift next_block(1000)" {
+                timed(bufs, pin, &|buf: &mut [u64]| {
                     for slot in buf {
                         *slot = g.next().expect("snowdrift next");
                     }
                 })
             } else {
-                timed(bufs, &|buf: &mut [u64]| {
+                timed(bufs, pin, &|buf: &mut [u64]| {
                     let mut at = 0;
                     while at < buf.len() {
                         let want = (buf.len() - at).min(1000) as u64;
@@ -201,7 +247,7 @@ fn measure(name: &str, bufs: &mut [Vec<u64>], tick: Duration) -> Result<f64, Str
             let g = SnowflakeGenerator::builder(layout()?)
                 .build(MonotonicClock::new())
                 .map_err(|e| e.to_string())?;
-            timed(bufs, &|buf: &mut [u64]| {
+            timed(bufs, pin, &|buf: &mut [u64]| {
                 for slot in buf {
                     *slot = g.next().expect("snowdrift next");
                 }
@@ -209,9 +255,9 @@ fn measure(name: &str, bufs: &mut [Vec<u64>], tick: Duration) -> Result<f64, Str
         }
         _ => return Err(format!("unknown generator {name:?}")),
     };
-    check(name, bufs)?;
+    let interleaved = check(name, bufs)?;
     let ids = bufs.iter().map(Vec::len).sum::<usize>();
-    Ok(elapsed.as_nanos() as f64 / ids as f64)
+    Ok((elapsed.as_nanos() as f64 / ids as f64, interleaved))
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -244,11 +290,16 @@ fn main() {
         .filter(|n| o.only.as_ref().is_none_or(|only| only.iter().any(|x| n.contains(x.as_str()))))
         .collect();
     println!(
-        "contention: {} calls per thread, {} rounds, threads {:?}, CachedClock ticker every {:?}, layout {SPEC}",
-        o.calls, o.rounds, o.threads, o.tick
+        "contention: {} calls per thread, {} rounds, threads {:?}{}, CachedClock ticker every {:?}, layout {SPEC}",
+        o.calls,
+        o.rounds,
+        o.threads,
+        if o.pin { " pinned to CPUs in turn" } else { "" },
+        o.tick
     );
     // (threads, name) -> ns per ID, one per round
     let mut results: BTreeMap<(usize, usize), Vec<f64>> = BTreeMap::new();
+    let mut interleaving: BTreeMap<(usize, usize), Vec<f64>> = BTreeMap::new();
     for round in 0..o.rounds {
         for &threads in &o.threads {
             // Buffers written once beforehand, so no page fault lands in a timed loop.
@@ -256,10 +307,11 @@ fn main() {
             let mut line = format!("round {} threads {threads}:", round + 1);
             for k in 0..names.len() {
                 let i = (k + round) % names.len();
-                match measure(names[i], &mut bufs, o.tick) {
-                    Ok(ns) => {
-                        line += &format!(" {} {ns:.2}", names[i]);
+                match measure(names[i], &mut bufs, o.tick, o.pin) {
+                    Ok((ns, mixed)) => {
+                        line += &format!(" {} {ns:.2} ({:.0}%)", names[i], mixed * 100.0);
                         results.entry((threads, i)).or_default().push(ns);
+                        interleaving.entry((threads, i)).or_default().push(mixed);
                     }
                     Err(e) => {
                         eprintln!("contention: INCORRECT: {e}");
@@ -273,9 +325,9 @@ fn main() {
     let reference = names.iter().position(|n| *n == CONTENDERS[0]);
     println!();
     println!(
-        "| threads | generator | ns per ID, median | min–max | ratio to ferroid (medians) | per-round ratios, min–max |"
+        "| threads | generator | ns per ID, median | min–max | ratio to ferroid (medians) | per-round ratios, min–max | interleaved IDs, median |"
     );
-    println!("|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|");
     for &threads in &o.threads {
         let base = reference.map(|r| results[&(threads, r)].clone());
         for (i, name) in names.iter().enumerate() {
@@ -293,7 +345,10 @@ fn main() {
                 }
                 None => ("–".into(), "–".into()),
             };
-            println!("| {threads} | {name} | {med:.2} | {lo:.2}–{hi:.2} | {ratio} | {ratios} |");
+            let mixed = median(&mut interleaving[&(threads, i)].clone()) * 100.0;
+            println!(
+                "| {threads} | {name} | {med:.2} | {lo:.2}–{hi:.2} | {ratio} | {ratios} | {mixed:.1}% |"
+            );
         }
     }
     println!("\nall IDs checked: strictly increasing per thread, no duplicates");

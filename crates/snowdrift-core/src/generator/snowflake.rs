@@ -238,11 +238,13 @@ impl<T> std::ops::Deref for CacheLine<T> {
     }
 }
 
-/// Where the inlined common case ended: reserved states, a lost race (the clock reading
-/// and the state the CAS found), or anything else, for the slow path.
+/// Where the inlined common case ended.
 enum Fast {
-    Reserved(u64, u64),
-    Contended { reading: (u64, u64), actual: u64 },
+    /// First state, length, and the first state's ID.
+    Reserved(u64, u64, u64),
+    /// The CAS lost a race; the clock reading, in ms and ticks.
+    Contended((u64, u64)),
+    /// Anything else, for the slow path.
     Slow,
 }
 
@@ -330,7 +332,15 @@ impl<C: Clock> SnowflakeGenerator<C> {
     /// less than the wait bound.
     #[inline]
     pub fn next(&self) -> Result<u64> {
-        self.wait_for(1).map(|(start, _)| self.packing.id(start))
+        match self.fast(1) {
+            Fast::Reserved(_, _, id) => Ok(id),
+            Fast::Contended(reading) => self
+                .wait_slow(1, Some(reading))
+                .map(|(start, _)| self.packing.id(start)),
+            Fast::Slow => self
+                .wait_slow(1, None)
+                .map(|(start, _)| self.packing.id(start)),
+        }
     }
 
     /// Up to `n` IDs (at least one), waiting on the clock as [`next`](Self::next) does.
@@ -346,14 +356,14 @@ impl<C: Clock> SnowflakeGenerator<C> {
     #[inline(always)]
     fn wait_for(&self, n: u64) -> Result<(u64, u64)> {
         match self.fast(n) {
-            Fast::Reserved(start, len) => Ok((start, len)),
-            Fast::Contended { reading, actual } => self.wait_slow(n, Some((reading, actual))),
+            Fast::Reserved(start, len, _) => Ok((start, len)),
+            Fast::Contended(reading) => self.wait_slow(n, Some(reading)),
             Fast::Slow => self.wait_slow(n, None),
         }
     }
 
     #[inline(never)]
-    fn wait_slow(&self, n: u64, resume: Option<((u64, u64), u64)>) -> Result<(u64, u64)> {
+    fn wait_slow(&self, n: u64, resume: Option<(u64, u64)>) -> Result<(u64, u64)> {
         let mut attempt = self.step_slow(n, resume);
         loop {
             match attempt? {
@@ -368,8 +378,8 @@ impl<C: Clock> SnowflakeGenerator<C> {
     #[inline]
     fn step(&self, n: u64) -> Result<Step> {
         match self.fast(n) {
-            Fast::Reserved(start, len) => Ok(Step::Reserved(start, len)),
-            Fast::Contended { reading, actual } => self.step_slow(n, Some((reading, actual))),
+            Fast::Reserved(start, len, _) => Ok(Step::Reserved(start, len)),
+            Fast::Contended(reading) => self.step_slow(n, Some(reading)),
             Fast::Slow => self.step_slow(n, None),
         }
     }
@@ -413,30 +423,15 @@ impl<C: Clock> SnowflakeGenerator<C> {
         }
     }
 
-    /// The algorithm.
+    /// The common case, inlined into the caller: a reading that raises no error, a state
+    /// from an older tick or with room left in this one, and a CAS that succeeds. Anything
+    /// else goes to `step_slow`. Kept out of line, the whole algorithm made every `next()`
+    /// a call that saved six registers and returned its result through memory, and x86's
+    /// locked CAS waits for those stores to drain.
     ///
-    /// The clock is read first and the state loaded after it, so the time between the
-    /// state's load and its CAS, the window in which another thread can take the state's
-    /// cache line away, holds only a few register operations. The price: another thread
-    /// may have stored a state from a later reading than ours, so a state ahead of our
-    /// reading means nothing until the clock is read again after that state was loaded.
-    /// `fresh` says whether `cur` was loaded before the reading; a state ahead of a reading
-    /// that is not fresh is read again, and only a state ahead of a fresh reading means
-    /// borrowed time or a clock that stepped back.
-    ///
-    /// A failed CAS hands back the state another thread just stored. While that state's
-    /// tick is not past our reading, continuing from it with our reading is what a call
-    /// that started now would do, so the clock is not read again (a vDSO call, ~37 ns, per
-    /// retry with `MonotonicClock`).
-    ///
-    /// [`step`](Self::step) takes the common case inline and comes here for the rest,
-    /// with its reading and the state its CAS failed on, if it got that far.
-    /// The common case, small enough to inline into the caller: a reading that raises no
-    /// error, a state from an older tick or with room left in this one, and a CAS that
-    /// succeeds. Anything else goes to `step_slow`. Kept out of line,
-    /// the whole algorithm made every `next()` a call that saved six registers and
-    /// returned its result through memory, and x86's locked CAS waits for those stores to
-    /// drain.
+    /// The clock is read first and the state loaded after it (see `step_slow` for what
+    /// that means), so the window between the state's load and its CAS, in which another
+    /// thread can take the state's cache line away, holds only a few register operations.
     #[inline(always)]
     fn fast(&self, n: u64) -> Fast {
         let p = &self.packing;
@@ -447,11 +442,17 @@ impl<C: Clock> SnowflakeGenerator<C> {
         } else {
             since / self.unit_ms.max(1)
         };
-        // Also catches a clock before the epoch (`since` wrapped) and `n == 0`.
-        if now_ms < self.epoch_ms || now > self.max_tick || n == 0 || self.fence.is_some() {
+        if now_ms < self.epoch_ms || now > self.max_tick || n == 0 {
             return Fast::Slow;
         }
-        let limit_tick = (now + self.lead_ticks).min(self.max_tick);
+        let fence_tick = match &self.fence {
+            None => u64::MAX,
+            Some(f) => match self.fence_last_tick(f.limits(), now_ms, now) {
+                Some(t) => t,
+                None => return Fast::Slow,
+            },
+        };
+        let limit_tick = (now + self.lead_ticks).min(self.max_tick).min(fence_tick);
         let cur = self.state.load(Ordering::Acquire);
         let ext_bits = cur & self.ext_state_mask;
         let now_first = ext_bits | p.pack(0, now, 0);
@@ -464,23 +465,41 @@ impl<C: Clock> SnowflakeGenerator<C> {
             // Used up, ahead of this reading, or nothing issued yet (`NONE`).
             return Fast::Slow;
         };
-        let len = n.min(limit - start + 1);
+        // `start <= limit` and `n >= 1` here. Written so, a single ID's end is `start` with
+        // no data dependence on the clock: the CAS waits only for the state's load, while
+        // the checks against the reading are branches the CPU predicts.
+        let end = start + (limit - start).min(n - 1);
+        // Computed before the CAS, whose wait it overlaps; after it, the loads of the
+        // packing would wait for the CAS, and the ID's store for them.
+        let first_id = p.id(start);
         match self.state.compare_exchange_weak(
             cur,
-            start + len - 1,
+            end,
             Ordering::AcqRel,
             Ordering::Acquire,
         ) {
-            Ok(_) => Fast::Reserved(start, len),
-            Err(actual) => Fast::Contended {
-                reading: (now_ms, now),
-                actual,
-            },
+            Ok(_) => Fast::Reserved(start, end - start + 1, first_id),
+            Err(_) => Fast::Contended((now_ms, now)),
         }
     }
 
+    /// The algorithm.
+    ///
+    /// The clock is read before the state is loaded, so another thread may have stored a
+    /// state from a later reading than ours: a state ahead of our reading means nothing
+    /// until the clock is read again after that state was loaded. `fresh` says whether
+    /// `cur` was loaded before the reading; a state ahead of a reading that is not fresh
+    /// reads the clock again, and only a state ahead of a fresh reading means borrowed time
+    /// or a clock that stepped back.
+    ///
+    /// After a lost CAS the reading is kept: while the state's tick is not past it,
+    /// continuing from that state with our reading is what a call that started now would
+    /// do. Reading the clock again on every lost CAS cost a vDSO call (~37 ns) per retry
+    /// with `MonotonicClock`, which widened the window for the next loss.
+    ///
+    /// `resume` is the reading of a `fast` attempt whose CAS lost.
     #[inline(never)]
-    fn step_slow(&self, n: u64, resume: Option<((u64, u64), u64)>) -> Result<Step> {
+    fn step_slow(&self, n: u64, resume: Option<(u64, u64)>) -> Result<Step> {
         if n == 0 {
             return Err(Error::InvalidCount {
                 count: 0,
@@ -489,11 +508,9 @@ impl<C: Clock> SnowflakeGenerator<C> {
         }
         let p = &self.packing;
         let (mut reading, mut cur) = match resume {
-            Some((reading, cur)) => {
-                if BACKOFF {
-                    std::hint::spin_loop();
-                }
-                (reading, cur)
+            Some(reading) => {
+                std::hint::spin_loop();
+                (reading, self.state.load(Ordering::Acquire))
             }
             None => {
                 let reading = self.now()?;
@@ -570,12 +587,14 @@ impl<C: Clock> SnowflakeGenerator<C> {
                     .compare_exchange_weak(cur, end, Ordering::AcqRel, Ordering::Acquire)
                 {
                     Ok(_) => return Ok(Step::Reserved(start, len)),
-                    Err(actual) => {
-                        cur = actual;
+                    Err(_) => {
+                        // Another thread holds the line now and is likely to issue again
+                        // at once: give it a moment, then look at the state afresh. A CAS
+                        // straight away with the state it returned would fail if the other
+                        // thread had moved on, and take its line away for nothing.
+                        std::hint::spin_loop();
+                        cur = self.state.load(Ordering::Acquire);
                         fresh = false;
-                        if BACKOFF {
-                            std::hint::spin_loop();
-                        }
                     }
                 }
             }
@@ -583,16 +602,27 @@ impl<C: Clock> SnowflakeGenerator<C> {
     }
 }
 
-const BACKOFF: bool = true;
-
 impl<C: Clock> SnowflakeGenerator<C> {
     /// The last tick the fence lets this call use: the lease deadline must lie ahead of
     /// the clock, and a tick may be used only if it ends at or before the window end.
     #[inline]
     fn fenced_last_tick(&self, fence: &Fence, now_ms: u64, now: u64) -> Result<u64> {
         let (until, end) = fence.limits();
+        match self.fence_last_tick((until, end), now_ms, now) {
+            Some(tick) => Ok(tick),
+            None if now_ms >= until => Err(Self::fence_refusal(fence, until, now_ms)),
+            None => Err(Error::WindowNotExtended {
+                window_end_ms: end,
+                now_ms,
+            }),
+        }
+    }
+
+    /// [`fenced_last_tick`](Self::fenced_last_tick) without the error, for `fast`.
+    #[inline(always)]
+    fn fence_last_tick(&self, (until, end): (u64, u64), now_ms: u64, now: u64) -> Option<u64> {
         if now_ms >= until {
-            return Err(Self::fence_refusal(fence, until, now_ms));
+            return None;
         }
         let since = end.saturating_sub(self.epoch_ms);
         // Ticks that end at or before `end`: 0..end_ticks.
@@ -601,13 +631,7 @@ impl<C: Clock> SnowflakeGenerator<C> {
         } else {
             since / self.unit_ms
         };
-        if end_ticks <= now {
-            return Err(Error::WindowNotExtended {
-                window_end_ms: end,
-                now_ms,
-            });
-        }
-        Ok(end_ticks - 1)
+        (end_ticks > now).then(|| end_ticks - 1)
     }
 
     #[cold]
