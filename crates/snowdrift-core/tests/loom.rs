@@ -102,6 +102,9 @@ fn a_later_reading_stored_first_is_not_a_step_back() {
         let ahead = {
             let (g, clock) = (g.clone(), clock.clone());
             thread::spawn(move || {
+                // A scheduling point first, so the other thread may read the clock before
+                // it moves (the clock's atomic is not one of loom's).
+                thread::yield_now();
                 clock.advance(1);
                 take(&g, 1)
             })
