@@ -187,6 +187,9 @@ impl Builder {
             max_tick: layout.max_tick(),
             ext_max: mask(layout.extension_bits()),
             ext_state_mask: !packing.pack(0, packing.time_mask, packing.seq_max()),
+            max_since_ms: (layout.max_tick() + 1)
+                .saturating_mul(unit)
+                .saturating_sub(1),
             lead_ticks: ms(self.max_lead) / unit,
             wait_bound_ms: ms(self.backward_wait),
             random_start: self.random_start,
@@ -214,6 +217,8 @@ pub struct SnowflakeGenerator<C> {
     ext_max: u64,
     /// The extension bits of a state: the bits above its tick.
     ext_state_mask: u64,
+    /// The last clock reading, in ms after the epoch, within the time field.
+    max_since_ms: u64,
     lead_ticks: u64,
     wait_bound_ms: u64,
     random_start: Option<(u64, u64)>,
@@ -436,15 +441,16 @@ impl<C: Clock> SnowflakeGenerator<C> {
     fn fast(&self, n: u64) -> Fast {
         let p = &self.packing;
         let now_ms = self.clock.now_ms();
+        // One test for a clock before the epoch (`since` wraps) and past the time field.
         let since = now_ms.wrapping_sub(self.epoch_ms);
+        if since > self.max_since_ms || n == 0 {
+            return Fast::Slow;
+        }
         let now = if self.unit_ms == 1 {
             since
         } else {
-            since / self.unit_ms.max(1)
+            since / self.unit_ms
         };
-        if now_ms < self.epoch_ms || now > self.max_tick || n == 0 {
-            return Fast::Slow;
-        }
         let fence_tick = match &self.fence {
             None => u64::MAX,
             Some(f) => match self.fence_last_tick(f.limits(), now_ms, now) {
@@ -455,19 +461,23 @@ impl<C: Clock> SnowflakeGenerator<C> {
         let limit_tick = (now + self.lead_ticks).min(self.max_tick).min(fence_tick);
         let cur = self.state.load(Ordering::Acquire);
         let ext_bits = cur & self.ext_state_mask;
-        let now_first = ext_bits | p.pack(0, now, 0);
         let limit = ext_bits | p.pack(0, limit_tick, p.seq_max());
-        let start = if cur < now_first {
-            now_first + self.first_seq(now)
+        // The first test is the common case and compares the reading with the state's
+        // tick only: the locked CAS waits for every older branch to resolve, and this
+        // chain from the clock's load is the shortest. `NONE` fails all three tests.
+        let tick = p.tick(cur);
+        let start = if tick == now && cur & p.seq_mask != p.seq_mask {
+            cur + 1
+        } else if tick < now {
+            // An older tick: start this one.
+            ext_bits | (p.pack(0, now, 0) + self.first_seq(now))
         } else if cur < limit {
+            // Ahead of the clock, or a full tick carrying into the next, within the lead.
             cur + 1
         } else {
-            // Used up, ahead of this reading, or nothing issued yet (`NONE`).
+            // Used up, ahead of this reading, or nothing issued yet.
             return Fast::Slow;
         };
-        // `start <= limit` and `n >= 1` here. Written so, a single ID's end is `start` with
-        // no data dependence on the clock: the CAS waits only for the state's load, while
-        // the checks against the reading are branches the CPU predicts.
         let end = start + (limit - start).min(n - 1);
         // Computed before the CAS, whose wait it overlaps; after it, the loads of the
         // packing would wait for the CAS, and the ID's store for them.
