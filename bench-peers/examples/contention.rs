@@ -119,10 +119,11 @@ fn pin_to(cpu: usize) {
 }
 
 /// Runs `fill` on `threads` threads released together, each filling its own buffer; returns
-/// the wall time from the first start to the last end. Thread `i` runs on CPU
-/// `i % CPUs` when `pin` is set.
+/// the wall time from the first start to the last end. With several threads and `pin`,
+/// thread `i` runs on CPU `i % CPUs`.
 fn timed(bufs: &mut [Vec<u64>], pin: bool, fill: &(impl Fn(&mut [u64]) + Sync)) -> Duration {
-    let barrier = Barrier::new(bufs.len());
+    let threads = bufs.len();
+    let barrier = Barrier::new(threads);
     let cpus = thread::available_parallelism().map_or(1, |n| n.get());
     let spans: Vec<(Instant, Instant)> = thread::scope(|s| {
         let workers: Vec<_> = bufs
@@ -131,7 +132,9 @@ fn timed(bufs: &mut [Vec<u64>], pin: bool, fill: &(impl Fn(&mut [u64]) + Sync)) 
             .map(|(i, buf)| {
                 let barrier = &barrier;
                 s.spawn(move || {
-                    if pin {
+                    // One thread is left to the scheduler: pinned, it cannot leave a CPU
+                    // that another process is using.
+                    if pin && threads > 1 {
                         pin_to(i % cpus);
                     }
                     barrier.wait();
@@ -294,7 +297,7 @@ fn main() {
         o.calls,
         o.rounds,
         o.threads,
-        if o.pin { " pinned to CPUs in turn" } else { "" },
+        if o.pin { " (2 or more pinned to CPUs in turn)" } else { "" },
         o.tick
     );
     // (threads, name) -> ns per ID, one per round
