@@ -87,7 +87,10 @@ fn parse() -> Result<Options, String> {
             "--threads" => {
                 o.threads = value()?
                     .split(',')
-                    .map(|t| t.parse::<usize>().map_err(|e| format!("--threads {t}: {e}")))
+                    .map(|t| {
+                        t.parse::<usize>()
+                            .map_err(|e| format!("--threads {t}: {e}"))
+                    })
                     .collect::<Result<_, _>>()?
             }
             "--only" => o.only = Some(value()?.split(',').map(str::to_string).collect()),
@@ -149,8 +152,16 @@ fn timed(bufs: &mut [Vec<u64>], pin: bool, fill: &(impl Fn(&mut [u64]) + Sync)) 
             .map(|w| w.join().expect("a contention thread panicked"))
             .collect()
     });
-    let start = spans.iter().map(|s| s.0).min().expect("one thread at least");
-    let end = spans.iter().map(|s| s.1).max().expect("one thread at least");
+    let start = spans
+        .iter()
+        .map(|s| s.0)
+        .min()
+        .expect("one thread at least");
+    let end = spans
+        .iter()
+        .map(|s| s.1)
+        .max()
+        .expect("one thread at least");
     end.duration_since(start)
 }
 
@@ -212,7 +223,9 @@ fn measure(
                 }
             })
         }
-        "snowdrift CachedClock" | "snowdrift CachedClock + fence" | "snowdrift next_block(1000)" => {
+        "snowdrift CachedClock"
+        | "snowdrift CachedClock + fence"
+        | "snowdrift next_block(1000)" => {
             let (clock, driver) = CachedClock::new(MonotonicClock::new());
             let _ticker = Ticker::start(tick, move || {
                 driver.tick();
@@ -290,14 +303,22 @@ fn main() {
     let names: Vec<&str> = CONTENDERS
         .iter()
         .copied()
-        .filter(|n| o.only.as_ref().is_none_or(|only| only.iter().any(|x| n.contains(x.as_str()))))
+        .filter(|n| {
+            o.only
+                .as_ref()
+                .is_none_or(|only| only.iter().any(|x| n.contains(x.as_str())))
+        })
         .collect();
     println!(
         "contention: {} calls per thread, {} rounds, threads {:?}{}, CachedClock ticker every {:?}, layout {SPEC}",
         o.calls,
         o.rounds,
         o.threads,
-        if o.pin { " (2 or more pinned to CPUs in turn)" } else { "" },
+        if o.pin {
+            " (2 or more pinned to CPUs in turn)"
+        } else {
+            ""
+        },
         o.tick
     );
     // (threads, name) -> ns per ID, one per round

@@ -119,8 +119,16 @@ fn a_later_reading_stored_first_is_not_a_step_back() {
         };
         let per_thread = vec![ahead.join().unwrap(), behind.join().unwrap()];
         for id in per_thread.iter().flatten() {
-            let ext = g.layout().decode(*id).unwrap().value_of(g.layout(), Role::Extension);
-            assert_eq!(ext, Some(0), "a race was taken for a step back: {per_thread:?}");
+            let ext = g
+                .layout()
+                .decode(*id)
+                .unwrap()
+                .value_of(g.layout(), Role::Extension);
+            assert_eq!(
+                ext,
+                Some(0),
+                "a race was taken for a step back: {per_thread:?}"
+            );
         }
         check(per_thread);
     });

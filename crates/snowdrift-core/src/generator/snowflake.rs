@@ -482,12 +482,10 @@ impl<C: Clock> SnowflakeGenerator<C> {
         // Computed before the CAS, whose wait it overlaps; after it, the loads of the
         // packing would wait for the CAS, and the ID's store for them.
         let first_id = p.id(start);
-        match self.state.compare_exchange_weak(
-            cur,
-            end,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
+        match self
+            .state
+            .compare_exchange_weak(cur, end, Ordering::AcqRel, Ordering::Acquire)
+        {
             Ok(_) => Fast::Reserved(start, end - start + 1, first_id),
             Err(_) => Fast::Contended((now_ms, now)),
         }
@@ -546,7 +544,10 @@ impl<C: Clock> SnowflakeGenerator<C> {
                     (p.pack(0, now, self.first_seq(now)), limit_base)
                 } else if cur < (ext_bits | now_base) {
                     // An older tick: start this one.
-                    (ext_bits | (now_base + self.first_seq(now)), ext_bits | limit_base)
+                    (
+                        ext_bits | (now_base + self.first_seq(now)),
+                        ext_bits | limit_base,
+                    )
                 } else if cur < (ext_bits | limit_base) {
                     // This tick, or ahead of the clock within the allowed lead: continue. A
                     // full sequence carries into the next tick by itself.
@@ -592,10 +593,12 @@ impl<C: Clock> SnowflakeGenerator<C> {
                 };
                 let len = n.min(limit - start + 1);
                 let end = start + len - 1;
-                match self
-                    .state
-                    .compare_exchange_weak(cur, end, Ordering::AcqRel, Ordering::Acquire)
-                {
+                match self.state.compare_exchange_weak(
+                    cur,
+                    end,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
                     Ok(_) => return Ok(Step::Reserved(start, len)),
                     Err(_) => {
                         // Another thread holds the line now and is likely to issue again
