@@ -16,15 +16,26 @@
 //! Rounds alternate the generators (in a rotating order), so each round compares them under
 //! the same load of a shared machine. The table shows, per generator and thread count, the
 //! median and min–max of the rounds, the ratio of medians to ferroid, and the min–max of the
-//! per-round ratios (each against ferroid in the same round).
+//! per-round ratios (each against ferroid in the same round), and the median share of IDs
+//! interleaved with another thread's: near 0% with several threads means they hardly ran
+//! at the same time, and the round measured no contention.
+//!
+//! With several threads, thread `i` is pinned to CPU `i % CPUs` (`--no-pin` leaves them to
+//! the scheduler, which on a busy machine often runs both on one CPU in turn). 4 threads
+//! oversubscribe a 2-CPU machine on purpose.
+//!
+//! Rows: ferroid's atomic generator (the reference), snowdrift's `next()` with
+//! `CachedClock`, the same behind a `Fence` that never refuses, with `MonotonicClock` (a
+//! vDSO read per call), and `next_block(1000)` with `CachedClock`, every ID of each block
+//! written out.
 //!
 //! The layout is `time:41,seq:22` (ferroid: 1 reserved bit, 41 timestamp, 0 machine, 22
 //! sequence): 4M IDs per ms, so nobody waits for the clock and the code is what is timed.
 //! snowdrift's `CachedClock` is driven by a ticker thread every `--tick-us` µs (default
 //! 1000, like ferroid's own 1 ms ticker).
 //!
-//! `--check` runs 20,000 calls per thread, one round: a quick correctness pass (a few
-//! seconds) whose timings mean little.
+//! `--check` runs 20,000 calls per thread, one round: a quick correctness pass (well
+//! under a second) whose timings mean little. Nothing asserts on time.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Barrier};

@@ -441,8 +441,10 @@ impl<C: Clock> SnowflakeGenerator<C> {
     fn fast(&self, n: u64) -> Fast {
         let p = &self.packing;
         let now_ms = self.clock.now_ms();
-        // One test for a clock before the epoch (`since` wraps) and past the time field.
-        let since = now_ms.wrapping_sub(self.epoch_ms);
+        // Before the epoch, or past the time field: `step_slow` says which.
+        let Some(since) = now_ms.checked_sub(self.epoch_ms) else {
+            return Fast::Slow;
+        };
         if since > self.max_since_ms || n == 0 {
             return Fast::Slow;
         }
