@@ -4,7 +4,9 @@
 //!
 //! - `hot_path/{1,2}t`: ns per call on a layout wide enough that nobody waits. With 2
 //!   threads both call the same generator; the time is per call on each thread, so the
-//!   aggregate rate is 2 / time (criterion's `thrpt` line shows it).
+//!   aggregate rate is 2 / time (criterion's `thrpt` line shows it). For contention use
+//!   `examples/contention.rs` instead: ns per ID over all threads, pinned threads, the
+//!   interleaving shown, ferroid in the same rounds (BENCHMARKS.md §1b says why).
 //! - `hot_path_burst/{1,2}t`: peers whose layout is fixed at 12 sequence bits (snowflaked,
 //!   rs-snowflake), plus snowdrift and ferroid at the Twitter layout as a cross-check.
 //!   Only bursts that start right after a millisecond boundary and stay under 4096 IDs are

@@ -11,7 +11,7 @@ use loom::sync::Arc;
 use loom::thread;
 use snowdrift_core::clock::ManualClock;
 use snowdrift_core::generator::{Attempt, SnowflakeGenerator};
-use snowdrift_core::layout::Layout;
+use snowdrift_core::layout::{Layout, Role};
 use snowdrift_core::segment::{ChainConfig, IdRange, SegmentChain, Take};
 
 const T0: u64 = 1_700_000_000_000;
@@ -80,6 +80,57 @@ fn three_threads_over_a_tick_boundary() {
             })
             .collect();
         check(hs.into_iter().map(|h| h.join().unwrap()).collect());
+    });
+}
+
+/// The generator reads the clock before it loads the state, so a thread can find a state
+/// that another thread stored from a later reading than its own. That must read the clock
+/// again, never be taken for a clock that stepped back: with no wait allowed, a step back
+/// would bump the extension bit, which no ID may carry here since the clock only moves
+/// forward. The same holds for a thread whose CAS lost and that goes on with its reading.
+#[test]
+fn a_later_reading_stored_first_is_not_a_step_back() {
+    loom::model(|| {
+        let clock = ManualClock::new(T0);
+        let layout = Layout::from_spec("ext:1,time:41,worker:1,seq:2", 1, T0 - 1_000).unwrap();
+        let g = Arc::new(
+            SnowflakeGenerator::builder(layout)
+                .backward_wait(Duration::ZERO)
+                .build(clock.clone())
+                .unwrap(),
+        );
+        let ahead = {
+            let (g, clock) = (g.clone(), clock.clone());
+            thread::spawn(move || {
+                // A scheduling point first, so the other thread may read the clock before
+                // it moves (the clock's atomic is not one of loom's).
+                thread::yield_now();
+                clock.advance(1);
+                take(&g, 1)
+            })
+        };
+        let behind = {
+            let g = g.clone();
+            thread::spawn(move || {
+                let mut ids = take(&g, 1);
+                ids.extend(take(&g, 1));
+                ids
+            })
+        };
+        let per_thread = vec![ahead.join().unwrap(), behind.join().unwrap()];
+        for id in per_thread.iter().flatten() {
+            let ext = g
+                .layout()
+                .decode(*id)
+                .unwrap()
+                .value_of(g.layout(), Role::Extension);
+            assert_eq!(
+                ext,
+                Some(0),
+                "a race was taken for a step back: {per_thread:?}"
+            );
+        }
+        check(per_thread);
     });
 }
 

@@ -179,13 +179,17 @@ impl Builder {
             }
         };
         Ok(SnowflakeGenerator {
-            state: AtomicU64::new(state),
+            state: CacheLine(AtomicU64::new(state)),
             clock,
             packing,
             epoch_ms: layout.epoch_ms(),
             unit_ms: unit,
             max_tick: layout.max_tick(),
             ext_max: mask(layout.extension_bits()),
+            ext_state_mask: !packing.pack(0, packing.time_mask, packing.seq_max()),
+            max_since_ms: (layout.max_tick() + 1)
+                .saturating_mul(unit)
+                .saturating_sub(1),
             lead_ticks: ms(self.max_lead) / unit,
             wait_bound_ms: ms(self.backward_wait),
             random_start: self.random_start,
@@ -204,18 +208,49 @@ impl Builder {
 /// [`next_block`](Self::next_block) wait through the [`Clock`].
 #[derive(Debug)]
 pub struct SnowflakeGenerator<C> {
-    state: AtomicU64,
+    state: CacheLine<AtomicU64>,
     clock: C,
     packing: Packing,
     epoch_ms: u64,
     unit_ms: u64,
     max_tick: u64,
     ext_max: u64,
+    /// The extension bits of a state: the bits above its tick.
+    ext_state_mask: u64,
+    /// The last clock reading, in ms after the epoch, within the time field.
+    max_since_ms: u64,
     lead_ticks: u64,
     wait_bound_ms: u64,
     random_start: Option<(u64, u64)>,
     fence: Option<Arc<Fence>>,
     layout: Layout,
+}
+
+/// Gives the state a cache line (a pair of lines, which Intel's spatial prefetcher moves
+/// together) of its own. Every call reads the clock handle, the packing and the bounds;
+/// sharing the state's line, each of those reads missed after another thread's CAS had
+/// taken the line away, so two threads paid up to three line transfers per ID instead of
+/// one.
+#[derive(Debug)]
+#[repr(align(128))]
+struct CacheLine<T>(T);
+
+impl<T> std::ops::Deref for CacheLine<T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// Where the inlined common case ended.
+enum Fast {
+    /// First state, length, and the first state's ID.
+    Reserved(u64, u64, u64),
+    /// The CAS lost a race; the clock reading, in ms and ticks.
+    Contended((u64, u64)),
+    /// Anything else, for the slow path.
+    Slow,
 }
 
 /// Where an attempt ended: reserved states, or the clock time to try again at.
@@ -300,24 +335,57 @@ impl<C: Clock> SnowflakeGenerator<C> {
 
     /// One ID, waiting on the clock if the tick is used up or the clock stepped back by
     /// less than the wait bound.
+    #[inline]
     pub fn next(&self) -> Result<u64> {
-        self.wait_for(1).map(|(start, _)| self.packing.id(start))
+        match self.fast(1) {
+            Fast::Reserved(_, _, id) => Ok(id),
+            Fast::Contended(reading) => self
+                .wait_slow(1, Some(reading))
+                .map(|(start, _)| self.packing.id(start)),
+            Fast::Slow => self
+                .wait_slow(1, None)
+                .map(|(start, _)| self.packing.id(start)),
+        }
     }
 
     /// Up to `n` IDs (at least one), waiting on the clock as [`next`](Self::next) does.
+    #[inline]
     pub fn next_block(&self, n: u64) -> Result<IdBlock> {
         self.wait_for(n)
             .map(|(start, len)| IdBlock::new(start, len, self.packing))
     }
 
     /// Reserves up to `n` states, waiting on the clock as long as the generator asks to.
-    #[inline]
+    /// Only the first attempt's common case is inlined into the caller, and it returns
+    /// nothing through memory, so the caller's loop keeps the ID in registers.
+    #[inline(always)]
     fn wait_for(&self, n: u64) -> Result<(u64, u64)> {
+        match self.fast(n) {
+            Fast::Reserved(start, len, _) => Ok((start, len)),
+            Fast::Contended(reading) => self.wait_slow(n, Some(reading)),
+            Fast::Slow => self.wait_slow(n, None),
+        }
+    }
+
+    #[inline(never)]
+    fn wait_slow(&self, n: u64, resume: Option<(u64, u64)>) -> Result<(u64, u64)> {
+        let mut attempt = self.step_slow(n, resume);
         loop {
-            match self.step(n)? {
+            match attempt? {
                 Step::Reserved(start, len) => return Ok((start, len)),
                 Step::RetryAt { at_ms, .. } => self.clock.wait_until_ms(at_ms),
             }
+            attempt = self.step(n);
+        }
+    }
+
+    /// One attempt, waiting for nothing.
+    #[inline]
+    fn step(&self, n: u64) -> Result<Step> {
+        match self.fast(n) {
+            Fast::Reserved(start, len, _) => Ok(Step::Reserved(start, len)),
+            Fast::Contended(reading) => self.step_slow(n, Some(reading)),
+            Fast::Slow => self.step_slow(n, None),
         }
     }
 
@@ -360,11 +428,88 @@ impl<C: Clock> SnowflakeGenerator<C> {
         }
     }
 
-    /// The algorithm. The state is loaded before the clock is read, so any tick in it came
-    /// from a clock reading no later than ours: a state ahead of our reading means borrowed
-    /// time or a clock that stepped back, never just a race with another thread.
-    #[inline]
-    fn step(&self, n: u64) -> Result<Step> {
+    /// The common case, inlined into the caller: a reading that raises no error, a state
+    /// from an older tick or with room left in this one, and a CAS that succeeds. Anything
+    /// else goes to `step_slow`. Kept out of line, the whole algorithm made every `next()`
+    /// a call that saved six registers and returned its result through memory, and x86's
+    /// locked CAS waits for those stores to drain.
+    ///
+    /// The clock is read first and the state loaded after it (see `step_slow` for what
+    /// that means), so the window between the state's load and its CAS, in which another
+    /// thread can take the state's cache line away, holds only a few register operations.
+    #[inline(always)]
+    fn fast(&self, n: u64) -> Fast {
+        let p = &self.packing;
+        let now_ms = self.clock.now_ms();
+        // Before the epoch, or past the time field: `step_slow` says which.
+        let Some(since) = now_ms.checked_sub(self.epoch_ms) else {
+            return Fast::Slow;
+        };
+        if since > self.max_since_ms || n == 0 {
+            return Fast::Slow;
+        }
+        let now = if self.unit_ms == 1 {
+            since
+        } else {
+            since / self.unit_ms
+        };
+        let fence_tick = match &self.fence {
+            None => u64::MAX,
+            Some(f) => match self.fence_last_tick(f.limits(), now_ms, now) {
+                Some(t) => t,
+                None => return Fast::Slow,
+            },
+        };
+        let limit_tick = (now + self.lead_ticks).min(self.max_tick).min(fence_tick);
+        let cur = self.state.load(Ordering::Acquire);
+        let ext_bits = cur & self.ext_state_mask;
+        let limit = ext_bits | p.pack(0, limit_tick, p.seq_max());
+        // The first test is the common case and compares the reading with the state's
+        // tick only: the locked CAS waits for every older branch to resolve, and this
+        // chain from the clock's load is the shortest. `NONE` fails all three tests.
+        let tick = p.tick(cur);
+        let start = if tick == now && cur & p.seq_mask != p.seq_mask {
+            cur + 1
+        } else if tick < now {
+            // An older tick: start this one.
+            ext_bits | (p.pack(0, now, 0) + self.first_seq(now))
+        } else if cur < limit {
+            // Ahead of the clock, or a full tick carrying into the next, within the lead.
+            cur + 1
+        } else {
+            // Used up, ahead of this reading, or nothing issued yet.
+            return Fast::Slow;
+        };
+        let end = start + (limit - start).min(n - 1);
+        // Computed before the CAS, whose wait it overlaps; after it, the loads of the
+        // packing would wait for the CAS, and the ID's store for them.
+        let first_id = p.id(start);
+        match self
+            .state
+            .compare_exchange_weak(cur, end, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => Fast::Reserved(start, end - start + 1, first_id),
+            Err(_) => Fast::Contended((now_ms, now)),
+        }
+    }
+
+    /// The algorithm.
+    ///
+    /// The clock is read before the state is loaded, so another thread may have stored a
+    /// state from a later reading than ours: a state ahead of our reading means nothing
+    /// until the clock is read again after that state was loaded. `fresh` says whether
+    /// `cur` was loaded before the reading; a state ahead of a reading that is not fresh
+    /// reads the clock again, and only a state ahead of a fresh reading means borrowed time
+    /// or a clock that stepped back.
+    ///
+    /// After a lost CAS the reading is kept: while the state's tick is not past it,
+    /// continuing from that state with our reading is what a call that started now would
+    /// do. Reading the clock again on every lost CAS cost a vDSO call (~37 ns) per retry
+    /// with `MonotonicClock`, which widened the window for the next loss.
+    ///
+    /// `resume` is the reading of a `fast` attempt whose CAS lost.
+    #[inline(never)]
+    fn step_slow(&self, n: u64, resume: Option<(u64, u64)>) -> Result<Step> {
         if n == 0 {
             return Err(Error::InvalidCount {
                 count: 0,
@@ -372,26 +517,61 @@ impl<C: Clock> SnowflakeGenerator<C> {
             });
         }
         let p = &self.packing;
-        let mut cur = self.state.load(Ordering::Acquire);
-        loop {
-            let (now_ms, now) = self.now()?;
+        let (mut reading, mut cur) = match resume {
+            Some(reading) => {
+                std::hint::spin_loop();
+                (reading, self.state.load(Ordering::Acquire))
+            }
+            None => {
+                let reading = self.now()?;
+                (reading, self.state.load(Ordering::Acquire))
+            }
+        };
+        let mut fresh = false;
+        'read: loop {
+            let (now_ms, now) = reading;
             let fence_tick = match &self.fence {
                 None => u64::MAX,
                 Some(f) => self.fenced_last_tick(f, now_ms, now)?,
             };
-            let (ext, start) = if cur == NONE {
-                (0, p.pack(0, now, self.first_seq(now)))
-            } else {
-                let ext = p.ext(cur);
-                let last = p.tick(cur);
-                if now > last {
-                    (ext, p.pack(ext, now, self.first_seq(now)))
-                } else if last - now <= self.lead_ticks {
-                    // Same tick, or ahead of the clock within the allowed lead: continue.
-                    // A full sequence carries into the next tick by itself.
-                    (ext, cur + 1)
+            // `now()` and the fence keep this at or after `now`.
+            let limit_tick = (now + self.lead_ticks).min(self.max_tick).min(fence_tick);
+            // The first state of tick `now` and the last one this call may reserve, with
+            // the extension bits left out; a state's own extension bits are ORed in.
+            let now_base = p.pack(0, now, 0);
+            let limit_base = p.pack(0, limit_tick, p.seq_max());
+            loop {
+                let ext_bits = cur & self.ext_state_mask;
+                let (start, limit) = if cur == NONE {
+                    (p.pack(0, now, self.first_seq(now)), limit_base)
+                } else if cur < (ext_bits | now_base) {
+                    // An older tick: start this one.
+                    (
+                        ext_bits | (now_base + self.first_seq(now)),
+                        ext_bits | limit_base,
+                    )
+                } else if cur < (ext_bits | limit_base) {
+                    // This tick, or ahead of the clock within the allowed lead: continue. A
+                    // full sequence carries into the next tick by itself.
+                    (cur + 1, ext_bits | limit_base)
+                } else if !fresh {
+                    // Used up, or ahead of a reading older than the state: read again.
+                    reading = self.now()?;
+                    fresh = true;
+                    continue 'read;
+                } else if p.tick(cur) - now <= self.lead_ticks {
+                    // Used up (the tick, the lead, the fence's window or the time field).
+                    if limit_tick == self.max_tick {
+                        return Err(self.time_exhausted());
+                    }
+                    return Ok(Step::RetryAt {
+                        now_ms,
+                        at_ms: self.tick_ms(now + 1),
+                    });
                 } else {
                     // The clock stepped back past the lead.
+                    let ext = p.ext(cur);
+                    let last = p.tick(cur);
                     let resume_ms = self.tick_ms(last - self.lead_ticks);
                     let wait = resume_ms.saturating_sub(now_ms);
                     if wait <= self.wait_bound_ms {
@@ -409,28 +589,29 @@ impl<C: Clock> SnowflakeGenerator<C> {
                             ext_left: 0,
                         });
                     }
-                    (ext + 1, p.pack(ext + 1, now, self.first_seq(now)))
+                    let ext_bits = p.pack(ext + 1, 0, 0);
+                    let start = ext_bits | (now_base + self.first_seq(now));
+                    (start, ext_bits | limit_base)
+                };
+                let len = n.min(limit - start + 1);
+                let end = start + len - 1;
+                match self.state.compare_exchange_weak(
+                    cur,
+                    end,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => return Ok(Step::Reserved(start, len)),
+                    Err(_) => {
+                        // Another thread holds the line now and is likely to issue again
+                        // at once: give it a moment, then look at the state afresh. A CAS
+                        // straight away with the state it returned would fail if the other
+                        // thread had moved on, and take its line away for nothing.
+                        std::hint::spin_loop();
+                        cur = self.state.load(Ordering::Acquire);
+                        fresh = false;
+                    }
                 }
-            };
-            let limit_tick = (now + self.lead_ticks).min(self.max_tick).min(fence_tick);
-            let limit = p.pack(ext, limit_tick, p.seq_max());
-            if start > limit {
-                if limit_tick == self.max_tick {
-                    return Err(self.time_exhausted());
-                }
-                return Ok(Step::RetryAt {
-                    now_ms,
-                    at_ms: self.tick_ms(now + 1),
-                });
-            }
-            let len = n.min(limit - start + 1);
-            let end = start + len - 1;
-            match self
-                .state
-                .compare_exchange_weak(cur, end, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => return Ok(Step::Reserved(start, len)),
-                Err(actual) => cur = actual,
             }
         }
     }
@@ -442,8 +623,21 @@ impl<C: Clock> SnowflakeGenerator<C> {
     #[inline]
     fn fenced_last_tick(&self, fence: &Fence, now_ms: u64, now: u64) -> Result<u64> {
         let (until, end) = fence.limits();
+        match self.fence_last_tick((until, end), now_ms, now) {
+            Some(tick) => Ok(tick),
+            None if now_ms >= until => Err(Self::fence_refusal(fence, until, now_ms)),
+            None => Err(Error::WindowNotExtended {
+                window_end_ms: end,
+                now_ms,
+            }),
+        }
+    }
+
+    /// [`fenced_last_tick`](Self::fenced_last_tick) without the error, for `fast`.
+    #[inline(always)]
+    fn fence_last_tick(&self, (until, end): (u64, u64), now_ms: u64, now: u64) -> Option<u64> {
         if now_ms >= until {
-            return Err(Self::fence_refusal(fence, until, now_ms));
+            return None;
         }
         let since = end.saturating_sub(self.epoch_ms);
         // Ticks that end at or before `end`: 0..end_ticks.
@@ -452,13 +646,7 @@ impl<C: Clock> SnowflakeGenerator<C> {
         } else {
             since / self.unit_ms
         };
-        if end_ticks <= now {
-            return Err(Error::WindowNotExtended {
-                window_end_ms: end,
-                now_ms,
-            });
-        }
-        Ok(end_ticks - 1)
+        (end_ticks > now).then(|| end_ticks - 1)
     }
 
     #[cold]

@@ -1,0 +1,390 @@
+//! One generator shared by several threads, timed with a plain loop that cannot hide
+//! contention: snowdrift beside ferroid's `AtomicSnowflakeGenerator`, in the same run.
+//!
+//! ```text
+//! cargo run --release -p bench-peers --example contention -- [--calls N] [--rounds R]
+//!     [--threads 1,2,4] [--tick-us US] [--only NAME,...] [--no-pin] [--check]
+//! ```
+//!
+//! Each measurement starts `threads` threads on one fresh generator, releases them together
+//! with a barrier, and has each call it `N` times (default 2,000,000), writing every ID into
+//! a buffer touched beforehand. The time is from the first thread's start to the last
+//! thread's end, divided by all the IDs: ns per ID, aggregate. Afterwards every thread's IDs
+//! must be strictly increasing and all of them distinct, or the program stops with an
+//! error, so a fast but wrong generator cannot report a number.
+//!
+//! Rounds alternate the generators (in a rotating order), so each round compares them under
+//! the same load of a shared machine. The table shows, per generator and thread count, the
+//! median and min–max of the rounds, the ratio of medians to ferroid, and the min–max of the
+//! per-round ratios (each against ferroid in the same round), and the median share of IDs
+//! interleaved with another thread's: near 0% with several threads means they hardly ran
+//! at the same time, and the round measured no contention.
+//!
+//! With several threads, thread `i` is pinned to CPU `i % CPUs` (`--no-pin` leaves them to
+//! the scheduler, which on a busy machine often runs both on one CPU in turn). 4 threads
+//! oversubscribe a 2-CPU machine on purpose.
+//!
+//! Rows: ferroid's atomic generator (the reference), snowdrift's `next()` with
+//! `CachedClock`, the same behind a `Fence` that never refuses, with `MonotonicClock` (a
+//! vDSO read per call), and `next_block(1000)` with `CachedClock`, every ID of each block
+//! written out.
+//!
+//! The layout is `time:41,seq:22` (ferroid: 1 reserved bit, 41 timestamp, 0 machine, 22
+//! sequence): 4M IDs per ms, so nobody waits for the clock and the code is what is timed.
+//! snowdrift's `CachedClock` is driven by a ticker thread every `--tick-us` µs (default
+//! 1000, like ferroid's own 1 ms ticker).
+//!
+//! `--check` runs 20,000 calls per thread, one round: a quick correctness pass (well
+//! under a second) whose timings mean little. Nothing asserts on time.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use bench_peers::{Ticker, recent_epoch_ms, wall_ms};
+use ferroid::generator::AtomicSnowflakeGenerator;
+use ferroid::time::MonotonicClock as FerroidClock;
+use snowdrift_core::clock::{CachedClock, MonotonicClock};
+use snowdrift_core::generator::{Fence, SnowflakeGenerator};
+use snowdrift_core::layout::Layout;
+
+ferroid::define_snowflake_id!(
+    /// ferroid's copy of `time:41,seq:22`.
+    FerroidId, u64,
+    reserved: 1,
+    timestamp: 41,
+    machine_id: 0,
+    sequence: 22
+);
+
+const SPEC: &str = "time:41,seq:22";
+
+/// Who is timed. The first is the reference for the ratios.
+const CONTENDERS: [&str; 5] = [
+    "ferroid atomic",
+    "snowdrift CachedClock",
+    "snowdrift CachedClock + fence",
+    "snowdrift MonotonicClock",
+    "snowdrift next_block(1000)",
+];
+
+struct Options {
+    pin: bool,
+    calls: usize,
+    rounds: usize,
+    threads: Vec<usize>,
+    tick: Duration,
+    only: Option<Vec<String>>,
+}
+
+fn parse() -> Result<Options, String> {
+    let mut o = Options {
+        pin: true,
+        calls: 2_000_000,
+        rounds: 5,
+        threads: vec![1, 2, 4],
+        tick: Duration::from_millis(1),
+        only: None,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut value = || args.next().ok_or(format!("{a} needs a value"));
+        let number = |v: String| v.parse::<usize>().map_err(|e| format!("{a} {v}: {e}"));
+        match a.as_str() {
+            "--calls" => o.calls = number(value()?)?,
+            "--rounds" => o.rounds = number(value()?)?,
+            "--tick-us" => o.tick = Duration::from_micros(number(value()?)? as u64),
+            "--threads" => {
+                o.threads = value()?
+                    .split(',')
+                    .map(|t| {
+                        t.parse::<usize>()
+                            .map_err(|e| format!("--threads {t}: {e}"))
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            "--only" => o.only = Some(value()?.split(',').map(str::to_string).collect()),
+            "--no-pin" => o.pin = false,
+            "--check" => {
+                o.calls = 20_000;
+                o.rounds = 1;
+            }
+            _ => return Err(format!("unknown argument {a} (see the source's header)")),
+        }
+    }
+    if o.calls == 0 || o.rounds == 0 || o.threads.contains(&0) || o.tick.is_zero() {
+        return Err("--calls, --rounds, --threads and --tick-us must be at least 1".into());
+    }
+    Ok(o)
+}
+
+/// Pins the calling thread to one CPU. Left to itself, the scheduler of a busy 2-CPU
+/// machine often runs both threads on one CPU in turn, and the run then measures no
+/// contention at all.
+fn pin_to(cpu: usize) {
+    // SAFETY: `set` is a plain bit set on the stack, passed with its own size, and only
+    // the calling thread (pid 0) is changed.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// Runs `fill` on `threads` threads released together, each filling its own buffer; returns
+/// the wall time from the first start to the last end. With several threads and `pin`,
+/// thread `i` runs on CPU `i % CPUs`.
+fn timed(bufs: &mut [Vec<u64>], pin: bool, fill: &(impl Fn(&mut [u64]) + Sync)) -> Duration {
+    let threads = bufs.len();
+    let barrier = Barrier::new(threads);
+    let cpus = thread::available_parallelism().map_or(1, |n| n.get());
+    let spans: Vec<(Instant, Instant)> = thread::scope(|s| {
+        let workers: Vec<_> = bufs
+            .iter_mut()
+            .enumerate()
+            .map(|(i, buf)| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    // One thread is left to the scheduler: pinned, it cannot leave a CPU
+                    // that another process is using.
+                    if pin && threads > 1 {
+                        pin_to(i % cpus);
+                    }
+                    barrier.wait();
+                    let start = Instant::now();
+                    fill(buf);
+                    (start, Instant::now())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("a contention thread panicked"))
+            .collect()
+    });
+    let start = spans
+        .iter()
+        .map(|s| s.0)
+        .min()
+        .expect("one thread at least");
+    let end = spans
+        .iter()
+        .map(|s| s.1)
+        .max()
+        .expect("one thread at least");
+    end.duration_since(start)
+}
+
+/// Every thread's IDs strictly increasing, and no ID twice across threads (a k-way merge of
+/// the sorted per-thread lists). Returns the share of IDs after which the same thread's
+/// next ID is not the next integer: another thread took IDs in between (or, once a
+/// millisecond, the tick changed). Near 0 with several threads means they hardly ran at
+/// the same time, and the run measured no contention.
+fn check(name: &str, bufs: &[Vec<u64>]) -> Result<f64, String> {
+    for (t, ids) in bufs.iter().enumerate() {
+        if let Some(i) = ids.windows(2).position(|w| w[0] >= w[1]) {
+            return Err(format!(
+                "{name}: thread {t} got {} then {} (call {i})",
+                ids[i],
+                ids[i + 1]
+            ));
+        }
+    }
+    let gaps: usize = bufs
+        .iter()
+        .map(|ids| ids.windows(2).filter(|w| w[1] != w[0] + 1).count())
+        .sum();
+    let interleaved = gaps as f64 / bufs.iter().map(Vec::len).sum::<usize>() as f64;
+    let mut heads = vec![0usize; bufs.len()];
+    let mut last: Option<u64> = None;
+    loop {
+        let next = (0..bufs.len())
+            .filter(|&t| heads[t] < bufs[t].len())
+            .min_by_key(|&t| bufs[t][heads[t]]);
+        let Some(t) = next else {
+            return Ok(interleaved);
+        };
+        let id = bufs[t][heads[t]];
+        if last == Some(id) {
+            return Err(format!("{name}: ID {id} issued twice"));
+        }
+        last = Some(id);
+        heads[t] += 1;
+    }
+}
+
+/// One measurement of `name` with as many threads as `bufs`: ns per ID, and the share of
+/// IDs interleaved with another thread's (see [`check`]).
+fn measure(
+    name: &str,
+    bufs: &mut [Vec<u64>],
+    tick: Duration,
+    pin: bool,
+) -> Result<(f64, f64), String> {
+    let epoch_ms = recent_epoch_ms();
+    let layout = || Layout::from_spec(SPEC, 1, epoch_ms).map_err(|e| e.to_string());
+    let elapsed = match name {
+        "ferroid atomic" => {
+            let clock = FerroidClock::<1>::with_epoch(Duration::from_millis(epoch_ms));
+            let g: AtomicSnowflakeGenerator<FerroidId, _> = AtomicSnowflakeGenerator::new(0, clock);
+            timed(bufs, pin, &|buf: &mut [u64]| {
+                for slot in buf {
+                    *slot = g.next_id(|_| std::hint::spin_loop()).to_raw();
+                }
+            })
+        }
+        "snowdrift CachedClock"
+        | "snowdrift CachedClock + fence"
+        | "snowdrift next_block(1000)" => {
+            let (clock, driver) = CachedClock::new(MonotonicClock::new());
+            let _ticker = Ticker::start(tick, move || {
+                driver.tick();
+            });
+            let mut builder = SnowflakeGenerator::builder(layout()?);
+            if name.ends_with("fence") {
+                // A lease and a durable window an hour ahead: checked on every call, never
+                // refusing.
+                let fence = Arc::new(Fence::new());
+                fence.extend_window(wall_ms() + 3_600_000);
+                fence.open_until(wall_ms() + 3_600_000);
+                builder = builder.fence(fence);
+            }
+            let g = builder.build(clock).map_err(|e| e.to_string())?;
+            if name != "snowdrift next_block(1000)" {
+                timed(bufs, pin, &|buf: &mut [u64]| {
+                    for slot in buf {
+                        *slot = g.next().expect("snowdrift next");
+                    }
+                })
+            } else {
+                timed(bufs, pin, &|buf: &mut [u64]| {
+                    let mut at = 0;
+                    while at < buf.len() {
+                        let want = (buf.len() - at).min(1000) as u64;
+                        for id in g.next_block(want).expect("snowdrift next_block") {
+                            buf[at] = id;
+                            at += 1;
+                        }
+                    }
+                })
+            }
+        }
+        "snowdrift MonotonicClock" => {
+            let g = SnowflakeGenerator::builder(layout()?)
+                .build(MonotonicClock::new())
+                .map_err(|e| e.to_string())?;
+            timed(bufs, pin, &|buf: &mut [u64]| {
+                for slot in buf {
+                    *slot = g.next().expect("snowdrift next");
+                }
+            })
+        }
+        _ => return Err(format!("unknown generator {name:?}")),
+    };
+    let interleaved = check(name, bufs)?;
+    let ids = bufs.iter().map(Vec::len).sum::<usize>();
+    Ok((elapsed.as_nanos() as f64 / ids as f64, interleaved))
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn range(v: &[f64]) -> (f64, f64) {
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (lo, hi)
+}
+
+fn main() {
+    let o = match parse() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("contention: {e}");
+            std::process::exit(2);
+        }
+    };
+    let names: Vec<&str> = CONTENDERS
+        .iter()
+        .copied()
+        .filter(|n| {
+            o.only
+                .as_ref()
+                .is_none_or(|only| only.iter().any(|x| n.contains(x.as_str())))
+        })
+        .collect();
+    println!(
+        "contention: {} calls per thread, {} rounds, threads {:?}{}, CachedClock ticker every {:?}, layout {SPEC}",
+        o.calls,
+        o.rounds,
+        o.threads,
+        if o.pin {
+            " (2 or more pinned to CPUs in turn)"
+        } else {
+            ""
+        },
+        o.tick
+    );
+    // (threads, name) -> ns per ID, one per round
+    let mut results: BTreeMap<(usize, usize), Vec<f64>> = BTreeMap::new();
+    let mut interleaving: BTreeMap<(usize, usize), Vec<f64>> = BTreeMap::new();
+    for round in 0..o.rounds {
+        for &threads in &o.threads {
+            // Buffers written once beforehand, so no page fault lands in a timed loop.
+            let mut bufs: Vec<Vec<u64>> = (0..threads).map(|_| vec![1u64; o.calls]).collect();
+            let mut line = format!("round {} threads {threads}:", round + 1);
+            for k in 0..names.len() {
+                let i = (k + round) % names.len();
+                match measure(names[i], &mut bufs, o.tick, o.pin) {
+                    Ok((ns, mixed)) => {
+                        line += &format!(" {} {ns:.2} ({:.0}%)", names[i], mixed * 100.0);
+                        results.entry((threads, i)).or_default().push(ns);
+                        interleaving.entry((threads, i)).or_default().push(mixed);
+                    }
+                    Err(e) => {
+                        eprintln!("contention: INCORRECT: {e}");
+                        std::process::exit(1);
+                    }
+                }
+            }
+            println!("{line}");
+        }
+    }
+    let reference = names.iter().position(|n| *n == CONTENDERS[0]);
+    println!();
+    println!(
+        "| threads | generator | ns per ID, median | min–max | ratio to ferroid (medians) | per-round ratios, min–max | interleaved IDs, median |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for &threads in &o.threads {
+        let base = reference.map(|r| results[&(threads, r)].clone());
+        for (i, name) in names.iter().enumerate() {
+            let runs = &results[&(threads, i)];
+            let (lo, hi) = range(runs);
+            let med = median(&mut runs.clone());
+            let (ratio, ratios) = match &base {
+                Some(b) => {
+                    let per_round: Vec<f64> = runs.iter().zip(b).map(|(x, y)| x / y).collect();
+                    let (rlo, rhi) = range(&per_round);
+                    (
+                        format!("{:.2}×", med / median(&mut b.clone())),
+                        format!("{rlo:.2}–{rhi:.2}×"),
+                    )
+                }
+                None => ("–".into(), "–".into()),
+            };
+            let mixed = median(&mut interleaving[&(threads, i)].clone()) * 100.0;
+            println!(
+                "| {threads} | {name} | {med:.2} | {lo:.2}–{hi:.2} | {ratio} | {ratios} | {mixed:.1}% |"
+            );
+        }
+    }
+    println!("\nall IDs checked: strictly increasing per thread, no duplicates");
+}
