@@ -242,13 +242,6 @@ pub struct Conn<I> {
     sleep: Pin<Box<Sleep>>,
 }
 
-impl<I> Conn<I> {
-    /// The connection itself.
-    pub fn get_ref(&self) -> &I {
-        &self.io
-    }
-}
-
 impl<I: AsyncRead + Unpin> AsyncRead for Conn<I> {
     fn poll_read(
         self: Pin<&mut Self>,
