@@ -34,7 +34,7 @@ pub fn snowflake(layout: &Layout, layout_name: &str, id: u64) -> Result<Value, E
 
 /// What `text`, an ID of generator (or tag) `name` served by `source`, holds: the fields of a
 /// snowflake ID, the time inside a UUID v7, ULID or ObjectId, and for segment, ticket and
-/// counter IDs in an obfuscated format the original ID. `format` says how `text` is
+/// counter IDs the number (in an obfuscated format, the original ID). `format` says how `text` is
 /// written: a snowflake ID is read as decimal unless given (friendly when it has a `-`).
 pub fn id(
     generators: &Generators,
@@ -66,22 +66,17 @@ pub fn id(
                 .map_err(|e| unreadable(format, &layout, e))?;
             snowflake(s.layout(), s.layout_name(), id)
         }
-        _ if crate::format::is_64_bit(source) => match format {
-            Some(format) if format.is_obfuscated() => {
-                let codec = crate::format::number_codec(generators, name, source, format)?;
-                let generator = format!("generator {name:?}");
-                let value = codec
-                    .decode(text)
-                    .map_err(|e| unreadable(format, &generator, e))?;
-                Ok(json!({"id": value.to_string()}))
-            }
-            _ => Err(Error::invalid(format!(
-                "{} IDs are plain counters: there are no fields to decode; a generator with an \
-                 obfuscate_key turns its obfuscated IDs back into the originals with \
-                 format=obfuscated (or obfuscated-hex, obfuscated-base62, ...)",
-                kind.name()
-            ))),
-        },
+        // Segment, ticket and counter IDs carry no fields: decoding reads the number (the
+        // original, for an obfuscated format).
+        _ if crate::format::is_64_bit(source) => {
+            let format = format.unwrap_or_default();
+            let codec = crate::format::number_codec(generators, name, source, format)?;
+            let generator = format!("generator {name:?}");
+            let value = codec
+                .decode(text)
+                .map_err(|e| unreadable(format, &generator, e))?;
+            Ok(json!({"id": value.to_string()}))
+        }
         _ => {
             if let Some(format) = format {
                 crate::format::codec_for(generators, name, source, format)?;

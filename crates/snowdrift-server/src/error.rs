@@ -21,6 +21,10 @@ pub enum ErrorKind {
     NotFound,
     /// The name is taken (409).
     Conflict,
+    /// The request is well formed, but the generator it names cannot answer it in the form
+    /// asked: its kind or configuration lacks it (a format without an `obfuscate_key`, runs
+    /// of text IDs). HTTP 409, as it depends on the generator; gRPC INVALID_ARGUMENT.
+    Unsupported,
     /// The token is over its rate; [`Error::retry_after`] says when to try again (429).
     RateLimited,
     /// The node cannot issue now: no lease, a store down with the buffers empty, a clock
@@ -42,6 +46,7 @@ impl ErrorKind {
             ErrorKind::Forbidden => "forbidden",
             ErrorKind::NotFound => "not_found",
             ErrorKind::Conflict => "conflict",
+            ErrorKind::Unsupported => "unsupported",
             ErrorKind::RateLimited => "rate_limited",
             ErrorKind::Unavailable => "unavailable",
             ErrorKind::Exhausted => "exhausted",
@@ -78,6 +83,11 @@ impl Error {
     /// No such generator, tag or route.
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::NotFound, message)
+    }
+
+    /// The generator cannot answer this request in the form asked.
+    pub fn unsupported(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Unsupported, message)
     }
 
     /// The name is taken.

@@ -39,7 +39,7 @@ pub fn codec_for(
     if format == IdFormat::default() {
         return Ok(None);
     }
-    Err(Error::invalid(format!(
+    Err(Error::unsupported(format!(
         "format={format} applies to 64-bit IDs; {} IDs have one standard text form",
         source.kind().name()
     )))
@@ -56,7 +56,7 @@ pub fn number_codec(
 ) -> Result<Codec, Error> {
     let obfuscator = generators.obfuscator(name);
     if format.is_obfuscated() && obfuscator.is_none() {
-        return Err(Error::invalid(format!(
+        return Err(Error::unsupported(format!(
             "generator {name:?} has no obfuscation key, so it has no format={format}; give \
              its [[generator]] an obfuscate_key (32 hex digits). A segment tag served under its \
              own name has none: configure a generator for the tag"
@@ -65,7 +65,7 @@ pub fn number_codec(
     let codec = match source {
         Source::Snowflake(s) => format.codec(s.layout(), obfuscator),
         _ if format.format() == Format::Friendly => {
-            return Err(Error::invalid(format!(
+            return Err(Error::unsupported(format!(
                 "format=friendly shows the fields of a snowflake layout; {} IDs have none",
                 source.kind().name()
             )));

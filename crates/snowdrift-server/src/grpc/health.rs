@@ -111,7 +111,7 @@ async fn check(state: &AppState) -> Result<(), Error> {
         .filter(|g| !g.ready)
         .map(|g| {
             format!(
-                "generator {:?}: {}",
+                "{:?}: {}",
                 g.name,
                 g.reason.as_deref().unwrap_or("not ready")
             )

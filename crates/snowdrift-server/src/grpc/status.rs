@@ -12,7 +12,7 @@ pub use snowdrift_proto::grpc::{ERROR_CODE_KEY, RETRY_AFTER_KEY};
 /// The gRPC code for an error kind, as gRPC's own HTTP mapping and the contract agree.
 pub fn code_for(kind: ErrorKind) -> Code {
     match kind {
-        ErrorKind::InvalidRequest => Code::InvalidArgument,
+        ErrorKind::InvalidRequest | ErrorKind::Unsupported => Code::InvalidArgument,
         ErrorKind::Unauthorized => Code::Unauthenticated,
         ErrorKind::Forbidden => Code::PermissionDenied,
         ErrorKind::NotFound => Code::NotFound,

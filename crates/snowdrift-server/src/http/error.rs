@@ -17,7 +17,7 @@ pub fn status(kind: ErrorKind) -> StatusCode {
         ErrorKind::Unauthorized => StatusCode::UNAUTHORIZED,
         ErrorKind::Forbidden => StatusCode::FORBIDDEN,
         ErrorKind::NotFound => StatusCode::NOT_FOUND,
-        ErrorKind::Conflict => StatusCode::CONFLICT,
+        ErrorKind::Conflict | ErrorKind::Unsupported => StatusCode::CONFLICT,
         ErrorKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
         ErrorKind::Unavailable | ErrorKind::Exhausted => StatusCode::SERVICE_UNAVAILABLE,
         ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,

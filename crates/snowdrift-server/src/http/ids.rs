@@ -11,7 +11,7 @@ use snowdrift_core::codec::{Codec, IdFormat};
 
 use super::path::ApiPath;
 use super::query::{Form, Params};
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::format::codec_for;
 use crate::source::{IdSource, Ids, Source};
 use crate::state::AppState;
@@ -69,7 +69,7 @@ async fn runs_body(
         ));
     }
     if !crate::format::is_64_bit(source) {
-        return Err(Error::invalid(format!(
+        return Err(Error::unsupported(format!(
             "form=runs is for 64-bit IDs; {} IDs are text: use form=ids",
             kind.name()
         )));
@@ -147,5 +147,12 @@ pub async fn decode(
     let params = Params::parse(query.as_deref(), &["format"])?;
     let format = params.format()?;
     let source = state.generators.get(&name)?;
-    crate::decode::id(&state.generators, &name, &source, &id, format).map(Json)
+    crate::decode::id(&state.generators, &name, &source, &id, format)
+        .map(Json)
+        .map_err(|e| match e.kind() {
+            // The ID is part of the path: one this name cannot read (in this format) names
+            // no resource.
+            ErrorKind::InvalidRequest => Error::not_found(e.message()),
+            _ => e,
+        })
 }

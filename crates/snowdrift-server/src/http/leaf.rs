@@ -47,7 +47,7 @@ pub(crate) async fn segment_id(state: &AppState, tag: &str) -> Result<String, Er
     let source = match state.generators.get(tag) {
         Ok(s) if s.kind() == Kind::Segment => s,
         Ok(s) => {
-            return Err(Error::invalid(format!(
+            return Err(Error::unsupported(format!(
                 "{tag:?} is a {} generator, not a segment tag",
                 s.kind().name()
             )));

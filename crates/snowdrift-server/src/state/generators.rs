@@ -136,7 +136,7 @@ async fn start_one(
             layout_name,
             lease,
         } => {
-            let node = WorkerNode::start(
+            let node = WorkerNode::claim(
                 lease.clone(),
                 SnowflakeGenerator::builder(layout.clone()),
                 MonotonicClock::new(),

@@ -390,7 +390,14 @@ async fn decode_gives_the_fields_http_gives() {
         ),
     ] {
         let got = client.decode(request).await.map(|_| IdBatch::default());
-        let status = assert_code(got, Code::InvalidArgument, "invalid_request", what);
+        // INVALID_ARGUMENT either way; the error code says whether the request was wrong
+        // or the generator lacks what it asks for.
+        let word = if what == "format of a text kind" {
+            "unsupported"
+        } else {
+            "invalid_request"
+        };
+        let status = assert_code(got, Code::InvalidArgument, word, what);
         assert!(
             status.message().len() < 512,
             "{what}: {} bytes of message",

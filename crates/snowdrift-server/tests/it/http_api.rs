@@ -132,12 +132,19 @@ async fn bad_requests_get_the_contract_error_shape() {
         ("/v1/ids/snowflake?count=abc", 400, "invalid_request"),
         ("/v1/ids/snowflake?cuont=1", 400, "invalid_request"),
         ("/v1/ids/snowflake?format=roman", 400, "invalid_request"),
-        ("/v1/ids/uuid7?format=hex", 400, "invalid_request"),
+        // Well formed, but not something a UUID generator has: it depends on the name.
+        ("/v1/ids/uuid7?format=hex", 409, "unsupported"),
         ("/v1/ids/no-such-tag", 404, "not_found"),
         ("/v1/ids/bad%20name", 400, "invalid_request"),
-        ("/v1/ids/snowflake/decode/notanid", 400, "invalid_request"),
+        // The ID is part of the path: text that is no ID of the name names nothing.
+        ("/v1/ids/snowflake/decode/notanid", 404, "not_found"),
         (
             "/v1/ids/ulid/decode/8ZZZZZZZZZZZZZZZZZZZZZZZZZ",
+            404,
+            "not_found",
+        ),
+        (
+            "/v1/ids/snowflake/decode/1?format=roman",
             400,
             "invalid_request",
         ),
@@ -181,7 +188,7 @@ async fn tags_are_created_served_and_updated_without_restart() {
     assert_eq!(seen[0], 1, "a new tag starts at 1");
     // A format the kind does not have is refused before anything is issued.
     let (status, v) = s.json("/v1/ids/order?count=5&format=friendly").await;
-    assert_eq!(status, 400, "{v}");
+    assert_eq!((status, error_code(&v)), (409, "unsupported"), "{v}");
     let (_, v) = s.json("/v1/ids/order").await;
     assert_eq!(
         ids(&v),
@@ -236,7 +243,7 @@ async fn leaf_routes_answer_in_text_and_errors_are_never_zero() {
     assert_eq!(status, 404, "{text}");
     assert_ne!(text.trim(), "0");
     let (status, text) = s.get("/api/segment/get/uuid7").await;
-    assert_eq!(status, 400, "{text}");
+    assert_eq!(status, 409, "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -420,13 +427,23 @@ async fn the_runs_form_carries_64_bit_ids_as_runs() {
     let (_, after) = s.json("/v1/ids/runs").await;
     let next: u64 = ids(&after)[0].parse().unwrap();
     assert!(seen.iter().all(|&id| id != next), "{next} was in a run");
-    for (path, says) in [
-        ("/v1/ids/uuid7?form=runs", "text"),
-        ("/v1/ids/snowflake?form=runs&format=hex", "format"),
-        ("/v1/ids/snowflake?form=row", "form must be"),
+    for (path, status, code, says) in [
+        ("/v1/ids/uuid7?form=runs", 409, "unsupported", "text"),
+        (
+            "/v1/ids/snowflake?form=runs&format=hex",
+            400,
+            "invalid_request",
+            "format",
+        ),
+        (
+            "/v1/ids/snowflake?form=row",
+            400,
+            "invalid_request",
+            "form must be",
+        ),
     ] {
-        let (status, v) = s.json(path).await;
-        assert_eq!((status, error_code(&v)), (400, "invalid_request"), "{path}");
+        let (got, v) = s.json(path).await;
+        assert_eq!((got, error_code(&v)), (status, code), "{path}");
         assert!(
             v["error"]["message"].as_str().unwrap().contains(says),
             "{path}: {v}"

@@ -149,13 +149,18 @@ async fn segment_ids_come_out_scrambled_and_decode_to_the_issued_values() {
     // next plain ID follows them.
     assert_eq!(originals, (1..=200).collect::<Vec<u64>>());
     assert_eq!(s.ids("orders", "").await, ["201"]);
-    // A plain ID decodes as before: a segment ID has no fields.
-    s.refused("/v1/ids/orders/decode/201", 400, "plain counters")
-        .await;
+    // A plain segment ID has no fields: decoding reads the number, in any plain format.
+    for path in [
+        "/v1/ids/orders/decode/201",
+        "/v1/ids/orders/decode/c9?format=hex",
+    ] {
+        let v = s.http.json(path, 200).await;
+        assert_eq!(v["id"], "201", "{path}: {v}");
+    }
     // Text that no obfuscated ID of 53 bits can be is refused, never mapped to some value.
     s.refused(
         &format!("/v1/ids/orders/decode/{}?format=obfuscated", 1u64 << 60),
-        400,
+        404,
         "outside the obfuscation domain",
     )
     .await;
@@ -199,13 +204,13 @@ async fn formats_a_generator_cannot_serve_are_refused_before_issuing() {
     for format in FORMATS {
         s.refused(
             &format!("/v1/ids/plain?count=5&format={format}"),
-            400,
+            409,
             "has no obfuscation key",
         )
         .await;
         s.refused(
             &format!("/v1/ids/plain/decode/abc?format={format}"),
-            400,
+            409,
             "has no obfuscation key",
         )
         .await;
@@ -213,19 +218,19 @@ async fn formats_a_generator_cannot_serve_are_refused_before_issuing() {
     // A tag served under its own name has no key, though a generator serves it with one.
     s.refused(
         "/v1/ids/order?format=obfuscated",
-        400,
+        409,
         "has no obfuscation key",
     )
     .await;
     s.refused(
         "/v1/ids/sf-plain?format=obfuscated-hex",
-        400,
+        409,
         "no obfuscation key",
     )
     .await;
     s.refused("/v1/ids/sf?format=obfuscated-friendly", 400, "scrambles")
         .await;
-    s.refused("/v1/ids/uuid7?format=obfuscated", 400, "64-bit IDs")
+    s.refused("/v1/ids/uuid7?format=obfuscated", 409, "64-bit IDs")
         .await;
     // Nothing was issued by the refused requests.
     assert_eq!(s.ids("plain", "").await, ["4"]);

@@ -215,9 +215,14 @@ async fn the_server_answers_every_operation_as_documented() {
     let spec = spec();
     let s = crate::support::start("snowdrift-openapi", "").await;
 
-    // /openapi.json is this very file.
+    // /openapi.json is this very file, with this server's count limit (the default) put in.
     let served = s.json("/openapi.json", 200).await;
-    assert_eq!(served, spec);
+    let mut expected = spec.clone();
+    let count = &mut expected["components"]["parameters"]["Count"];
+    count["schema"]["maximum"] = 10_000.into();
+    count["description"] =
+        "How many IDs, 1 to 10000 (this server's limits.max_count). Default 1.".into();
+    assert_eq!(served, expected);
 
     // The examples are a working session: the tag the examples name is created first, so
     // every other example succeeds.

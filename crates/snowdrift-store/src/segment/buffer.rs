@@ -217,6 +217,15 @@ impl SegmentBuffer {
     pub fn status(&self) -> snowdrift_core::segment::ChainStatus {
         self.chain.status()
     }
+
+    /// Why the latest refill failed, while no refill has succeeded since: a request that
+    /// finds the buffer empty meanwhile fails with this cause.
+    pub fn refill_error(&self) -> Option<String> {
+        self.last_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
 }
 
 /// Single IDs for one thread or task, served from a block of IDs only this handle owns;

@@ -148,6 +148,13 @@ impl SegmentService {
         buffers.get(tag)?.get().map(|b| b.status())
     }
 
+    /// Why `tag`'s latest refill failed, while none has succeeded since; `None` when it is
+    /// not being served on this node or its refills succeed.
+    pub fn refill_error(&self, tag: &str) -> Option<String> {
+        let buffers = self.buffers.read().unwrap_or_else(|e| e.into_inner());
+        buffers.get(tag)?.get()?.refill_error()
+    }
+
     /// The tags being served now and what each buffer holds, by name.
     pub fn status(&self) -> Vec<(String, ChainStatus)> {
         let buffers = self.buffers.read().unwrap_or_else(|e| e.into_inner());

@@ -131,14 +131,9 @@ impl<C: Clock + Clone + 'static> Shared<C> {
         Ok((Duration::from_millis(behind), worst))
     }
 
-    /// After a claim: waits until the clock passes the ID's high-water mark (renewing the
-    /// lease meanwhile), writes the next mark, and opens a new epoch's fence.
-    async fn open_epoch(
-        &self,
-        worker_id: u64,
-        (mut sent_ms, mut sent_at): (u64, Instant),
-        bound: Option<Duration>,
-    ) -> Result<Held> {
+    /// After a claim: reads the ID's high-water mark; with a `bound`, refuses a mark further
+    /// ahead of the clock than that.
+    async fn read_mark(&self, worker_id: u64, bound: Option<Duration>) -> Result<u64> {
         self.set_state(WorkerState::WaitingForMark);
         lock(&self.status).worker_id = Some(worker_id);
         let mark = self
@@ -167,6 +162,18 @@ impl<C: Clock + Clone + 'static> Shared<C> {
                 "waiting for the clock to pass the worker ID's high-water mark"
             );
         }
+        Ok(mark)
+    }
+
+    /// After the mark is read: waits until the clock passes it (renewing the lease
+    /// meanwhile), writes the next mark, and opens a new epoch's fence.
+    async fn enter(&self, claimed: Claimed) -> Result<Held> {
+        let Claimed {
+            worker_id,
+            mut sent_ms,
+            mut sent_at,
+            mark,
+        } = claimed;
         let renew_every = self.config.renew_every();
         loop {
             let now = self.clock.now_ms();
@@ -222,12 +229,24 @@ impl<C: Clock + Clone + 'static> Shared<C> {
     }
 }
 
-/// Claims an ID and opens the first (`first`: with the start-up checks and bounds) or a
-/// later epoch. On failure after the claim, the ID is released.
-pub(super) async fn acquire<C: Clock + Clone + 'static>(
+/// A worker ID claimed and its high-water mark read, not yet entered.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Claimed {
+    pub worker_id: u64,
+    /// When the claim was sent (see [`Held`]).
+    pub sent_ms: u64,
+    pub sent_at: Instant,
+    /// The ID's high-water mark: no ID may be issued at or before it.
+    pub mark: u64,
+}
+
+/// Claims an ID and reads its mark: for the first epoch (`first`) with the start-up checks
+/// (clocks against the peers', the mark within `max_mark_wait`). On failure the ID is
+/// released.
+pub(super) async fn claim<C: Clock + Clone + 'static>(
     shared: &Shared<C>,
     first: bool,
-) -> Result<Held> {
+) -> Result<Claimed> {
     let (worker_id, sent_ms, sent_at) =
         shared.claim().await.map_err(|e| explain_claim(shared, e))?;
     let result = async {
@@ -245,24 +264,60 @@ pub(super) async fn acquire<C: Clock + Clone + 'static>(
             }
         }
         let bound = first.then_some(shared.config.max_mark_wait);
-        let mut held = shared
-            .open_epoch(worker_id, (sent_ms, sent_at), bound)
-            .await?;
-        if first {
-            held.last_publish = Some(Instant::now());
-        }
-        Ok(held)
+        shared.read_mark(worker_id, bound).await
     }
     .await;
-    if result.is_err() {
-        let _ = shared
-            .call(
-                "releasing the worker ID",
-                shared.registry.release(worker_id, &shared.holder),
-            )
-            .await;
+    match result {
+        Ok(mark) => Ok(Claimed {
+            worker_id,
+            sent_ms,
+            sent_at,
+            mark,
+        }),
+        Err(e) => {
+            release(shared, worker_id).await;
+            Err(e)
+        }
     }
-    result
+}
+
+/// Waits out a claimed ID's mark and opens its epoch. On failure the ID is released.
+pub(super) async fn enter<C: Clock + Clone + 'static>(
+    shared: &Shared<C>,
+    claimed: Claimed,
+    first: bool,
+) -> Result<Held> {
+    match shared.enter(claimed).await {
+        Ok(mut held) => {
+            if first {
+                held.last_publish = Some(Instant::now());
+            }
+            Ok(held)
+        }
+        Err(e) => {
+            release(shared, claimed.worker_id).await;
+            Err(e)
+        }
+    }
+}
+
+/// Claims an ID and opens the first (`first`: with the start-up checks and bounds) or a
+/// later epoch. On failure after the claim, the ID is released.
+pub(super) async fn acquire<C: Clock + Clone + 'static>(
+    shared: &Shared<C>,
+    first: bool,
+) -> Result<Held> {
+    let claimed = claim(shared, first).await?;
+    enter(shared, claimed, first).await
+}
+
+async fn release<C: Clock + Clone + 'static>(shared: &Shared<C>, worker_id: u64) {
+    let _ = shared
+        .call(
+            "releasing the worker ID",
+            shared.registry.release(worker_id, &shared.holder),
+        )
+        .await;
 }
 
 /// Adds what the source was to a refused claim of a derived ID.
@@ -279,6 +334,49 @@ fn explain_claim<C: Clock + Clone + 'static>(shared: &Shared<C>, e: Error) -> Er
         }
         other => other,
     }
+}
+
+/// The keeper task of a node started with [`WorkerNode::claim`](super::WorkerNode::claim):
+/// first waits out the claimed ID's mark (a stop meanwhile releases the ID), then runs as
+/// [`run`] does. If entering fails, the ID is released and the keeper tries to regain one,
+/// as after a lost lease.
+pub(super) async fn run_claimed<C: Clock + Clone + 'static>(
+    shared: Arc<Shared<C>>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    claimed: Claimed,
+) -> Held {
+    let unheld = Held {
+        worker_id: claimed.worker_id,
+        sent_ms: claimed.sent_ms,
+        sent_at: claimed.sent_at,
+        deadline_ms: 0,
+        lost: true,
+        clock_behind: false,
+        last_publish: None,
+    };
+    let entered = tokio::select! {
+        r = enter(&shared, claimed, true) => r,
+        _ = stop.changed() => {
+            release(&shared, claimed.worker_id).await;
+            return unheld;
+        }
+    };
+    let held = match entered {
+        Ok(held) => {
+            tracing::info!(
+                worker_id = held.worker_id,
+                "the clock passed the worker ID's high-water mark; issuing"
+            );
+            held
+        }
+        Err(e) => {
+            shared.note_error(&e);
+            shared.set_state(WorkerState::LeaseLost);
+            tracing::error!(error = %e, "could not start issuing under the claimed worker ID; trying to claim one again");
+            unheld
+        }
+    };
+    run(shared, stop, held).await
 }
 
 /// The keeper task: runs until `stop` turns true; returns the lease as it stands.

@@ -57,6 +57,18 @@ pub(super) struct StatusInner {
     pub last_error: Option<String>,
 }
 
+impl<C> Shared<C> {
+    fn log_leased(&self, worker_id: u64, message: &str) {
+        tracing::info!(
+            worker_id,
+            holder = %self.holder,
+            backend = self.registry.backend(),
+            source = %self.config.source.describe(),
+            "{message}"
+        );
+    }
+}
+
 /// The parts of a node the keeper task shares with it.
 pub(super) struct Shared<C> {
     pub registry: WorkerRegistry,
@@ -123,6 +135,55 @@ impl<C: Clock + Clone + 'static> WorkerNode<C> {
     /// [`Error::ClockBehindPeers`], [`Error::InvalidInput`] for bad settings, and the
     /// coordinator's errors. On an error after the claim, the ID is released.
     pub async fn start(config: LeaseConfig, builder: Builder, clock: C) -> Result<Self> {
+        let shared = Arc::new(Self::prepare(config, builder, clock).await?);
+        let held = keeper::acquire(&shared, true).await?;
+        shared.log_leased(held.worker_id, "worker ID leased; issuing");
+        Ok(Self::run(shared, held))
+    }
+
+    /// Hands a held lease to a new keeper task.
+    fn run(shared: Arc<Shared<C>>, held: Held) -> Self {
+        let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(keeper::run(shared.clone(), stop_rx, held));
+        Self {
+            shared,
+            stop,
+            task: Some(task),
+        }
+    }
+
+    /// Like [`start`](Self::start), but returns as soon as the worker ID is claimed and its
+    /// high-water mark is known to be within `max_mark_wait`: the wait for the clock to
+    /// pass the mark happens in the keeper task. Until then the node's state is
+    /// [`WorkerState::WaitingForMark`] and its generator refuses with
+    /// [`NotIssuing`](snowdrift_core::Error::NotIssuing), so a server can serve its other
+    /// kinds at once and say what is still waiting. The same start-up errors as `start`,
+    /// except those of the wait itself: if entering fails there, the keeper releases the ID
+    /// and claims one again, as after a lost lease.
+    pub async fn claim(config: LeaseConfig, builder: Builder, clock: C) -> Result<Self> {
+        let shared = Arc::new(Self::prepare(config, builder, clock).await?);
+        let claimed = keeper::claim(&shared, true).await?;
+        if claimed.mark <= shared.clock.now_ms() {
+            // Nothing to wait for: enter at once, so a node that can issue does on return.
+            let held = keeper::enter(&shared, claimed, true).await?;
+            shared.log_leased(held.worker_id, "worker ID leased; issuing");
+            return Ok(Self::run(shared, held));
+        }
+        shared.log_leased(
+            claimed.worker_id,
+            "worker ID leased; issuing once the clock passes its high-water mark",
+        );
+        let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(keeper::run_claimed(shared.clone(), stop_rx, claimed));
+        Ok(Self {
+            shared,
+            stop,
+            task: Some(task),
+        })
+    }
+
+    /// The shared parts before any claim: settings checked, registry connected.
+    async fn prepare(config: LeaseConfig, builder: Builder, clock: C) -> Result<Shared<C>> {
         config.validate()?;
         let node_bits = builder.layout().node_bits();
         let space = 1u64.checked_shl(node_bits).unwrap_or(u64::MAX);
@@ -133,7 +194,7 @@ impl<C: Clock + Clone + 'static> WorkerNode<C> {
             .clone()
             .unwrap_or_else(|| default_holder(&hostname));
         let current = RwLock::new(Arc::new(placeholder_epoch(&builder, &clock)?));
-        let shared = Shared {
+        Ok(Shared {
             current,
             registry,
             config,
@@ -150,22 +211,6 @@ impl<C: Clock + Clone + 'static> WorkerNode<C> {
                 peers: Vec::new(),
                 last_error: None,
             }),
-        };
-        let shared = Arc::new(shared);
-        let held = keeper::acquire(&shared, true).await?;
-        tracing::info!(
-            worker_id = held.worker_id,
-            holder = %shared.holder,
-            backend = shared.registry.backend(),
-            source = %shared.config.source.describe(),
-            "worker ID leased; issuing"
-        );
-        let (stop, stop_rx) = tokio::sync::watch::channel(false);
-        let task = tokio::spawn(keeper::run(shared.clone(), stop_rx, held));
-        Ok(Self {
-            shared,
-            stop,
-            task: Some(task),
         })
     }
 

@@ -1,6 +1,6 @@
 //! WorkerNode against real coordinators (lock files, PostgreSQL, Redis): distinct IDs for
 //! nodes starting together, refusal of a taken static ID, exhaustion, waiting out or
-//! refusing a high-water mark ahead of the clock, a clock behind its peers, and a lease
+//! refusing a high-water mark ahead of the clock (in `start`, or after `claim` returned), a clock behind its peers, and a lease
 //! lost to a black-holed coordinator: no ID after the deadline, another node takes the ID,
 //! and the two nodes' IDs never meet.
 
@@ -234,6 +234,75 @@ async fn a_restart_with_the_clock_set_back_waits_or_refuses() {
     let c = WorkerNode::start(config(), twitter(), MonotonicClock::new())
         .await
         .unwrap();
+    c.shutdown().await.unwrap();
+}
+
+/// `claim` returns before the wait for the mark: the node says it waits, refuses to issue,
+/// and issues past the mark once its clock gets there; a mark too far ahead is refused at
+/// once as by `start`; a shutdown during the wait releases the ID without writing a mark.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claim_returns_at_once_and_issues_after_the_mark() {
+    let url = file_url();
+    let ns = unique_name("wn");
+    let config = || quick(&url, &ns, WorkerSource::Static(5));
+    let a = WorkerNode::start(config(), twitter(), MonotonicClock::new())
+        .await
+        .unwrap();
+    let a_last = a.next_block(1000).unwrap().iter().last().unwrap();
+    a.shutdown().await.unwrap();
+
+    // 1.5 s behind: the mark is ahead of this clock by more than a second.
+    let behind = OffsetClock::new(MonotonicClock::new(), -1_500);
+    let started = Instant::now();
+    let b = WorkerNode::claim(config(), twitter(), behind)
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_millis(1_000),
+        "claim waited for the mark: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(b.status().state, WorkerState::WaitingForMark);
+    assert_eq!(b.status().worker_id, Some(5));
+    let refused = b.next_block(1).unwrap_err();
+    assert!(refused.to_string().contains("high-water mark"), "{refused}");
+    eventually("issuing after the mark", || {
+        b.status().state == WorkerState::Issuing
+    })
+    .await;
+    let b_first = b.next_block(1).unwrap().iter().next().unwrap();
+    assert!(b_first > a_last, "{b_first} after {a_last}");
+    b.shutdown().await.unwrap();
+
+    // Too far ahead: refused by claim itself, and the ID released.
+    let mut strict = config();
+    strict.max_mark_wait = Duration::from_secs(2);
+    let far = OffsetClock::new(MonotonicClock::new(), -60_000);
+    let err = WorkerNode::claim(strict, twitter(), far).await.unwrap_err();
+    assert!(
+        matches!(err, Error::MarkAhead { worker_id: 5, .. }),
+        "{err}"
+    );
+
+    // Shut down while waiting: the ID is free again at once, and its mark is untouched.
+    let registry = snowdrift_store::worker::WorkerRegistry::connect(&url, &ns)
+        .await
+        .unwrap();
+    let mark = registry.read_mark(5).await.unwrap().unwrap();
+    let waiting = WorkerNode::claim(
+        config(),
+        twitter(),
+        OffsetClock::new(MonotonicClock::new(), -8_000),
+    )
+    .await
+    .unwrap();
+    assert_eq!(waiting.status().state, WorkerState::WaitingForMark);
+    waiting.shutdown().await.unwrap();
+    assert_eq!(registry.read_mark(5).await.unwrap(), Some(mark));
+    let c = WorkerNode::start(config(), twitter(), MonotonicClock::new())
+        .await
+        .unwrap();
+    assert_eq!(c.epoch().worker_id(), 5);
     c.shutdown().await.unwrap();
 }
 
