@@ -759,6 +759,13 @@ async fn the_dashboard_charts_a_server_under_load_in_headless_chromium() {
             "Number(document.body.dataset.refreshes) >= 5",
             "five refreshes",
         );
+        // With auth off the token field is not just marked hidden but not shown: a style
+        // that sets `display` on it must not undo the attribute.
+        assert_eq!(
+            page.eval("getComputedStyle(document.getElementById('token-form')).display"),
+            json!("none"),
+            "the token field shows with auth off"
+        );
         page.dom()
     })
     .await
