@@ -407,18 +407,19 @@
     for (const h of [idsRate, latency, leaseLeft, clockOffset]) h.trim(t);
   }
 
-  // What one read of /v1/generators adds to the segment charts at time t. Tags already
-  // followed keep their place; a new one is followed while there is room, and a tag that did
-  // nothing for the whole window (or whose buffer is gone) makes room.
-  function recordBuffers(list, t) {
+  // What one read of /v1/generators adds to the segment charts at time t. At most MAX_KEPT
+  // tags are followed: a new tag is followed while there is room, and one that issued IDs
+  // since the last refresh (`rate`) takes the place of the tag that changed least recently.
+  function recordBuffers(list, rate, t) {
     const seen = new Set();
     for (const b of list) {
       const tag = String(b.tag);
       seen.add(tag);
       let h = buffers.get(tag);
       if (!h) {
-        if (buffers.size >= MAX_KEPT) continue;
-        h = { points: [], active: t };
+        const busy = rate !== null && (rate.get(tag) || 0) > 0;
+        if (buffers.size >= MAX_KEPT && !(busy && evictQuietest(t))) continue;
+        h = { points: [], active: busy ? t : -Infinity };
         buffers.set(tag, h);
       }
       const point = { t, left: Number(b.current_left), len: Number(b.current_len), ahead: Number(b.ids_ahead), refills: Number(b.refills) };
@@ -428,9 +429,19 @@
     }
     for (const [tag, h] of buffers) {
       const first = h.points.findIndex((p) => p.t >= t - WINDOW_MS);
-      if (!seen.has(tag) || first === -1 || h.active < t - WINDOW_MS) buffers.delete(tag);
+      if (!seen.has(tag) || first === -1) buffers.delete(tag);
       else if (first > 0) h.points.splice(0, first);
     }
+  }
+
+  // Stops following the tag that changed least recently, unless every tag changed at t.
+  function evictQuietest(t) {
+    let quietest = null;
+    for (const [tag, h] of buffers) {
+      if (h.active < t && (quietest === null || h.active < buffers.get(quietest).active)) quietest = tag;
+    }
+    if (quietest !== null) buffers.delete(quietest);
+    return quietest !== null;
   }
 
   function svg(tag, attrs, ...children) {
@@ -735,7 +746,7 @@
       renderGenerators(generators, issued, rate, readiness);
       renderBuffers(segmentBuffers, issued, rate);
       renderWorkers(s, generators);
-      recordBuffers(segmentBuffers, now);
+      recordBuffers(segmentBuffers, rate, now);
     } else if (!refused) {
       // A refusal is told above the token field instead.
       const why = status.status === "fulfilled" ? `answered ${status.value.status}` : status.reason.message || status.reason;
