@@ -268,17 +268,18 @@
 
   const SVG_NS = "http://www.w3.org/2000/svg";
   const WINDOW_MS = 5 * 60 * 1000;
-  // A refresh this long after the one before starts a new line: the page or the server was
-  // away, and a straight line across the gap would show values nobody measured.
-  const GAP_MS = 3 * REFRESH_MS;
+  // A refresh this long after the one before starts a new line: the server was away or the
+  // browser held the page back (a background tab), and a straight line across the gap would
+  // show values nobody measured. Well above a refresh that reads a large /metrics.
+  const GAP_MS = 10 * REFRESH_MS;
   // Lines drawn in one chart (the colours stay distinct); the legend says how many were left out.
   const MAX_LINES = 8;
   // Series kept per chart, and segment tags followed: bounded, so a server with thousands of
   // tags cannot make the page's memory grow with them.
   const MAX_KEPT = 40;
   const MAX_TAG_CHARTS = 6;
-  // The page's own polls: left out of the latency chart, which would otherwise chart mostly
-  // the dashboard.
+  // The routes this page polls (and Prometheus scrapes): left out of the latency chart, which
+  // would otherwise chart mostly its own watchers on a quiet server.
   const OWN_ROUTES = new Set(["/metrics", "/v1/generators", "/readyz", "/ui", "/ui/app.js", "/ui/style.css"]);
   // Each chart's drawing area in SVG units; the SVG scales to the width it is given.
   const W = 480;
@@ -594,7 +595,7 @@
         empty: "no IDs issued in the last minutes", lines: linesOf(idsRate),
       }),
       chart({
-        id: "latency", title: "Request latency (HTTP and gRPC, but this page's polls)", unit: "ms", now,
+        id: "latency", title: "Request latency, HTTP and gRPC (not /metrics, /v1/generators, /readyz, /ui)", unit: "ms", now,
         empty: "no requests in the last minutes",
         lines: [["p50", "median (p50)"], ["p99", "p99"]].map(([name, label]) => ({ name, label, points: latency.series.get(name) || [] })),
       }),
