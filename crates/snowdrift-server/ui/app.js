@@ -91,18 +91,40 @@
     return box;
   }
 
-  // Prometheus text: the counter snowdrift_ids_issued_total by its generator label.
-  function parseIssued(text) {
-    const totals = new Map();
+  // Prometheus' text format, one sample a line: `name{label="value",...} value [timestamp]`.
+  const SAMPLE_LINE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/;
+  const LABEL_PAIR = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
+
+  function parseNumber(text) {
+    if (text === "+Inf") return Infinity;
+    if (text === "-Inf") return -Infinity;
+    return Number(text);
+  }
+
+  const unescapeLabel = (raw) => raw.replace(/\\(.)/g, (_, c) => (c === "n" ? "\n" : c));
+
+  // Every sample of the text as {name, labels, value}; comments and lines it cannot read are
+  // skipped, so a family this page does not know costs nothing.
+  function parseMetrics(text) {
+    const samples = [];
     for (const line of text.split("\n")) {
-      if (!line.startsWith("snowdrift_ids_issued_total{")) continue;
-      const close = line.lastIndexOf("}");
-      const labels = line.slice(line.indexOf("{") + 1, close);
-      const value = Number(line.slice(close + 1).trim().split(/\s+/)[0]);
-      const match = /(?:^|,)generator="((?:[^"\\]|\\.)*)"/.exec(labels);
-      if (!match || !Number.isFinite(value)) continue;
-      const name = match[1].replace(/\\(.)/g, (_, c) => (c === "n" ? "\n" : c));
-      totals.set(name, (totals.get(name) || 0) + value);
+      if (line === "" || line.startsWith("#")) continue;
+      const match = SAMPLE_LINE.exec(line);
+      if (!match) continue;
+      const labels = {};
+      for (const [, key, raw] of (match[2] || "").matchAll(LABEL_PAIR)) labels[key] = unescapeLabel(raw);
+      samples.push({ name: match[1], labels, value: parseNumber(match[3]) });
+    }
+    return samples;
+  }
+
+  // The counter snowdrift_ids_issued_total by its generator label (summed over kinds).
+  function issuedTotals(samples) {
+    const totals = new Map();
+    for (const s of samples) {
+      if (s.name !== "snowdrift_ids_issued_total" || s.labels.generator === undefined) continue;
+      if (!Number.isFinite(s.value)) continue;
+      totals.set(s.labels.generator, (totals.get(s.labels.generator) || 0) + s.value);
     }
     return totals;
   }
@@ -242,6 +264,380 @@
     byId("workers-empty").hidden = parts.length > 0;
   }
 
+  // ---- Charts: the last few minutes, drawn as SVG from what each refresh read ----
+
+  const SVG_NS = "http://www.w3.org/2000/svg";
+  const WINDOW_MS = 5 * 60 * 1000;
+  // A refresh this long after the one before starts a new line: the server was away or the
+  // browser held the page back (a background tab), and a straight line across the gap would
+  // show values nobody measured. Well above a refresh that reads a large /metrics.
+  const GAP_MS = 10 * REFRESH_MS;
+  // Lines drawn in one chart (the colours stay distinct); the legend says how many were left out.
+  const MAX_LINES = 8;
+  // Series kept per chart, and segment tags followed: bounded, so a server with thousands of
+  // tags cannot make the page's memory grow with them.
+  const MAX_KEPT = 40;
+  const MAX_TAG_CHARTS = 6;
+  // The routes this page polls (and Prometheus scrapes): left out of the latency chart, which
+  // would otherwise chart mostly its own watchers on a quiet server.
+  const OWN_ROUTES = new Set(["/metrics", "/v1/generators", "/readyz", "/ui", "/ui/app.js", "/ui/style.css"]);
+  // Each chart's drawing area in SVG units; the SVG scales to the width it is given.
+  const W = 480;
+  const H = 210;
+  const PAD = { left: 56, right: 14, top: 22, bottom: 30 };
+
+  // Points {t, v} by series name over the last WINDOW_MS. Beyond `limit` series, the ones
+  // with the smallest peak go; with `dropIdle`, so does a series that was 0 throughout.
+  class History {
+    constructor(limit, dropIdle) {
+      this.limit = limit;
+      this.dropIdle = dropIdle;
+      this.series = new Map();
+    }
+
+    add(name, t, v) {
+      if (!this.series.has(name)) this.series.set(name, []);
+      this.series.get(name).push({ t, v });
+    }
+
+    trim(now) {
+      for (const [name, points] of this.series) {
+        const first = points.findIndex((p) => p.t >= now - WINDOW_MS);
+        if (first === -1 || (this.dropIdle && !points.some((p, i) => i >= first && p.v > 0))) {
+          this.series.delete(name);
+        } else if (first > 0) {
+          points.splice(0, first);
+        }
+      }
+      for (const name of this.ranked().slice(this.limit)) this.series.delete(name);
+    }
+
+    // Names by peak value, highest first, then by name so the order is stable.
+    ranked() {
+      const peak = (name) => Math.max(...this.series.get(name).map((p) => (p.v === null ? -Infinity : p.v)));
+      return [...this.series.keys()]
+        .map((name) => [name, peak(name)])
+        .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+        .map(([name]) => name);
+    }
+  }
+
+  const idsRate = new History(MAX_KEPT, true);
+  const latency = new History(2, false);
+  const leaseLeft = new History(MAX_KEPT, false);
+  const clockOffset = new History(MAX_KEPT, false);
+  // Segment buffers by tag: {points: [{t, left, len, ahead, refills}], active: t of the last change}.
+  const buffers = new Map();
+  // Cumulative latency buckets by series at the previous refresh, for deltas.
+  let previousBuckets = null;
+
+  // snowdrift_request_duration_seconds_bucket as series key (every label but `le`) -> Map of
+  // upper bound -> cumulative count, without the page's own polls.
+  function latencyBuckets(samples) {
+    const bySeries = new Map();
+    for (const s of samples) {
+      if (s.name !== "snowdrift_request_duration_seconds_bucket" || OWN_ROUTES.has(s.labels.route)) continue;
+      const { le, ...rest } = s.labels;
+      const key = JSON.stringify(Object.entries(rest).sort());
+      if (!bySeries.has(key)) bySeries.set(key, new Map());
+      bySeries.get(key).set(parseNumber(le), s.value);
+    }
+    return bySeries;
+  }
+
+  // The requests between two refreshes as cumulative buckets [{le, count}], every series
+  // summed, lowest bound first. A series whose count went down was reset (the server
+  // restarted): all of its count is new, as Prometheus' rate() takes it.
+  function bucketDeltas(now, before) {
+    const sum = new Map();
+    for (const [key, buckets] of now) {
+      const old = before.get(key);
+      const reset = !old || (old.get(Infinity) || 0) > (buckets.get(Infinity) || 0);
+      for (const [le, count] of buckets) {
+        sum.set(le, (sum.get(le) || 0) + count - (reset ? 0 : old.get(le) || 0));
+      }
+    }
+    return [...sum].map(([le, count]) => ({ le, count })).sort((a, b) => a.le - b.le);
+  }
+
+  // The q-quantile of cumulative buckets, as Prometheus' histogram_quantile computes it:
+  // linear within the bucket that holds the rank, the lowest bucket starting at 0, and the
+  // highest finite bound when the rank falls in +Inf. null with no observations.
+  function histogramQuantile(q, buckets) {
+    if (buckets.length === 0) return null;
+    const total = buckets[buckets.length - 1].count;
+    if (!(total > 0)) return null;
+    const rank = q * total;
+    const i = buckets.findIndex((b) => b.count >= rank);
+    const upper = buckets[i].le;
+    if (upper === Infinity) return i > 0 ? buckets[i - 1].le : null;
+    const lower = i > 0 ? buckets[i - 1].le : 0;
+    const below = i > 0 ? buckets[i - 1].count : 0;
+    const inBucket = buckets[i].count - below;
+    if (i === 0 && upper <= 0) return upper;
+    return inBucket > 0 ? lower + (upper - lower) * ((rank - below) / inBucket) : upper;
+  }
+
+  // One gauge family by its generator label.
+  function byGenerator(samples, name) {
+    const out = new Map();
+    for (const s of samples) {
+      if (s.name === name && s.labels.generator !== undefined && Number.isFinite(s.value)) out.set(s.labels.generator, s.value);
+    }
+    return out;
+  }
+
+  // What one read of /metrics adds to the charts at time t.
+  function recordMetrics(samples, rate, t) {
+    if (rate) {
+      for (const [name, r] of rate) {
+        if (r > 0 || idsRate.series.has(name)) idsRate.add(name, t, r);
+      }
+    }
+    const buckets = latencyBuckets(samples);
+    if (previousBuckets) {
+      const delta = bucketDeltas(buckets, previousBuckets);
+      for (const [name, q] of [["p50", 0.5], ["p99", 0.99]]) {
+        const seconds = histogramQuantile(q, delta);
+        latency.add(name, t, seconds === null ? null : seconds * 1000);
+      }
+    }
+    previousBuckets = buckets;
+    for (const [name, v] of byGenerator(samples, "snowdrift_worker_lease_seconds_left")) leaseLeft.add(name, t, v);
+    for (const [name, v] of byGenerator(samples, "snowdrift_clock_offset_to_peers_max_seconds")) clockOffset.add(name, t, v * 1000);
+    for (const h of [idsRate, latency, leaseLeft, clockOffset]) h.trim(t);
+  }
+
+  // What one read of /v1/generators adds to the segment charts at time t. At most MAX_KEPT
+  // tags are followed: a new tag is followed while there is room, and one that issued IDs
+  // since the last refresh (`rate`) takes the place of the tag that changed least recently.
+  function recordBuffers(list, rate, t) {
+    const seen = new Set();
+    for (const b of list) {
+      const tag = String(b.tag);
+      seen.add(tag);
+      let h = buffers.get(tag);
+      if (!h) {
+        const busy = rate !== null && (rate.get(tag) || 0) > 0;
+        if (buffers.size >= MAX_KEPT && !(busy && evictQuietest(t))) continue;
+        h = { points: [], active: busy ? t : -Infinity };
+        buffers.set(tag, h);
+      }
+      const point = { t, left: Number(b.current_left), len: Number(b.current_len), ahead: Number(b.ids_ahead), refills: Number(b.refills) };
+      const last = h.points[h.points.length - 1];
+      if (last && (last.left !== point.left || last.ahead !== point.ahead || last.refills !== point.refills)) h.active = t;
+      h.points.push(point);
+    }
+    for (const [tag, h] of buffers) {
+      const first = h.points.findIndex((p) => p.t >= t - WINDOW_MS);
+      if (!seen.has(tag) || first === -1) buffers.delete(tag);
+      else if (first > 0) h.points.splice(0, first);
+    }
+  }
+
+  // Stops following the tag that changed least recently, unless every tag changed at t.
+  function evictQuietest(t) {
+    let quietest = null;
+    for (const [tag, h] of buffers) {
+      if (h.active < t && (quietest === null || h.active < buffers.get(quietest).active)) quietest = tag;
+    }
+    if (quietest !== null) buffers.delete(quietest);
+    return quietest !== null;
+  }
+
+  function svg(tag, attrs, ...children) {
+    const node = document.createElementNS(SVG_NS, tag);
+    for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, String(value));
+    for (const child of children) {
+      if (child !== null && child !== undefined) node.append(child instanceof Node ? child : String(child));
+    }
+    return node;
+  }
+
+  const compactFormat = new Intl.NumberFormat("en-US", { notation: "compact", maximumFractionDigits: 1 });
+  const smallFormat = new Intl.NumberFormat("en-US", { maximumSignificantDigits: 3 });
+
+  // A value on an axis or in a legend: short, whatever its size.
+  function formatValue(v) {
+    if (v === null || !Number.isFinite(v)) return "–";
+    if (Math.abs(v) >= 10000) return compactFormat.format(v);
+    if (Number.isInteger(v)) return intFormat.format(v);
+    return smallFormat.format(v);
+  }
+
+  // A round step (1, 2 or 5 times a power of ten) that cuts `span` into about `parts`.
+  function niceStep(span, parts) {
+    const raw = span / parts;
+    const power = 10 ** Math.floor(Math.log10(raw));
+    const step = [1, 2, 5, 10].find((m) => m * power >= raw) * power;
+    return step;
+  }
+
+  // The y range and its ticks: from 0 (or below, for negative values) to a round value at or
+  // above the highest point.
+  function yScale(values) {
+    const finite = values.filter(Number.isFinite);
+    let lo = Math.min(0, ...finite);
+    let hi = Math.max(0, ...finite);
+    if (hi === lo) hi = lo + 1;
+    const step = niceStep(hi - lo, 4);
+    lo = Math.floor(lo / step) * step;
+    hi = Math.ceil(hi / step) * step;
+    const ticks = [];
+    for (let v = lo; v <= hi + step / 2; v += step) ticks.push(Number(v.toPrecision(12)));
+    return { lo, hi, ticks };
+  }
+
+  // Runs of points a line joins: a missing value or a gap in time ends a run.
+  function runs(points) {
+    const out = [];
+    let run = [];
+    let lastT = -Infinity;
+    for (const p of points) {
+      if (p.v === null || !Number.isFinite(p.v) || p.t - lastT > GAP_MS) {
+        if (run.length) out.push(run);
+        run = [];
+      }
+      if (p.v !== null && Number.isFinite(p.v)) run.push(p);
+      lastT = p.t;
+    }
+    if (run.length) out.push(run);
+    return out;
+  }
+
+  // A chart as a <figure>: title, SVG with axes, and a legend with each line's latest value.
+  // spec: {id, title, unit, empty, lines: [{name, label, dashed, points: [{t, v}]}],
+  // markers: [{t, count}] (vertical rules, such as refills), markerLabel, attrs (extra data-*), now}.
+  function chart(spec) {
+    const { now } = spec;
+    const shown = spec.lines.slice(0, MAX_LINES);
+    const inWindow = (p) => p.t >= now - WINDOW_MS;
+    const { lo, hi, ticks } = yScale(shown.flatMap((l) => l.points.filter(inWindow).map((p) => p.v)));
+    const x = (t) => PAD.left + ((t - (now - WINDOW_MS)) / WINDOW_MS) * (W - PAD.left - PAD.right);
+    const y = (v) => H - PAD.bottom - ((v - lo) / (hi - lo)) * (H - PAD.top - PAD.bottom);
+    const fmt = (n) => n.toFixed(1);
+
+    const grid = svg("g", { class: "grid" });
+    for (const v of ticks) {
+      grid.append(
+        svg("line", { x1: PAD.left, x2: W - PAD.right, y1: fmt(y(v)), y2: fmt(y(v)) }),
+        svg("text", { x: PAD.left - 6, y: fmt(y(v) + 4), "text-anchor": "end" }, formatValue(v)));
+    }
+    for (let minutes = 0; minutes * 60000 <= WINDOW_MS; minutes += 1) {
+      const at = fmt(x(now - minutes * 60000));
+      grid.append(
+        svg("line", { class: "tick", x1: at, x2: at, y1: H - PAD.bottom, y2: H - PAD.bottom + 4 }),
+        svg("text", { x: at, y: H - PAD.bottom + 16, "text-anchor": minutes === 0 ? "end" : "middle" },
+          minutes === 0 ? "now" : `−${minutes} min`));
+    }
+    const axes = svg("g", { class: "axis" },
+      svg("line", { "data-axis": "x", x1: PAD.left, x2: W - PAD.right, y1: fmt(y(lo)), y2: fmt(y(lo)) }),
+      svg("line", { "data-axis": "y", x1: PAD.left, x2: PAD.left, y1: PAD.top, y2: H - PAD.bottom }),
+      svg("text", { class: "unit", x: PAD.left - 6, y: PAD.top - 9, "text-anchor": "end" }, spec.unit));
+
+    const markers = svg("g", { class: "markers" });
+    for (const m of (spec.markers || []).filter(inWindow)) {
+      markers.append(svg("line", {
+        "data-marker": spec.markerLabel, "data-count": m.count, x1: fmt(x(m.t)), x2: fmt(x(m.t)), y1: PAD.top, y2: H - PAD.bottom,
+      }));
+    }
+
+    let mostPoints = 0;
+    const lines = shown.map((line, i) => {
+      const points = line.points.filter(inWindow);
+      const drawn = points.filter((p) => p.v !== null && Number.isFinite(p.v));
+      const last = drawn.length ? drawn[drawn.length - 1].v : null;
+      mostPoints = Math.max(mostPoints, drawn.length);
+      const g = svg("g", {
+        class: `series s${i}${line.dashed ? " dashed" : ""}`,
+        "data-series": line.name, "data-points": drawn.length, "data-last": last === null ? "" : last,
+      });
+      for (const run of runs(points)) {
+        const coords = run.map((p) => `${fmt(x(p.t))},${fmt(y(p.v))}`).join(" ");
+        // A lone point has no line to draw; a dot shows it.
+        if (run.length === 1) g.append(svg("circle", { cx: fmt(x(run[0].t)), cy: fmt(y(run[0].v)), r: 2 }));
+        else g.append(svg("polyline", { points: coords }));
+      }
+      return { line, g, last, index: i };
+    });
+
+    const picture = svg("svg", {
+      class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${spec.title} (${spec.unit})`,
+      "data-chart": spec.id, "data-points": mostPoints, "data-lines": shown.length, ...spec.attrs,
+    }, svg("title", {}, `${spec.title} (${spec.unit}), last ${WINDOW_MS / 60000} minutes`), grid, axes, markers, ...lines.map((l) => l.g));
+    if (mostPoints === 0) {
+      picture.append(svg("text", { class: "empty", x: (PAD.left + W - PAD.right) / 2, y: (PAD.top + H - PAD.bottom) / 2, "text-anchor": "middle" }, spec.empty));
+    }
+
+    const legend = el("ul", { class: "legend" }, ...lines.map(({ line, last, index }) =>
+      el("li", { "data-series": line.name },
+        el("span", { class: `swatch s${index}${line.dashed ? " dashed" : ""}` }),
+        line.label || line.name, " ",
+        el("span", { class: "value" }, last === null ? "–" : `${formatValue(last)} ${spec.unit}`))));
+    if (spec.markerLabel) {
+      const count = (spec.markers || []).filter(inWindow).reduce((sum, m) => sum + m.count, 0);
+      legend.append(el("li", { "data-series": spec.markerLabel }, el("span", { class: "swatch marker" }),
+        `${spec.markerLabel} `, el("span", { class: "value" }, `${formatInt(count)} in ${WINDOW_MS / 60000} min`)));
+    }
+    if (spec.lines.length > shown.length) {
+      legend.append(el("li", { class: "muted" }, `${spec.lines.length - shown.length} more not drawn`));
+    }
+    return el("figure", { class: "chart-box", "data-figure": spec.id }, el("figcaption", {}, spec.title), picture, legend);
+  }
+
+  const linesOf = (history) => history.ranked().map((name) => ({ name, points: history.series.get(name) }));
+
+  // The charts of the whole server, then one per followed segment tag.
+  function renderCharts(now) {
+    byId("charts").replaceChildren(
+      chart({
+        id: "ids-rate", title: "IDs issued per second, by generator", unit: "IDs/s", now,
+        empty: "no IDs issued in the last minutes", lines: linesOf(idsRate),
+      }),
+      chart({
+        id: "latency", title: "Request latency, HTTP and gRPC (not /metrics, /v1/generators, /readyz, /ui)", unit: "ms", now,
+        empty: "no requests in the last minutes",
+        lines: [["p50", "median (p50)"], ["p99", "p99"]].map(([name, label]) => ({ name, label, points: latency.series.get(name) || [] })),
+      }),
+      chart({
+        id: "lease-left", title: "Worker lease time left, by snowflake generator", unit: "s", now,
+        empty: "no snowflake generator reports a lease", lines: linesOf(leaseLeft),
+      }),
+      chart({
+        id: "clock-offset", title: "Largest clock offset to a peer, by snowflake generator", unit: "ms", now,
+        empty: "no snowflake generator reports clock offsets", lines: linesOf(clockOffset),
+      }));
+
+    const tags = [...buffers].sort((a, b) => b[1].active - a[1].active || (a[0] < b[0] ? -1 : 1));
+    byId("buffer-charts").replaceChildren(...tags.slice(0, MAX_TAG_CHARTS).map(([tag, h]) => bufferChart(tag, h, now)));
+    byId("buffer-charts-more").textContent = tags.length > MAX_TAG_CHARTS
+      ? `Charts for the ${MAX_TAG_CHARTS} tags active most recently; ${tags.length - MAX_TAG_CHARTS} more in the table.`
+      : "";
+  }
+
+  // A tag's buffer over time: IDs left in the current segment against its size (the fill),
+  // IDs ready ahead, and a rule where refills happened (one rule for all of a refresh's).
+  function bufferChart(tag, h, now) {
+    const series = (pick) => h.points.map((p) => ({ t: p.t, v: pick(p) }));
+    const markers = [];
+    for (let i = 1; i < h.points.length; i += 1) {
+      const count = h.points[i].refills - h.points[i - 1].refills;
+      if (count > 0) markers.push({ t: h.points[i].t, count });
+    }
+    const last = h.points[h.points.length - 1];
+    return chart({
+      id: "segment-buffer", title: `Segment buffer of ${tag}`, unit: "IDs", now,
+      empty: "no samples yet",
+      attrs: { "data-tag": tag, "data-refills": markers.reduce((sum, m) => sum + m.count, 0), "data-fill": last && last.len > 0 ? (last.left / last.len).toFixed(3) : "" },
+      lines: [
+        { name: "left", label: "left in current segment", points: series((p) => p.left) },
+        { name: "size", label: "current segment size", dashed: true, points: series((p) => p.len) },
+        { name: "ahead", label: "ready ahead", points: series((p) => p.ahead) },
+      ],
+      markers, markerLabel: "refill",
+    });
+  }
+
   function renderReadiness(result) {
     const badge = byId("ready");
     const byName = new Map();
@@ -326,14 +722,19 @@
     const [status, metrics, ready] = await Promise.allSettled([
       getJson("/v1/generators"), getText("/metrics"), getJson("/readyz"),
     ]);
+    // One time for everything this refresh read: the rates' interval and the charts' x.
+    const now = performance.now();
     const problems = [];
     let issued = null;
     let rate = null;
     if (metrics.status === "fulfilled") {
-      issued = parseIssued(metrics.value);
-      rate = rates(issued, performance.now());
+      const samples = parseMetrics(metrics.value);
+      issued = issuedTotals(samples);
+      rate = rates(issued, now);
+      recordMetrics(samples, rate, now);
     } else {
       previous = null;
+      previousBuckets = null;
       problems.push(`rates unavailable: ${metrics.reason.message || metrics.reason}`);
     }
     const readiness = renderReadiness(ready.status === "fulfilled" ? ready.value : { ok: false });
@@ -342,14 +743,17 @@
     if (status.status === "fulfilled" && status.value.ok && status.value.status === 200) {
       const s = status.value.body;
       const generators = Array.isArray(s.generators) ? s.generators : [];
+      const segmentBuffers = Array.isArray(s.segment_buffers) ? s.segment_buffers : [];
       renderGenerators(generators, issued, rate, readiness);
-      renderBuffers(Array.isArray(s.segment_buffers) ? s.segment_buffers : [], issued, rate);
+      renderBuffers(segmentBuffers, issued, rate);
       renderWorkers(s, generators);
+      recordBuffers(segmentBuffers, rate, now);
     } else if (!refused) {
       // A refusal is told above the token field instead.
       const why = status.status === "fulfilled" ? `answered ${status.value.status}` : status.reason.message || status.reason;
       problems.push(`cannot read /v1/generators (${why}); showing the last values`);
     }
+    renderCharts(now);
     const box = byId("problems");
     box.textContent = problems.join(" · ");
     box.hidden = problems.length === 0;

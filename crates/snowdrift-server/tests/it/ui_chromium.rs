@@ -3,7 +3,9 @@
 //! DOM it leaves must hold the server's real values: every generator with its kind and
 //! layout, the IDs issued, and a tag's segment buffer numbers as `/v1/generators` reports them.
 //! With auth on, the page first says it needs a token, and shows the values once a token is
-//! typed into it (Chromium driven over the DevTools protocol, keys and all).
+//! typed into it (Chromium driven over the DevTools protocol, keys and all). Under load, the
+//! charts draw real points: IDs per second of the generators being asked, a tag's buffer and
+//! its refills, request latency quantiles, and the snowflake generator's lease time left.
 //!
 //! Set `SNOWDRIFT_CHROMIUM` to use another Chromium binary.
 
@@ -142,6 +144,98 @@ fn field<'a>(html: &'a str, field: &str) -> &'a str {
 /// A number as the page shows it ("1,000"), as digits.
 fn digits(text: &str) -> String {
     text.replace(',', "")
+}
+
+/// The `<svg>` chart with `data-chart="chart"` (and `data-tag="tag"`, for a tag's chart),
+/// opening tag through its closing tag.
+fn chart<'a>(dom: &'a str, chart: &str, tag: Option<&str>) -> &'a str {
+    let want = format!("data-chart=\"{chart}\"");
+    let want_tag = tag.map(|t| format!("data-tag=\"{t}\""));
+    let mut from = 0;
+    while let Some(at) = dom[from..].find("<svg ") {
+        let start = from + at;
+        let open = &dom[start..start + dom[start..].find('>').expect("tag closes")];
+        let len = dom[start..].find("</svg>").expect("svg closes");
+        if open.contains(&want) && want_tag.as_ref().is_none_or(|t| open.contains(t.as_str())) {
+            return &dom[start..start + len];
+        }
+        from = start + len;
+    }
+    panic!("no chart {want} {want_tag:?} in the DOM:\n{dom}");
+}
+
+/// The value of attribute `name` in the opening tag that starts `html`.
+fn attr<'a>(html: &'a str, name: &str) -> &'a str {
+    let open = &html[..html.find('>').expect("tag closes")];
+    let at = open
+        .find(&format!(" {name}=\""))
+        .unwrap_or_else(|| panic!("no {name} in {open}"));
+    let value = &open[at + name.len() + 3..];
+    &value[..value.find('"').expect("value closes")]
+}
+
+/// One line of a chart as drawn: the points the script says it drew, its latest value, and
+/// the coordinates of each `<polyline>` it is made of.
+#[derive(Debug)]
+struct Line {
+    points: usize,
+    last: f64,
+    polylines: Vec<Vec<(f64, f64)>>,
+}
+
+/// The line named `name` in the chart `svg`.
+fn line(svg: &str, name: &str) -> Line {
+    let at = svg
+        .find(&format!("data-series=\"{name}\""))
+        .unwrap_or_else(|| panic!("no line {name} in {svg}"));
+    let start = svg[..at].rfind("<g ").expect("a line is a <g>");
+    let g = &svg[start..start + svg[start..].find("</g>").expect("g closes")];
+    let polylines = g
+        .split("<polyline points=\"")
+        .skip(1)
+        .map(|p| {
+            p[..p.find('"').expect("points close")]
+                .split(' ')
+                .map(|xy| {
+                    let (x, y) = xy.split_once(',').expect("x,y");
+                    (x.parse().expect("x"), y.parse().expect("y"))
+                })
+                .collect()
+        })
+        .collect();
+    Line {
+        points: attr(g, "data-points").parse().expect("data-points"),
+        last: attr(g, "data-last").parse().unwrap_or(f64::NAN),
+        polylines,
+    }
+}
+
+/// Where the chart draws 0 (its x axis), as a y coordinate.
+fn baseline(svg: &str) -> f64 {
+    let at = svg.find("data-axis=\"x\"").expect("an x axis");
+    let start = svg[..at].rfind('<').expect("axis opens");
+    attr(&svg[start..], "y1").parse().expect("y1")
+}
+
+/// `name` in `svg` is a drawn line of at least `min_points` points, ending at the right edge
+/// (now) with `last`, which must be above 0 when `positive`.
+fn assert_drawn(svg: &str, name: &str, min_points: usize, positive: bool) -> Line {
+    let l = line(svg, name);
+    assert!(l.points >= min_points, "{name}: {l:?}\n{svg}");
+    assert!(l.last.is_finite() && l.last >= 0.0, "{name}: {l:?}");
+    let latest = l
+        .polylines
+        .last()
+        .unwrap_or_else(|| panic!("{name} has no polyline: {svg}"));
+    assert!(latest.len() >= 2, "{name}: {l:?}");
+    let (x, y) = *latest.last().expect("a point");
+    // The chart is 480 wide with a 14 right margin: the latest point is drawn at now.
+    assert!(x > 460.0, "{name} does not reach now: {l:?}");
+    if positive {
+        assert!(l.last > 0.0, "{name}: {l:?}");
+        assert!(y < baseline(svg), "{name} is drawn at 0: {l:?}\n{svg}");
+    }
+    l
 }
 
 /// Headless Chromium driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`:
@@ -456,6 +550,29 @@ fn assert_real_values(dom: &str, status: &Value, tag: &str, expected: &Value) {
     assert_eq!(expected["current_len"], 100, "{expected}");
     assert_eq!(expected["current_left"], 93, "{expected}");
     assert_eq!(digits(field(r, "issued")), "7", "{r}");
+
+    // The charts are drawn, and the tag's buffer chart ends at the values the table shows.
+    for id in ["ids-rate", "latency", "lease-left", "clock-offset"] {
+        chart(dom, id, None);
+    }
+    let buffer = chart(dom, "segment-buffer", Some(tag));
+    for (name, key) in [
+        ("left", "current_left"),
+        ("size", "current_len"),
+        ("ahead", "ids_ahead"),
+    ] {
+        let l = assert_drawn(buffer, name, 2, false);
+        assert_eq!(
+            l.last.to_string(),
+            expected[key].to_string(),
+            "{name}: {l:?}"
+        );
+    }
+    assert_eq!(
+        attr(buffer, "data-refills"),
+        "0",
+        "nothing was issued meanwhile: {buffer}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -597,6 +714,126 @@ async fn with_auth_on_the_dashboard_asks_for_a_token_and_shows_real_values_with_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_charts_a_server_under_load_in_headless_chromium() {
+    let s = crate::support::start("snowdrift-ui-load", "").await;
+    let tag = snowdrift_testkit::unique_name("ui");
+    s.post(
+        "/v1/tags",
+        &format!(r#"{{"tag": "{tag}", "step": 100}}"#),
+        201,
+    )
+    .await;
+
+    // Real load for as long as the page is open: snowflake and the tag, ten IDs a request,
+    // about a hundred requests a second each (a tenth of a second of the tag's step each
+    // time, so it refills every tenth of a second). Slow enough to leave Chromium the CPU.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = {
+        let (client, base, tag, stop) =
+            (s.client.clone(), s.base.clone(), tag.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut issued = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for name in ["snowflake", tag.as_str()] {
+                    let r = client
+                        .get(format!("{base}/v1/ids/{name}?count=10"))
+                        .send()
+                        .await
+                        .unwrap();
+                    assert_eq!(r.status(), 200, "{name}");
+                    issued += 10;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            issued
+        })
+    };
+
+    let profile = s.dir.join("chromium-profile");
+    let url = format!("{}/ui", s.base);
+    let dom = tokio::task::spawn_blocking(move || {
+        let mut page = Browser::start(&profile);
+        page.navigate(&url);
+        // Five refreshes under load: four intervals to draw lines from.
+        page.wait_until(
+            "Number(document.body.dataset.refreshes) >= 5",
+            "five refreshes",
+        );
+        // With auth off the token field is not just marked hidden but not shown: a style
+        // that sets `display` on it must not undo the attribute.
+        assert_eq!(
+            page.eval("getComputedStyle(document.getElementById('token-form')).display"),
+            json!("none"),
+            "the token field shows with auth off"
+        );
+        page.dom()
+    })
+    .await
+    .expect("chromium thread");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let issued = load.await.expect("load task");
+    assert!(issued >= 200, "the load issued only {issued} IDs");
+
+    // IDs per second: both generators under load, at more than 0 at the last refresh.
+    let rate = chart(&dom, "ids-rate", None);
+    for name in ["snowflake", tag.as_str()] {
+        assert_drawn(rate, name, 3, true);
+    }
+    // Nothing asked the others: they have no line.
+    assert!(!rate.contains("data-series=\"ulid\""), "{rate}");
+
+    // Latency from the histogram's bucket deltas: the load's requests took some time, and
+    // less than the largest finite bucket (2.5 s).
+    let latency = chart(&dom, "latency", None);
+    for q in ["p50", "p99"] {
+        let l = assert_drawn(latency, q, 3, true);
+        assert!(l.last < 2_500.0, "{q}: {l:?}");
+    }
+    assert!(
+        line(latency, "p99").last >= line(latency, "p50").last,
+        "{latency}"
+    );
+
+    // The tag's buffer: drawn, refilled under load, never fuller than its segment.
+    let buffer = chart(&dom, "segment-buffer", Some(&tag));
+    let size = assert_drawn(buffer, "size", 3, true);
+    let left = assert_drawn(buffer, "left", 3, false);
+    assert!(left.last <= size.last, "{left:?} {size:?}");
+    assert_drawn(buffer, "ahead", 3, false);
+    let refills: usize = attr(buffer, "data-refills").parse().expect("data-refills");
+    assert!(refills >= 1, "no refill charted under load: {buffer}");
+    // A rule for each refresh that saw refills, carrying how many; they add up.
+    let counted: usize = buffer
+        .split("data-marker=\"refill\" data-count=\"")
+        .skip(1)
+        .map(|m| {
+            m[..m.find('"').expect("count closes")]
+                .parse::<usize>()
+                .expect("a count")
+        })
+        .sum();
+    assert_eq!(counted, refills, "{buffer}");
+    let total = settled_buffer(&s, &tag, None).await["refills"]
+        .as_u64()
+        .expect("refills");
+    assert!(refills as u64 <= total, "{refills} charted, {total} in all");
+
+    // The snowflake generator's lease: some of its 10 s TTL left, and a clock offset (0
+    // with no peer on a file registry, but charted).
+    let lease = assert_drawn(chart(&dom, "lease-left", None), "snowflake", 3, true);
+    assert!(lease.last <= 10.0, "{lease:?}");
+    assert_drawn(chart(&dom, "clock-offset", None), "snowflake", 3, false);
+
+    // The legend names each line with its latest value and unit.
+    let legend = block(&dom, "data-figure=\"ids-rate\"");
+    assert!(
+        legend.contains(&format!("data-series=\"{tag}\"")),
+        "{legend}"
+    );
+    assert!(legend.contains(" IDs/s</span>"), "{legend}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_is_self_contained() {
     let s = crate::support::start("snowdrift-ui-assets", "").await;
     for (path, media) in [
@@ -623,7 +860,12 @@ async fn the_dashboard_is_self_contained() {
         let csp = header("content-security-policy");
         assert!(csp.contains("default-src 'none'"), "{path}: {csp}");
         assert!(csp.contains("script-src 'self'"), "{path}: {csp}");
-        let body = r.text().await.unwrap();
+        // The SVG namespace is a name that looks like an address; nothing fetches it.
+        let body = r
+            .text()
+            .await
+            .unwrap()
+            .replace("\"http://www.w3.org/2000/svg\"", "");
         assert!(
             !body.contains("http://") && !body.contains("https://") && !body.contains("//cdn"),
             "{path} refers to another origin"
