@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
-use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
+use crate::cmd::bench_tls::{Blocking, Polled, Tls};
 use crate::cmd::bench_wire::{Answer, Target};
 use snowdrift::report::{count_line, latency_histogram, outcome_line, percentiles};
 
@@ -35,6 +35,9 @@ pub struct Load {
     pub incr: Option<String>,
     /// A token: a bearer token over HTTP, `AUTH` once per RESP connection.
     pub token: Option<String>,
+    /// With an `https://` or `rediss://` target: the CA certificate(s) to trust (PEM),
+    /// instead of the system's roots.
+    pub ca: Option<std::path::PathBuf>,
     /// Concurrent connections, each with one request in flight.
     pub connections: usize,
     /// Total requests per second across connections; `None`: as fast as possible.
@@ -85,6 +88,12 @@ pub fn run(load: Load) -> Result<()> {
         bail!("--rate must be above 0 requests per second");
     }
     let target = Target::parse(&load.target, load.incr.as_deref(), load.token.as_deref())?;
+    let tls = match &target.tls_host {
+        Some(host) => Some(Tls::new(host, load.ca.as_deref())?),
+        None if load.ca.is_some() => bail!("--ca is for https:// and rediss:// targets"),
+        None => None,
+    };
+    let target = Wired { target, tls };
     println!(
         "bench: {} with {} connection(s), {}, {:?}",
         target.label,
@@ -134,7 +143,7 @@ pub fn run(load: Load) -> Result<()> {
 }
 
 /// One request before timing: the target answers, and with success.
-fn probe(target: &Target) -> Result<()> {
+fn probe(target: &Wired) -> Result<()> {
     let mut stream = connect(target)
         .with_context(|| format!("cannot reach {}; is the server running?", target.addr))?;
     let answer = exchange(target, &mut stream, target.request())?;
@@ -144,11 +153,31 @@ fn probe(target: &Target) -> Result<()> {
     Ok(())
 }
 
-/// A blocking connection to the target, past its handshake (RESP's `AUTH`, if any).
-fn connect(target: &Target) -> Result<std::net::TcpStream> {
+/// A target and, for `https://` and `rediss://`, its TLS.
+struct Wired {
+    target: Target,
+    tls: Option<Tls>,
+}
+
+impl std::ops::Deref for Wired {
+    type Target = Target;
+    fn deref(&self) -> &Target {
+        &self.target
+    }
+}
+
+/// A blocking connection to the target, past its handshakes (TLS, RESP's `AUTH`, if any).
+fn connect(target: &Wired) -> Result<Blocking> {
     let mut stream = std::net::TcpStream::connect_timeout(&target.addr, ANSWER_LIMIT)?;
     stream.set_nodelay(true)?;
     stream.set_read_timeout(Some(ANSWER_LIMIT))?;
+    let mut stream = match &target.tls {
+        Some(tls) => {
+            let session = tls.handshake(&mut stream)?;
+            Blocking::Tls(Box::new(rustls::StreamOwned::new(session, stream)))
+        }
+        None => Blocking::Plain(stream),
+    };
     if let Some(hello) = target.handshake()
         && let Err(e) = exchange(target, &mut stream, hello)?
     {
@@ -158,12 +187,9 @@ fn connect(target: &Target) -> Result<std::net::TcpStream> {
 }
 
 /// Sends `request` on a blocking connection and reads its whole answer.
-fn exchange(
-    target: &Target,
-    stream: &mut std::net::TcpStream,
-    request: &[u8],
-) -> Result<Result<u64, String>> {
+fn exchange(target: &Target, stream: &mut Blocking, request: &[u8]) -> Result<Result<u64, String>> {
     stream.write_all(request)?;
+    stream.flush()?;
     let mut read = Vec::new();
     let mut chunk = [0u8; 16 * 1024];
     loop {
@@ -185,7 +211,7 @@ fn exchange(
 
 /// One connection and the request it has in flight.
 struct Connection {
-    stream: TcpStream,
+    stream: Polled,
     read: Vec<u8>,
     /// Bytes of the request not yet written (a full socket buffer can take part of it).
     unwritten: usize,
@@ -195,7 +221,7 @@ struct Connection {
 }
 
 struct Driver<'a> {
-    target: &'a Target,
+    target: &'a Wired,
     poll: Poll,
     /// Slot `i` is `Token(i)`; `None` while it has no open connection.
     slots: Vec<Option<Connection>>,
@@ -209,7 +235,7 @@ struct Driver<'a> {
 }
 
 impl<'a> Driver<'a> {
-    fn new(target: &'a Target, load: &Load) -> Result<Self> {
+    fn new(target: &'a Wired, load: &Load) -> Result<Self> {
         let mut driver = Self {
             target,
             poll: Poll::new().context("creating the epoll set")?,
@@ -337,10 +363,9 @@ impl<'a> Driver<'a> {
     fn open(&mut self, slot: usize) -> Result<()> {
         let stream = connect(self.target)
             .with_context(|| format!("cannot connect to {}", self.target.addr))?;
-        stream.set_nonblocking(true)?;
-        let mut stream = TcpStream::from_std(stream);
+        let mut stream = stream.into_polled()?;
         self.poll.registry().register(
-            &mut stream,
+            stream.socket(),
             Token(slot),
             Interest::READABLE | Interest::WRITABLE,
         )?;
@@ -360,6 +385,10 @@ impl<'a> Driver<'a> {
         let Some(connection) = self.slots[slot].as_mut() else {
             return;
         };
+        // Over TLS, what the socket could not take before goes first.
+        if let Err(e) = connection.stream.flush_pending() {
+            return self.fail(slot, format!("writing the request: {e}"));
+        }
         while connection.unwritten > 0 {
             let from = request.len() - connection.unwritten;
             match connection.stream.write(&request[from..]) {
@@ -436,7 +465,7 @@ impl<'a> Driver<'a> {
 
     fn drop_connection(&mut self, slot: usize) {
         if let Some(mut connection) = self.slots[slot].take() {
-            let _ = self.poll.registry().deregister(&mut connection.stream);
+            let _ = self.poll.registry().deregister(connection.stream.socket());
         }
     }
 

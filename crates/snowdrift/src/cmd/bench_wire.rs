@@ -24,6 +24,8 @@ pub struct Target {
     request: Vec<u8>,
     /// Sent once on each new connection before any request (RESP's `AUTH token`).
     handshake: Option<Vec<u8>>,
+    /// With `https://` or `rediss://`: the host name TLS checks the certificate against.
+    pub tls_host: Option<String>,
 }
 
 /// One whole answer at the start of a connection's read buffer.
@@ -51,8 +53,9 @@ impl Target {
         let host = parsed
             .host_str()
             .with_context(|| format!("--target {url} names no host"))?;
+        let tls = matches!(parsed.scheme(), "https" | "rediss");
         let (protocol, request, label) = match (parsed.scheme(), incr) {
-            ("http", None) => {
+            ("http" | "https", None) => {
                 let authority = match parsed.port() {
                     Some(port) => format!("{host}:{port}"),
                     None => host.to_string(),
@@ -67,8 +70,10 @@ impl Target {
                 let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\n{auth}\r\n");
                 (Protocol::Http, request.into_bytes(), format!("GET {url}"))
             }
-            ("http", Some(_)) => bail!("--incr needs a redis:// --target, not {url}"),
-            ("redis", Some(key)) => {
+            ("http" | "https", Some(_)) => {
+                bail!("--incr needs a redis:// or rediss:// --target, not {url}")
+            }
+            ("redis" | "rediss", Some(key)) => {
                 if parsed.path().len() > 1 || parsed.query().is_some() {
                     bail!(
                         "a redis:// --target is only redis://HOST:PORT; the key comes from --incr"
@@ -84,14 +89,17 @@ impl Target {
                     format!("INCR {key} at {url}"),
                 )
             }
-            ("redis", None) => bail!("a redis:// --target needs --incr KEY, the key to increment"),
+            ("redis" | "rediss", None) => {
+                bail!("a redis:// --target needs --incr KEY, the key to increment")
+            }
             (scheme, _) => bail!(
-                "--target {url}: {scheme}:// is not supported; use http:// (GETs) or redis:// with --incr (INCRs)"
+                "--target {url}: {scheme}:// is not supported; use http:// or https:// (GETs), or redis:// or rediss:// with --incr (INCRs)"
             ),
         };
-        let port = parsed.port().unwrap_or(match protocol {
-            Protocol::Http => 80,
-            Protocol::Resp => 6379,
+        let port = parsed.port().unwrap_or(match (protocol, tls) {
+            (Protocol::Http, false) => 80,
+            (Protocol::Http, true) => 443,
+            (Protocol::Resp, _) => 6379,
         });
         let addr = (host, port)
             .to_socket_addrs()
@@ -110,6 +118,11 @@ impl Target {
             protocol,
             request,
             handshake,
+            tls_host: tls.then(|| {
+                host.trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_string()
+            }),
         })
     }
 
@@ -270,7 +283,11 @@ mod tests {
         let err = |url: &str, incr: Option<&str>| {
             Target::parse(url, incr, None).err().unwrap().to_string()
         };
-        assert!(err("https://127.0.0.1:1/", None).contains("https:// is not supported"));
+        assert!(err("ftp://127.0.0.1:1/", None).contains("ftp:// is not supported"));
+        let tls = Target::parse("https://localhost:1/v1/ids/a", None, None).unwrap();
+        assert_eq!(tls.tls_host.as_deref(), Some("localhost"));
+        let plain = Target::parse("http://localhost:1/v1/ids/a", None, None).unwrap();
+        assert_eq!(plain.tls_host, None);
         assert!(err("redis://127.0.0.1:6379", None).contains("needs --incr"));
         assert!(err("redis://127.0.0.1:6379/0", Some("k")).contains("only redis://HOST:PORT"));
         assert!(err("http://127.0.0.1:1/", Some("k")).contains("needs a redis://"));

@@ -211,3 +211,71 @@ fn bench_loads_a_server_with_auth_on_through_its_token() {
         "{err}"
     );
 }
+
+/// `bench` against a server as deployed beyond loopback: TLS and a token. The handshake is
+/// checked against the CA given with --ca (here the server's self-signed certificate); without
+/// it the system's roots do not trust the server and the run says so before any load.
+#[test]
+fn bench_speaks_tls_with_a_token_and_checks_the_certificate() {
+    let (token, toml) = created(&["--name", "tls", "--generators", "snowflake"]);
+    let dir = TempDir(std::env::temp_dir().join(snowdrift_testkit::unique_name("snowdrift-tls")));
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (cert_file, key_file) = (dir.0.join("cert.pem"), dir.0.join("key.pem"));
+    std::fs::write(&cert_file, cert.cert.pem()).unwrap();
+    std::fs::write(&key_file, cert.key_pair.serialize_pem()).unwrap();
+    let (_config_dir, config) = config_file(
+        &format!(
+            "tls_cert = \"{}\"\ntls_key = \"{}\"\n",
+            cert_file.display(),
+            key_file.display()
+        ),
+        &toml,
+    );
+    let served = serve(&config);
+    let port = served.addr.rsplit(':').next().unwrap();
+    let target = format!("https://localhost:{port}/v1/ids/snowflake?count=2");
+    let ca = cert_file.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let base = [
+            "bench",
+            "--target",
+            &target,
+            "--connections",
+            "3",
+            "--duration",
+            "1s",
+        ];
+        snowdrift(&[&base[..], extra].concat())
+    };
+
+    let out = run(&["--ca", ca, "--token", &token]);
+    assert_clean_run(&out, "https with --ca and --token");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let ids_line = text.lines().find(|l| l.starts_with("ids")).unwrap();
+    let ids: u64 = ids_line
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .replace(',', "")
+        .parse()
+        .unwrap_or_else(|e| panic!("{ids_line}: {e}"));
+    assert!(ids >= 2, "{text}");
+
+    // The token still counts over TLS.
+    let err = String::from_utf8(run(&["--ca", ca]).stderr).unwrap();
+    assert!(err.contains("status 401"), "{err}");
+    // A certificate nobody vouches for is refused before any load.
+    let err = String::from_utf8(run(&["--token", &token]).stderr).unwrap();
+    assert!(
+        err.contains("TLS handshake") || err.contains("no trusted root"),
+        "{err}"
+    );
+    // --ca without TLS is a mistake worth saying.
+    let plain = format!("http://localhost:{port}/v1/ids/snowflake");
+    let err = String::from_utf8(
+        snowdrift(&["bench", "--target", &plain, "--ca", ca, "--duration", "1s"]).stderr,
+    )
+    .unwrap();
+    assert!(err.contains("--ca is for https://"), "{err}");
+}

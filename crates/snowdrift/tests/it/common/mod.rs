@@ -38,7 +38,11 @@ impl Served {
                 .unwrap();
             if let Some(rest) = line.split("RESP listening on ").nth(1) {
                 resp_url = Some(rest.trim().to_string());
-            } else if let Some(rest) = line.split("listening on http://").nth(1) {
+            } else if let Some(rest) = line
+                .split("listening on http://")
+                .nth(1)
+                .or_else(|| line.split("listening on https://").nth(1))
+            {
                 break rest.trim().to_string();
             }
         };
@@ -98,6 +102,20 @@ impl Served {
     /// `http://HOST:PORT`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Waits until `/readyz` is 200: after a restart within the high-water mark's window the
+    /// snowflake generators wait for the clock to pass the mark (everything else is served).
+    pub fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let (status, body) = self.get("/readyz", None);
+            if status == 200 {
+                return;
+            }
+            assert!(Instant::now() < deadline, "never ready: {body}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// `GET path` (with `token` as the bearer token, if any): the status and the body.
