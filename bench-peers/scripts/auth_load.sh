@@ -7,13 +7,15 @@
 # left of a CPU it shares with the client:
 #
 #   Redis INCR | RESP INCR, auth off | RESP INCR after AUTH | HTTP single ID, auth off |
-#   HTTP single ID with a bearer token | gRPC Stream, auth off | gRPC Stream with metadata
+#   HTTP single ID with a bearer token | HTTPS single ID with a bearer token (a third server
+#   with a self-signed certificate, as deployed beyond loopback) | gRPC Stream, auth off |
+#   gRPC Stream with metadata
 #
 #   bench-peers/scripts/auth_load.sh            # build, then REPS=3 rounds of DURATION=5 s
 #   SKIP_BUILD=1 bench-peers/scripts/auth_load.sh
 #
 # Needs taskset (and root or Redis's user, to move redis-server), Redis on 127.0.0.1:6379 (its key snowdrift_authload_bench is deleted at the end), curl,
-# python3. Writes every raw
+# openssl, python3. Writes every raw
 # output to OUT (default target/auth-load/DATE) and prints the lines the table is made from.
 set -euo pipefail
 
@@ -43,14 +45,16 @@ TOKEN_OUT=$("$SD" token create --name bench --role admin)
 TOKEN=$(echo "$TOKEN_OUT" | sed -n 's/^ *\(sd_[A-Za-z0-9]*\)$/\1/p')
 TOKEN_TOML=$(echo "$TOKEN_OUT" | sed -n '/^\[\[auth.token\]\]/,/^$/p')
 
-start() { # NAME EXTRA_TOML: a server on SQLite with a RESP listener; sets HTTP_NAME, RESP_NAME
-    local name=$1 http resp
+start() { # NAME EXTRA_TOML [SERVER_TOML]: a server on SQLite with a RESP listener; sets
+          # HTTP_NAME, RESP_NAME
+    local name=$1 http resp scheme=http
     http=$(free_port)
     resp=$(free_port)
     cat >"$OUT/$name.toml" <<CONFIG
 [server]
 listen = "127.0.0.1:$http"
 resp_listen = "127.0.0.1:$resp"
+${3:-}
 
 [store]
 url = "sqlite://$OUT/$name.db"
@@ -69,12 +73,18 @@ $2
 CONFIG
     taskset -c "$SERVER_CPU" "$SD" serve --config "$OUT/$name.toml" >"$OUT/raw/server-$name.log" 2>&1 &
     PIDS+=($!)
-    wait_http "http://127.0.0.1:$http/healthz"
+    [[ -n ${3:-} ]] && scheme=https
+    wait_http "$scheme://127.0.0.1:$http/healthz"
     printf -v "HTTP_$name" '%s' "$http"
     printf -v "RESP_$name" '%s' "$resp"
 }
 start off ""
 start on "$TOKEN_TOML"
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost \
+    -keyout "$OUT/key.pem" -out "$OUT/cert.pem" 2>/dev/null
+start tls "$TOKEN_TOML" "tls_cert = \"$OUT/cert.pem\"
+tls_key = \"$OUT/key.pem\""
+
 # The tag RESP INCR takes IDs of, on each server.
 "$SD" tags create authload --step 1000000 --server "http://127.0.0.1:$HTTP_off" >/dev/null
 "$SD" tags create authload --step 1000000 --server "http://127.0.0.1:$HTTP_on" --token "$TOKEN" >/dev/null
@@ -95,6 +105,7 @@ for r in $(seq "$REPS"); do
     run "resp-on-r$r" --target "redis://127.0.0.1:$RESP_on" --incr authload --connections "$C" --duration "$D" --token "$TOKEN"
     run "http-off-r$r" --target "http://127.0.0.1:$HTTP_off/v1/ids/wide" --connections "$C" --duration "$D"
     run "http-on-r$r" --target "http://127.0.0.1:$HTTP_on/v1/ids/wide" --connections "$C" --duration "$D" --token "$TOKEN"
+    run "https-on-r$r" --target "https://localhost:$HTTP_tls/v1/ids/wide" --ca "$OUT/cert.pem" --connections "$C" --duration "$D" --token "$TOKEN"
     run "grpc-off-r$r" --target "http://127.0.0.1:$HTTP_off" --grpc wide --connections 2 --duration "$D"
     run "grpc-on-r$r" --target "http://127.0.0.1:$HTTP_on" --grpc wide --connections 2 --duration "$D" --token "$TOKEN"
 done

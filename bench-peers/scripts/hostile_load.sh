@@ -10,9 +10,13 @@
 #      connections: the real client's rate, new connections, and snowflake issuing. (The
 #      attacker counts as "open" connections the kernel completed but the server has not
 #      accepted yet, beyond the listen backlog; the server's descriptors say what it holds.)
+#   D. 20,000 gRPC `Stream` calls (20 HTTP/2 connections of 1,000 streams) asking for 100
+#      million IDs each, from a client that never reads a byte of the answers: the server's
+#      RSS before, at the peak and after, and the real client's rate meanwhile.
 #
 #   bench-peers/scripts/hostile_load.sh            # build, then run
 #   SKIP_BUILD=1 bench-peers/scripts/hostile_load.sh
+#   SCENARIOS=D bench-peers/scripts/hostile_load.sh   # only some of A-D
 #
 # Needs python3, curl. Writes raw output to OUT (default target/hostile-load/DATE).
 set -euo pipefail
@@ -104,6 +108,8 @@ asyncio.run(main())
 PY
 }
 
+SCENARIOS=${SCENARIOS:-ABCD}
+if [[ $SCENARIOS == *A* || $SCENARIOS == *B* ]]; then
 log "A. 1,500 half-sent heads (header_timeout 10 s)"
 start_server "$(ulimit -Hn)"
 log "calm: $(real_client calm 12)"
@@ -131,6 +137,9 @@ sleep 12
 log "RSS peak during: $PEAK MB; 12 s after they left: $(rss_mb) MB"
 stop_server
 
+fi
+
+if [[ $SCENARIOS == *C* ]]; then
 log "C. open-file limit 1,024, then 1,100 idle connections"
 start_server 1024
 grep "max_connections" "$OUT/raw/server.log" | tail -1 | sed 's/^/    /' | tee -a "$OUT/run.log" || true
@@ -149,4 +158,63 @@ wait "$ATTACK" || true
 log "$(cat "$OUT/raw/idle.txt")"
 log "after: $(curl -s "http://127.0.0.1:$PORT/metrics" | grep -E '^snowdrift_connections_(max|refused_total) ' | paste -sd' ')"
 stop_server
+fi
+
+if [[ $SCENARIOS == *D* ]]; then
+log "D. 20,000 gRPC streams that never read"
+start_server "$(ulimit -Hn)"
+log "RSS before: $(rss_mb) MB"
+python3 - "$PORT" 20 1000 25 >"$OUT/raw/grpc.txt" <<'PY' &
+# Raw HTTP/2 frames, so nothing on the client side reads or acknowledges data: each
+# connection sends its preface and settings, then 1,000 gRPC Stream calls, and stops reading.
+import asyncio, struct, sys
+port, conns, streams, hold = (int(a) for a in sys.argv[1:5])
+def frame(kind, flags, stream, payload):
+    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
+def literal(index, value):  # literal header field without indexing, indexed name
+    v = value.encode()
+    return (bytes([index]) if index < 15 else bytes([15, index - 15])) + bytes([len(v)]) + v
+headers = (bytes([0x83, 0x86])  # :method POST, :scheme http
+           + literal(4, "/snowdrift.v1.IdService/Stream") + literal(1, "x")
+           + literal(31, "application/grpc") + b"\x00\x02te\x08trailers")
+name = b"snowflake"
+message = b"\x0a" + bytes([len(name)]) + name + b"\x10\x80\xc2\xd7\x2f"  # count 100,000,000
+body = b"\x00" + struct.pack(">I", len(message)) + message
+async def one():
+    r, w = await asyncio.open_connection("127.0.0.1", port)
+    w.write(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b""))
+    for k in range(streams):
+        sid = 2 * k + 1
+        w.write(frame(1, 4, sid, headers) + frame(0, 1, sid, body))
+        if k % 100 == 99:
+            await w.drain()
+    await w.drain()
+    await asyncio.sleep(hold)  # never reads: the server's answers pile up on its side
+    w.close()
+async def main():
+    await asyncio.gather(*(one() for _ in range(conns)))
+    print(f"{conns} connections x {streams} streams held {hold} s without reading")
+asyncio.run(main())
+PY
+ATTACK=$!
+sleep 2
+real_client grpc-attacked 10 >"$OUT/raw/grpc-attacked.line" &
+REAL=$!
+PEAK=0
+for _ in $(seq 50); do
+    r=$(rss_mb)
+    PEAK=$(python3 -c "print(max($PEAK, $r))")
+    kill -0 "$ATTACK" 2>/dev/null || break
+    sleep 0.5
+done
+wait "$REAL" || true
+wait "$ATTACK" || true
+log "$(cat "$OUT/raw/grpc.txt")"
+log "real client meanwhile: $(cat "$OUT/raw/grpc-attacked.line")"
+log "Stream calls ended, by status: $(curl -s "http://127.0.0.1:$PORT/metrics" | grep -E '^snowdrift_request_duration_seconds_count\{.*Stream' | sed 's/.*status="\([^"]*\)".*} /\1 /' | paste -sd' ')"
+sleep 12
+log "RSS peak during: $PEAK MB; 12 s after they left: $(rss_mb) MB"
+stop_server
+fi
+
 log "done; raw output in $OUT/raw"
