@@ -1,5 +1,6 @@
 //! Generators on real backends through the server: ticket servers on PostgreSQL and MariaDB,
-//! a Redis counter with a date template, and a tag striped over two stores.
+//! a Redis counter with a date template, a tag striped over two stores, and `/readyz` through
+//! a store outage.
 
 use std::collections::HashSet;
 
@@ -105,4 +106,72 @@ async fn a_tag_striped_over_two_stores_never_collides() {
     }
     assert_eq!(all.len(), 140);
     assert_eq!(residues.len(), 2, "both stores served: {all:?}");
+}
+
+/// A tag served under its own name counts for `/readyz`: while its store is cut and its
+/// buffer is empty, requests for it fail and `/readyz` says 503 naming the tag and why; once
+/// the store is back, both recover. (A node that said ready while a tag it serves failed
+/// would keep a load balancer sending it requests it cannot answer.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_names_a_tag_whose_store_is_cut_once_its_buffer_is_empty() {
+    let (proxy, url) = snowdrift_testkit::FaultProxy::start_for_url(&urls::postgres())
+        .await
+        .unwrap();
+    let table = unique_name("srv_ready");
+    let (base, _server) = serve(&format!(
+        "[store]\nurl = \"{url}\"\ntable = \"{table}\"\nwait = \"200ms\"\npreload = []\n"
+    ))
+    .await;
+    let client = reqwest::Client::new();
+    let created = client
+        .post(format!("{base}/v1/tags"))
+        .json(&serde_json::json!({"tag": "outage", "step": 10}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status().as_u16(), 201);
+    let (status, v) = get(&base, "/v1/ids/outage?count=3").await;
+    assert_eq!(status, 200, "{v}");
+    let (status, v) = get(&base, "/readyz").await;
+    assert_eq!(status, 200, "{v}");
+
+    proxy.cut();
+    // Use up what is buffered: the tag then fails.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (status, v) = get(&base, "/v1/ids/outage?count=5").await;
+        if status == 503 {
+            break;
+        }
+        assert_eq!(status, 200, "{v}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the buffer never ran out"
+        );
+    }
+    let (status, v) = get(&base, "/readyz").await;
+    assert_eq!(status, 503, "a tag that fails is not ready: {v}");
+    let tag = v["generators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "outage")
+        .unwrap_or_else(|| panic!("/readyz names the tag: {v}"));
+    assert_eq!(tag["ready"], false, "{v}");
+    assert!(
+        tag["reason"].as_str().unwrap().contains("refills fail"),
+        "{v}"
+    );
+
+    proxy.heal();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (status, _) = get(&base, "/v1/ids/outage").await;
+        let (ready, v) = get(&base, "/readyz").await;
+        if status == 200 && ready == 200 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never recovered: {v}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
