@@ -22,9 +22,15 @@
 //!   hot path it saves ahead of time whenever
 //!   [`window_wanted`](TimestampOracle::window_wanted) says so;
 //! - when the oracle answers [`Allocation::Wait`] (the logical part of the current
-//!   millisecond is used up) it waits on the clock and asks again;
+//!   millisecond is used up) it waits on the clock, at most a millisecond, and asks again;
 //! - when it loses leadership it calls [`end_term`](TimestampOracle::end_term) before its
 //!   lease can expire.
+//!
+//! The physical part follows the clock and never goes back. When the clock is behind it
+//! (stepped back, or a new leader starting above a window its predecessor saved ahead of
+//! its own clock), the physical part stays where it is and the logical part counts on;
+//! when that runs out, the physical part moves on one millisecond without waiting for the
+//! clock, as PD's does, never past the saved window.
 //!
 //! The oracle is not shared between threads: one task owns it and serves a merged group
 //! per call, so a lock or a compare-and-swap would only add cost (PD's oracle holds a

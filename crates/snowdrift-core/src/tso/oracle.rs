@@ -18,7 +18,9 @@ pub enum Allocation {
     /// the window, report it with [`TimestampOracle::window_saved`], and ask again.
     SaveWindow(WindowSave),
     /// Nothing was issued: the logical part of the current millisecond cannot hold the
-    /// count. Ask again once the clock reads `until_ms` (ms since 1970).
+    /// count, and the clock reads that millisecond. Ask again once the clock reads
+    /// `until_ms` (ms since 1970): at most a millisecond away. (When the physical part is
+    /// ahead of the clock, it moves on a millisecond instead of waiting.)
     Wait {
         /// The clock reading to wait for.
         until_ms: u64,
@@ -177,14 +179,21 @@ impl<C: Clock> TimestampOracle<C> {
         if now > self.physical_ms {
             self.physical_ms = now;
             self.logical = 0;
+        } else if capacity - self.logical < count {
+            if now == self.physical_ms {
+                return Ok(Allocation::Wait {
+                    until_ms: self.physical_ms.saturating_add(1),
+                });
+            }
+            // The physical part is ahead of the clock (a new term starts above the saved
+            // window, which runs ahead of the old leader's clock; or the clock stepped
+            // back): waiting for the clock could take as long as the window, so move on
+            // one millisecond, as PD does. The saved window still bounds it below.
+            self.physical_ms = self.physical_ms.saturating_add(1);
+            self.logical = 0;
         }
         if self.physical_ms > self.max_physical_ms {
             return Err(self.config.time_exhausted());
-        }
-        if capacity - self.logical < count {
-            return Ok(Allocation::Wait {
-                until_ms: self.physical_ms.saturating_add(1),
-            });
         }
         match self.window_end_ms {
             Some(end) if self.physical_ms <= end => {}

@@ -127,17 +127,49 @@ fn a_clock_step_back_keeps_the_physical_part_and_is_counted() {
     assert_eq!(status.clock_steps_back, 1);
     assert_eq!(status.largest_step_back_ms, 500);
     assert_eq!(status.physical_ms, T0 + 10);
-    // While the clock is behind, using up the millisecond means waiting for it to pass.
+    // While the clock is behind, using up the millisecond moves on to the next without
+    // waiting for the clock, consecutively.
     let rest = o.config().logical_capacity() - 4;
-    issued(o.allocate(rest).unwrap());
-    assert_eq!(
-        o.allocate(1).unwrap(),
-        Allocation::Wait { until_ms: T0 + 11 }
-    );
-    clock.set(T0 + 11);
+    let last = issued(o.allocate(rest).unwrap());
     let next = issued(o.allocate(1).unwrap());
     assert_eq!(next.start, (T0 + 11) << 18);
+    assert_eq!(next.start, last.end);
     assert_eq!(o.status().clock_steps_back, 1, "a step is counted once");
+    assert_eq!(o.status().physical_ms, T0 + 11);
+}
+
+#[test]
+fn ahead_of_the_clock_the_physical_part_moves_on_but_not_past_the_window() {
+    let clock = ManualClock::new(T0);
+    let cfg = TsoConfig {
+        logical_bits: 2,
+        window_ms: 5,
+        ..config()
+    };
+    let mut o = TimestampOracle::new(cfg, clock.clone()).unwrap();
+    // A new term above a window saved 100 ms ahead of this clock.
+    o.start_term(Some(T0 + 100));
+    let save = o.window_wanted().unwrap();
+    assert_eq!(save.up_to_ms, T0 + 106);
+    o.window_saved(save).unwrap();
+    let mut last = None;
+    for ms in 101..=106 {
+        let r = issued(o.allocate(4).unwrap());
+        assert_eq!(o.config().decode(r.start).unwrap().physical_ms, T0 + ms);
+        if let Some(prev) = last {
+            assert_eq!(r.start, prev, "consecutive across milliseconds");
+        }
+        last = Some(r.end);
+    }
+    // The next millisecond is past the saved window: save first, then go on.
+    let Allocation::SaveWindow(save) = o.allocate(1).unwrap() else {
+        panic!("past the window")
+    };
+    assert_eq!(save.up_to_ms, T0 + 107 + 5);
+    o.window_saved(save).unwrap();
+    let r = issued(o.allocate(1).unwrap());
+    assert_eq!(o.config().decode(r.start).unwrap().physical_ms, T0 + 107);
+    assert_eq!(o.status().clock_steps_back, 0, "the clock never went back");
 }
 
 #[test]
