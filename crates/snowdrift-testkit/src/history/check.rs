@@ -38,6 +38,8 @@ pub struct OpSummary {
     pub count: usize,
     /// Its line in the file (1-based), 0 when pushed in code.
     pub line: u64,
+    /// The file it was read from, as named to [`History::read`]; empty when none was named.
+    pub file: String,
 }
 
 impl fmt::Display for OpSummary {
@@ -52,8 +54,10 @@ impl fmt::Display for OpSummary {
         } else {
             write!(f, "{} IDs {}..={}", self.count, self.min_id, self.max_id)?;
         }
-        if self.line > 0 {
-            write!(f, " (line {})", self.line)?;
+        match (self.line, self.file.as_str()) {
+            (0, _) => {}
+            (line, "") => write!(f, " (line {line})")?,
+            (line, file) => write!(f, " ({file} line {line})")?,
         }
         Ok(())
     }
@@ -240,6 +244,7 @@ impl History {
             max_id: ids.iter().copied().max().unwrap_or(0),
             count: ids.len(),
             line: op.line,
+            file: self.files[op.file].clone(),
         }
     }
 

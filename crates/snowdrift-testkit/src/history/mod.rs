@@ -67,6 +67,8 @@ struct Op {
     complete: u64,
     /// 1-based line of the file, 0 when pushed in code.
     line: u64,
+    /// Index of the file it was read from in `History::files` (0: none named).
+    file: usize,
     /// `ids[start..start + len]` of the history.
     start: usize,
     len: usize,
@@ -87,18 +89,26 @@ struct Op {
 /// assert_eq!(report.real_time_count, 1);
 /// # Ok::<(), snowdrift_testkit::history::HistoryError>(())
 /// ```
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct History {
     ops: Vec<Op>,
     ids: Vec<u64>,
     clients: Vec<String>,
     client_index: HashMap<String, usize>,
+    /// Names of the files read; "" first, for operations pushed in code or read unnamed.
+    files: Vec<String>,
 }
 
 impl History {
     /// An empty history.
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            ops: Vec::new(),
+            ids: Vec::new(),
+            clients: Vec::new(),
+            client_index: HashMap::new(),
+            files: vec![String::new()],
+        }
     }
 
     /// Records an operation of `client`, invoked and completed at the given times
@@ -110,11 +120,12 @@ impl History {
         complete_ns: u64,
         ids: impl IntoIterator<Item = u64>,
     ) -> Result<(), HistoryError> {
-        self.push_at(0, client, invoke_ns, complete_ns, ids)
+        self.push_at(0, 0, client, invoke_ns, complete_ns, ids)
     }
 
     fn push_at(
         &mut self,
+        file: usize,
         line: u64,
         client: &str,
         invoke: u64,
@@ -137,6 +148,7 @@ impl History {
             invoke,
             complete,
             line,
+            file,
             start,
             len: self.ids.len() - start,
         });
@@ -170,5 +182,11 @@ impl History {
 
     fn ids_of(&self, op: &Op) -> &[u64] {
         &self.ids[op.start..op.start + op.len]
+    }
+}
+
+impl Default for History {
+    fn default() -> Self {
+        Self::new()
     }
 }

@@ -76,15 +76,29 @@ impl<'de> Deserialize<'de> for Id {
 impl History {
     /// Reads a history of JSON lines (see the [module](super) for the format). Stops at
     /// the first malformed line, naming it.
-    pub fn from_reader(mut reader: impl BufRead) -> Result<Self, HistoryError> {
+    pub fn from_reader(reader: impl BufRead) -> Result<Self, HistoryError> {
         let mut history = History::new();
+        history.read(reader, "")?;
+        Ok(history)
+    }
+
+    /// Adds the operations of another history file (one per client or per process, all
+    /// recorded on the same clock) to this one; reports name them by `file` and line.
+    pub fn read(&mut self, mut reader: impl BufRead, file: &str) -> Result<(), HistoryError> {
+        let file = match self.files.iter().position(|f| f == file) {
+            Some(i) => i,
+            None => {
+                self.files.push(file.to_string());
+                self.files.len() - 1
+            }
+        };
         let mut text = String::new();
         let mut line = 0u64;
         loop {
             text.clear();
             line += 1;
             match reader.read_line(&mut text) {
-                Ok(0) => return Ok(history),
+                Ok(0) => return Ok(()),
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::InvalidData => {
                     return Err(HistoryError::Malformed {
@@ -103,7 +117,7 @@ impl History {
                     line,
                     reason: describe(&e),
                 })?;
-            history.push_at(line, &op.client, op.invoke, op.complete, op.ids.0)?;
+            self.push_at(file, line, &op.client, op.invoke, op.complete, op.ids.0)?;
         }
     }
 

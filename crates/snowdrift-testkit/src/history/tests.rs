@@ -291,3 +291,24 @@ proptest! {
         prop_assert_eq!(report.gap_count, 0);
     }
 }
+
+#[test]
+fn files_read_into_one_history_are_checked_together_and_named() {
+    let mut h = History::new();
+    let a = r#"{"client": "a", "invoke": 0, "complete": 10, "ids": ["5"]}"#;
+    let b = r#"{"client": "b", "invoke": 0, "complete": 1, "ids": ["1"]}
+{"client": "b", "invoke": 20, "complete": 30, "ids": ["4"]}"#;
+    h.read(a.as_bytes(), "a.jsonl").unwrap();
+    h.read(b.as_bytes(), "b.jsonl").unwrap();
+    let report = h.check();
+    assert_eq!(report.real_time_count, 1);
+    let text = report.violations[0].to_string();
+    assert!(
+        text.contains("\"b\" invoked 20 completed 30 ns, ID 4 (b.jsonl line 2)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\"a\" invoked 0 completed 10 ns, ID 5 (a.jsonl line 1)"),
+        "{text}"
+    );
+}

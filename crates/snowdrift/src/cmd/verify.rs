@@ -17,11 +17,13 @@ use snowdrift_testkit::history::{CheckOptions, History};
 invoke and complete are nanoseconds (any origin, one clock shared by all clients) when the\n\
 request was sent and its answer received; ids are decimal strings or numbers, [] for a\n\
 failed request. Other keys are ignored.\n\
-Examples:\n  snowdrift verify --history run1.jsonl\n  cat *.jsonl | snowdrift verify --history -\n  snowdrift verify --history segment.jsonl --allow-gaps")]
+Examples:\n  snowdrift verify --history run1.jsonl\n  snowdrift verify --history client1.jsonl --history client2.jsonl\n  cat *.jsonl | snowdrift verify --history -\n  snowdrift verify --history segment.jsonl --allow-gaps")]
 pub struct Args {
-    /// The history file, or `-` for standard input.
-    #[arg(long, value_name = "FILE")]
-    history: PathBuf,
+    /// The history file, or `-` for standard input. Give it several times for one file
+    /// per client or process (all recorded on the same clock): they are checked as one
+    /// history.
+    #[arg(long, value_name = "FILE", required = true)]
+    history: Vec<PathBuf>,
     /// Do not require the IDs of one answer to be consecutive (for kinds whose batches
     /// skip numbers, such as snowflake blocks spanning ticks).
     #[arg(long)]
@@ -30,14 +32,33 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    let name = args.history.display().to_string();
-    let history = if name == "-" {
-        History::from_reader(std::io::stdin().lock())
-    } else {
-        let file = File::open(&args.history).with_context(|| format!("cannot open {name}"))?;
-        History::from_reader(BufReader::new(file))
+    let mut history = History::new();
+    let names: Vec<String> = args
+        .history
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    if names.iter().filter(|n| *n == "-").count() > 1 {
+        bail!("--history - (standard input) can be given only once");
     }
-    .with_context(|| format!("history {name} is malformed"))?;
+    // With one file, reports give line numbers alone; with several, the file too.
+    let label = |name: &str| {
+        if names.len() == 1 {
+            String::new()
+        } else {
+            name.to_string()
+        }
+    };
+    for (path, name) in args.history.iter().zip(&names) {
+        if name == "-" {
+            history.read(std::io::stdin().lock(), &label(name))
+        } else {
+            let file = File::open(path).with_context(|| format!("cannot open {name}"))?;
+            history.read(BufReader::new(file), &label(name))
+        }
+        .with_context(|| format!("history {name} is malformed"))?;
+    }
+    let name = names.join(", ");
 
     let report = history.check_with(CheckOptions {
         consecutive: !args.allow_gaps,

@@ -138,3 +138,42 @@ fn a_malformed_line_is_a_clear_error() {
     let out = verify(&["--history", "/nonexistent/history.jsonl"], None);
     assert!(text(&out.stderr).contains("cannot open /nonexistent/history.jsonl"));
 }
+
+#[test]
+fn files_of_several_clients_are_checked_as_one_history() {
+    let lines: Vec<String> = clean_history().lines().map(str::to_string).collect();
+    // Split by client into two files: c0-c2 and c3-c5.
+    let (first, second): (Vec<&String>, Vec<&String>) = lines
+        .iter()
+        .partition(|l| ["\"c0\"", "\"c1\"", "\"c2\""].iter().any(|c| l.contains(c)));
+    let join = |v: &[&String]| v.iter().map(|l| format!("{l}\n")).collect::<String>();
+    let a = history_file(&join(&first));
+    let b = history_file(&join(&second));
+    let (a_name, b_name) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let out = verify(&["--history", a_name, "--history", b_name], None);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("operations: 20,000"), "{stdout}");
+
+    // A late operation in the second file below one the first file recorded earlier.
+    let mut late = join(&second);
+    late.push_str(
+        "{\"client\": \"c9\", \"invoke\": 1800000000000000000, \"complete\": 1800000000000000001, \"ids\": [\"7000000000005\"]}\n",
+    );
+    std::fs::write(&b, late).unwrap();
+    let out = verify(&["--history", a_name, "--history", b_name], None);
+    let stdout = text(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    let late_line = second.len() + 1;
+    assert!(
+        stdout.contains(&format!("({b_name} line {late_line}); is not above")),
+        "{stdout}"
+    );
+    assert!(stdout.contains(&format!("({a_name} line ")), "{stdout}");
+    assert!(stdout.contains("duplicate ID 7000000000005"), "{stdout}");
+
+    let out = verify(&["--history", "-", "--history", "-"], None);
+    assert!(text(&out.stderr).contains("can be given only once"));
+    std::fs::remove_file(a).unwrap();
+    std::fs::remove_file(b).unwrap();
+}
