@@ -165,7 +165,12 @@ async fn ids_keep_increasing_across_a_failover_to_a_node_whose_clock_is_behind()
     let ns = unique_name("tso_failover");
     let tso = oracle_store(&ns).await;
     let t0 = 1_700_000_000_000;
-    let config = TsoConfig::default();
+    // 16 IDs per millisecond, so that node b, whose clock is behind, uses up milliseconds
+    // and runs ahead of its clock (saving the window on the way).
+    let config = TsoConfig {
+        logical_bits: 4,
+        ..TsoConfig::default()
+    };
     // Node a's clock is a minute ahead of node b's.
     let clock_a = ManualClock::new(t0 + 60_000);
     let clock_b = ManualClock::new(t0);
@@ -214,6 +219,11 @@ async fn ids_keep_increasing_across_a_failover_to_a_node_whose_clock_is_behind()
             .unwrap();
         clock_b.advance(1);
     }
+    assert!(
+        b.status().physical_ms > saved + 20,
+        "b moved on past used-up milliseconds without waiting for its clock"
+    );
+    assert!(tso.window().await.unwrap().unwrap() >= b.status().physical_ms);
     b.end_term();
     lead_b.resign().await.unwrap();
 
