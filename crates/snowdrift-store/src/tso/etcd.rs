@@ -5,7 +5,8 @@ use std::time::{Duration, Instant};
 
 use etcd_client as etcd;
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, GetOptions, KeyValue, PutOptions, Txn, TxnOp,
+    Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, KeyValue, PutOptions, Txn,
+    TxnOp, WatchOptions,
 };
 
 use crate::error::{Error, Result};
@@ -211,6 +212,51 @@ impl EtcdTso {
             .await
             .map_err(unavailable)?;
         Ok(answer.kvs().first().map(|kv| text(kv.value())))
+    }
+
+    /// Returns once nobody leads: at once if no leader key exists, else when etcd deletes
+    /// it (the leader resigned or its lease expired). Campaign right after; another node
+    /// may win first. It waits as long as the leader lives: bound it with a timeout, or
+    /// race it with shutdown.
+    pub async fn wait_for_vacancy(&self) -> Result<()> {
+        let leader_key = self.leader_key();
+        loop {
+            let answer = self
+                .client
+                .kv_client()
+                .get(leader_key.clone(), None)
+                .await
+                .map_err(unavailable)?;
+            if answer.kvs().is_empty() {
+                return Ok(());
+            }
+            // From the revision just read: a deletion between the read and the watch is
+            // not missed.
+            let from = answer.header().map_or(0, |h| h.revision()) + 1;
+            let mut stream = self
+                .client
+                .watch_client()
+                .watch(
+                    leader_key.clone(),
+                    Some(WatchOptions::new().with_start_revision(from)),
+                )
+                .await
+                .map_err(unavailable)?;
+            // A stream that ends or is canceled (a compaction, a restart of etcd) is
+            // started again from a fresh read.
+            while let Some(response) = stream.message().await.map_err(unavailable)? {
+                if response.canceled() {
+                    break;
+                }
+                if response
+                    .events()
+                    .iter()
+                    .any(|e| e.event_type() == EventType::Delete)
+                {
+                    return Ok(());
+                }
+            }
+        }
     }
 
     /// The saved window end (ms since 1970), `None` if no leader ever saved one.

@@ -12,7 +12,10 @@
 //!   on still holding the leader key, so a deposed leader can never save again;
 //! - [`Leadership::renew`] and [`Leadership::is_valid`]: the leader stops issuing at `last
 //!   renewal sent + ttl - margin` on its monotonic clock, before etcd can expire its lease
-//!   and let another node lead (the same fencing as the worker leases).
+//!   and let another node lead (the same fencing as the worker leases);
+//! - [`EtcdTso::wait_for_vacancy`]: a follower watches the leader key and campaigns as soon
+//!   as etcd deletes it, rather than polling; [`EtcdTso::leader`] names the leader to
+//!   forward to.
 //!
 //! What is not here: the task that runs campaigns, renewals and window saves around the
 //! oracle, batching, and forwarding from followers (the server does those).

@@ -121,6 +121,49 @@ async fn a_leader_stops_before_its_lease_expires_and_cannot_save_after() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_learns_at_once_that_nobody_leads() {
+    let ns = unique_name("tso_vacancy");
+    let tso = oracle_store(&ns).await;
+    tokio::time::timeout(Duration::from_secs(5), tso.wait_for_vacancy())
+        .await
+        .expect("nobody leads: at once")
+        .unwrap();
+
+    // The leader resigns.
+    let a = win(&tso, "node-a").await;
+    let waiter = tokio::spawn({
+        let tso = tso.clone();
+        async move { tso.wait_for_vacancy().await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiter.is_finished(), "node-a still leads");
+    a.resign().await.unwrap();
+    let resigned = Instant::now();
+    tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("the waiter wakes when the key is deleted")
+        .unwrap()
+        .unwrap();
+    assert!(resigned.elapsed() < Duration::from_secs(1));
+
+    // The leader's lease expires.
+    // etcd counts the lease from when it handled the grant, after this instant.
+    let asked = Instant::now();
+    let b = win(&tso, "node-b").await;
+    tokio::time::timeout(Duration::from_secs(30), tso.wait_for_vacancy())
+        .await
+        .expect("the lease expires")
+        .unwrap();
+    assert!(asked.elapsed() >= TTL, "not before the lease could expire");
+    assert!(!b.is_valid());
+    assert!(matches!(
+        tso.campaign("node-c", TTL, MARGIN).await.unwrap(),
+        Campaign::Won(_)
+    ));
+    cleanup(&ns).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn renewing_extends_the_leadership() {
     let ns = unique_name("tso_renew");
     let tso = oracle_store(&ns).await;
