@@ -201,6 +201,24 @@ pub enum Error {
         /// The clock reading.
         now_ms: u64,
     },
+    /// A timestamp oracle was asked for IDs while it does not lead: no term was started,
+    /// or its leadership ended.
+    #[error(
+        "not issuing: this node does not lead the timestamp oracle (no term started, or its leadership ended); ask the leader"
+    )]
+    NotLeading,
+    /// A timestamp-oracle window was reported saved for a term that is not the current one:
+    /// the save began under a leadership that has since ended, so it cannot vouch for the
+    /// current term.
+    #[error(
+        "the timestamp window saved under term {term} arrived after that term ended (current term: {current}; 0 = none); start the save again under the current term"
+    )]
+    StaleTerm {
+        /// The term the save was made for.
+        term: u64,
+        /// The current term, 0 when none.
+        current: u64,
+    },
 }
 
 /// `Result` with [`Error`].

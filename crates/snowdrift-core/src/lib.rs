@@ -1,7 +1,8 @@
 //! # snowdrift-core
 //!
 //! The pure algorithms of snowdrift: bit layouts, clocks, the lock-free snowflake
-//! generator, string codecs, reversible obfuscation and the 128/96-bit ID kinds. No I/O, no
+//! generator, segment buffers, the timestamp oracle ([`tso`]), string codecs, reversible
+//! obfuscation and the 128/96-bit ID kinds. No I/O, no
 //! async, no global state: the clock (and any randomness) is passed in, so every rule here
 //! is tested with a manual clock.
 //!
@@ -26,5 +27,6 @@ pub mod layout;
 pub mod obfuscate;
 pub mod segment;
 mod sync;
+pub mod tso;
 
 pub use error::{Error, Result};

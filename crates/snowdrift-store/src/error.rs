@@ -159,6 +159,17 @@ pub enum Error {
         /// The allowed bound.
         bound: std::time::Duration,
     },
+    /// This node no longer leads a timestamp oracle (its lease expired, was revoked, or
+    /// the leader key is another node's): it must stop issuing at once.
+    #[error("not leading the timestamp oracle {name:?} any more ({holder:?}): {reason}")]
+    LeadershipLost {
+        /// The oracle's name.
+        name: String,
+        /// The holder that lost it (this node).
+        holder: String,
+        /// What the coordinator said.
+        reason: String,
+    },
     /// The store could not be reached or failed; the operation may be retried.
     #[error("store unavailable: {0}")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),

@@ -13,6 +13,8 @@
 //!   with durable high-water marks, so two nodes never issue with the same worker ID.
 //! - [`counter`]: Redis `INCRBY` counters served in batches, with keys that reset each
 //!   period and templates such as `ORD{date:%Y%m%d}{seq:08}`.
+//! - [`tso`]: a timestamp oracle's leader election and saved window (etcd), around
+//!   [`snowdrift_core::tso::TimestampOracle`].
 #![deny(missing_docs)]
 
 #[cfg(feature = "redis")]
@@ -23,6 +25,7 @@ mod redis_connection;
 pub mod segment;
 mod sql_connection;
 pub mod ticket;
+pub mod tso;
 pub mod worker;
 #[cfg(feature = "zookeeper")]
 mod zk_connection;

@@ -1,15 +1,20 @@
 //! # snowdrift-testkit
 //!
-//! Test tools for snowdrift (dev only): the URLs of the services the tests use
-//! ([`urls`]), a fault-injecting TCP proxy ([`FaultProxy`]: cut, black-hole, delay), and a
-//! checker for collected IDs ([`IdChecker`]: duplicates across sources, order per source).
+//! Test tools for snowdrift: the URLs of the services the tests use ([`urls`]), a
+//! fault-injecting TCP proxy (`FaultProxy`: cut, black-hole, delay; feature `proxy`, on by
+//! default), a checker for collected IDs ([`IdChecker`]: duplicates across sources, order
+//! per source), and a linearizability checker of recorded histories ([`history`]), which
+//! `snowdrift verify` runs on users' own recordings.
 #![deny(missing_docs)]
 
 mod checker;
+pub mod history;
+#[cfg(feature = "proxy")]
 mod proxy;
 pub mod urls;
 
 pub use checker::{Duplicate, IdChecker, IdValue, Negative, OrderViolation, Report};
+#[cfg(feature = "proxy")]
 pub use proxy::{FaultProxy, Mode};
 
 /// A name no other test, process or earlier run uses: `{prefix}_{pid}_{nanos}_{n}`, made of

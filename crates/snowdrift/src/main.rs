@@ -26,6 +26,7 @@ enum Command {
     Tags(cmd::tags::Args),
     Serve(cmd::serve::Args),
     Token(cmd::token::Args),
+    Verify(cmd::verify::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -38,6 +39,7 @@ fn main() -> std::process::ExitCode {
         Command::Tags(a) => cmd::tags::run(a),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Token(a) => cmd::token::run(a),
+        Command::Verify(a) => cmd::verify::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -525,7 +525,7 @@ impl EtcdRegistry {
 }
 
 /// `etcd://a:1,b:2` or `http://a:1,b:2` as the client's endpoint list.
-fn endpoints(url: &str) -> Result<Vec<String>> {
+pub(crate) fn endpoints(url: &str) -> Result<Vec<String>> {
     let bad = |reason: &str| Error::InvalidUrl {
         url: url.to_string(),
         reason: reason.to_string(),
@@ -557,19 +557,19 @@ fn endpoints(url: &str) -> Result<Vec<String>> {
 }
 
 /// A ttl in whole seconds, rounded up (etcd's unit).
-fn ttl_seconds(ttl: Duration) -> Result<i64> {
+pub(crate) fn ttl_seconds(ttl: Duration) -> Result<i64> {
     Ok((ttl_millis(ttl)? + 999) / 1000)
 }
 
 /// The key of the first range in a transaction's answer.
-fn first_kv(responses: Vec<TxnOpResponse>) -> Option<KeyValue> {
+pub(crate) fn first_kv(responses: Vec<TxnOpResponse>) -> Option<KeyValue> {
     responses.into_iter().find_map(|r| match r {
         TxnOpResponse::Get(g) => g.kvs().first().cloned(),
         _ => None,
     })
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
@@ -581,6 +581,6 @@ fn lost(worker_id: u64, holder: &str, reason: String) -> Error {
     }
 }
 
-fn unavailable(e: etcd::Error) -> Error {
+pub(crate) fn unavailable(e: etcd::Error) -> Error {
     Error::Unavailable(Box::new(e))
 }

@@ -464,7 +464,7 @@ enum Lease {
 /// Checks a namespace (a table name, key prefix or root znode). The four backends share
 /// SQL's table-name rules, the strictest of them, so a namespace valid on one is valid on
 /// all.
-pub(super) fn validate_namespace(namespace: &str) -> Result<()> {
+pub(crate) fn validate_namespace(namespace: &str) -> Result<()> {
     let ok = !namespace.is_empty()
         && namespace.len() <= 64
         && namespace
@@ -483,7 +483,7 @@ pub(super) fn validate_namespace(namespace: &str) -> Result<()> {
 pub(super) const MAX_HOLDER_LEN: usize = 255;
 
 /// Checks a holder name: 1 to 255 characters, none of them control characters.
-pub(super) fn validate_holder(holder: &str) -> Result<()> {
+pub(crate) fn validate_holder(holder: &str) -> Result<()> {
     let len = holder.chars().count();
     if len == 0 || len > MAX_HOLDER_LEN || holder.chars().any(char::is_control) {
         return Err(Error::InvalidInput(format!(
@@ -506,7 +506,7 @@ pub(super) fn validate_space(space: u64) -> Result<()> {
 /// A lease's length in whole milliseconds, rounded up (a lease may last longer than asked,
 /// never shorter). At most `i32::MAX` ms (about 24 days), the most ZooKeeper's session
 /// timeout holds, so a ttl valid on one backend is valid on all.
-pub(super) fn ttl_millis(ttl: Duration) -> Result<i64> {
+pub(crate) fn ttl_millis(ttl: Duration) -> Result<i64> {
     let ms = ttl.as_nanos().div_ceil(1_000_000);
     if ms == 0 || ms > i32::MAX as u128 {
         return Err(Error::InvalidInput(format!(

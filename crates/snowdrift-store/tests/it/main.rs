@@ -11,5 +11,6 @@ mod segment_store;
 mod segment_striped;
 mod sql_first_start;
 mod ticket;
+mod tso_etcd;
 mod worker_backends;
 mod worker_node;

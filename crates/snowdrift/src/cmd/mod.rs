@@ -15,3 +15,4 @@ mod next_segment;
 pub mod serve;
 pub mod tags;
 pub mod token;
+pub mod verify;

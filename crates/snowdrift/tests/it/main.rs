@@ -11,4 +11,5 @@ mod reload_cli;
 mod segment_cli;
 mod serve_cli;
 mod token_cli;
+mod verify_cli;
 mod worker_cli;

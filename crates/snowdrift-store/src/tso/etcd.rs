@@ -1,0 +1,451 @@
+//! Leader election and the saved window of a timestamp oracle on etcd.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use etcd_client as etcd;
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, KeyValue, PutOptions, Txn,
+    TxnOp, WatchOptions,
+};
+
+use crate::error::{Error, Result};
+use crate::worker::etcd::{endpoints, first_kv, text, ttl_seconds, unavailable};
+use crate::worker::sql::{validate_holder, validate_namespace};
+
+/// How many times a window save starts over when another save of the same leader moved
+/// the window between its read and its write.
+const MAX_RACES: usize = 64;
+
+/// The timestamp oracle `name` on etcd: its leader key and its saved window.
+///
+/// Keys: `/{namespace}/tso/{name}/leader` holds the leader's holder name (use something a
+/// follower can reach it by, such as its address) under the leader's lease, and
+/// `/{namespace}/tso/{name}/window` holds the saved window end, ms since 1970 in decimal,
+/// without a lease: it outlives every leader and only ever goes up.
+#[derive(Clone)]
+pub struct EtcdTso {
+    // etcd's client is a few KiB of per-service handles; shared, each leadership stays small.
+    client: Arc<Client>,
+    name: String,
+    root: String,
+}
+
+impl std::fmt::Debug for EtcdTso {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdTso")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a [`EtcdTso::campaign`] came to.
+#[derive(Debug)]
+pub enum Campaign {
+    /// This node leads now.
+    Won(Leadership),
+    /// Another node leads; try again when its key is gone.
+    Lost {
+        /// The holder name the leader wrote.
+        leader: String,
+    },
+}
+
+/// This node's hold on the leader key. Dropping it does not give leadership up (the lease
+/// runs out by itself); [`resign`](Self::resign) does at once.
+pub struct Leadership {
+    client: Arc<Client>,
+    name: String,
+    holder: String,
+    leader_key: String,
+    window_key: String,
+    lease: i64,
+    /// The leader key's create revision: it names this term's key, so a later leader's key
+    /// (even under the same holder name) never passes for it.
+    revision: i64,
+    ttl: Duration,
+    margin: Duration,
+    previous_window_ms: Option<u64>,
+    valid_until: Mutex<Instant>,
+}
+
+impl std::fmt::Debug for Leadership {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Leadership")
+            .field("leader_key", &self.leader_key)
+            .field("holder", &self.holder)
+            .field("lease", &self.lease)
+            .field("revision", &self.revision)
+            .field("previous_window_ms", &self.previous_window_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EtcdTso {
+    /// Connects to `etcd://HOST:PORT[,HOST:PORT...]` (or `http://` with the same hosts) and
+    /// checks that etcd answers. Keys live under `/{namespace}/tso/{name}/`. Each request
+    /// gives up after 5 s.
+    pub async fn connect(url: &str, namespace: &str, name: &str) -> Result<Self> {
+        validate_namespace(namespace)?;
+        validate_name(name)?;
+        let options = ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(5))
+            .with_timeout(Duration::from_secs(5));
+        let client = Client::connect(endpoints(url)?, Some(options))
+            .await
+            .map_err(unavailable)?;
+        let tso = Self {
+            client: Arc::new(client),
+            name: name.to_string(),
+            root: format!("/{namespace}/tso/{name}"),
+        };
+        // The client connects lazily: ask once, so a wrong address fails here.
+        tso.client
+            .kv_client()
+            .get(tso.root.clone(), Some(GetOptions::new().with_count_only()))
+            .await
+            .map_err(unavailable)?;
+        Ok(tso)
+    }
+
+    fn leader_key(&self) -> String {
+        format!("{}/leader", self.root)
+    }
+
+    fn window_key(&self) -> String {
+        format!("{}/window", self.root)
+    }
+
+    /// Tries once to lead: grants a lease of `ttl` (whole seconds, rounded up) and writes
+    /// the leader key under it if no key exists. The winner stops issuing `margin` before
+    /// its lease could expire, counted from when the grant (later, each renewal) was sent.
+    ///
+    /// `holder` must be unique per process (host, port, start nonce): a key left by an
+    /// earlier run of the same holder is another node's until its lease runs out.
+    pub async fn campaign(
+        &self,
+        holder: &str,
+        ttl: Duration,
+        margin: Duration,
+    ) -> Result<Campaign> {
+        validate_holder(holder)?;
+        if margin >= ttl {
+            return Err(Error::InvalidInput(format!(
+                "tso leader margin {margin:?} must be below the lease ttl {ttl:?} (a fifth of it is usual)"
+            )));
+        }
+        let seconds = ttl_seconds(ttl)?;
+        let sent_at = Instant::now();
+        let mut leases = self.client.lease_client();
+        let granted = leases.grant(seconds, None).await.map_err(unavailable)?;
+        let lease = granted.id();
+        if granted.ttl() < seconds {
+            // etcd only ever raises a TTL; a shorter one would break fencing.
+            let _ = leases.revoke(lease).await;
+            return Err(Error::Unavailable(
+                format!(
+                    "etcd granted a lease of {} s for a ttl of {seconds} s",
+                    granted.ttl()
+                )
+                .into(),
+            ));
+        }
+        let leader_key = self.leader_key();
+        let window_key = self.window_key();
+        let txn = Txn::new()
+            .when([Compare::create_revision(
+                leader_key.clone(),
+                CompareOp::Equal,
+                0,
+            )])
+            .and_then([
+                TxnOp::put(
+                    leader_key.clone(),
+                    holder,
+                    Some(PutOptions::new().with_lease(lease)),
+                ),
+                // In the same transaction: no earlier leader can save after this read,
+                // since its key is gone and its saves are conditioned on it.
+                TxnOp::get(window_key.clone(), None),
+            ])
+            .or_else([TxnOp::get(leader_key.clone(), None)]);
+        let answer = match self.client.kv_client().txn(txn).await {
+            Ok(a) => a,
+            Err(e) => {
+                // Whether the key was written is unknown: revoking deletes it if it was.
+                let _ = leases.revoke(lease).await;
+                return Err(unavailable(e));
+            }
+        };
+        if !answer.succeeded() {
+            let _ = leases.revoke(lease).await;
+            let leader = first_kv(answer.op_responses())
+                .map(|kv| text(kv.value()))
+                .unwrap_or_default();
+            return Ok(Campaign::Lost { leader });
+        }
+        let revision = answer.header().map_or(0, |h| h.revision());
+        let previous_window_ms = first_kv(answer.op_responses())
+            .map(|kv| window_of(&window_key, &kv))
+            .transpose()?;
+        Ok(Campaign::Won(Leadership {
+            client: Arc::clone(&self.client),
+            name: self.name.clone(),
+            holder: holder.to_string(),
+            leader_key,
+            window_key,
+            lease,
+            revision,
+            ttl,
+            margin,
+            previous_window_ms,
+            valid_until: Mutex::new(sent_at + (ttl - margin)),
+        }))
+    }
+
+    /// The current leader's holder name, `None` when nobody leads.
+    pub async fn leader(&self) -> Result<Option<String>> {
+        let answer = self
+            .client
+            .kv_client()
+            .get(self.leader_key(), None)
+            .await
+            .map_err(unavailable)?;
+        Ok(answer.kvs().first().map(|kv| text(kv.value())))
+    }
+
+    /// Returns once nobody leads: at once if no leader key exists, else when etcd deletes
+    /// it (the leader resigned or its lease expired). Campaign right after; another node
+    /// may win first. It waits as long as the leader lives: bound it with a timeout, or
+    /// race it with shutdown.
+    pub async fn wait_for_vacancy(&self) -> Result<()> {
+        let leader_key = self.leader_key();
+        loop {
+            let answer = self
+                .client
+                .kv_client()
+                .get(leader_key.clone(), None)
+                .await
+                .map_err(unavailable)?;
+            if answer.kvs().is_empty() {
+                return Ok(());
+            }
+            // From the revision just read: a deletion between the read and the watch is
+            // not missed.
+            let from = answer.header().map_or(0, |h| h.revision()) + 1;
+            let mut stream = self
+                .client
+                .watch_client()
+                .watch(
+                    leader_key.clone(),
+                    Some(WatchOptions::new().with_start_revision(from)),
+                )
+                .await
+                .map_err(unavailable)?;
+            // A stream that ends or is canceled (a compaction, a restart of etcd) is
+            // started again from a fresh read.
+            while let Some(response) = stream.message().await.map_err(unavailable)? {
+                if response.canceled() {
+                    break;
+                }
+                if response
+                    .events()
+                    .iter()
+                    .any(|e| e.event_type() == EventType::Delete)
+                {
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// The saved window end (ms since 1970), `None` if no leader ever saved one.
+    pub async fn window(&self) -> Result<Option<u64>> {
+        let window_key = self.window_key();
+        let answer = self
+            .client
+            .kv_client()
+            .get(window_key.clone(), None)
+            .await
+            .map_err(unavailable)?;
+        answer
+            .kvs()
+            .first()
+            .map(|kv| window_of(&window_key, kv))
+            .transpose()
+    }
+}
+
+impl Leadership {
+    /// The window end the previous leaders saved, read when this leadership was won:
+    /// pass it to [`start_term`](snowdrift_core::tso::TimestampOracle::start_term).
+    pub fn previous_window_ms(&self) -> Option<u64> {
+        self.previous_window_ms
+    }
+
+    /// The holder name this node leads under.
+    pub fn holder(&self) -> &str {
+        &self.holder
+    }
+
+    /// Until when (on this process's monotonic clock) this node may issue: the last
+    /// renewal (or the grant) sent, plus ttl, minus margin. etcd cannot expire the lease
+    /// before then, so no other node can lead before then.
+    pub fn valid_until(&self) -> Instant {
+        *self.valid_until.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether this node may still issue now. Check it before answering each batch, and
+    /// end the oracle's term when it turns false.
+    pub fn is_valid(&self) -> bool {
+        Instant::now() < self.valid_until()
+    }
+
+    /// Keeps the lease alive (call it every ttl/3 or so) and checks that the leader key is
+    /// still this term's; returns the new [`valid_until`](Self::valid_until).
+    /// [`Error::LeadershipLost`] when the lease expired or the key is gone or another's.
+    pub async fn renew(&self) -> Result<Instant> {
+        let sent_at = Instant::now();
+        match self.client.lease_client().keep_alive(self.lease).await {
+            Ok(_) => {}
+            // The client's own answer when etcd reports a TTL of 0: the lease is gone.
+            Err(etcd::Error::LeaseKeepAliveError(_)) => {
+                return Err(self.lost("the etcd lease expired before the keep-alive reached it"));
+            }
+            Err(e) => return Err(unavailable(e)),
+        }
+        let answer = self
+            .client
+            .kv_client()
+            .get(self.leader_key.clone(), None)
+            .await
+            .map_err(unavailable)?;
+        self.check_key(answer.kvs().first())?;
+        let until = sent_at + (self.ttl - self.margin);
+        let mut valid = self.valid_until.lock().unwrap_or_else(|e| e.into_inner());
+        *valid = (*valid).max(until);
+        Ok(*valid)
+    }
+
+    /// Raises the saved window end to `up_to_ms` (a lower value leaves it as it is), in
+    /// a transaction that succeeds only while this node holds the leader key of this term.
+    /// Report it to the oracle with
+    /// [`window_saved`](snowdrift_core::tso::TimestampOracle::window_saved) only after this
+    /// returns `Ok`.
+    pub async fn save_window(&self, up_to_ms: u64) -> Result<()> {
+        let mut kv = self.client.kv_client();
+        for _ in 0..MAX_RACES {
+            let current = kv
+                .get(self.window_key.clone(), None)
+                .await
+                .map_err(unavailable)?;
+            let (current, revision) = match current.kvs().first() {
+                Some(w) => (Some(window_of(&self.window_key, w)?), w.mod_revision()),
+                None => (None, 0),
+            };
+            let write: Vec<TxnOp> = if current.is_none_or(|w| w < up_to_ms) {
+                vec![TxnOp::put(
+                    self.window_key.clone(),
+                    up_to_ms.to_string(),
+                    None,
+                )]
+            } else {
+                Vec::new()
+            };
+            let txn = Txn::new()
+                .when([
+                    Compare::create_revision(
+                        self.leader_key.clone(),
+                        CompareOp::Equal,
+                        self.revision,
+                    ),
+                    Compare::lease(self.leader_key.clone(), CompareOp::Equal, self.lease),
+                    // A missing key's mod revision compares as 0.
+                    Compare::mod_revision(self.window_key.clone(), CompareOp::Equal, revision),
+                ])
+                .and_then(write)
+                .or_else([TxnOp::get(self.leader_key.clone(), None)]);
+            let answer = kv.txn(txn).await.map_err(unavailable)?;
+            if answer.succeeded() {
+                return Ok(());
+            }
+            // Still this term's key: only the window moved (a concurrent save); read again.
+            self.check_key(first_kv(answer.op_responses()).as_ref())?;
+        }
+        Err(Error::Unavailable(
+            format!(
+                "the window of timestamp oracle {:?} changed under each of {MAX_RACES} saves; retry",
+                self.name
+            )
+            .into(),
+        ))
+    }
+
+    /// Gives leadership up at once: revokes the lease, which deletes the leader key, so
+    /// another node can win. End the oracle's term before calling it.
+    pub async fn resign(self) -> Result<()> {
+        match self.client.lease_client().revoke(self.lease).await {
+            Ok(_) => Ok(()),
+            // etcd refuses to revoke a lease that expired meanwhile: given up all the same.
+            Err(e) => {
+                let answer = self
+                    .client
+                    .kv_client()
+                    .get(self.leader_key.clone(), None)
+                    .await
+                    .map_err(unavailable)?;
+                match self.check_key(answer.kvs().first()) {
+                    Err(Error::LeadershipLost { .. }) => Ok(()),
+                    _ => Err(unavailable(e)),
+                }
+            }
+        }
+    }
+
+    /// `Ok` when `key` is this term's leader key.
+    fn check_key(&self, key: Option<&KeyValue>) -> Result<()> {
+        match key {
+            Some(k) if k.create_revision() == self.revision && k.lease() == self.lease => Ok(()),
+            Some(k) => Err(self.lost(&format!("{:?} leads now", text(k.value())))),
+            None => {
+                Err(self
+                    .lost("no leader key: the lease expired or was revoked (etcd deleted the key)"))
+            }
+        }
+    }
+
+    fn lost(&self, reason: &str) -> Error {
+        Error::LeadershipLost {
+            name: self.name.clone(),
+            holder: self.holder.clone(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+/// The window end in `kv`, or an error naming the key when it holds something else.
+fn window_of(key: &str, kv: &KeyValue) -> Result<u64> {
+    let value = text(kv.value());
+    value.parse().map_err(|_| {
+        Error::InvalidInput(format!(
+            "etcd key {key} holds {value:?}, not a window end: it was edited by hand; set it to the largest time any leader may have used (ms since 1970), never lower"
+        ))
+    })
+}
+
+/// Oracle names are one key segment: 1 to 64 letters, digits, `_`, `-` or `.`.
+fn validate_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        && name != "."
+        && name != "..";
+    if !ok {
+        return Err(Error::InvalidInput(format!(
+            "timestamp oracle name {name:?} is not valid: use 1 to 64 letters, digits, '_', '-' or '.'"
+        )));
+    }
+    Ok(())
+}
