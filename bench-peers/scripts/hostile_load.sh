@@ -10,7 +10,8 @@
 #      connections: the real client's rate, new connections, and snowflake issuing. (The
 #      attacker counts as "open" connections the kernel completed but the server has not
 #      accepted yet, beyond the listen backlog; the server's descriptors say what it holds.)
-#   D. 20,000 gRPC `Stream` calls (20 HTTP/2 connections of 1,000 streams) asking for 100
+#   D. 20,000 gRPC `Stream` calls (100 HTTP/2 connections of 200 streams, the most a connection
+#      may have open), of uuid7 IDs and then of the real client's own snowflake generator, asking for 100
 #      million IDs each, from a client that never reads a byte of the answers: the server's
 #      RSS before, at the peak and after, and the real client's rate meanwhile.
 #
@@ -161,14 +162,17 @@ stop_server
 fi
 
 if [[ $SCENARIOS == *D* ]]; then
-log "D. 20,000 gRPC streams that never read"
+grpc_attack() { # GENERATOR: what the 20,000 streams ask for
+log "D. 20,000 gRPC streams that never read, asking for $1"
 start_server "$(ulimit -Hn)"
+log "calm: $(real_client "grpc-calm-$1" 10)"
 log "RSS before: $(rss_mb) MB"
-python3 - "$PORT" 20 1000 25 >"$OUT/raw/grpc.txt" <<'PY' &
+python3 - "$PORT" 100 200 25 "$1" >"$OUT/raw/grpc-$1.txt" <<'PY' &
 # Raw HTTP/2 frames, so nothing on the client side reads or acknowledges data: each
-# connection sends its preface and settings, then 1,000 gRPC Stream calls, and stops reading.
+# connection sends its preface and settings, then its gRPC Stream calls, and stops reading.
 import asyncio, struct, sys
 port, conns, streams, hold = (int(a) for a in sys.argv[1:5])
+name = sys.argv[5].encode()
 def frame(kind, flags, stream, payload):
     return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
 def literal(index, value):  # literal header field without indexing, indexed name
@@ -177,7 +181,6 @@ def literal(index, value):  # literal header field without indexing, indexed nam
 headers = (bytes([0x83, 0x86])  # :method POST, :scheme http
            + literal(4, "/snowdrift.v1.IdService/Stream") + literal(1, "x")
            + literal(31, "application/grpc") + b"\x00\x02te\x08trailers")
-name = b"snowflake"
 message = b"\x0a" + bytes([len(name)]) + name + b"\x10\x80\xc2\xd7\x2f"  # count 100,000,000
 body = b"\x00" + struct.pack(">I", len(message)) + message
 async def one():
@@ -198,7 +201,7 @@ asyncio.run(main())
 PY
 ATTACK=$!
 sleep 2
-real_client grpc-attacked 10 >"$OUT/raw/grpc-attacked.line" &
+real_client "grpc-attacked-$1" 10 >"$OUT/raw/grpc-attacked-$1.line" &
 REAL=$!
 PEAK=0
 for _ in $(seq 50); do
@@ -209,12 +212,15 @@ for _ in $(seq 50); do
 done
 wait "$REAL" || true
 wait "$ATTACK" || true
-log "$(cat "$OUT/raw/grpc.txt")"
-log "real client meanwhile: $(cat "$OUT/raw/grpc-attacked.line")"
+log "$(cat "$OUT/raw/grpc-$1.txt")"
+log "real client (snowflake IDs over HTTP) meanwhile: $(cat "$OUT/raw/grpc-attacked-$1.line")"
 log "Stream calls ended, by status: $(curl -s "http://127.0.0.1:$PORT/metrics" | grep -E '^snowdrift_request_duration_seconds_count\{.*Stream' | sed 's/.*status="\([^"]*\)".*} /\1 /' | paste -sd' ')"
 sleep 12
 log "RSS peak during: $PEAK MB; 12 s after they left: $(rss_mb) MB"
 stop_server
+}
+grpc_attack uuid7
+grpc_attack snowflake
 fi
 
 log "done; raw output in $OUT/raw"

@@ -96,6 +96,12 @@ impl IdService for IdApi {
         let batch = bounded("batch", r.batch.unwrap_or(max), max)?;
         let source = self.state.generators.get(&r.name)?;
         let codec = self.codec(&r.name, &source, r.format.as_deref())?;
+        let text = codec.is_some() || !crate::format::is_64_bit(&source);
+        let batch = if text {
+            batch.min(super::stream::TEXT_BATCH)
+        } else {
+            batch
+        };
         Ok(Response::new(batches(
             source,
             r.name,

@@ -16,6 +16,13 @@ use super::pb;
 use crate::source::{IdSource, Source};
 use crate::state::issue;
 
+/// Most IDs in one message of text IDs (UUIDs, ULIDs, ObjectIds, formatted 64-bit IDs), so a
+/// message is about 16 KiB (a UUID is 36 characters and 2 bytes of framing). The server holds
+/// the message a stream's client has not taken yet: with `limits.max_streams` streams that
+/// never read, a batch of `max_count` UUIDs (380 KB) held 470 MB (BENCHMARKS.md, "Slow and
+/// hostile clients"). 64-bit IDs go as runs, a few bytes whatever the batch.
+pub const TEXT_BATCH: u64 = 400;
+
 /// What `Stream` returns.
 pub type IdStream = Pin<Box<dyn Stream<Item = Result<pb::IdBatch, Status>> + Send>>;
 

@@ -22,6 +22,8 @@ use crate::source::{
 #[derive(Debug)]
 pub struct Generators {
     by_name: BTreeMap<String, Arc<Source>>,
+    /// The runtime the worker leases' keepers run on (see [`Keepers`]).
+    keepers: Keepers,
     /// The obfuscation of the generators with an `obfuscate_key`, by name.
     obfuscators: BTreeMap<String, Obfuscator>,
     segments: Arc<SegmentService>,
@@ -46,15 +48,16 @@ impl Generators {
             ..BufferConfig::default()
         };
         let segments = Arc::new(SegmentService::new(store, buffer));
+        let keepers = Keepers::new()?;
         let mut by_name = BTreeMap::new();
         let mut obfuscators = BTreeMap::new();
         for g in plan.generators() {
-            let source = start_one(g, &segments)
-                .await
-                .map_err(|source| StartError::Generator {
+            let source = start_one(g, &segments, &keepers).await.map_err(|source| {
+                StartError::Generator {
                     name: g.name.clone(),
                     source,
-                })?;
+                }
+            })?;
             by_name.insert(g.name.clone(), Arc::new(source));
             if let Some(o) = &g.obfuscator {
                 obfuscators.insert(g.name.clone(), o.clone());
@@ -64,6 +67,7 @@ impl Generators {
         segments.preload(&preload).await?;
         Ok(Self {
             by_name,
+            keepers,
             obfuscators,
             segments,
         })
@@ -115,20 +119,85 @@ impl Generators {
 
     /// Stops every snowflake generator: final high-water marks written, worker IDs released.
     pub async fn shutdown(&self) {
-        for (name, source) in self.configured() {
-            if let Source::Snowflake(s) = source
-                && let Err(e) = s.shutdown().await
-            {
-                tracing::warn!(generator = name, error = %e, "releasing the worker lease failed; it expires by itself after its ttl");
+        for (name, source) in &self.by_name {
+            if !matches!(source.as_ref(), Source::Snowflake(_)) {
+                continue;
             }
+            // On the keepers' runtime, where the lease's coordinator connection lives.
+            let source = source.clone();
+            let stopped = self
+                .keepers
+                .handle()
+                .spawn(async move {
+                    match source.as_ref() {
+                        Source::Snowflake(s) => s.shutdown().await,
+                        _ => Ok(()),
+                    }
+                })
+                .await;
+            let error = match stopped {
+                Ok(Ok(())) => continue,
+                Ok(Err(e)) => e.to_string(),
+                Err(e) => e.to_string(),
+            };
+            tracing::warn!(
+                generator = name.as_str(),
+                error,
+                "releasing the worker lease failed; it expires by itself after its ttl"
+            );
         }
     }
 }
 
-/// Starts one generator: takes its worker lease, connects its servers.
+/// A runtime of its own for the worker leases' keepers, on its own thread: renewing a lease
+/// and raising the high-water mark must not wait behind request handling. Under a flood of
+/// gRPC streams (BENCHMARKS.md, "Slow and hostile clients") the keeper on the shared runtime
+/// was 3.7 s late with the mark, and snowflake issuing stopped until it caught up.
+#[derive(Debug)]
+struct Keepers {
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Keepers {
+    fn new() -> Result<Self, StartError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("snowdrift-lease")
+            .enable_all()
+            .build()
+            .map_err(|e| {
+                std::io::Error::new(e.kind(), format!("starting the lease keepers' thread: {e}"))
+            })?;
+        Ok(Self {
+            runtime: Some(runtime),
+        })
+    }
+
+    fn handle(&self) -> tokio::runtime::Handle {
+        match &self.runtime {
+            Some(runtime) => runtime.handle().clone(),
+            // Only `drop` takes it.
+            None => tokio::runtime::Handle::current(),
+        }
+    }
+}
+
+impl Drop for Keepers {
+    fn drop(&mut self) {
+        // Dropping a runtime blocks, which an async context forbids; its tasks are the
+        // keepers, whose leases end by themselves (after `shutdown`, or by their ttl).
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// Starts one generator: takes its worker lease (its keeper on `keepers`), connects its
+/// servers.
 async fn start_one(
     g: &GeneratorPlan,
     segments: &Arc<SegmentService>,
+    keepers: &Keepers,
 ) -> Result<Source, snowdrift_store::Error> {
     Ok(match &g.source {
         SourcePlan::Snowflake {
@@ -136,12 +205,16 @@ async fn start_one(
             layout_name,
             lease,
         } => {
-            let node = WorkerNode::claim(
-                lease.clone(),
-                SnowflakeGenerator::builder(layout.clone()),
-                MonotonicClock::new(),
-            )
-            .await?;
+            let (lease, builder) = (lease.clone(), SnowflakeGenerator::builder(layout.clone()));
+            let node = keepers
+                .handle()
+                .spawn(WorkerNode::claim(lease, builder, MonotonicClock::new()))
+                .await
+                .map_err(|e| {
+                    snowdrift_store::Error::Unavailable(
+                        format!("the lease keepers' thread failed: {e}").into(),
+                    )
+                })??;
             Source::Snowflake(SnowflakeSource::new(
                 node,
                 layout.clone(),

@@ -249,6 +249,25 @@ async fn stream_of_a_million_snowflake_ids() {
         counts.push(batch.count);
     }
     assert_eq!(counts, [1_000, 1_000, 500]);
+
+    // Text IDs come at most 400 to a message (about 16 KiB), whatever batch asks for, so a
+    // client that stops reading leaves the server holding little.
+    for (name, format) in [("uuid7", None), ("snowflake", Some("hex".to_string()))] {
+        let request = StreamRequest {
+            name: name.into(),
+            count: 1_000,
+            batch: Some(10_000),
+            format,
+        };
+        let mut stream = s.ids().stream(request).await.unwrap().into_inner();
+        let mut counts = Vec::new();
+        while let Some(batch) = stream.message().await.unwrap() {
+            assert_eq!(batch.text.len() as u64, batch.count, "{name}");
+            assert!(prost::Message::encoded_len(&batch) < 20_000, "{name}");
+            counts.push(batch.count);
+        }
+        assert_eq!(counts, [400, 400, 200], "{name}");
+    }
 }
 
 /// Two streams on one Twitter-layout generator share its 4,096 IDs per millisecond: they
