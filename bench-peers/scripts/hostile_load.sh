@@ -48,7 +48,7 @@ path = "$OUT/workers"
 CONFIG
     (ulimit -n "$1"; exec "$SD" serve --config "$OUT/server.toml") >>"$OUT/raw/server.log" 2>&1 &
     SERVER_PID=$!
-    wait_http "http://127.0.0.1:$PORT/healthz"
+    wait_http "http://127.0.0.1:$PORT/readyz"
 }
 stop_server() {
     kill "$SERVER_PID"

@@ -1,6 +1,7 @@
 //! Snowflake IDs from a generator fenced by this node's worker-ID lease.
 
 use std::sync::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use snowdrift_core::clock::MonotonicClock;
@@ -16,22 +17,53 @@ use crate::error::Error;
 /// the clock is inside the durable high-water mark; otherwise a request gets 503 with the
 /// reason. A request for more IDs than the current tick holds waits for the next tick
 /// without blocking a runtime thread.
+///
+/// A layout's ticks hold a fixed number of IDs (4,096 a millisecond for Twitter's), and
+/// requests share them: while several requests wait, each takes at most its share of a
+/// tick (`ids_per_tick / waiting`) before giving the others a turn. Without shares, the
+/// first request polled at each tick took all of it, and single-ID requests beside 1,024
+/// bulk gRPC streams got 10 answers a second (BENCHMARKS.md, "Slow and hostile clients").
 #[derive(Debug)]
 pub struct SnowflakeSource {
     /// `None` once shut down. Read-locked per request; written only at shutdown.
     node: RwLock<Option<WorkerNode<MonotonicClock>>>,
     layout: Layout,
     layout_name: String,
+    /// IDs in one tick of the layout.
+    ids_per_tick: u64,
+    /// Requests in [`IdSource::next`] now.
+    waiting: AtomicU64,
+}
+
+/// One request counted in [`SnowflakeSource::waiting`] while it lives.
+struct Waiting<'a>(&'a AtomicU64);
+
+impl<'a> Waiting<'a> {
+    fn enter(count: &'a AtomicU64) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl SnowflakeSource {
     /// Serves IDs of `node`'s generators; the layout is called `layout_name` in status
     /// output.
     pub fn new(node: WorkerNode<MonotonicClock>, layout: Layout, layout_name: String) -> Self {
+        let ids_per_tick = 1u64
+            .checked_shl(u32::from(layout.sequence_bits()))
+            .unwrap_or(u64::MAX);
         Self {
             node: RwLock::new(Some(node)),
             layout,
             layout_name,
+            ids_per_tick,
+            waiting: AtomicU64::new(0),
         }
     }
 
@@ -97,8 +129,10 @@ impl IdSource for SnowflakeSource {
     async fn next(&self, count: u64) -> Result<Ids, Error> {
         let mut runs = Vec::new();
         let mut left = count;
+        let _waiting = Waiting::enter(&self.waiting);
         while left > 0 {
-            match self.attempt(left)? {
+            let share = (self.ids_per_tick / self.waiting.load(Ordering::Relaxed).max(1)).max(1);
+            match self.attempt(left.min(share))? {
                 Attempt::Ready(block) => {
                     left -= block.len();
                     runs.extend(block.runs().map(|(first, count, stride)| IdRun {
@@ -106,6 +140,10 @@ impl IdSource for SnowflakeSource {
                         count,
                         stride,
                     }));
+                    if left > 0 && share < self.ids_per_tick {
+                        // A share taken: the others' turn.
+                        tokio::task::yield_now().await;
+                    }
                 }
                 // The tick is used up. Tokio's timer cannot sleep less than a millisecond,
                 // so short waits yield instead; a sleep there would cap a busy generator

@@ -318,6 +318,60 @@ async fn two_streams_on_one_generator_share_its_ticks() {
     );
 }
 
+/// Single-ID requests get turns beside many bulk streams on one Twitter-layout generator:
+/// each waiting request takes a share of a tick, so a single ID waits a tick or two, not
+/// one tick per stream. Measured in IDs the streams took while the single requests ran
+/// (about 4,096 per tick), not in time, so a slow machine cannot decide it: with turns,
+/// 100 single IDs cost the streams a few hundred thousand IDs; without them (the first
+/// request polled at each tick took all of it) about 40 million.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_ids_get_turns_beside_bulk_streams_on_one_generator() {
+    const STREAMS: u64 = 100;
+    let s = start("").await;
+    let taken = Arc::new(AtomicU64::new(0));
+    let flowing = Arc::new(AtomicU64::new(0));
+    let mut streams = tokio::task::JoinSet::new();
+    for _ in 0..STREAMS {
+        let mut client = s.ids();
+        let (taken, flowing) = (taken.clone(), flowing.clone());
+        streams.spawn(async move {
+            let request = StreamRequest {
+                name: "snowflake".into(),
+                // The server's max_stream: 200 million IDs in all, far more than the test
+                // takes (a 4,096-a-millisecond generator needs 49 s for them).
+                count: 2_000_000,
+                ..Default::default()
+            };
+            let mut stream = client.stream(request).await.unwrap().into_inner();
+            let mut first = true;
+            while let Ok(Some(batch)) = stream.message().await {
+                taken.fetch_add(batch.count, Ordering::SeqCst);
+                if std::mem::take(&mut first) {
+                    flowing.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        });
+    }
+    let deadline = Instant::now() + PATIENCE;
+    while flowing.load(Ordering::SeqCst) < STREAMS {
+        assert!(Instant::now() < deadline, "the streams never all started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let before = taken.load(Ordering::SeqCst);
+    for _ in 0..100 {
+        let (status, v) = s.http_json("GET", "/v1/ids/snowflake", None).await;
+        assert_eq!(status, 200, "{v}");
+    }
+    let during = taken.load(Ordering::SeqCst) - before;
+    streams.abort_all();
+    println!("the streams took {during} IDs while 100 single IDs were served");
+    // On average under 20 ticks per single ID.
+    assert!(
+        during < 100 * 20 * 4_096,
+        "single IDs waited behind the streams: they took {during} IDs meanwhile"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decode_gives_the_fields_http_gives() {
     let s = start("").await;
