@@ -80,7 +80,10 @@ CONFIG
 }
 start off ""
 start on "$TOKEN_TOML"
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost \
+# A self-signed end-entity certificate (openssl's default one says CA:TRUE, which rustls
+# refuses as a server's certificate).
+printf '[req]\ndistinguished_name = dn\nx509_extensions = leaf\n[dn]\n[leaf]\nsubjectAltName = DNS:localhost\nbasicConstraints = critical, CA:FALSE\n' >"$OUT/openssl.cnf"
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost -config "$OUT/openssl.cnf" \
     -keyout "$OUT/key.pem" -out "$OUT/cert.pem" 2>/dev/null
 start tls "$TOKEN_TOML" "tls_cert = \"$OUT/cert.pem\"
 tls_key = \"$OUT/key.pem\""

@@ -30,7 +30,10 @@ ulimit -n "$(ulimit -Hn)"
 
 SERVER_PID=""
 cleanup() {
-    [[ -n $SERVER_PID ]] && { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; }
+    if [[ -n $SERVER_PID ]]; then
+        kill "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+    fi
 }
 trap cleanup EXIT
 
