@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ::uuid::{Builder, ContextV7, Timestamp};
 
-pub use ::uuid::Uuid;
+pub use ::uuid::{Uuid, Variant};
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
