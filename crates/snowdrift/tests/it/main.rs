@@ -11,4 +11,5 @@ mod reload_cli;
 mod segment_cli;
 mod serve_cli;
 mod token_cli;
+mod uuid_python;
 mod worker_cli;
