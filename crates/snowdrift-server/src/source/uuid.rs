@@ -2,7 +2,7 @@
 //! node), v2 (DCE Security) and v3/v5, whose UUID is that of a name the request brings.
 
 use snowdrift_core::clock::MonotonicClock;
-use snowdrift_core::kinds::uuid::v2::DceSecurityGenerator;
+use snowdrift_core::kinds::uuid::v2::{DceSecurityGenerator, PER_WINDOW};
 use snowdrift_core::kinds::uuid::{self as uuid_kind, GregorianUuidGenerator, Uuid};
 
 use serde_json::Value;
@@ -152,6 +152,12 @@ impl IdSource for UuidSource {
     }
 
     async fn next(&self, count: u64) -> Result<Ids, Error> {
+        if matches!(self, UuidSource::Dce(_)) && count > PER_WINDOW {
+            return Err(Error::unsupported(format!(
+                "a uuid2 generator gives at most {PER_WINDOW} UUIDs per 7 min 9.5 s window \
+                 (DCE 1.1's layout), so no batch of {count}; ask for {PER_WINDOW} or fewer"
+            )));
+        }
         let mut out = Vec::with_capacity(count as usize);
         for _ in 0..count {
             let uuid = match self {

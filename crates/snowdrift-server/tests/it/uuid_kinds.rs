@@ -204,6 +204,10 @@ async fn dce_security_uuids_carry_domain_and_id_and_stop_at_64_a_window() {
         .await
         .unwrap();
     let status = r.status().as_u16();
+    let retry_after: Option<u64> = r
+        .headers()
+        .get("retry-after")
+        .and_then(|h| h.to_str().ok()?.parse().ok());
     let v: Value = r.json().await.unwrap();
     if status == 200 {
         let next = uuids(&v)[0];
@@ -215,9 +219,14 @@ async fn dce_security_uuids_carry_domain_and_id_and_stop_at_64_a_window() {
             "a 65th UUID in the same window"
         );
     } else {
-        assert_eq!(status, 503, "{v}");
+        // A rate the format sets, with the time it ends: 429 with Retry-After.
+        assert_eq!(status, 429, "{v}");
+        assert_eq!(error(&v).0, "rate_limited");
         assert!(error(&v).1.contains("64 UUIDs"), "{v}");
+        assert!(retry_after.is_some_and(|s| s <= 430), "{retry_after:?}");
     }
+    let v = s.json("/v1/ids/u2?count=65", 409).await;
+    assert!(error(&v).1.contains("at most 64"), "{v}");
 }
 
 #[tokio::test]
@@ -301,4 +310,37 @@ async fn grpc_takes_input_and_decodes_uuid_fields() {
         .into_inner();
     assert_eq!(d.node.as_deref(), Some("02005e100001"));
     assert!(d.time.is_some() && d.domain.is_none());
+}
+
+#[tokio::test]
+async fn resp_serves_time_based_uuids_and_points_name_based_ones_to_input() {
+    let s = crate::support::start(
+        "snowdrift-uuid-resp",
+        &format!("resp_listen = \"127.0.0.1:0\"\n{GENERATORS}"),
+    )
+    .await;
+    let url = format!("redis://{}/", s.resp().expect("resp_listen is set"));
+    let mut conn = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let a: String = redis::cmd("INCR")
+        .arg("u6")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let b: String = redis::cmd("INCR")
+        .arg("u6")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let (a, b): (Uuid, Uuid) = (a.parse().unwrap(), b.parse().unwrap());
+    assert!(a < b && a.get_version_num() == 6);
+    let err = redis::cmd("INCR")
+        .arg("u5")
+        .query_async::<String>(&mut conn)
+        .await
+        .expect_err("a uuid5 generator needs a name");
+    assert!(err.to_string().contains("input"), "{err}");
 }
