@@ -152,25 +152,26 @@ impl IdSource for UuidSource {
     }
 
     async fn next(&self, count: u64) -> Result<Ids, Error> {
-        if matches!(self, UuidSource::Dce(_)) && count > PER_WINDOW {
-            return Err(Error::unsupported(format!(
-                "a uuid2 generator gives at most {PER_WINDOW} UUIDs per 7 min 9.5 s window \
-                 (DCE 1.1's layout), so no batch of {count}; ask for {PER_WINDOW} or fewer"
-            )));
-        }
-        let mut out = Vec::with_capacity(count as usize);
-        for _ in 0..count {
-            let uuid = match self {
-                UuidSource::Gregorian {
-                    kind: Kind::Uuid6,
-                    generator,
-                } => generator.next_v6()?,
-                UuidSource::Gregorian { generator, .. } => generator.next_v1()?,
-                UuidSource::Dce(generator) => generator.next()?,
-                UuidSource::Named { kind, .. } => return Err(needs_input(None, *kind)),
-            };
-            out.push(uuid.to_string());
-        }
-        Ok(Ids::Text(out))
+        let uuids: Vec<Uuid> = match self {
+            UuidSource::Gregorian { kind, generator } => (0..count)
+                .map(|_| match kind {
+                    Kind::Uuid6 => generator.next_v6(),
+                    _ => generator.next_v1(),
+                })
+                .collect::<Result<_, _>>()?,
+            UuidSource::Dce(generator) => {
+                if count > PER_WINDOW {
+                    return Err(Error::unsupported(format!(
+                        "a uuid2 generator gives at most {PER_WINDOW} UUIDs per 7 min 9.5 s \
+                         window (DCE 1.1's layout), so no batch of {count}; ask for \
+                         {PER_WINDOW} or fewer"
+                    )));
+                }
+                // All or none, so a batch the window cannot hold takes nothing from it.
+                generator.next_n(count)?
+            }
+            UuidSource::Named { kind, .. } => return Err(needs_input(None, *kind)),
+        };
+        Ok(Ids::Text(uuids.iter().map(Uuid::to_string).collect()))
     }
 }

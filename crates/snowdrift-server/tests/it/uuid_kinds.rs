@@ -185,6 +185,19 @@ async fn time_based_uuids_are_unique_ordered_and_decode() {
 async fn dce_security_uuids_carry_domain_and_id_and_stop_at_64_a_window() {
     let s = start("snowdrift-uuid-dce").await;
     let first = uuids(&s.json("/v1/ids/u2?count=60", 200).await);
+    // A batch the window cannot hold takes nothing from it (unless a new window began).
+    let r = s
+        .client
+        .get(format!("{}/v1/ids/u2?count=10", s.base))
+        .send()
+        .await
+        .unwrap();
+    if r.status().as_u16() == 200 {
+        let next = uuids(&r.json().await.unwrap());
+        assert_ne!(next[0].as_bytes()[4..8], first[0].as_bytes()[4..8]);
+    } else {
+        assert_eq!(r.status().as_u16(), 429);
+    }
     let rest = uuids(&s.json("/v1/ids/u2?count=4", 200).await);
     let all: HashSet<_> = first.iter().chain(&rest).collect();
     assert_eq!(all.len(), 64);

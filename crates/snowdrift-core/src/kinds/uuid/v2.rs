@@ -237,6 +237,27 @@ impl<C: Clock> DceSecurityGenerator<C> {
 
     /// The next UUID, or [`Error::DceWindowFull`] when this window's 64 are used.
     pub fn next(&self) -> Result<Uuid> {
+        let (window, used) = self.reserve(1)?;
+        Ok(self.uuid(window, used))
+    }
+
+    /// `n` UUIDs at once, all or none: when fewer than `n` are left in this window, none
+    /// is taken and the error says when the next window opens (or, for `n` above 64, that
+    /// no window holds that many).
+    pub fn next_n(&self, n: u64) -> Result<Vec<Uuid>> {
+        if n > PER_WINDOW {
+            return Err(Error::InvalidCount {
+                count: n,
+                allowed: "1 to 64 UUID v2 per window (DCE 1.1 keeps 6 bits of clock sequence)"
+                    .into(),
+            });
+        }
+        let (window, used) = self.reserve(n)?;
+        Ok((used..used + n).map(|k| self.uuid(window, k)).collect())
+    }
+
+    /// Takes `n` of the current window's UUIDs: the window and how many it had given.
+    fn reserve(&self, n: u64) -> Result<(u64, u64)> {
         let ms = self.clock.now_ms();
         let now = gregorian_ticks(ms, "UUID v2")?;
         let now_window = now >> WINDOW_BITS;
@@ -248,33 +269,36 @@ impl<C: Clock> DceSecurityGenerator<C> {
             } else {
                 (window, used)
             };
-            if used >= PER_WINDOW {
+            if used + n > PER_WINDOW {
                 // Rounded up: at the millisecond it names, the clock is in the next window.
                 let wait = ((window + 1) << WINDOW_BITS).saturating_sub(now);
                 return Err(Error::DceWindowFull {
                     wait_ms: wait.div_ceil(10_000).max(1),
                 });
             }
-            let next = (window << 8) | (used + 1);
+            let next = (window << 8) | (used + n);
             match self.state.compare_exchange_weak(
                 state,
                 next,
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => {
-                    let seq = self.seq_start.wrapping_add(used as u8) & 0x3f;
-                    return Ok(from_parts(
-                        window << WINDOW_BITS,
-                        seq,
-                        self.domain,
-                        self.local_id,
-                        self.node,
-                    ));
-                }
+                Ok(_) => return Ok((window, used)),
                 Err(seen) => state = seen,
             }
         }
+    }
+
+    /// The `k`-th UUID of `window`.
+    fn uuid(&self, window: u64, k: u64) -> Uuid {
+        let seq = self.seq_start.wrapping_add(k as u8) & 0x3f;
+        from_parts(
+            window << WINDOW_BITS,
+            seq,
+            self.domain,
+            self.local_id,
+            self.node,
+        )
     }
 }
 
@@ -360,6 +384,20 @@ mod tests {
         let next = g.next().expect("the next window");
         assert!(ids.insert(next));
         assert!(DceFields::of(&next).expect("v2").window_unix_ms() > NOW);
+    }
+
+    #[test]
+    fn a_batch_is_all_or_nothing() {
+        let g = DceSecurityGenerator::new(ManualClock::new(NOW), [3; 6], 0, Domain::Org, 9);
+        assert_eq!(g.next_n(60).expect("room").len(), 60);
+        assert!(matches!(g.next_n(5), Err(Error::DceWindowFull { .. })));
+        let last = g
+            .next_n(4)
+            .expect("the 4 left were not taken by the refused batch");
+        assert_eq!(last.len(), 4);
+        assert!(g.next().is_err());
+        let err = g.next_n(65).expect_err("no window holds 65").to_string();
+        assert!(err.contains("1 to 64"), "{err}");
     }
 
     #[test]
