@@ -43,7 +43,7 @@ pub(crate) async fn answer(
     let input = params.input();
     let source = state.generators.get(name)?;
     if form == Form::Runs {
-        return runs_body(name, &source, count, format.is_some()).await;
+        return runs_body(name, &source, count, format.is_some(), input).await;
     }
     let codec = match format {
         Some(format) => codec_for(&state.generators, name, &source, format)?,
@@ -62,6 +62,7 @@ async fn runs_body(
     source: &Source,
     count: u64,
     formatted: bool,
+    input: Option<&str>,
 ) -> Result<Vec<u8>, Error> {
     let kind = source.kind();
     if formatted {
@@ -75,7 +76,8 @@ async fn runs_body(
             kind.name()
         )));
     }
-    let runs = match issue(name, source, count, None).await? {
+    // 64-bit kinds take no input: `issue` refuses one rather than ignore it.
+    let runs = match issue(name, source, count, input).await? {
         Ids::Runs(runs) => runs,
         Ids::Text(_) => {
             return Err(Error::internal(format!(

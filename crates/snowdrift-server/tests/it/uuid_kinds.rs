@@ -104,6 +104,7 @@ async fn name_based_uuids_are_the_rfc_vectors_and_need_their_name() {
         "/v1/ids/u1?input=a",
         "/v1/ids/u7?input=a",
         "/v1/ids/order?input=a",
+        "/v1/ids/order?input=a&form=runs",
     ] {
         let v = s.json(path, 409).await;
         assert!(error(&v).1.contains("takes no input"), "{path}: {v}");
