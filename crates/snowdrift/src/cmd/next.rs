@@ -113,7 +113,7 @@ pub struct Args {
         value_name = "URL[,URL...]",
         value_delimiter = ',',
         requires = "name",
-        conflicts_with_all = ["kind", "layout", "bits", "worker", "format", "tag", "registry"]
+        conflicts_with_all = ["kind", "layout", "bits", "worker", "format", "tag", "registry", "node", "input", "domain", "local_id"]
     )]
     server: Vec<String>,
     /// With --server: the generator or segment tag to take IDs from.
