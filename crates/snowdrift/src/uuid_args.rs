@@ -3,7 +3,8 @@
 //! with the server's own parsers, so the CLI and a `[[generator]]` accept the same text.
 
 use anyhow::{Result, bail};
-use snowdrift_core::kinds::uuid::{self, Uuid, v2::Domain};
+use snowdrift_core::kinds::uuid::v2::{Domain, PER_WINDOW};
+use snowdrift_core::kinds::uuid::{self, Uuid};
 
 use crate::cmd::next::Kind;
 
@@ -72,6 +73,13 @@ impl UuidArgs {
         Ok(match kind {
             Kind::Uuid1 | Kind::Uuid6 => UuidChoice::Node(node),
             Kind::Uuid2 => {
+                if count > PER_WINDOW {
+                    bail!(
+                        "--kind uuid2 gives at most {PER_WINDOW} UUIDs per 7 min 9.5 s window \
+                         for one domain, local ID and node (DCE 1.1 keeps 6 bits of clock \
+                         sequence), so -n must be {PER_WINDOW} or less"
+                    );
+                }
                 let domain = match &self.domain {
                     Some(text) => text
                         .parse::<Domain>()
