@@ -464,15 +464,16 @@ mod tests {
 
     #[test]
     fn gregorian_unique_across_threads_and_v6_ordered_per_thread() {
-        // 4 threads x 100,000 of each version on one generator and the real clock: far
+        // 8 threads x 100,000 of each version on one generator and the real clock: far
         // more than one 100 ns tick each, so the claims race on the same timestamps.
         const PER_THREAD: usize = 100_000;
+        const THREADS: usize = 8;
         let g = Arc::new(GregorianUuidGenerator::new(
             crate::clock::SystemClock,
             [0x10, 0, 0, 0, 0, 1],
             0x2222,
         ));
-        let handles: Vec<_> = (0..4)
+        let handles: Vec<_> = (0..THREADS)
             .map(|_| {
                 let g = g.clone();
                 std::thread::spawn(move || -> Result<(Vec<Uuid>, Vec<Uuid>)> {
@@ -494,7 +495,7 @@ mod tests {
                 assert!(all.insert(id), "{id} twice");
             }
         }
-        assert_eq!(all.len(), 4 * 2 * PER_THREAD);
+        assert_eq!(all.len(), THREADS * 2 * PER_THREAD);
     }
 
     #[test]
