@@ -68,6 +68,7 @@ impl Shared {
                 name: name.to_string(),
                 count: Some(count),
                 format: None,
+                input: None,
             });
             let batch = client.next(request).await.map_err(status)?;
             return Ok(Batch::from_message(batch.into_inner()));
@@ -77,6 +78,7 @@ impl Shared {
             count,
             batch: Some(NEXT_MAX),
             format: None,
+            input: None,
         });
         let mut stream = client.stream(request).await.map_err(status)?.into_inner();
         let mut batch: Option<Batch> = None;

@@ -139,6 +139,16 @@ pub enum Error {
         /// Which ID kind.
         kind: &'static str,
     },
+    /// A UUID v2 (DCE Security) generator used all 64 clock-sequence values of the current
+    /// time window: the local ID takes the low 32 bits of the time, so one domain and ID on
+    /// one node get 64 UUIDs per 2^32 × 100 ns (7 min 9.5 s).
+    #[error(
+        "UUID v2 gives 64 UUIDs per domain, local ID and node in each 7 min 9.5 s window (DCE 1.1's layout) and this window's are used; the next window opens in {wait_ms} ms: wait, or use another local_id, node or a UUID version without this limit (v1, v6, v7)"
+    )]
+    DceWindowFull {
+        /// Milliseconds until the next window opens.
+        wait_ms: u64,
+    },
     /// The clock reads a time that an ID kind's time field cannot hold (an ObjectId's 32-bit
     /// seconds end in 2106, a ULID's or UUID v7's 48-bit milliseconds in 10889).
     #[error(

@@ -37,6 +37,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             name: name.clone(),
             count: Some(5),
             format: None,
+            input: None,
         })
         .await?
         .into_inner();
@@ -66,6 +67,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             count: total,
             batch: None,
             format: None,
+            input: None,
         })
         .await?
         .into_inner();

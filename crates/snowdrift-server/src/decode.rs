@@ -1,9 +1,13 @@
-//! What an ID holds, as JSON: the fields of a snowflake ID under its layout, the time inside
-//! a UUID v7, ULID or ObjectId, the original of an obfuscated ID. HTTP, gRPC and Leaf's
+//! What an ID holds, as JSON: the fields of a snowflake ID under its layout, the fields of a
+//! UUID (version, variant; time, clock sequence and node of v1, v2 and v6; domain and local
+//! ID of v2; time of v7), the time inside a ULID or ObjectId, the original of an obfuscated
+//! ID. HTTP, gRPC and Leaf's
 //! decode route all answer from here.
 
 use serde_json::{Map, Value, json};
 use snowdrift_core::codec::{Format, IdFormat};
+use snowdrift_core::kinds::uuid::gregorian_to_unix_ms;
+use snowdrift_core::kinds::uuid::v2::{DceFields, Domain};
 use snowdrift_core::kinds::{ObjectId, Ulid, Uuid};
 use snowdrift_core::layout::{Layout, format_ms};
 
@@ -86,6 +90,59 @@ pub fn id(
     }
 }
 
+/// What a UUID holds, read from the UUID itself (any version, whichever generator made it):
+/// `version` and `variant`; for v1 and v6 `timestamp` (100 ns since 1582-10-15), `time`,
+/// `clock_seq` and `node`; for v2 the same with `domain` and `local_id`, its time being the
+/// start of its window (the low 32 bits hold the local ID); for v7 the time.
+pub fn uuid_fields(uuid: &Uuid) -> Value {
+    use snowdrift_core::kinds::uuid::Variant;
+    let variant = match uuid.get_variant() {
+        Variant::NCS => "ncs",
+        Variant::RFC4122 => "rfc9562",
+        Variant::Microsoft => "microsoft",
+        _ => "future",
+    };
+    let version = uuid.get_version_num();
+    let mut out = json!({"id": uuid.to_string(), "version": version, "variant": variant});
+    let hex = |node: [u8; 6]| node.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let time = |out: &mut Value, ms: u64| {
+        out["time"] = format_ms(ms).into();
+        out["time_ms"] = ms.into();
+    };
+    if let Some(dce) = DceFields::of(uuid) {
+        time(&mut out, dce.window_unix_ms());
+        out["timestamp"] = dce.window_ticks.into();
+        out["clock_seq"] = dce.clock_seq.into();
+        out["node"] = hex(dce.node).into();
+        out["domain"] = match Domain::from_byte(dce.domain) {
+            Some(d) => d.name().into(),
+            None => dce.domain.to_string().into(),
+        };
+        out["local_id"] = dce.local_id.into();
+        return out;
+    }
+    if variant != "rfc9562" {
+        return out;
+    }
+    match (version, uuid.get_timestamp()) {
+        (1 | 6, Some(ts)) => {
+            let (ticks, clock_seq) = ts.to_gregorian();
+            time(&mut out, gregorian_to_unix_ms(ticks));
+            out["timestamp"] = ticks.into();
+            out["clock_seq"] = clock_seq.into();
+            if let Some(node) = uuid.get_node_id() {
+                out["node"] = hex(node).into();
+            }
+        }
+        (_, Some(ts)) => {
+            let (secs, nanos) = ts.to_unix();
+            time(&mut out, secs * 1000 + u64::from(nanos) / 1_000_000);
+        }
+        (_, None) => {}
+    }
+    out
+}
+
 /// The time (and parts) inside an ID of a text kind.
 pub fn text_kind(kind: Kind, text: &str) -> Result<Value, Error> {
     let bad = |e: &dyn std::fmt::Display| {
@@ -96,17 +153,15 @@ pub fn text_kind(kind: Kind, text: &str) -> Result<Value, Error> {
         ))
     };
     match kind {
-        Kind::Uuid4 | Kind::Uuid7 => {
+        Kind::Uuid1
+        | Kind::Uuid2
+        | Kind::Uuid3
+        | Kind::Uuid4
+        | Kind::Uuid5
+        | Kind::Uuid6
+        | Kind::Uuid7 => {
             let uuid: Uuid = text.trim().parse().map_err(|e| bad(&e))?;
-            let version = uuid.get_version_num();
-            let mut out = json!({"id": uuid.to_string(), "version": version});
-            if let Some(ts) = uuid.get_timestamp() {
-                let (secs, nanos) = ts.to_unix();
-                let ms = secs * 1000 + u64::from(nanos) / 1_000_000;
-                out["time"] = format_ms(ms).into();
-                out["time_ms"] = ms.into();
-            }
-            Ok(out)
+            Ok(uuid_fields(&uuid))
         }
         Kind::Ulid => {
             let text = text.trim();

@@ -25,7 +25,8 @@ pub enum ErrorKind {
     /// asked: its kind or configuration lacks it (a format without an `obfuscate_key`, runs
     /// of text IDs). HTTP 409, as it depends on the generator; gRPC INVALID_ARGUMENT.
     Unsupported,
-    /// The token is over its rate; [`Error::retry_after`] says when to try again (429).
+    /// The token is over its rate, or the generator over the rate its format allows (a
+    /// uuid2's 64 per window); [`Error::retry_after`] says when to try again (429).
     RateLimited,
     /// The node cannot issue now: no lease, a store down with the buffers empty, a clock
     /// behind its high-water mark. Another node, or a later try, may (503).
@@ -165,6 +166,11 @@ impl From<snowdrift_store::Error> for Error {
 
 impl From<snowdrift_core::Error> for Error {
     fn from(e: snowdrift_core::Error) -> Self {
+        // A uuid2 generator's window is a rate the format sets, with a known end: the caller
+        // learns when to come back rather than that the node is down.
+        if let snowdrift_core::Error::DceWindowFull { wait_ms } = e {
+            return Self::rate_limited(e.to_string(), Duration::from_millis(wait_ms));
+        }
         // Core errors on the issue path are clock, lease and overflow conditions: the node
         // cannot issue now, and another node (or a later try) may.
         Self::unavailable(e.to_string())

@@ -94,7 +94,7 @@ pub fn encode(name: &str, codec: &Codec, id: u64) -> Result<String, Error> {
 /// True for the kinds whose IDs are 64-bit numbers, the only ones formats apply to.
 pub fn is_64_bit(source: &Source) -> bool {
     match source {
-        Source::Simple(_) => false,
+        Source::Simple(_) | Source::Uuid(_) => false,
         Source::Counter(c) => c.counter().template().is_none(),
         _ => true,
     }

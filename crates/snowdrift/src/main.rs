@@ -5,11 +5,12 @@ mod cmd;
 mod layout_args;
 mod obfuscate_args;
 mod store_args;
+mod uuid_args;
 
 use clap::{Parser, Subcommand};
 
 /// Distributed unique IDs: snowflake IDs with any bit layout, database segments (Leaf),
-/// UUID v4/v7, ULID and ObjectId, from one binary.
+/// UUID v1 to v7, ULID and ObjectId, from one binary.
 #[derive(Debug, Parser)]
 #[command(name = "snowdrift", version, about, long_about = None, propagate_version = true)]
 struct Cli {

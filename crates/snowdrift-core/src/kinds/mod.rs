@@ -1,4 +1,4 @@
-//! The 128- and 96-bit ID kinds: UUID (v1, v3, v4, v5, v6, v7), ULID and MongoDB's ObjectId.
+//! The 128- and 96-bit ID kinds: UUID (v1 to v7), ULID and MongoDB's ObjectId.
 //!
 //! These are for when an ID's size does not matter and no node needs a worker ID: any
 //! process can make them with no coordination, at the cost of randomness standing in for
@@ -12,6 +12,7 @@
 //! | UUID v4 | 122 random | no | [`uuid::v4`], [`uuid::v4_from_bytes`] |
 //! | UUID v7 | 48 ms + 74 counter/random | yes, monotonic per generator | [`uuid::UuidV7Generator`] |
 //! | UUID v1, v6 | 60 × 100 ns + 14 clock sequence + 48 node | v6 yes, v1 no | [`uuid::GregorianUuidGenerator`] |
+//! | UUID v2 | v1 with a local domain and ID over the low 32 time bits | no | [`uuid::v2::DceSecurityGenerator`] |
 //! | UUID v3, v5 | MD5 / SHA-1 of a name | no | [`uuid::v3`], [`uuid::v5`] |
 //! | ULID | 48 ms + 80 random | yes, monotonic per generator | [`ulid::UlidGenerator`] |
 //! | ObjectId | 32 s + 40 process + 24 counter | by second | [`objectid::ObjectIdGenerator`] |

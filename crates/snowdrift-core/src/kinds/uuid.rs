@@ -17,12 +17,14 @@
 //! # Ok::<(), snowdrift_core::Error>(())
 //! ```
 
+pub mod v2;
+
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use ::uuid::{Builder, ContextV7, Timestamp};
 
-pub use ::uuid::Uuid;
+pub use ::uuid::{Uuid, Variant};
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
@@ -61,6 +63,71 @@ pub fn v5(namespace: &Uuid, name: &[u8]) -> Uuid {
 /// ```
 pub fn v3(namespace: &Uuid, name: &[u8]) -> Uuid {
     Uuid::new_v3(namespace, name)
+}
+
+/// The namespace of name-based UUIDs written `text`: one of RFC 9562's four (`dns`, `url`,
+/// `oid`, `x500`, in any case) or any UUID.
+///
+/// ```
+/// use snowdrift_core::kinds::uuid::{namespace, Uuid};
+/// assert_eq!(namespace("dns")?, Uuid::NAMESPACE_DNS);
+/// assert_eq!(namespace("6ba7b811-9dad-11d1-80b4-00c04fd430c8")?, Uuid::NAMESPACE_URL);
+/// assert!(namespace("example.com").is_err());
+/// # Ok::<(), snowdrift_core::Error>(())
+/// ```
+pub fn namespace(text: &str) -> Result<Uuid> {
+    let text = text.trim();
+    let known = [
+        ("dns", Uuid::NAMESPACE_DNS),
+        ("url", Uuid::NAMESPACE_URL),
+        ("oid", Uuid::NAMESPACE_OID),
+        ("x500", Uuid::NAMESPACE_X500),
+    ];
+    if let Some((_, uuid)) = known.iter().find(|(n, _)| n.eq_ignore_ascii_case(text)) {
+        return Ok(*uuid);
+    }
+    text.parse::<Uuid>().map_err(|e| {
+        Error::InvalidConfig(format!(
+            "namespace {text:?} is neither dns, url, oid, x500 nor a UUID ({e}); name-based \
+             UUIDs hash the name under one of RFC 9562's namespaces or a UUID of your own"
+        ))
+    })
+}
+
+/// A node ID written as 12 hex digits, optionally with `:` or `-` between the bytes
+/// (`01:23:45:67:89:ab`).
+///
+/// ```
+/// use snowdrift_core::kinds::uuid::parse_node;
+/// assert_eq!(parse_node("0123456789AB")?, [0x01, 0x23, 0x45, 0x67, 0x89, 0xab]);
+/// assert_eq!(parse_node("01-23-45-67-89-ab")?, parse_node("01:23:45:67:89:ab")?);
+/// assert!(parse_node("0123456789").is_err());
+/// # Ok::<(), snowdrift_core::Error>(())
+/// ```
+pub fn parse_node(text: &str) -> Result<[u8; 6]> {
+    let bad = |why: &str| {
+        Error::InvalidConfig(format!(
+            "node {text:?} {why}; a node ID is 12 hex digits (6 bytes, e.g. \"0123456789ab\" \
+             or \"01:23:45:67:89:ab\")"
+        ))
+    };
+    let digits: Vec<u8> = text
+        .trim()
+        .bytes()
+        .filter(|b| *b != b':' && *b != b'-')
+        .collect();
+    if digits.len() != 12 {
+        return Err(bad(&format!("has {} hex digits", digits.len())));
+    }
+    let mut node = [0u8; 6];
+    for (i, pair) in digits.chunks(2).enumerate() {
+        let nibble = |b: u8| char::from(b).to_digit(16).map(|d| d as u8);
+        match (nibble(pair[0]), nibble(pair[1])) {
+            (Some(hi), Some(lo)) => node[i] = hi << 4 | lo,
+            _ => return Err(bad("holds a character that is not a hex digit")),
+        }
+    }
+    Ok(node)
 }
 
 /// The first millisecond (since 1970) that a 48-bit millisecond field cannot hold.
@@ -192,6 +259,14 @@ impl<C: Clock> GregorianUuidGenerator<C> {
     pub fn new(clock: C, node: [u8; 6], clock_seq: u16) -> Self {
         let mut node = node;
         node[0] |= 0x01;
+        Self::with_node(clock, node, clock_seq)
+    }
+
+    /// A generator with exactly this node ID (a configured one: a MAC address the machine
+    /// owns, or a value an operator assigned per node), and a random clock sequence (14 bits
+    /// used). Two generators must not share a node ID, or their UUIDs may repeat when their
+    /// clock sequences meet.
+    pub fn with_node(clock: C, node: [u8; 6], clock_seq: u16) -> Self {
         Self {
             clock,
             node,
@@ -217,14 +292,15 @@ impl<C: Clock> GregorianUuidGenerator<C> {
         Ok(Builder::from_sorted_gregorian_timestamp(ticks, self.clock_seq, &self.node).into_uuid())
     }
 
+    /// The clock sequence (14 bits) in every UUID of this generator.
+    pub fn clock_seq(&self) -> u16 {
+        self.clock_seq
+    }
+
     /// Claims a timestamp no other UUID of this generator has.
     fn next_ticks(&self) -> Result<u64> {
         let ms = self.clock.now_ms();
-        let now = ms
-            .checked_mul(10_000)
-            .and_then(|t| t.checked_add(GREGORIAN_OFFSET))
-            .filter(|&t| t < GREGORIAN_END)
-            .ok_or_else(|| out_of_range("UUID v1/v6", ms, "1582 to the year 5236"))?;
+        let now = gregorian_ticks(ms, "UUID v1/v6")?;
         let mut last = self.last.load(Ordering::Relaxed);
         loop {
             let next = now.max(last + 1);
@@ -240,6 +316,19 @@ impl<C: Clock> GregorianUuidGenerator<C> {
             }
         }
     }
+}
+
+/// `ms` since 1970 as 100 ns intervals since 1582-10-15, the time of v1, v2 and v6 UUIDs.
+fn gregorian_ticks(ms: u64, kind: &'static str) -> Result<u64> {
+    ms.checked_mul(10_000)
+        .and_then(|t| t.checked_add(GREGORIAN_OFFSET))
+        .filter(|&t| t < GREGORIAN_END)
+        .ok_or_else(|| out_of_range(kind, ms, "1582 to the year 5236"))
+}
+
+/// 100 ns intervals since 1582-10-15 as milliseconds since 1970 (before 1970: 0).
+pub fn gregorian_to_unix_ms(ticks: u64) -> u64 {
+    ticks.saturating_sub(GREGORIAN_OFFSET) / 10_000
 }
 
 #[cfg(test)]
@@ -371,6 +460,90 @@ mod tests {
             assert!(seen.insert(g.next_v1().expect("in range")));
             last = id;
         }
+    }
+
+    #[test]
+    fn gregorian_unique_across_threads_and_v6_ordered_per_thread() {
+        // 8 threads x 100,000 of each version on one generator and the real clock: far
+        // more than one 100 ns tick each, so the claims race on the same timestamps.
+        const PER_THREAD: usize = 100_000;
+        const THREADS: usize = 8;
+        let g = Arc::new(GregorianUuidGenerator::new(
+            crate::clock::SystemClock,
+            [0x10, 0, 0, 0, 0, 1],
+            0x2222,
+        ));
+        let handles: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let g = g.clone();
+                std::thread::spawn(move || -> Result<(Vec<Uuid>, Vec<Uuid>)> {
+                    let mut v1 = Vec::with_capacity(PER_THREAD);
+                    let mut v6 = Vec::with_capacity(PER_THREAD);
+                    for _ in 0..PER_THREAD {
+                        v1.push(g.next_v1()?);
+                        v6.push(g.next_v6()?);
+                    }
+                    Ok((v1, v6))
+                })
+            })
+            .collect();
+        let mut all = HashSet::new();
+        for h in handles {
+            let (v1, v6) = h.join().expect("no panic").expect("in range");
+            assert!(v6.windows(2).all(|w| w[0] < w[1]), "v6 in order per thread");
+            for id in v1.into_iter().chain(v6) {
+                assert!(all.insert(id), "{id} twice");
+            }
+        }
+        assert_eq!(all.len(), THREADS * 2 * PER_THREAD);
+    }
+
+    #[test]
+    fn a_configured_node_is_kept_as_given() {
+        let g =
+            GregorianUuidGenerator::with_node(ManualClock::new(NOW), [0xa0, 1, 2, 3, 4, 5], 0x4001);
+        assert_eq!(
+            g.node_id(),
+            [0xa0, 1, 2, 3, 4, 5],
+            "no multicast bit forced"
+        );
+        assert_eq!(g.clock_seq(), 1);
+        let id = g.next_v1().expect("in range");
+        assert_eq!(id.get_node_id(), Some([0xa0, 1, 2, 3, 4, 5]));
+    }
+
+    #[test]
+    fn namespaces_and_nodes_parse_or_say_why() {
+        assert_eq!(namespace("DNS"), Ok(Uuid::NAMESPACE_DNS));
+        assert_eq!(namespace("url"), Ok(Uuid::NAMESPACE_URL));
+        assert_eq!(namespace("oid"), Ok(Uuid::NAMESPACE_OID));
+        assert_eq!(namespace("x500"), Ok(Uuid::NAMESPACE_X500));
+        let mine = "3f1a2b3c-0000-4000-8000-000000000001";
+        assert_eq!(namespace(mine).map(|u| u.to_string()), Ok(mine.to_string()));
+        let err = namespace("dnss").expect_err("unknown").to_string();
+        assert!(err.contains("dns, url, oid, x500"), "{err}");
+        assert_eq!(
+            parse_node("a1:b2:c3:d4:e5:f6"),
+            Ok([0xa1, 0xb2, 0xc3, 0xd4, 0xe5, 0xf6])
+        );
+        for (bad, why) in [
+            ("12345", "5 hex digits"),
+            ("0123456789ag", "not a hex digit"),
+            ("", "0 hex"),
+        ] {
+            let err = parse_node(bad).expect_err(bad).to_string();
+            assert!(
+                err.contains(why) && err.contains("12 hex digits"),
+                "{bad}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn gregorian_ticks_round_trip_to_unix_ms() {
+        let ticks = gregorian_ticks(NOW, "test").expect("in range");
+        assert_eq!(gregorian_to_unix_ms(ticks), NOW);
+        assert_eq!(gregorian_to_unix_ms(0), 0);
     }
 
     #[test]

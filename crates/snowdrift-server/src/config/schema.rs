@@ -312,8 +312,18 @@ word_enum!(
         Ticket = "ticket",
         /// Redis counters.
         Counter = "counter",
+        /// UUID version 1 (time, clock sequence, node).
+        Uuid1 = "uuid1",
+        /// UUID version 2 (DCE Security: v1 with a local domain and ID).
+        Uuid2 = "uuid2",
+        /// UUID version 3 (MD5 of a namespace and a name from the request).
+        Uuid3 = "uuid3",
         /// UUID version 4 (random).
         Uuid4 = "uuid4",
+        /// UUID version 5 (SHA-1 of a namespace and a name from the request).
+        Uuid5 = "uuid5",
+        /// UUID version 6 (v1 with the time's bytes in order, so it sorts by time).
+        Uuid6 = "uuid6",
         /// UUID version 7 (time-ordered).
         Uuid7 = "uuid7",
         /// ULID.
@@ -362,6 +372,22 @@ pub struct GeneratorConfig {
     /// `counter`: how many values one Redis round trip reserves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<u64>,
+    /// `uuid1`, `uuid2`, `uuid6`: the node ID, 12 hex digits (`01:23:45:67:89:ab` also
+    /// reads); default a random value with the multicast bit set, new at every start, so no
+    /// MAC address leaks and no two processes share one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// `uuid3`, `uuid5`: the namespace the request's name is hashed under: `dns`, `url`,
+    /// `oid`, `x500` or a UUID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// `uuid2`: the local domain, `person` (default), `group` or `org`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    /// `uuid2`: the local ID (a UID, GID or organisation number); default the server
+    /// process's effective UID for `person`, its effective GID for `group`; `org` needs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_id: Option<u32>,
     /// 64-bit kinds (snowflake, segment, ticket, plain counter): the key, 32 hex digits,
     /// that `format=obfuscated...` permutes IDs under. A secret: `--check-config` masks it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -449,6 +475,10 @@ impl GeneratorConfig {
             url: None,
             template: None,
             batch: None,
+            node: None,
+            namespace: None,
+            domain: None,
+            local_id: None,
             obfuscate_key: None,
             obfuscate_bits: None,
         }

@@ -115,11 +115,7 @@ where
                     let start = Instant::now();
                     let (status, content_type, body, extra) =
                         match gate.admit(state, route, name, authorization) {
-                            Ok(()) => {
-                                let (status, content_type, body) =
-                                    answer(state, route, name, query).await;
-                                (status, content_type, body, Extra::default())
-                            }
+                            Ok(()) => answer(state, route, name, query).await,
                             Err(refused) => refusal(&refused),
                         };
                     // Timed to the answer, not its write, as the router's requests are.
@@ -201,25 +197,23 @@ fn refusal(e: &Error) -> (StatusCode, &'static str, Vec<u8>, Extra) {
     )
 }
 
-/// The status, content type and body that answer a GET of `route`, from the code behind the
-/// axum route itself, so that both paths answer alike.
+/// The status, content type, body and extra headers that answer a GET of `route`, from the
+/// code behind the axum route itself, so that both paths answer alike.
 async fn answer(
     state: &AppState,
     route: Route,
     name: &str,
     query: Option<&str>,
-) -> (StatusCode, &'static str, Vec<u8>) {
+) -> (StatusCode, &'static str, Vec<u8>, Extra) {
     const JSON: &str = "application/json";
     const TEXT: &str = "text/plain; charset=utf-8";
     let leaf = match route {
         Route::Ids => {
             return match http::ids::answer(state, name, query).await {
-                Ok(body) => (StatusCode::OK, JSON, body),
-                Err(e) => (
-                    http::error::status(e.kind()),
-                    JSON,
-                    http::error::body(e.code(), e.message()),
-                ),
+                Ok(body) => (StatusCode::OK, JSON, body, Extra::default()),
+                // A generator over its rate (uuid2's 64 per window) says when to retry,
+                // as the router's answer does.
+                Err(e) => refusal(&e),
             };
         }
         Route::LeafSegment => http::leaf::segment_id(state, name).await,
@@ -235,9 +229,10 @@ async fn answer(
                 http::error::status(e.kind()),
                 JSON,
                 http::error::body(e.code(), e.message()),
+                Extra::default(),
             );
         }
     };
     let (status, body) = http::leaf::text(leaf);
-    (status, TEXT, body.into_bytes())
+    (status, TEXT, body.into_bytes(), Extra::default())
 }

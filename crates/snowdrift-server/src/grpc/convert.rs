@@ -87,6 +87,12 @@ fn decoded(kind: Kind, v: &Value) -> pb::DecodeResponse {
         version: small("version"),
         process: text("process"),
         counter: small("counter"),
+        variant: text("variant"),
+        timestamp: number("timestamp"),
+        clock_seq: small("clock_seq"),
+        node: text("node"),
+        domain: text("domain"),
+        local_id: small("local_id"),
     }
 }
 

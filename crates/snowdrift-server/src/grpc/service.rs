@@ -78,7 +78,7 @@ impl IdService for IdApi {
         let count = bounded("count", r.count.unwrap_or(1), self.state.max_count)?;
         let source = self.state.generators.get(&r.name)?;
         let codec = self.codec(&r.name, &source, r.format.as_deref())?;
-        let ids = issue(&r.name, &source, count).await?;
+        let ids = issue(&r.name, &source, count, r.input.as_deref()).await?;
         let batch = convert::batch(&r.name, source.kind(), ids, codec.as_ref())?;
         Ok(Response::new(batch))
     }
@@ -105,6 +105,7 @@ impl IdService for IdApi {
         Ok(Response::new(batches(
             source,
             r.name,
+            r.input,
             codec,
             total,
             batch,

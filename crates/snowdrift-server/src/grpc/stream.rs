@@ -29,6 +29,8 @@ pub type IdStream = Pin<Box<dyn Stream<Item = Result<pb::IdBatch, Status>> + Sen
 struct Progress {
     source: Arc<Source>,
     name: String,
+    /// The name a uuid3 or uuid5 generator makes the UUID of.
+    input: Option<String>,
     /// The request's format, when it asked for text.
     codec: Option<Codec>,
     total: u64,
@@ -43,6 +45,7 @@ struct Progress {
 pub fn batches(
     source: Arc<Source>,
     name: String,
+    input: Option<String>,
     codec: Option<Codec>,
     total: u64,
     batch: u64,
@@ -51,6 +54,7 @@ pub fn batches(
     let progress = Progress {
         source,
         name,
+        input,
         codec,
         total,
         sent: 0,
@@ -70,7 +74,7 @@ async fn step(mut p: Progress) -> Option<(Result<pb::IdBatch, Status>, Progress)
         // A stop already signalled wins over issuing another batch.
         biased;
         () = stopping(&mut p.stop) => None,
-        issued = issue(&p.name, &p.source, n) => Some(issued),
+        issued = issue(&p.name, &p.source, n, p.input.as_deref()) => Some(issued),
     };
     let item = match issued {
         Some(Ok(ids)) if !ids.is_empty() => {

@@ -80,6 +80,11 @@ fn describe(name: &str, source: &Source) -> Value {
             v["round_trips"] = stats.round_trips.into();
             v["served"] = stats.served.into();
         }
+        Source::Uuid(u) => {
+            for (key, value) in u.settings() {
+                v[key] = value;
+            }
+        }
         _ => {}
     }
     v

@@ -36,13 +36,14 @@ pub(crate) async fn answer(
     name: &str,
     query: Option<&str>,
 ) -> Result<Vec<u8>, Error> {
-    let params = Params::parse(query, &["count", "format", "form"])?;
+    let params = Params::parse(query, &["count", "format", "form", "input"])?;
     let count = params.count(state.max_count)?;
     let format = params.format()?;
     let form = params.form()?;
+    let input = params.input();
     let source = state.generators.get(name)?;
     if form == Form::Runs {
-        return runs_body(name, &source, count, format.is_some()).await;
+        return runs_body(name, &source, count, format.is_some(), input).await;
     }
     let codec = match format {
         Some(format) => codec_for(&state.generators, name, &source, format)?,
@@ -50,7 +51,7 @@ pub(crate) async fn answer(
     };
     // Decimal is written straight into the body, without a codec's string per ID.
     let codec = codec.filter(|c| c.id_format() != IdFormat::default());
-    let ids = issue(name, &source, count).await?;
+    let ids = issue(name, &source, count, input).await?;
     json_body(name, &ids, codec.as_ref())
 }
 
@@ -61,6 +62,7 @@ async fn runs_body(
     source: &Source,
     count: u64,
     formatted: bool,
+    input: Option<&str>,
 ) -> Result<Vec<u8>, Error> {
     let kind = source.kind();
     if formatted {
@@ -74,7 +76,8 @@ async fn runs_body(
             kind.name()
         )));
     }
-    let runs = match issue(name, source, count).await? {
+    // 64-bit kinds take no input: `issue` refuses one rather than ignore it.
+    let runs = match issue(name, source, count, input).await? {
         Ids::Runs(runs) => runs,
         Ids::Text(_) => {
             return Err(Error::internal(format!(

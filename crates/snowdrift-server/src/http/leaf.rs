@@ -89,7 +89,7 @@ fn snowflake_for(state: &AppState, key: &str) -> Option<(String, Arc<Source>)> {
 }
 
 async fn one(name: &str, source: &Source) -> Result<String, Error> {
-    let id = match issue(name, source, 1).await? {
+    let id = match issue(name, source, 1, None).await? {
         Ids::Runs(runs) => runs.first().map(|run| run.first.to_string()),
         Ids::Text(text) => text.into_iter().next(),
     };

@@ -22,6 +22,7 @@ pub struct Params(HashMap<String, String>);
 impl Params {
     /// Parses `raw`, allowing only `allowed` names, each at most once.
     pub fn parse(raw: Option<&str>, allowed: &[&str]) -> Result<Self, Error> {
+        utf8_values(raw.unwrap_or_default())?;
         let mut map = HashMap::new();
         for (key, value) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
             if !allowed.contains(&key.as_ref()) {
@@ -65,10 +66,34 @@ impl Params {
         }
     }
 
+    /// `input`: the name a uuid3 or uuid5 generator makes the UUID of, as sent (UTF-8).
+    pub fn input(&self) -> Option<&str> {
+        self.0.get("input").map(String::as_str)
+    }
+
     /// `format`: one of the 64-bit formats, plain or obfuscated, if given.
     pub fn format(&self) -> Result<Option<IdFormat>, Error> {
         crate::format::parse_optional(self.0.get("format").map(String::as_str))
     }
+}
+
+/// Refuses a value whose percent-decoded bytes are not UTF-8: `form_urlencoded` would put
+/// U+FFFD in their place, and the request would be answered for text it did not send.
+fn utf8_values(raw: &str) -> Result<(), Error> {
+    for pair in raw.split('&') {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let value = value.replace('+', " ");
+        if percent_encoding::percent_decode_str(&value)
+            .decode_utf8()
+            .is_err()
+        {
+            return Err(Error::invalid(format!(
+                "query parameter {} is not UTF-8 once percent-decoded; send text as UTF-8",
+                crate::error::quoted(key)
+            )));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -96,5 +121,16 @@ mod tests {
         assert!(Params::parse(Some("count=1&count=2"), &["count"]).is_err());
         let p = Params::parse(Some("count=%31"), &["count"]).unwrap();
         assert_eq!(p.count(10).unwrap(), 1);
+    }
+
+    #[test]
+    fn input_is_the_text_sent_or_refused() {
+        let p = Params::parse(Some("input=a+b%2Fc%C3%A9"), &["input"]).unwrap();
+        assert_eq!(p.input(), Some("a b/cé"));
+        let p = Params::parse(Some("input="), &["input"]).unwrap();
+        assert_eq!(p.input(), Some(""));
+        let e = Params::parse(Some("input=%FF"), &["input"]).err().unwrap();
+        assert!(e.message().contains("UTF-8"), "{e}");
+        assert!(Params::parse(None, &["input"]).unwrap().input().is_none());
     }
 }

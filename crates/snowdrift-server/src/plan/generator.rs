@@ -3,6 +3,7 @@
 //! here connects to anything; `state::generators` does, from these plans.
 
 use snowdrift_core::counter::CounterTemplate;
+use snowdrift_core::kinds::uuid::{self as uuid_kind, Uuid, v2::Domain};
 use snowdrift_core::layout::Layout;
 use snowdrift_core::obfuscate::{self, Obfuscator};
 use snowdrift_store::counter::RedisCounter;
@@ -56,8 +57,48 @@ pub enum SourcePlan {
         /// Most IDs per call: `limits.max_count`.
         max_per_call: u64,
     },
+    /// UUID v1, v2, v3, v5 or v6, with what its config sets.
+    Uuid(UuidPlan),
     /// UUID v4/v7, ULID or ObjectId: nothing to connect.
     Simple(Kind),
+}
+
+/// The UUID versions a `[[generator]]` configures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UuidPlan {
+    /// `uuid1` or `uuid6` (`kind` says which).
+    Gregorian {
+        /// [`Kind::Uuid1`] or [`Kind::Uuid6`].
+        kind: Kind,
+        /// The configured node ID; a random multicast one when `None`.
+        node: Option<[u8; 6]>,
+    },
+    /// `uuid2`.
+    Dce {
+        /// The configured node ID; a random multicast one when `None`.
+        node: Option<[u8; 6]>,
+        /// The local domain.
+        domain: Domain,
+        /// The local ID.
+        local_id: u32,
+    },
+    /// `uuid3` or `uuid5` (`kind` says which): one UUID per name a request brings.
+    Named {
+        /// [`Kind::Uuid3`] or [`Kind::Uuid5`].
+        kind: Kind,
+        /// The namespace names are hashed under.
+        namespace: Uuid,
+    },
+}
+
+impl UuidPlan {
+    /// The kind of UUIDs.
+    pub fn kind(&self) -> Kind {
+        match self {
+            UuidPlan::Gregorian { kind, .. } | UuidPlan::Named { kind, .. } => *kind,
+            UuidPlan::Dce { .. } => Kind::Uuid2,
+        }
+    }
 }
 
 impl SourcePlan {
@@ -68,6 +109,7 @@ impl SourcePlan {
             SourcePlan::Segment { .. } => Kind::Segment,
             SourcePlan::Ticket { .. } => Kind::Ticket,
             SourcePlan::Counter { .. } => Kind::Counter,
+            SourcePlan::Uuid(plan) => plan.kind(),
             SourcePlan::Simple(kind) => *kind,
         }
     }
@@ -156,6 +198,11 @@ pub fn plan(
                 max_per_call,
             }
         }
+        Kind::Uuid1 | Kind::Uuid2 | Kind::Uuid3 | Kind::Uuid5 | Kind::Uuid6 => {
+            SourcePlan::Uuid(uuid_plan(g).map_err(|(key, e)| {
+                ConfigError::new(format!("generator[{index}].{key} ({:?}): {e}", g.name))
+            })?)
+        }
         kind => SourcePlan::Simple(kind),
     };
     let obfuscator = obfuscator(g, &source).map_err(|(key, e)| {
@@ -166,6 +213,77 @@ pub fn plan(
         source,
         obfuscator,
     })
+}
+
+/// The plan of a `uuid1`, `uuid2`, `uuid3`, `uuid5` or `uuid6` generator, or the key that is
+/// wrong and why. `check_keys` has already refused keys of other kinds and a missing
+/// `namespace`.
+fn uuid_plan(g: &GeneratorConfig) -> Result<UuidPlan, (&'static str, String)> {
+    let node = g
+        .node
+        .as_deref()
+        .map(uuid_kind::parse_node)
+        .transpose()
+        .map_err(|e| ("node", core_reason(e)))?;
+    Ok(match g.kind {
+        Kind::Uuid3 | Kind::Uuid5 => {
+            let text = g.namespace.as_deref().unwrap_or_default();
+            let namespace =
+                uuid_kind::namespace(text).map_err(|e| ("namespace", core_reason(e)))?;
+            UuidPlan::Named {
+                kind: g.kind,
+                namespace,
+            }
+        }
+        Kind::Uuid2 => {
+            let domain = match g.domain.as_deref() {
+                Some(text) => text
+                    .parse::<Domain>()
+                    .map_err(|e| ("domain", core_reason(e)))?,
+                None => Domain::Person,
+            };
+            let local_id = match (g.local_id, default_local_id(domain)) {
+                (Some(id), _) | (None, Some(id)) => id,
+                (None, None) => {
+                    return Err((
+                        "local_id",
+                        format!(
+                            "domain {domain} has no local ID this process can take for \
+                             itself; give local_id (the {domain}'s number, 0 to 4294967295)"
+                        ),
+                    ));
+                }
+            };
+            UuidPlan::Dce {
+                node,
+                domain,
+                local_id,
+            }
+        }
+        kind => UuidPlan::Gregorian { kind, node },
+    })
+}
+
+/// The local ID of `domain` when the config gives none: DCE 1.1 puts the user's UID in the
+/// person domain and the group's GID in the group domain, so the server's own effective
+/// IDs are what a v2 UUID made by this process would carry. An organisation's number has
+/// no such source.
+pub fn default_local_id(domain: Domain) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        // SAFETY: geteuid and getegid take no arguments, cannot fail and touch no memory
+        // of ours (POSIX: "shall always be successful").
+        match domain {
+            Domain::Person => Some(unsafe { libc::geteuid() }),
+            Domain::Group => Some(unsafe { libc::getegid() }),
+            Domain::Org => None,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = domain;
+        None
+    }
 }
 
 /// The obfuscator of `format=obfuscated...`, when `obfuscate_key` is set; or the key
@@ -201,7 +319,9 @@ fn obfuscator(
 fn check_keys(g: &GeneratorConfig) -> Result<(), ConfigError> {
     let refuse = |message: &str| Err(ConfigError::new(message.to_string()));
     const WIDE: &[Kind] = &[Kind::Snowflake, Kind::Segment, Kind::Ticket, Kind::Counter];
-    let set: [(&str, bool, &[Kind]); 12] = [
+    const GREGORIAN: &[Kind] = &[Kind::Uuid1, Kind::Uuid2, Kind::Uuid6];
+    const NAMED: &[Kind] = &[Kind::Uuid3, Kind::Uuid5];
+    let set: [(&str, bool, &[Kind]); 16] = [
         ("layout", g.layout.is_some(), &[Kind::Snowflake]),
         ("bits", g.bits.is_some(), &[Kind::Snowflake]),
         ("unit", g.unit.is_some(), &[Kind::Snowflake]),
@@ -212,6 +332,10 @@ fn check_keys(g: &GeneratorConfig) -> Result<(), ConfigError> {
         ("url", g.url.is_some(), &[Kind::Counter]),
         ("template", g.template.is_some(), &[Kind::Counter]),
         ("batch", g.batch.is_some(), &[Kind::Counter]),
+        ("node", g.node.is_some(), GREGORIAN),
+        ("namespace", g.namespace.is_some(), NAMED),
+        ("domain", g.domain.is_some(), &[Kind::Uuid2]),
+        ("local_id", g.local_id.is_some(), &[Kind::Uuid2]),
         ("obfuscate_key", g.obfuscate_key.is_some(), WIDE),
         ("obfuscate_bits", g.obfuscate_bits.is_some(), WIDE),
     ];
@@ -230,6 +354,13 @@ fn check_keys(g: &GeneratorConfig) -> Result<(), ConfigError> {
     }
     if g.kind == Kind::Ticket && g.servers.is_empty() {
         return refuse("kind ticket needs servers = [\"mysql://...\", ...]");
+    }
+    if NAMED.contains(&g.kind) && g.namespace.is_none() {
+        return Err(ConfigError::new(format!(
+            "kind {} needs namespace = \"dns\", \"url\", \"oid\", \"x500\" or a UUID: the \
+             namespace each request's name is hashed under",
+            g.kind.name()
+        )));
     }
     if g.kind == Kind::Counter && g.url.is_none() {
         return refuse("kind counter needs url = \"redis://...\"");

@@ -6,6 +6,7 @@ mod segment;
 mod simple;
 mod snowflake;
 mod ticket;
+mod uuid;
 
 use std::future::Future;
 
@@ -14,6 +15,7 @@ pub use segment::SegmentSource;
 pub use simple::SimpleSource;
 pub use snowflake::SnowflakeSource;
 pub use ticket::TicketSource;
+pub use uuid::{UuidSource, needs_input, takes_no_input};
 
 use crate::config::Kind;
 use crate::error::Error;
@@ -102,6 +104,8 @@ pub enum Source {
     Ticket(TicketSource),
     /// A Redis counter.
     Counter(CounterSource),
+    /// UUID v1, v2, v3, v5, v6.
+    Uuid(UuidSource),
     /// UUID v4/v7, ULID, ObjectId.
     Simple(SimpleSource),
 }
@@ -113,6 +117,7 @@ impl IdSource for Source {
             Source::Segment(s) => s.kind(),
             Source::Ticket(s) => s.kind(),
             Source::Counter(s) => s.kind(),
+            Source::Uuid(s) => s.kind(),
             Source::Simple(s) => s.kind(),
         }
     }
@@ -123,6 +128,7 @@ impl IdSource for Source {
             Source::Segment(s) => s.next(count).await,
             Source::Ticket(s) => s.next(count).await,
             Source::Counter(s) => s.next(count).await,
+            Source::Uuid(s) => s.next(count).await,
             Source::Simple(s) => s.next(count).await,
         }
     }

@@ -16,6 +16,7 @@ use crate::error::{Error, StartError};
 use crate::plan::{GeneratorPlan, Plan, SourcePlan};
 use crate::source::{
     CounterSource, IdSource, SegmentSource, SimpleSource, SnowflakeSource, Source, TicketSource,
+    UuidSource,
 };
 
 /// Every name this server answers to.
@@ -236,6 +237,13 @@ async fn start_one(
             let counter = SourcePlan::counter(&g.name, template.as_ref(), *batch, *max_per_call);
             Source::Counter(CounterSource::new(counter.connect(url).await?))
         }
+        SourcePlan::Uuid(plan) => Source::Uuid(UuidSource::new(plan).ok_or_else(|| {
+            snowdrift_store::Error::Unavailable(
+                "the operating system gave no randomness for the UUID node ID and clock \
+                 sequence"
+                    .into(),
+            )
+        })?),
         SourcePlan::Simple(kind) => Source::Simple(SimpleSource::new(*kind).ok_or_else(|| {
             snowdrift_store::Error::Unavailable(
                 "the operating system gave no randomness for the ObjectId process value".into(),

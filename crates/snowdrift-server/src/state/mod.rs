@@ -14,7 +14,7 @@ pub use reload::{AuthSwitch, Reloaded, Reloader};
 
 use crate::auth::Auth;
 use crate::error::Error;
-use crate::source::{IdSource, Ids, Source};
+use crate::source::{IdSource, Ids, Source, needs_input, takes_no_input};
 
 /// What every transport shares.
 #[derive(Debug)]
@@ -30,9 +30,22 @@ pub struct AppState {
 }
 
 /// Takes `count` IDs of generator or tag `name` from `source` and counts them in the
-/// metrics.
-pub async fn issue(name: &str, source: &Source, count: u64) -> Result<Ids, Error> {
-    let ids = source.next(count).await?;
+/// metrics. `input` is the name a uuid3 or uuid5 generator makes the UUID of; the other
+/// kinds take none, and refuse one.
+pub async fn issue(
+    name: &str,
+    source: &Source,
+    count: u64,
+    input: Option<&str>,
+) -> Result<Ids, Error> {
+    let ids = match (source, input) {
+        (Source::Uuid(u), Some(input)) => u.named(name, count, input)?,
+        (Source::Uuid(u), None) if u.takes_input() => {
+            return Err(needs_input(Some(name), u.kind()));
+        }
+        (_, Some(_)) => return Err(takes_no_input(name, source.kind())),
+        (_, None) => source.next(count).await?,
+    };
     crate::metrics::issued(name, source.kind(), ids.len());
     Ok(ids)
 }

@@ -153,6 +153,7 @@ async fn new_tokens_hold_at_once_on_http_grpc_and_resp_and_a_stream_let_in_goes_
         count: total,
         batch: None,
         format: None,
+        input: None,
     };
     let mut stream = grpc
         .stream(with_token(request, &old))
@@ -191,6 +192,7 @@ async fn new_tokens_hold_at_once_on_http_grpc_and_resp_and_a_stream_let_in_goes_
                 name: "snowflake".into(),
                 count: Some(3),
                 format: None,
+                input: None,
             },
             t,
         )

@@ -71,6 +71,7 @@ impl TestServer {
             name: name.into(),
             count,
             format: None,
+            input: None,
         };
         Ok(self.ids().next(request).await?.into_inner())
     }
@@ -208,6 +209,7 @@ async fn stream_of_a_million_snowflake_ids() {
         count: 1_000_000,
         batch: None,
         format: None,
+        input: None,
     };
     let started = std::time::Instant::now();
     let mut stream = s.ids().stream(request).await.unwrap().into_inner();
@@ -242,6 +244,7 @@ async fn stream_of_a_million_snowflake_ids() {
         count: 2_500,
         batch: Some(1_000),
         format: None,
+        input: None,
     };
     let mut stream = s.ids().stream(request).await.unwrap().into_inner();
     let mut counts = Vec::new();
@@ -509,6 +512,7 @@ async fn errors_carry_the_matching_codes() {
         count,
         batch,
         format: None,
+        input: None,
     };
     for (request, what) in [
         (stream(0, None), "stream count 0"),
@@ -524,6 +528,7 @@ async fn errors_carry_the_matching_codes() {
         count: 10,
         batch: None,
         format: None,
+        input: None,
     };
     // The name is checked when the call starts, or at its first batch for a tag that the
     // store has to look up: either way the caller sees NOT_FOUND.
@@ -674,6 +679,7 @@ async fn shutdown_ends_streams_at_a_batch_boundary() {
         count: 2_000_000,
         batch: Some(1_000),
         format: None,
+        input: None,
     };
     let mut stream = s.ids().stream(request).await.unwrap().into_inner();
     let mut ids = Vec::new();
@@ -745,6 +751,7 @@ async fn tokens_guard_grpc_as_they_guard_http() {
         name: name.into(),
         count: Some(10),
         format: None,
+        input: None,
     };
     let mut client = s.ids();
 
@@ -770,6 +777,7 @@ async fn tokens_guard_grpc_as_they_guard_http() {
         count: 100,
         batch: None,
         format: None,
+        input: None,
     };
     let mut ids = client
         .stream(with_token(stream.clone(), &reader))

@@ -15,4 +15,5 @@ mod resp;
 mod support;
 mod tls;
 mod ui_chromium;
+mod uuid_kinds;
 mod worker_lease;

@@ -265,6 +265,7 @@ async fn grpc_next_stream_and_decode_speak_the_same_formats() {
         name: name.into(),
         count: Some(50),
         format: format.map(str::to_string),
+        input: None,
     };
     let batch = grpc
         .next(next("orders", Some("obfuscated-sqids")))
@@ -313,6 +314,7 @@ async fn grpc_next_stream_and_decode_speak_the_same_formats() {
         count: 2_500,
         batch: Some(1_000),
         format: Some("obfuscated-hex".into()),
+        input: None,
     };
     let mut stream = grpc.stream(request).await.unwrap().into_inner();
     let mut texts = Vec::new();

@@ -136,6 +136,7 @@ fn request(load: &Load) -> StreamRequest {
         count: load.per_stream,
         batch: load.batch,
         format: None,
+        input: None,
     }
 }
 

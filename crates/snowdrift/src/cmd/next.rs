@@ -11,14 +11,25 @@ mod leased;
 use crate::layout_args::LayoutArgs;
 use crate::obfuscate_args::ObfuscateArgs;
 use crate::store_args::StoreArgs;
+use crate::uuid_args::UuidArgs;
 
 /// The ID kinds `next` can generate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Kind {
     /// 64-bit time-ordered ID under a bit layout.
     Snowflake,
+    /// Time-based UUID (RFC 9562 version 1): 100 ns time, clock sequence, node (--node).
+    Uuid1,
+    /// DCE Security UUID (version 2): v1 with --domain and --local-id over the low time bits.
+    Uuid2,
+    /// Name-based UUID (version 3, MD5) of --input under --namespace.
+    Uuid3,
     /// Random UUID (RFC 9562 version 4).
     Uuid4,
+    /// Name-based UUID (version 5, SHA-1) of --input under --namespace.
+    Uuid5,
+    /// Time-ordered UUID (version 6): version 1 with the time's bytes in order (--node).
+    Uuid6,
     /// Time-ordered UUID (RFC 9562 version 7), monotonic within the process.
     Uuid7,
     /// Monotonic ULID (26 Crockford base32 characters).
@@ -27,6 +38,25 @@ pub enum Kind {
     Objectid,
     /// The next IDs of a segment tag (Leaf's segment mode), claimed from --store.
     Segment,
+}
+
+impl Kind {
+    /// The name --kind takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Snowflake => "snowflake",
+            Kind::Uuid1 => "uuid1",
+            Kind::Uuid2 => "uuid2",
+            Kind::Uuid3 => "uuid3",
+            Kind::Uuid4 => "uuid4",
+            Kind::Uuid5 => "uuid5",
+            Kind::Uuid6 => "uuid6",
+            Kind::Uuid7 => "uuid7",
+            Kind::Ulid => "ulid",
+            Kind::Objectid => "objectid",
+            Kind::Segment => "segment",
+        }
+    }
 }
 
 /// Generate IDs locally and print one per line.
@@ -41,7 +71,7 @@ pub enum Kind {
 /// at a time, so any number of processes can take IDs of one tag at once without repeats.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  snowdrift next -n 5\n  snowdrift next --layout sonyflake --worker 7 --format base62\n  SNOWDRIFT_OBFUSCATE_KEY=5f1e0c9a27b34d6e8a91c2d3e4f50617 snowdrift next -n 3 --format obfuscated-base62\n  snowdrift next --bits time:39,worker:12,seq:12 --unit 10ms --epoch 2024-01-01\n  snowdrift next --kind uuid7 -n 3\n  snowdrift next --kind segment --tag order --store sqlite://snowdrift.db -n 100\n  snowdrift next --registry postgres://root@127.0.0.1/test -n 1000000 --threads 2\n  snowdrift next --registry file:///var/lib/snowdrift --worker-source static --worker 3\n  snowdrift next --server http://10.0.0.1:8080,http://10.0.0.2:8080 order -n 1000"
+    after_help = "Examples:\n  snowdrift next -n 5\n  snowdrift next --layout sonyflake --worker 7 --format base62\n  SNOWDRIFT_OBFUSCATE_KEY=5f1e0c9a27b34d6e8a91c2d3e4f50617 snowdrift next -n 3 --format obfuscated-base62\n  snowdrift next --bits time:39,worker:12,seq:12 --unit 10ms --epoch 2024-01-01\n  snowdrift next --kind uuid7 -n 3\n  snowdrift next --kind uuid6 --node 02:00:5e:10:00:01 -n 3\n  snowdrift next --kind uuid5 --namespace dns --input example.com\n  snowdrift next --kind uuid2 --domain group --local-id 100\n  snowdrift next --kind segment --tag order --store sqlite://snowdrift.db -n 100\n  snowdrift next --registry postgres://root@127.0.0.1/test -n 1000000 --threads 2\n  snowdrift next --registry file:///var/lib/snowdrift --worker-source static --worker 3\n  snowdrift next --server http://10.0.0.1:8080,http://10.0.0.2:8080 order -n 1000"
 )]
 pub struct Args {
     /// How many IDs to print.
@@ -65,6 +95,8 @@ pub struct Args {
     format: Option<IdFormat>,
     #[command(flatten)]
     obfuscation: ObfuscateArgs,
+    #[command(flatten)]
+    uuid: UuidArgs,
     /// The segment tag to take IDs from (--kind segment).
     #[arg(long, value_name = "TAG", required_if_eq("kind", "segment"))]
     tag: Option<String>,
@@ -81,7 +113,7 @@ pub struct Args {
         value_name = "URL[,URL...]",
         value_delimiter = ',',
         requires = "name",
-        conflicts_with_all = ["kind", "layout", "bits", "worker", "format", "tag", "registry"]
+        conflicts_with_all = ["kind", "layout", "bits", "worker", "format", "tag", "registry", "node", "input", "domain", "local_id"]
     )]
     server: Vec<String>,
     /// With --server: the generator or segment tag to take IDs from.
@@ -101,8 +133,8 @@ pub fn run(args: Args) -> Result<()> {
         // Before stdout is locked below: the generating threads write to it themselves.
         if args.kind != Kind::Snowflake {
             bail!(
-                "--registry leases a worker ID for snowflake IDs; drop it for --kind {:?}",
-                args.kind
+                "--registry leases a worker ID for snowflake IDs; drop it for --kind {}",
+                args.kind.name()
             );
         }
         let (layout, name) = args.layout.resolve(None)?;
@@ -130,14 +162,17 @@ pub fn run(args: Args) -> Result<()> {
             &mut out,
         );
     }
+    let uuid = args
+        .uuid
+        .resolve(args.kind, args.count, args.lease.namespace.as_deref())?;
     if args.kind != Kind::Snowflake {
         if args.format.is_some() {
-            let kind = format!("{:?}", args.kind).to_lowercase();
+            let kind = args.kind.name();
             bail!(
                 "--format applies to 64-bit snowflake IDs; {kind} IDs have one standard text form"
             );
         }
-        return crate::cmd::next_kinds::print(args.kind, args.count, &mut out);
+        return crate::cmd::next_kinds::print(args.kind, args.count, uuid, &mut out);
     }
     let (layout, name) = args.layout.resolve(None)?;
     let clock = crate::clock::process_clock()?;

@@ -169,6 +169,41 @@ fn every_class_of_configuration_error_is_caught_by_the_check_as_by_the_start() {
             generator("segment", &format!("obfuscate_key = \"{}\"", &KEY[..30])),
             "generator[0].obfuscate_key",
         ),
+        (
+            "uuid namespace",
+            generator("uuid5", "namespace = \"example.com\""),
+            "generator[0].namespace",
+        ),
+        (
+            "uuid namespace missing",
+            generator("uuid3", ""),
+            "needs namespace",
+        ),
+        (
+            "uuid node",
+            generator("uuid1", "node = \"01:23:45:67:89\""),
+            "generator[0].node",
+        ),
+        (
+            "uuid node digits",
+            generator("uuid6", "node = \"0123456789xy\""),
+            "generator[0].node",
+        ),
+        (
+            "uuid node on another kind",
+            generator("uuid4", "node = \"0123456789ab\""),
+            "key \"node\" does not apply",
+        ),
+        (
+            "uuid domain",
+            generator("uuid2", "domain = \"user\""),
+            "generator[0].domain",
+        ),
+        (
+            "uuid org without an id",
+            generator("uuid2", "domain = \"org\""),
+            "generator[0].local_id",
+        ),
     ];
     for (class, toml, says) in &cases {
         let file = config(&dir, toml);

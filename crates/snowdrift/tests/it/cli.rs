@@ -248,6 +248,92 @@ fn other_kinds_have_standard_forms_and_increase() {
 }
 
 #[test]
+fn uuid_options_are_checked_before_anything_is_printed() {
+    for (args, says) in [
+        (
+            &["next", "--kind", "uuid5", "--input", "a"][..],
+            "--namespace",
+        ),
+        (
+            &["next", "--kind", "uuid3", "--namespace", "dns"][..],
+            "--input NAME",
+        ),
+        (
+            &[
+                "next",
+                "--kind",
+                "uuid5",
+                "--namespace",
+                "dns",
+                "--input",
+                "a",
+                "-n",
+                "2",
+            ][..],
+            "-n must be 1",
+        ),
+        (
+            &[
+                "next",
+                "--kind",
+                "uuid5",
+                "--namespace",
+                "dnss",
+                "--input",
+                "a",
+            ][..],
+            "--namespace: namespace \"dnss\"",
+        ),
+        (
+            &["next", "--kind", "uuid1", "--node", "01:23"][..],
+            "--node: node",
+        ),
+        (
+            &["next", "--kind", "uuid4", "--node", "0123456789ab"][..],
+            "--node applies to",
+        ),
+        (
+            &["next", "--kind", "uuid7", "--input", "a"][..],
+            "--input applies to",
+        ),
+        (
+            &["next", "--kind", "uuid2", "--domain", "user"][..],
+            "--domain",
+        ),
+        (
+            &["next", "--kind", "uuid2", "--domain", "org"][..],
+            "--local-id",
+        ),
+        (&["next", "--kind", "uuid2", "-n", "65"][..], "at most 64"),
+    ] {
+        let err = fails(args);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let err = snowdrift(&[
+        "next",
+        "--server",
+        "http://127.0.0.1:1",
+        "u5",
+        "--input",
+        "a",
+    ]);
+    assert!(!err.status.success(), "--input cannot go to a server");
+    assert_eq!(
+        ok(&[
+            "next",
+            "--kind",
+            "uuid5",
+            "--namespace",
+            "dns",
+            "--input",
+            "www.example.com"
+        ])
+        .trim(),
+        "2ed6657d-e927-568b-95e1-2665a8aea6a2"
+    );
+}
+
+#[test]
 fn obfuscated_formats_decode_back_with_the_same_key() {
     let key = "00112233445566778899aabbccddeeff";
     for (layout, format) in [

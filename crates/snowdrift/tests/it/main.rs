@@ -11,5 +11,6 @@ mod reload_cli;
 mod segment_cli;
 mod serve_cli;
 mod token_cli;
+mod uuid_python;
 mod verify_cli;
 mod worker_cli;

@@ -14,6 +14,9 @@ use snowdrift_store::worker::{LeaseConfig, WorkerNode, WorkerSource};
 
 use crate::store_args::runtime;
 
+/// The registry namespace without --namespace.
+const DEFAULT_NAMESPACE: &str = "snowdrift_workers";
+
 /// Where a worker ID comes from (`--worker-source`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Source {
@@ -40,14 +43,11 @@ pub struct LeaseArgs {
     /// Where the worker ID comes from. Default: static when --worker is given, else lowest.
     #[arg(long, value_enum, value_name = "SOURCE", requires = "registry")]
     pub worker_source: Option<Source>,
-    /// Table, key prefix, root znode or file prefix on the registry.
-    #[arg(
-        long,
-        value_name = "NAME",
-        default_value = "snowdrift_workers",
-        requires = "registry"
-    )]
-    pub namespace: String,
+    /// With --registry: the table, key prefix, root znode or file prefix on the registry
+    /// (default snowdrift_workers). With --kind uuid3 or uuid5: the namespace the name is
+    /// hashed under: dns, url, oid, x500 or a UUID.
+    #[arg(long, value_name = "NAME")]
+    pub namespace: Option<String>,
     /// Lease length, e.g. 10s or 1500ms. Issuing stops at the last renewal + ttl - ttl/5.
     #[arg(
         long,
@@ -141,7 +141,10 @@ pub fn print(
         (Some(Source::Ordinal), None) => WorkerSource::StatefulSetOrdinal,
     };
     let mut config = LeaseConfig::new(url.clone(), source);
-    config.namespace = args.namespace.clone();
+    config.namespace = args
+        .namespace
+        .clone()
+        .unwrap_or_else(|| DEFAULT_NAMESPACE.into());
     config.ttl = args.ttl;
     config.window = args.window;
     config.max_mark_wait = args.max_mark_wait;
