@@ -261,6 +261,7 @@ async fn stream_of_a_million_snowflake_ids() {
             count: 1_000,
             batch: Some(10_000),
             format,
+            ..Default::default()
         };
         let mut stream = s.ids().stream(request).await.unwrap().into_inner();
         let mut counts = Vec::new();
