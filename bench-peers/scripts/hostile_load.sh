@@ -59,6 +59,15 @@ stop_server() {
     SERVER_PID=""
 }
 rss_mb() { awk '/^VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$SERVER_PID/status"; }
+peak_rss_while() { # PID STEPS: the server's largest RSS (MB) in PEAK, read every 0.5 s
+                   # while PID runs, at most STEPS times
+    PEAK=0
+    for _ in $(seq "$2"); do
+        PEAK=$(python3 -c "print(max($PEAK, $(rss_mb)))")
+        kill -0 "$1" 2>/dev/null || break
+        sleep 0.5
+    done
+}
 real_client() { # NAME SECONDS
     "$SD" bench --target "http://127.0.0.1:$PORT/v1/ids/snowflake" --connections 10 --duration "$2s" \
         >"$OUT/raw/$1.txt" 2>&1 || true
@@ -128,13 +137,7 @@ log "B. 3,000 unfinished 400 KB heads"
 log "RSS before: $(rss_mb) MB"
 attack big 3000 30 >"$OUT/raw/big.txt" &
 ATTACK=$!
-PEAK=0
-for _ in $(seq 40); do
-    r=$(rss_mb)
-    PEAK=$(python3 -c "print(max($PEAK, $r))")
-    kill -0 "$ATTACK" 2>/dev/null || break
-    sleep 0.5
-done
+peak_rss_while "$ATTACK" 40
 wait "$ATTACK" || true
 log "$(cat "$OUT/raw/big.txt")"
 sleep 12
@@ -206,13 +209,7 @@ ATTACK=$!
 sleep 2
 real_client "grpc-attacked-$1" 10 >"$OUT/raw/grpc-attacked-$1.line" &
 REAL=$!
-PEAK=0
-for _ in $(seq 50); do
-    r=$(rss_mb)
-    PEAK=$(python3 -c "print(max($PEAK, $r))")
-    kill -0 "$ATTACK" 2>/dev/null || break
-    sleep 0.5
-done
+peak_rss_while "$ATTACK" 50
 wait "$REAL" || true
 wait "$ATTACK" || true
 log "$(cat "$OUT/raw/grpc-$1.txt")"
