@@ -4,7 +4,7 @@
 //! # async fn demo(channel: tonic::transport::Channel) -> Result<(), tonic::Status> {
 //! use snowdrift_proto::grpc::{NextRequest, id_service_client::IdServiceClient};
 //! let mut client = IdServiceClient::new(channel);
-//! let request = NextRequest { name: "snowflake".into(), count: Some(1000), format: None };
+//! let request = NextRequest { name: "snowflake".into(), count: Some(1000), ..Default::default() };
 //! let batch = client.next(request).await?.into_inner();
 //! let ids: Vec<u64> = batch.ids().collect();
 //! # Ok(()) }
