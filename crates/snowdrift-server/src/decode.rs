@@ -1,4 +1,5 @@
-//! What an ID holds, as JSON: the fields of a snowflake ID under its layout, the fields of a
+//! What an ID holds, as JSON: the fields of a snowflake ID under its layout, the time and
+//! logical counter of a timestamp-oracle ID, the fields of a
 //! UUID (version, variant; time, clock sequence and node of v1, v2 and v6; domain and local
 //! ID of v2; time of v7), the time inside a ULID or ObjectId, the original of an obfuscated
 //! ID. HTTP, gRPC and Leaf's
@@ -69,6 +70,25 @@ pub fn id(
                 .decode(text)
                 .map_err(|e| unreadable(format, &layout, e))?;
             snowflake(s.layout(), s.layout_name(), id)
+        }
+        Source::Tso(t) => {
+            let format = format.unwrap_or_default();
+            let codec = crate::format::number_codec(generators, name, source, format)?;
+            let generator = format!("generator {name:?}");
+            let id = codec
+                .decode(text)
+                .map_err(|e| unreadable(format, &generator, e))?;
+            let parts = t
+                .tso()
+                .config()
+                .decode(id)
+                .map_err(|e| Error::invalid(crate::error::core_reason(e)))?;
+            Ok(json!({
+                "id": id.to_string(),
+                "time": format_ms(parts.physical_ms),
+                "time_ms": parts.physical_ms,
+                "logical": parts.logical,
+            }))
         }
         // Segment, ticket and counter IDs carry no fields: decoding reads the number (the
         // original, for an obfuscated format).

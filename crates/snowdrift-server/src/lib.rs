@@ -31,6 +31,7 @@ mod serve;
 pub mod source;
 pub mod state;
 pub mod tls;
+pub mod tso;
 
 use std::future::Future;
 

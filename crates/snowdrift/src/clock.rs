@@ -8,8 +8,8 @@ use anyhow::{Context, Result};
 use snowdrift_core::clock::{CachedClock, Clock, MonotonicClock, OffsetClock};
 
 /// Environment variable that shifts this process's clock, for tests that need nodes whose
-/// clocks disagree. Test use only.
-pub const TEST_OFFSET_VAR: &str = "SNOWDRIFT_TEST_CLOCK_OFFSET_MS";
+/// clocks disagree (the server's timestamp oracles read it too). Test use only.
+pub const TEST_OFFSET_VAR: &str = snowdrift_server::tso::TEST_CLOCK_OFFSET_VAR;
 
 /// The process clock: monotonic, anchored to the wall clock at start, shifted by
 /// `SNOWDRIFT_TEST_CLOCK_OFFSET_MS` when set.

@@ -114,6 +114,11 @@ pub struct ServerConfig {
     /// PEM private key of `tls_cert`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls_key: Option<std::path::PathBuf>,
+    /// The URL other nodes reach this node's gRPC at (`http://10.0.0.5:8080`), which a
+    /// `tso` generator's leader publishes so that followers can forward to it. Default:
+    /// `http://` (`https://` with TLS) and `listen`, when that is not a wildcard address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advertise: Option<String>,
     /// Allow listening on a non-loopback address without auth.
     pub insecure_bind: bool,
     /// How long shutdown waits for in-flight requests.
@@ -128,6 +133,7 @@ impl Default for ServerConfig {
             resp_listen: None,
             tls_cert: None,
             tls_key: None,
+            advertise: None,
             insecure_bind: false,
             shutdown_timeout: Duration::from_secs(10),
         }
@@ -330,6 +336,9 @@ word_enum!(
         Ulid = "ulid",
         /// MongoDB ObjectId.
         Objectid = "objectid",
+        /// A timestamp oracle (TiKV PD's TSO): strictly increasing across every node, from
+        /// one leader elected on etcd.
+        Tso = "tso",
     }
 );
 
@@ -350,7 +359,8 @@ pub struct GeneratorConfig {
     /// `snowflake` with `bits`: the time unit (`1ms`, `10ms`, `1s`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unit: Option<String>,
-    /// `snowflake` with `bits`: the epoch (RFC 3339, a date, or ms since 1970).
+    /// `snowflake` with `bits`, `tso`: the epoch (RFC 3339, a date, or ms since 1970); for
+    /// `tso` default the Unix epoch, as PD.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub epoch: Option<String>,
     /// `segment`: the tag served under this name (default: the name).
@@ -363,7 +373,8 @@ pub struct GeneratorConfig {
     /// (default `tickets64`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table: Option<String>,
-    /// `counter`: the Redis URL.
+    /// `counter`: the Redis URL. `tso`: the etcd cluster the leader is elected on and the
+    /// window saved in (`etcd://HOST:2379[,HOST:2379...]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// `counter`: a template such as `ORD{date:%Y%m%d}{seq:08}`.
@@ -396,6 +407,32 @@ pub struct GeneratorConfig {
     /// layout's width for snowflake, 63 otherwise; 53 keeps them exact in JavaScript).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub obfuscate_bits: Option<u8>,
+    /// `tso`: how far past the time in use the leader saves its window in etcd (default
+    /// `3s`, as PD): longer means fewer saves and a larger jump forward at each failover.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "duration_text::option"
+    )]
+    pub window: Option<Duration>,
+    /// `tso`: bits of the logical part, 1 to 32 (default 18, as PD): IDs per millisecond
+    /// are `2^logical_bits`, and at least `limits.max_count`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logical_bits: Option<u8>,
+    /// `tso`: the leader's lease on etcd (default `3s`, as PD). A leader that stops
+    /// renewing (killed, cut off) is replaced about this long after; it stops issuing a
+    /// fifth of it before then.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "duration_text::option"
+    )]
+    pub ttl: Option<Duration>,
+    /// `tso` with auth on: the bearer token this node presents when it forwards a request
+    /// to the leader (a `read` token of the leader's config whose scope has this
+    /// generator). A secret: `--check-config` masks it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward_token: Option<String>,
 }
 
 word_enum!(
@@ -481,6 +518,10 @@ impl GeneratorConfig {
             local_id: None,
             obfuscate_key: None,
             obfuscate_bits: None,
+            window: None,
+            logical_bits: None,
+            ttl: None,
+            forward_token: None,
         }
     }
 }
@@ -505,5 +546,23 @@ pub(crate) mod duration_text {
         Duration::try_from(signed).map_err(|_| {
             serde::de::Error::custom(format!("{text:?}: a duration cannot be negative"))
         })
+    }
+
+    /// The same for an optional key.
+    pub mod option {
+        use std::time::Duration;
+
+        use serde::{Deserializer, Serializer};
+
+        pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+            match d {
+                Some(d) => super::serialize(d, s),
+                None => s.serialize_none(),
+            }
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+            super::deserialize(d).map(Some)
+        }
     }
 }

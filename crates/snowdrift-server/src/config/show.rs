@@ -17,6 +17,7 @@ impl Config {
             g.url = g.url.as_deref().map(mask_url);
             g.servers = g.servers.iter().map(|u| mask_url(u)).collect();
             g.obfuscate_key = g.obfuscate_key.as_ref().map(|_| "***".into());
+            g.forward_token = g.forward_token.as_ref().map(|_| "***".into());
         }
         // The schema is plain tables, strings, numbers and lists, so it always serializes;
         // say so in the output rather than print nothing if that ever changes.

@@ -74,11 +74,16 @@ impl IdService for IdApi {
         request: Request<pb::NextRequest>,
     ) -> Result<Response<pb::IdBatch>, Status> {
         self.authorize(&request, &request.get_ref().name)?;
+        // A tso follower's call on behalf of its client: answered here or refused.
+        let forwarded = request
+            .metadata()
+            .contains_key(crate::tso::FORWARDED_HEADER);
         let r = request.into_inner();
         let count = bounded("count", r.count.unwrap_or(1), self.state.max_count)?;
         let source = self.state.generators.get(&r.name)?;
         let codec = self.codec(&r.name, &source, r.format.as_deref())?;
-        let ids = issue(&r.name, &source, count, r.input.as_deref()).await?;
+        let issuing = issue(&r.name, &source, count, r.input.as_deref());
+        let ids = crate::tso::serve_forwarded(forwarded, issuing).await?;
         let batch = convert::batch(&r.name, source.kind(), ids, codec.as_ref())?;
         Ok(Response::new(batch))
     }

@@ -85,7 +85,52 @@ fn describe(name: &str, source: &Source) -> Value {
                 v[key] = value;
             }
         }
+        Source::Tso(t) => {
+            v["tso"] = tso_json(t.tso());
+        }
         _ => {}
+    }
+    v
+}
+
+/// A timestamp oracle as JSON: who leads, the term and window, the counters.
+fn tso_json(t: &crate::tso::Tso) -> Value {
+    use crate::tso::Role;
+    let r = t.report();
+    let c = t.config();
+    let mut v = json!({
+        "epoch_ms": c.epoch_ms,
+        "logical_bits": c.logical_bits,
+        "window_ms": c.window_ms,
+        "terms": r.terms,
+        "batches": r.batches,
+        "batched_requests": r.batched_requests,
+        "window_saves": r.window_saves,
+        "forwards": r.forwards,
+        "forward_errors": r.forward_errors,
+    });
+    match r.role {
+        Role::Leader { term } => {
+            v["role"] = "leader".into();
+            v["term"] = term.into();
+            if let Some(st) = r.status {
+                v["physical_ms"] = st.physical_ms.into();
+                v["window_end_ms"] = st.window_end_ms.into();
+                v["clock_steps_back"] = st.clock_steps_back.into();
+            }
+            if let Some(left) = r.lease_left {
+                v["lease_ms_left"] = (left.as_millis() as u64).into();
+            }
+        }
+        Role::Follower { leader } => {
+            v["role"] = "follower".into();
+            v["leader"] = leader.into();
+        }
+        Role::Electing { error } => {
+            v["role"] = "electing".into();
+            v["last_error"] = error.into();
+        }
+        Role::Stopped => v["role"] = "stopped".into(),
     }
     v
 }

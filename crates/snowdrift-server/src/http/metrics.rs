@@ -23,8 +23,10 @@ pub async fn render(State(state): State<Arc<AppState>>) -> Response {
         .into_response();
     };
     for (name, source) in state.generators.configured() {
-        if let Source::Snowflake(s) = source {
-            snowflake_gauges(name, s);
+        match source {
+            Source::Snowflake(s) => snowflake_gauges(name, s),
+            Source::Tso(t) => tso_gauges(name, &t.tso().report()),
+            _ => {}
         }
     }
     let buffers = state.generators.segments().status();
@@ -73,6 +75,34 @@ fn write_connections(out: &mut Out, conns: &crate::conn::Admission) {
         &[],
         conns.refused(),
     );
+}
+
+/// A timestamp oracle's role, window, lease and counters, read at scrape time.
+fn tso_gauges(name: &str, r: &crate::tso::TsoReport) {
+    let labels = [("generator", name.to_string())];
+    let leading = matches!(r.role, crate::tso::Role::Leader { .. });
+    metrics::gauge!("snowdrift_tso_leader", &labels).set(f64::from(u8::from(leading)));
+    metrics::counter!("snowdrift_tso_terms_total", &labels).absolute(r.terms);
+    let window_left = r
+        .status
+        .filter(|_| leading)
+        .and_then(|st| {
+            st.window_end_ms
+                .map(|end| end.saturating_sub(st.physical_ms))
+        })
+        .unwrap_or(0);
+    metrics::gauge!("snowdrift_tso_window_seconds_left", &labels).set(window_left as f64 / 1000.0);
+    metrics::gauge!("snowdrift_tso_lease_seconds_left", &labels)
+        .set(r.lease_left.map_or(0.0, |d| d.as_secs_f64()));
+    metrics::counter!("snowdrift_tso_batches_total", &labels).absolute(r.batches);
+    metrics::counter!("snowdrift_tso_batched_requests_total", &labels).absolute(r.batched_requests);
+    metrics::counter!("snowdrift_tso_window_saves_total", &labels).absolute(r.window_saves);
+    metrics::counter!("snowdrift_tso_forwards_total", &labels).absolute(r.forwards);
+    metrics::counter!("snowdrift_tso_forward_errors_total", &labels).absolute(r.forward_errors);
+    if let Some(st) = r.status {
+        metrics::counter!("snowdrift_tso_clock_steps_back_total", &labels)
+            .absolute(st.clock_steps_back);
+    }
 }
 
 /// A snowflake generator's lease, clock and layout, read at scrape time.

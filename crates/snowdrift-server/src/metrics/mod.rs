@@ -54,6 +54,7 @@ pub fn install_recorder() -> bool {
                 "IDs per request that issued IDs, by kind."
             );
             describe_snowflake();
+            describe_tso();
             Some(handle)
         })
         .is_some()
@@ -100,6 +101,53 @@ fn describe_snowflake() {
         "snowdrift_borrowed_seconds",
         Unit::Seconds,
         "Time borrowed from future ticks (sequence exhaustion with max_lead)."
+    );
+}
+
+/// The help of each timestamp oracle's series, set from its report at scrape time.
+fn describe_tso() {
+    use metrics::{Unit, describe_counter, describe_gauge};
+    describe_gauge!(
+        "snowdrift_tso_leader",
+        "1 while this node leads the timestamp oracle, else 0 (it forwards to the leader)."
+    );
+    describe_counter!(
+        "snowdrift_tso_terms_total",
+        "Terms this node has led the oracle since start."
+    );
+    describe_gauge!(
+        "snowdrift_tso_window_seconds_left",
+        Unit::Seconds,
+        "While leading: how far the saved window reaches past the physical time in use."
+    );
+    describe_gauge!(
+        "snowdrift_tso_lease_seconds_left",
+        Unit::Seconds,
+        "While leading: time until the leader must stop issuing unless its lease is renewed."
+    );
+    describe_counter!(
+        "snowdrift_tso_batches_total",
+        "Allocations, each serving a merged group of requests (PD's batching)."
+    );
+    describe_counter!(
+        "snowdrift_tso_batched_requests_total",
+        "Requests served by those allocations; divided by batches, the mean group size."
+    );
+    describe_counter!(
+        "snowdrift_tso_window_saves_total",
+        "Window ends saved in etcd."
+    );
+    describe_counter!(
+        "snowdrift_tso_forwards_total",
+        "Requests this node forwarded to the leader."
+    );
+    describe_counter!(
+        "snowdrift_tso_forward_errors_total",
+        "Forwarded requests that failed (the leader gone, or refusing)."
+    );
+    describe_counter!(
+        "snowdrift_tso_clock_steps_back_total",
+        "Clock readings below the one before, while leading; IDs kept going up regardless."
     );
 }
 

@@ -4,8 +4,11 @@
 
 use snowdrift_core::counter::CounterTemplate;
 use snowdrift_core::kinds::uuid::{self as uuid_kind, Uuid, v2::Domain};
-use snowdrift_core::layout::Layout;
+use std::time::Duration;
+
+use snowdrift_core::layout::{Layout, parse_epoch};
 use snowdrift_core::obfuscate::{self, Obfuscator};
+use snowdrift_core::tso::TsoConfig;
 use snowdrift_store::counter::RedisCounter;
 use snowdrift_store::ticket::{TicketPool, TicketPoolBuilder};
 use snowdrift_store::worker::LeaseConfig;
@@ -61,7 +64,32 @@ pub enum SourcePlan {
     Uuid(UuidPlan),
     /// UUID v4/v7, ULID or ObjectId: nothing to connect.
     Simple(Kind),
+    /// A timestamp oracle led from etcd.
+    Tso(TsoPlan),
 }
+
+/// A `tso` generator: its oracle's options, its election and how followers reach the leader.
+#[derive(Debug, Clone)]
+pub struct TsoPlan {
+    /// The etcd URL.
+    pub url: String,
+    /// Epoch, logical bits, window.
+    pub oracle: TsoConfig,
+    /// The leader's lease on etcd.
+    pub ttl: Duration,
+    /// How long before the lease could expire the leader stops issuing.
+    pub margin: Duration,
+    /// The URL followers forward to when this node leads.
+    pub advertise: String,
+    /// The token presented to the leader when forwarding, with auth on.
+    pub forward_token: Option<String>,
+    /// The CA certificate (PEM) an `https://` leader is checked against beside the system's
+    /// roots: this node's own `server.tls_cert`, as nodes of one cluster usually share one.
+    pub forward_ca: Option<std::path::PathBuf>,
+}
+
+/// A `tso` leader's lease when none is configured: PD's 3 s.
+pub const DEFAULT_TSO_TTL: Duration = Duration::from_secs(3);
 
 /// The UUID versions a `[[generator]]` configures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +139,7 @@ impl SourcePlan {
             SourcePlan::Counter { .. } => Kind::Counter,
             SourcePlan::Uuid(plan) => plan.kind(),
             SourcePlan::Simple(kind) => *kind,
+            SourcePlan::Tso(_) => Kind::Tso,
         }
     }
 
@@ -203,6 +232,9 @@ pub fn plan(
                 ConfigError::new(format!("generator[{index}].{key} ({:?}): {e}", g.name))
             })?)
         }
+        Kind::Tso => SourcePlan::Tso(tso_plan(config, g).map_err(|(key, e)| {
+            ConfigError::new(format!("generator[{index}].{key} ({:?}): {e}", g.name))
+        })?),
         kind => SourcePlan::Simple(kind),
     };
     let obfuscator = obfuscator(g, &source).map_err(|(key, e)| {
@@ -264,6 +296,119 @@ fn uuid_plan(g: &GeneratorConfig) -> Result<UuidPlan, (&'static str, String)> {
     })
 }
 
+/// The plan of a `tso` generator, or the key that is wrong and why.
+fn tso_plan(config: &Config, g: &GeneratorConfig) -> Result<TsoPlan, (&'static str, String)> {
+    let defaults = TsoConfig::default();
+    let epoch_ms = match g.epoch.as_deref() {
+        Some(text) => parse_epoch(text).map_err(|e| ("epoch", core_reason(e)))?,
+        None => defaults.epoch_ms,
+    };
+    let window = g
+        .window
+        .unwrap_or(Duration::from_millis(defaults.window_ms));
+    let oracle = TsoConfig {
+        epoch_ms,
+        logical_bits: g.logical_bits.unwrap_or(defaults.logical_bits),
+        window_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX),
+    };
+    oracle.validate().map_err(|e| {
+        let key = if g.window.is_some() && oracle.window_ms == 0 {
+            "window"
+        } else {
+            "logical_bits"
+        };
+        (key, core_reason(e))
+    })?;
+    let max_count = config.limits.max_count;
+    if oracle.logical_capacity() < max_count {
+        return Err((
+            "logical_bits",
+            format!(
+                "{} logical bits give {} IDs per millisecond, fewer than limits.max_count = \
+                 {max_count}, and a request's IDs come from one millisecond; raise \
+                 logical_bits or lower limits.max_count",
+                oracle.logical_bits,
+                oracle.logical_capacity()
+            ),
+        ));
+    }
+    let ttl = g.ttl.unwrap_or(DEFAULT_TSO_TTL);
+    if ttl < Duration::from_secs(1) || ttl.subsec_nanos() != 0 {
+        return Err((
+            "ttl",
+            format!(
+                "{ttl:?} is not a whole number of seconds of at least 1 s (etcd leases are \
+                 whole seconds; PD uses 3s)"
+            ),
+        ));
+    }
+    let url = g.url.clone().unwrap_or_default();
+    if !(url.starts_with("etcd://") || url.starts_with("http://")) {
+        return Err((
+            "url",
+            format!(
+                "{} is not an etcd URL; the leader is elected on etcd: \
+                 url = \"etcd://HOST:2379[,HOST:2379...]\"",
+                crate::error::quoted(&url)
+            ),
+        ));
+    }
+    let advertise = advertise(&config.server).map_err(|e| ("advertise", e))?;
+    let auth_on = !config.auth.tokens.is_empty();
+    if auth_on && g.forward_token.is_none() {
+        return Err((
+            "forward_token",
+            "auth is on, so followers need a token to forward requests to the leader: set \
+             forward_token to a read token (snowdrift token create) whose scope has this \
+             generator, configured on every node"
+                .into(),
+        ));
+    }
+    Ok(TsoPlan {
+        url,
+        oracle,
+        ttl,
+        margin: ttl / 5,
+        advertise,
+        forward_token: g.forward_token.clone(),
+        forward_ca: config.server.tls_cert.clone(),
+    })
+}
+
+/// The URL other nodes reach this one's gRPC at: `server.advertise`, else `listen` with the
+/// scheme of its TLS setting when it is not a wildcard address.
+fn advertise(server: &crate::config::ServerConfig) -> Result<String, String> {
+    let scheme = if server.tls_cert.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let Some(url) = &server.advertise else {
+        if server.listen.ip().is_unspecified() || server.listen.port() == 0 {
+            return Err(format!(
+                "server.listen is {}, which names no address another node can reach: set \
+                 server.advertise = \"{scheme}://HOST:PORT\" (how the other nodes reach this \
+                 one), which a tso leader publishes to its followers",
+                server.listen,
+            ));
+        }
+        return Ok(format!("{scheme}://{}", server.listen));
+    };
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"));
+    let ok =
+        rest.is_some_and(|r| !r.is_empty() && !r.contains(['/', ' ', '?', '#']) && r.len() <= 200);
+    if !ok {
+        return Err(format!(
+            "server.advertise {} is not a URL of this node: write \"{scheme}://HOST:PORT\", no \
+             path",
+            crate::error::quoted(url)
+        ));
+    }
+    Ok(url.clone())
+}
+
 /// The local ID of `domain` when the config gives none: DCE 1.1 puts the user's UID in the
 /// person domain and the group's GID in the group domain, so the server's own effective
 /// IDs are what a v2 UUID made by this process would carry. An organisation's number has
@@ -321,15 +466,15 @@ fn check_keys(g: &GeneratorConfig) -> Result<(), ConfigError> {
     const WIDE: &[Kind] = &[Kind::Snowflake, Kind::Segment, Kind::Ticket, Kind::Counter];
     const GREGORIAN: &[Kind] = &[Kind::Uuid1, Kind::Uuid2, Kind::Uuid6];
     const NAMED: &[Kind] = &[Kind::Uuid3, Kind::Uuid5];
-    let set: [(&str, bool, &[Kind]); 16] = [
+    let set: [(&str, bool, &[Kind]); 20] = [
         ("layout", g.layout.is_some(), &[Kind::Snowflake]),
         ("bits", g.bits.is_some(), &[Kind::Snowflake]),
         ("unit", g.unit.is_some(), &[Kind::Snowflake]),
-        ("epoch", g.epoch.is_some(), &[Kind::Snowflake]),
+        ("epoch", g.epoch.is_some(), &[Kind::Snowflake, Kind::Tso]),
         ("tag", g.tag.is_some(), &[Kind::Segment]),
         ("servers", !g.servers.is_empty(), &[Kind::Ticket]),
         ("table", g.table.is_some(), &[Kind::Ticket]),
-        ("url", g.url.is_some(), &[Kind::Counter]),
+        ("url", g.url.is_some(), &[Kind::Counter, Kind::Tso]),
         ("template", g.template.is_some(), &[Kind::Counter]),
         ("batch", g.batch.is_some(), &[Kind::Counter]),
         ("node", g.node.is_some(), GREGORIAN),
@@ -338,6 +483,10 @@ fn check_keys(g: &GeneratorConfig) -> Result<(), ConfigError> {
         ("local_id", g.local_id.is_some(), &[Kind::Uuid2]),
         ("obfuscate_key", g.obfuscate_key.is_some(), WIDE),
         ("obfuscate_bits", g.obfuscate_bits.is_some(), WIDE),
+        ("window", g.window.is_some(), &[Kind::Tso]),
+        ("logical_bits", g.logical_bits.is_some(), &[Kind::Tso]),
+        ("ttl", g.ttl.is_some(), &[Kind::Tso]),
+        ("forward_token", g.forward_token.is_some(), &[Kind::Tso]),
     ];
     for (key, present, kinds) in set {
         if present && !kinds.contains(&g.kind) {
@@ -364,6 +513,12 @@ fn check_keys(g: &GeneratorConfig) -> Result<(), ConfigError> {
     }
     if g.kind == Kind::Counter && g.url.is_none() {
         return refuse("kind counter needs url = \"redis://...\"");
+    }
+    if g.kind == Kind::Tso && g.url.is_none() {
+        return refuse(
+            "kind tso needs url = \"etcd://HOST:2379\": the leader is elected and its window \
+             saved there",
+        );
     }
     if g.template.is_some() && g.obfuscate_key.is_some() {
         return refuse(

@@ -6,6 +6,7 @@ mod segment;
 mod simple;
 mod snowflake;
 mod ticket;
+mod tso;
 mod uuid;
 
 use std::future::Future;
@@ -15,6 +16,7 @@ pub use segment::SegmentSource;
 pub use simple::SimpleSource;
 pub use snowflake::SnowflakeSource;
 pub use ticket::TicketSource;
+pub use tso::TsoSource;
 pub use uuid::{UuidSource, needs_input, takes_no_input};
 
 use crate::config::Kind;
@@ -47,7 +49,7 @@ impl IdRun {
 /// A batch of IDs from one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ids {
-    /// 64-bit integer IDs as runs (snowflake, segment, ticket, plain counters).
+    /// 64-bit integer IDs as runs (snowflake, segment, ticket, plain counters, tso).
     Runs(Vec<IdRun>),
     /// IDs whose standard form is text (UUID, ULID, ObjectId, templated counters).
     Text(Vec<String>),
@@ -108,6 +110,8 @@ pub enum Source {
     Uuid(UuidSource),
     /// UUID v4/v7, ULID, ObjectId.
     Simple(SimpleSource),
+    /// A timestamp oracle.
+    Tso(TsoSource),
 }
 
 impl IdSource for Source {
@@ -119,6 +123,7 @@ impl IdSource for Source {
             Source::Counter(s) => s.kind(),
             Source::Uuid(s) => s.kind(),
             Source::Simple(s) => s.kind(),
+            Source::Tso(s) => s.kind(),
         }
     }
 
@@ -130,6 +135,7 @@ impl IdSource for Source {
             Source::Counter(s) => s.next(count).await,
             Source::Uuid(s) => s.next(count).await,
             Source::Simple(s) => s.next(count).await,
+            Source::Tso(s) => s.next(count).await,
         }
     }
 }

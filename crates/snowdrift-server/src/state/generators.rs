@@ -16,7 +16,7 @@ use crate::error::{Error, StartError};
 use crate::plan::{GeneratorPlan, Plan, SourcePlan};
 use crate::source::{
     CounterSource, IdSource, SegmentSource, SimpleSource, SnowflakeSource, Source, TicketSource,
-    UuidSource,
+    TsoSource, UuidSource,
 };
 
 /// Every name this server answers to.
@@ -118,9 +118,14 @@ impl Generators {
         &self.segments
     }
 
-    /// Stops every snowflake generator: final high-water marks written, worker IDs released.
+    /// Stops every snowflake generator (final high-water marks written, worker IDs
+    /// released) and every timestamp oracle (a leader resigns, so another takes over at once).
     pub async fn shutdown(&self) {
         for (name, source) in &self.by_name {
+            if let Source::Tso(t) = source.as_ref() {
+                t.tso().shutdown().await;
+                continue;
+            }
             if !matches!(source.as_ref(), Source::Snowflake(_)) {
                 continue;
             }
@@ -244,6 +249,12 @@ async fn start_one(
                     .into(),
             )
         })?),
+        SourcePlan::Tso(plan) => {
+            let offset = crate::tso::test_clock_offset_ms()?;
+            Source::Tso(TsoSource::new(
+                crate::tso::Tso::start(&g.name, plan, offset, &keepers.handle()).await?,
+            ))
+        }
         SourcePlan::Simple(kind) => Source::Simple(SimpleSource::new(*kind).ok_or_else(|| {
             snowdrift_store::Error::Unavailable(
                 "the operating system gave no randomness for the ObjectId process value".into(),

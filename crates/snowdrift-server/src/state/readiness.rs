@@ -96,6 +96,18 @@ async fn readiness(segments: &SegmentService, source: &Source) -> (bool, Option<
             let up = t.pool().status().iter().any(|s| s.up);
             (up, (!up).then(|| "every ticket server is down".to_string()))
         }
+        Source::Tso(t) => match t.tso().report().role {
+            crate::tso::Role::Leader { .. } | crate::tso::Role::Follower { .. } => (true, None),
+            crate::tso::Role::Electing { error } => (
+                false,
+                Some(format!(
+                    "no leader of the timestamp oracle is known yet (an election is under \
+                     way){}",
+                    error.map(|e| format!(": {e}")).unwrap_or_default()
+                )),
+            ),
+            crate::tso::Role::Stopped => (false, Some("shut down".to_string())),
+        },
         _ => (true, None),
     }
 }

@@ -14,6 +14,7 @@ mod openapi_routes;
 mod resp;
 mod support;
 mod tls;
+mod tso;
 mod ui_chromium;
 mod uuid_kinds;
 mod worker_lease;

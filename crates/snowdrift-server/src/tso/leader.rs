@@ -1,0 +1,426 @@
+//! The task of one oracle: campaign on etcd; while leading, serve merged groups of requests
+//! from the oracle, save the window ahead of need, renew the lease and stop issuing before
+//! it could lapse; while following, watch for the leader's key to go.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use snowdrift_core::clock::{Clock, MonotonicClock, OffsetClock};
+use snowdrift_core::tso::{Allocation, TimestampOracle, WindowSave};
+use snowdrift_store::tso::{Campaign, EtcdTso, Leadership};
+use tokio::sync::{mpsc, watch};
+
+use super::{Reply, Request, Role, Shared};
+use crate::error::Error;
+
+/// How often a leader looks at its lease and window between requests.
+const TICK: Duration = Duration::from_millis(50);
+
+/// How long a node waits after a failed campaign (etcd unreachable) before the next.
+const RETRY: Duration = Duration::from_millis(500);
+
+pub(super) type OracleClock = OffsetClock<MonotonicClock>;
+
+/// Everything the task owns.
+pub(super) struct Task {
+    pub(super) name: String,
+    /// The holder name written in the leader key: the advertised URL, a space, a nonce.
+    pub(super) holder: String,
+    pub(super) advertise: String,
+    pub(super) ttl: Duration,
+    pub(super) margin: Duration,
+    pub(super) etcd: EtcdTso,
+    pub(super) oracle: TimestampOracle<OracleClock>,
+    pub(super) shared: Arc<Shared>,
+    pub(super) queue: mpsc::Receiver<Request>,
+    pub(super) stop: watch::Receiver<bool>,
+}
+
+/// How a term ended.
+enum TermEnd {
+    /// Leadership lost or lapsed: campaign again.
+    Lost(String),
+    /// Shutdown: resign.
+    Stop,
+}
+
+impl Task {
+    pub(super) async fn run(mut self) {
+        while !*self.stop.borrow() {
+            match self
+                .etcd
+                .campaign(&self.holder, self.ttl, self.margin)
+                .await
+            {
+                Ok(Campaign::Won(leadership)) => {
+                    let leadership = Arc::new(leadership);
+                    match self.lead(&leadership).await {
+                        TermEnd::Stop => {
+                            self.set_role(Role::Stopped);
+                            if let Ok(l) = Arc::try_unwrap(leadership)
+                                && let Err(e) = l.resign().await
+                            {
+                                tracing::warn!(
+                                    generator = self.name.as_str(),
+                                    error = %e,
+                                    "giving up tso leadership failed; it lapses after its ttl"
+                                );
+                            }
+                            return;
+                        }
+                        TermEnd::Lost(why) => {
+                            tracing::warn!(
+                                generator = self.name.as_str(),
+                                reason = why.as_str(),
+                                "tso leadership ended; campaigning again"
+                            );
+                            self.set_role(Role::Electing { error: Some(why) });
+                        }
+                    }
+                }
+                Ok(Campaign::Lost { leader }) => {
+                    let leader = leader_url(&leader);
+                    if leader == self.advertise {
+                        // An earlier run of this node, whose lease has not run out yet.
+                        self.set_role(Role::Electing {
+                            error: Some(format!(
+                                "the leader key names this node's address from an earlier run \
+                                 ({leader}); it lapses within {:?}",
+                                self.ttl
+                            )),
+                        });
+                    } else {
+                        self.set_role(Role::Follower { leader });
+                    }
+                    self.follow().await;
+                }
+                Err(e) => {
+                    self.set_role(Role::Electing {
+                        error: Some(e.to_string()),
+                    });
+                    self.pause(RETRY).await;
+                }
+            }
+        }
+        self.set_role(Role::Stopped);
+    }
+
+    /// Waits while another node leads: until its key is gone, the lease's length passes (a
+    /// fresh campaign then also learns a leader that changed under a lost watch), or stop.
+    async fn follow(&mut self) {
+        let etcd = self.etcd.clone();
+        let vacancy = async move {
+            if etcd.wait_for_vacancy().await.is_err() {
+                // etcd away: do not spin on campaigns that fail at once.
+                tokio::time::sleep(RETRY).await;
+            }
+        };
+        let mut stop = self.stop.clone();
+        tokio::select! {
+            () = vacancy => {}
+            () = tokio::time::sleep(self.ttl) => {}
+            () = stopped(&mut stop) => {}
+        }
+    }
+
+    async fn pause(&mut self, d: Duration) {
+        let mut stop = self.stop.clone();
+        tokio::select! {
+            () = tokio::time::sleep(d) => {}
+            () = stopped(&mut stop) => {}
+        }
+    }
+
+    /// Serves one term, until leadership is lost or stop.
+    async fn lead(&mut self, leadership: &Arc<Leadership>) -> TermEnd {
+        let term = self.oracle.start_term(leadership.previous_window_ms());
+        self.shared.counters.terms.fetch_add(1, Ordering::Relaxed);
+        self.publish_validity(leadership);
+        tracing::info!(
+            generator = self.name.as_str(),
+            term,
+            previous_window_ms = leadership.previous_window_ms(),
+            "leading the timestamp oracle"
+        );
+        // Renewals run beside the requests, so a slow etcd never delays an allocation.
+        let (lost_tx, mut lost) = watch::channel(None::<String>);
+        let renewer = tokio::spawn(renew(
+            leadership.clone(),
+            self.ttl,
+            self.shared.clone(),
+            lost_tx,
+        ));
+        // Saves ahead of need run beside the requests too; one at a time.
+        let (saved_tx, mut saved) = mpsc::channel::<(WindowSave, Result<(), String>)>(1);
+        let mut saving = false;
+        // The first window is saved before the role says Leader: requests then never wait
+        // for it.
+        let end = match self.first_save(leadership).await {
+            Ok(()) => {
+                self.set_role(Role::Leader { term });
+                self.publish_status();
+                let mut tick = tokio::time::interval(TICK);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    let mut stop = self.stop.clone();
+                    tokio::select! {
+                        biased;
+                        () = stopped(&mut stop) => break TermEnd::Stop,
+                        _ = lost.changed() => {
+                            let why = lost.borrow().clone().unwrap_or_default();
+                            break TermEnd::Lost(why);
+                        }
+                        Some((save, result)) = saved.recv() => {
+                            saving = false;
+                            match result {
+                                Ok(()) => {
+                                    self.shared.counters.window_saves.fetch_add(1, Ordering::Relaxed);
+                                    if self.oracle.window_saved(save).is_err() {
+                                        break TermEnd::Lost("the window save outlived its term".into());
+                                    }
+                                }
+                                Err(e) => tracing::warn!(
+                                    generator = self.name.as_str(),
+                                    error = e.as_str(),
+                                    "saving the tso window ahead failed; trying again"
+                                ),
+                            }
+                        }
+                        Some(first) = self.queue.recv() => {
+                            if let Err(why) = self.serve(first, leadership).await {
+                                break TermEnd::Lost(why);
+                            }
+                        }
+                        _ = tick.tick() => {
+                            if !leadership.is_valid() {
+                                break TermEnd::Lost(format!(
+                                    "the lease was not renewed in time (it lets this node \
+                                     issue until {:?} before etcd could expire it)",
+                                    self.margin
+                                ));
+                            }
+                        }
+                    }
+                    if !saving && let Some(save) = self.oracle.window_wanted() {
+                        saving = true;
+                        let (l, tx) = (leadership.clone(), saved_tx.clone());
+                        tokio::spawn(async move {
+                            let result = l
+                                .save_window(save.up_to_ms)
+                                .await
+                                .map_err(|e| e.to_string());
+                            let _ = tx.send((save, result)).await;
+                        });
+                    }
+                    self.publish_status();
+                }
+            }
+            Err(why) => TermEnd::Lost(why),
+        };
+        renewer.abort();
+        self.oracle.end_term();
+        // The role changes before the queue is drained, so a request told NotLeading finds
+        // the new role when it looks.
+        if matches!(end, TermEnd::Lost(_)) {
+            self.set_role(Role::Electing { error: None });
+        }
+        *self
+            .shared
+            .valid_until
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = None;
+        while let Ok(r) = self.queue.try_recv() {
+            let _ = r.reply.send(Reply::NotLeading);
+        }
+        self.publish_status();
+        end
+    }
+
+    /// Saves the term's first window, retrying while the lease allows.
+    async fn first_save(&mut self, leadership: &Leadership) -> Result<(), String> {
+        loop {
+            let Some(save) = self.oracle.window_wanted() else {
+                return Ok(());
+            };
+            if !leadership.is_valid() {
+                return Err("the lease ran out before the first window was saved".into());
+            }
+            match leadership.save_window(save.up_to_ms).await {
+                Ok(()) => {
+                    self.shared
+                        .counters
+                        .window_saves
+                        .fetch_add(1, Ordering::Relaxed);
+                    self.oracle.window_saved(save).map_err(|e| e.to_string())?;
+                }
+                Err(e @ snowdrift_store::Error::LeadershipLost { .. }) => return Err(e.to_string()),
+                Err(e) => {
+                    tracing::warn!(generator = self.name.as_str(), error = %e, "saving the tso window failed; retrying");
+                    self.pause(RETRY).await;
+                    if *self.stop.borrow() {
+                        return Err("stopping".into());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Serves `first` and every request already waiting behind it with one allocation (PD's
+    /// batching), as far as one millisecond's logical values reach (a request that would
+    /// pass it starts the next group). `Err` when leadership is gone (each request then
+    /// told so).
+    async fn serve(&mut self, first: Request, leadership: &Leadership) -> Result<(), String> {
+        let capacity = self.oracle.config().logical_capacity();
+        let mut next = Some(first);
+        while let Some(first) = next.take() {
+            let mut total = first.count;
+            let mut group = vec![first];
+            while let Ok(r) = self.queue.try_recv() {
+                if total + r.count > capacity {
+                    next = Some(r);
+                    break;
+                }
+                total += r.count;
+                group.push(r);
+            }
+            match self.allocate(total, leadership).await {
+                Ok(range) => {
+                    let c = &self.shared.counters;
+                    c.batches.fetch_add(1, Ordering::Relaxed);
+                    c.batched_requests
+                        .fetch_add(group.len() as u64, Ordering::Relaxed);
+                    let mut at = 0;
+                    for r in group {
+                        let _ = r.reply.send(Reply::Issued(range.slice(at, at + r.count)));
+                        at += r.count;
+                    }
+                }
+                Err(Stop::Failed(e)) => {
+                    for r in group {
+                        let _ = r.reply.send(Reply::Failed(e.clone()));
+                    }
+                }
+                Err(Stop::Lost(why)) => {
+                    for r in group.into_iter().chain(next) {
+                        let _ = r.reply.send(Reply::NotLeading);
+                    }
+                    return Err(why);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One allocation of `count`: the window saved first when the oracle asks, a wait
+    /// when the millisecond is full. Fenced: nothing is allocated once the lease no longer
+    /// lets this node issue.
+    async fn allocate(
+        &mut self,
+        count: u64,
+        leadership: &Leadership,
+    ) -> Result<snowdrift_core::segment::IdRange, Stop> {
+        loop {
+            if !leadership.is_valid() {
+                return Err(Stop::Lost(
+                    "the lease was not renewed in time to issue".into(),
+                ));
+            }
+            match self.oracle.allocate(count) {
+                Ok(Allocation::Issued(range)) => return Ok(range),
+                Ok(Allocation::SaveWindow(save)) => {
+                    match leadership.save_window(save.up_to_ms).await {
+                        Ok(()) => {
+                            self.shared
+                                .counters
+                                .window_saves
+                                .fetch_add(1, Ordering::Relaxed);
+                            if let Err(e) = self.oracle.window_saved(save) {
+                                return Err(Stop::Lost(e.to_string()));
+                            }
+                        }
+                        Err(e @ snowdrift_store::Error::LeadershipLost { .. }) => {
+                            return Err(Stop::Lost(e.to_string()));
+                        }
+                        Err(e) => {
+                            return Err(Stop::Failed(Error::unavailable(format!(
+                                "tso generator {:?}: saving the window in etcd failed: {e}",
+                                self.name
+                            ))));
+                        }
+                    }
+                }
+                Ok(Allocation::Wait { until_ms }) => {
+                    let now = self.oracle.clock().now_ms();
+                    let wait = Duration::from_millis(until_ms.saturating_sub(now).clamp(1, 2));
+                    tokio::time::sleep(wait).await;
+                }
+                Err(e) => return Err(Stop::Failed(Error::from(e))),
+            }
+        }
+    }
+
+    fn set_role(&self, role: Role) {
+        self.shared.role.send_replace(role);
+    }
+
+    fn publish_status(&self) {
+        *self.shared.status.lock().unwrap_or_else(|e| e.into_inner()) = Some(self.oracle.status());
+    }
+
+    fn publish_validity(&self, leadership: &Leadership) {
+        *self
+            .shared
+            .valid_until
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(leadership.valid_until());
+    }
+}
+
+/// Why an allocation stopped.
+enum Stop {
+    /// The request fails; the term goes on.
+    Failed(Error),
+    /// The term is over.
+    Lost(String),
+}
+
+/// Renews the lease every third of its ttl until it is lost (then says why on `lost`).
+/// A renewal that fails for want of etcd is tried again at once and then each tick; the
+/// serving loop stops issuing by itself when `valid_until` passes.
+async fn renew(
+    leadership: Arc<Leadership>,
+    ttl: Duration,
+    shared: Arc<Shared>,
+    lost: watch::Sender<Option<String>>,
+) {
+    let mut next = Instant::now() + ttl / 3;
+    loop {
+        tokio::time::sleep_until(next.into()).await;
+        match leadership.renew().await {
+            Ok(until) => {
+                *shared.valid_until.lock().unwrap_or_else(|e| e.into_inner()) = Some(until);
+                next = Instant::now() + ttl / 3;
+            }
+            Err(e @ snowdrift_store::Error::LeadershipLost { .. }) => {
+                let _ = lost.send(Some(e.to_string()));
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "renewing the tso leader lease failed; retrying");
+                next = Instant::now() + TICK;
+            }
+        }
+    }
+}
+
+/// Returns once `stop` says true (or its sender is gone).
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    // The guard `wait_for` returns is not `Send`; it must not live across the select.
+    let _ = stop.wait_for(|s| *s).await.map(|_| ());
+}
+
+/// The URL in a holder name (`URL NONCE`).
+fn leader_url(holder: &str) -> String {
+    holder.split(' ').next().unwrap_or(holder).to_string()
+}

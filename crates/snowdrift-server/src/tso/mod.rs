@@ -1,0 +1,387 @@
+//! The `tso` kind on a server (TiKV PD's timestamp oracle, wired): a task per generator that
+//! campaigns on etcd and, while it leads, serves the oracle's terms; and the way a request
+//! reaches that task, on this node or, forwarded over gRPC, on the leader.
+//!
+//! The rules live below this module: the oracle's state in `snowdrift_core::tso`, the
+//! election and the saved window in `snowdrift_store::tso`. Here: [`Tso`] (what the
+//! generator's source holds), `leader` (the task: elections, terms, batching, window saves,
+//! renewals, fencing) and `forward` (a follower's gRPC client of the leader).
+//!
+//! Why a request is linearizable on any node: only the leader's task allocates, one merged
+//! group at a time, and it allocates only while its lease is valid (it stops `ttl / 5`
+//! before etcd could expire it); a new leader starts above the window its predecessors
+//! saved, and a leader never issues past the window it saved. A follower forwards, so an ID
+//! always comes from the one allocation order.
+
+mod forward;
+mod leader;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use snowdrift_core::segment::IdRange;
+use snowdrift_core::tso::{TsoConfig, TsoStatus};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::error::Error;
+use crate::plan::TsoPlan;
+
+pub(crate) use forward::FORWARDED_HEADER;
+
+/// Requests waiting for the leader's task; more wait in their callers (the channel's
+/// senders), so this bounds memory, not concurrency.
+const QUEUE: usize = 4096;
+
+tokio::task_local! {
+    /// Set while serving a request another node forwarded: it is answered here or refused,
+    /// never forwarded again, so two nodes that each think the other leads cannot bounce a
+    /// request between them.
+    static FORWARDED: ();
+}
+
+/// Runs `work` as the handling of a request another node forwarded (`forwarded`), or as
+/// a request of a client.
+pub async fn serve_forwarded<F: Future>(forwarded: bool, work: F) -> F::Output {
+    if forwarded {
+        FORWARDED.scope((), work).await
+    } else {
+        work.await
+    }
+}
+
+/// What this node is to one oracle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// No leader known: campaigning, or waiting for etcd. `error` is the last failure.
+    Electing {
+        /// Why the last campaign failed, if it did.
+        error: Option<String>,
+    },
+    /// This node leads, in `term` (this process's count of its terms).
+    Leader {
+        /// The term.
+        term: u64,
+    },
+    /// Another node leads; requests are forwarded to `leader`.
+    Follower {
+        /// The leader's advertised URL.
+        leader: String,
+    },
+    /// Shut down.
+    Stopped,
+}
+
+/// Counters of one oracle since start, for `/metrics` and `/v1/generators`.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) terms: AtomicU64,
+    pub(crate) batches: AtomicU64,
+    pub(crate) batched_requests: AtomicU64,
+    pub(crate) window_saves: AtomicU64,
+    pub(crate) forwards: AtomicU64,
+    pub(crate) forward_errors: AtomicU64,
+}
+
+/// What the leader's task and the request side share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) role: watch::Sender<Role>,
+    pub(crate) counters: Counters,
+    /// The oracle's state after the last batch or save (term 0 when not leading).
+    pub(crate) status: Mutex<Option<TsoStatus>>,
+    /// Until when the leadership lets the leader issue.
+    pub(crate) valid_until: Mutex<Option<Instant>>,
+}
+
+/// One request for the leader's task.
+pub(crate) struct Request {
+    pub(crate) count: u64,
+    pub(crate) reply: oneshot::Sender<Reply>,
+}
+
+/// The leader's task's answer.
+pub(crate) enum Reply {
+    Issued(IdRange),
+    Failed(Error),
+    /// The term ended before the request was served: ask again as the new role says.
+    NotLeading,
+}
+
+/// A snapshot for metrics, readiness and `/v1/generators`.
+#[derive(Debug, Clone)]
+pub struct TsoReport {
+    /// What this node is.
+    pub role: Role,
+    /// The oracle's state after its last allocation (term 0 when not leading); `None`
+    /// before this node first led.
+    pub status: Option<TsoStatus>,
+    /// How long the leadership still lets this node issue, when leading.
+    pub lease_left: Option<Duration>,
+    /// Terms this node has led since start.
+    pub terms: u64,
+    /// Allocations (each serving a merged group of requests).
+    pub batches: u64,
+    /// Requests served by those allocations.
+    pub batched_requests: u64,
+    /// Window saves written to etcd.
+    pub window_saves: u64,
+    /// Requests forwarded to the leader.
+    pub forwards: u64,
+    /// Forwarded requests that failed (leader gone, or it refused).
+    pub forward_errors: u64,
+}
+
+/// One `tso` generator on this node: the handle of its leader's task, and its forwarder.
+#[derive(Debug)]
+pub struct Tso {
+    name: String,
+    config: TsoConfig,
+    requests: mpsc::Sender<Request>,
+    shared: Arc<Shared>,
+    forward: forward::Forwarder,
+    stop: watch::Sender<bool>,
+    /// How long a request waits for a leader to be known before it is refused.
+    leader_wait: Duration,
+}
+
+impl Tso {
+    /// Connects to etcd and starts the task of oracle `name` on `runtime` (the lease
+    /// keepers' thread, so campaigns and renewals never wait behind request handling).
+    /// Returns before any election: requests wait for one (up to twice the lease).
+    pub async fn start(
+        name: &str,
+        plan: &TsoPlan,
+        clock_offset_ms: i64,
+        runtime: &tokio::runtime::Handle,
+    ) -> Result<Self, snowdrift_store::Error> {
+        let etcd = {
+            let (url, name) = (plan.url.clone(), name.to_string());
+            runtime
+                .spawn(async move {
+                    snowdrift_store::tso::EtcdTso::connect(&url, NAMESPACE, &name).await
+                })
+                .await
+                .map_err(|e| {
+                    snowdrift_store::Error::Unavailable(
+                        format!("the lease keepers' thread failed: {e}").into(),
+                    )
+                })??
+        };
+        let forward = forward::Forwarder::new(plan)?;
+        let (requests, queue) = mpsc::channel(QUEUE);
+        let (stop, stopped) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            role: watch::Sender::new(Role::Electing { error: None }),
+            counters: Counters::default(),
+            status: Mutex::new(None),
+            valid_until: Mutex::new(None),
+        });
+        let clock = snowdrift_core::clock::OffsetClock::new(
+            snowdrift_core::clock::MonotonicClock::new(),
+            clock_offset_ms,
+        );
+        let oracle = snowdrift_core::tso::TimestampOracle::new(plan.oracle, clock)
+            .map_err(|e| snowdrift_store::Error::InvalidInput(e.to_string()))?;
+        let task = leader::Task {
+            name: name.to_string(),
+            holder: format!("{} {}", plan.advertise, nonce()),
+            advertise: plan.advertise.clone(),
+            ttl: plan.ttl,
+            margin: plan.margin,
+            etcd,
+            oracle,
+            shared: shared.clone(),
+            queue,
+            stop: stopped,
+        };
+        runtime.spawn(task.run());
+        Ok(Self {
+            name: name.to_string(),
+            config: plan.oracle,
+            requests,
+            shared,
+            forward,
+            stop,
+            leader_wait: plan.ttl * 2,
+        })
+    }
+
+    /// The oracle's options (epoch, logical bits, window), for decoding.
+    pub fn config(&self) -> &TsoConfig {
+        &self.config
+    }
+
+    /// `count` consecutive IDs, above every ID any node returned before this call began:
+    /// from this node's task when it leads, else from the leader (forwarded). While no
+    /// leader is known the request waits, up to twice the lease, for an election.
+    pub async fn next(&self, count: u64) -> Result<IdRange, Error> {
+        let forwarded = FORWARDED.try_with(|_| ()).is_ok();
+        let deadline = tokio::time::Instant::now() + self.leader_wait;
+        let mut role = self.shared.role.subscribe();
+        let mut last_failure: Option<String> = None;
+        loop {
+            let now = role.borrow_and_update().clone();
+            match now {
+                Role::Leader { .. } => {
+                    let (reply, answer) = oneshot::channel();
+                    if self.requests.send(Request { count, reply }).await.is_err() {
+                        return Err(self.stopped());
+                    }
+                    match answer.await {
+                        Ok(Reply::Issued(range)) => return Ok(range),
+                        Ok(Reply::Failed(e)) => return Err(e),
+                        // The role has changed already; the loop follows it.
+                        Ok(Reply::NotLeading) => {
+                            last_failure = Some("this node's term ended".into());
+                            continue;
+                        }
+                        Err(_) => return Err(self.stopped()),
+                    }
+                }
+                Role::Follower { leader } if !forwarded => {
+                    self.shared
+                        .counters
+                        .forwards
+                        .fetch_add(1, Ordering::Relaxed);
+                    match self.forward.next(&leader, &self.name, count).await {
+                        Ok(range) => return Ok(range),
+                        Err(forward::Failure::Refused(e)) => {
+                            self.shared
+                                .counters
+                                .forward_errors
+                                .fetch_add(1, Ordering::Relaxed);
+                            return Err(e);
+                        }
+                        Err(forward::Failure::LeaderGone(why)) => {
+                            self.shared
+                                .counters
+                                .forward_errors
+                                .fetch_add(1, Ordering::Relaxed);
+                            // Wait for the election that follows (or for the leader's key to
+                            // name another node), then try again.
+                            last_failure = Some(format!("leader {leader}: {why}"));
+                        }
+                    }
+                }
+                Role::Follower { leader } => {
+                    return Err(Error::unavailable(format!(
+                        "tso generator {:?}: this node does not lead, {leader} does; a \
+                         forwarded request is not forwarded again (the nodes disagree on the \
+                         leader for a moment): try again",
+                        self.name
+                    )));
+                }
+                Role::Electing { .. } if forwarded => {
+                    return Err(Error::unavailable(format!(
+                        "tso generator {:?}: this node does not lead (an election is under \
+                         way); try again",
+                        self.name
+                    )));
+                }
+                Role::Electing { error } => {
+                    if let Some(e) = error {
+                        last_failure = Some(e);
+                    }
+                }
+                Role::Stopped => return Err(self.stopped()),
+            }
+            match tokio::time::timeout_at(deadline, role.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return Err(self.stopped()),
+                Err(_) => {
+                    return Err(Error::unavailable(format!(
+                        "tso generator {:?}: no leader answered within {:?}{}; an election \
+                         is under way or etcd is unreachable: try again",
+                        self.name,
+                        self.leader_wait,
+                        last_failure
+                            .map(|e| format!(" (last: {e})"))
+                            .unwrap_or_default()
+                    )));
+                }
+            }
+        }
+    }
+
+    /// What this node is, the oracle's state, and its counters.
+    pub fn report(&self) -> TsoReport {
+        let c = &self.shared.counters;
+        let role = self.shared.role.borrow().clone();
+        let leading = matches!(role, Role::Leader { .. });
+        let lease_left = leading
+            .then(|| {
+                lock(&self.shared.valid_until)
+                    .map(|until| until.saturating_duration_since(Instant::now()))
+            })
+            .flatten();
+        TsoReport {
+            status: lock(&self.shared.status),
+            role,
+            lease_left,
+            terms: c.terms.load(Ordering::Relaxed),
+            batches: c.batches.load(Ordering::Relaxed),
+            batched_requests: c.batched_requests.load(Ordering::Relaxed),
+            window_saves: c.window_saves.load(Ordering::Relaxed),
+            forwards: c.forwards.load(Ordering::Relaxed),
+            forward_errors: c.forward_errors.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Ends the task: a leader stops issuing and gives its leadership up at once (its lease
+    /// revoked), so another node takes over without waiting for the lease to run out.
+    pub async fn shutdown(&self) {
+        let _ = self.stop.send(true);
+        let mut role = self.shared.role.subscribe();
+        // The task says Stopped once it has resigned; bounded, as etcd may be away.
+        let _ = tokio::time::timeout(
+            Duration::from_secs(5),
+            role.wait_for(|r| *r == Role::Stopped),
+        )
+        .await;
+    }
+
+    fn stopped(&self) -> Error {
+        Error::unavailable(format!(
+            "tso generator {:?} is shutting down on this node; ask another",
+            self.name
+        ))
+    }
+}
+
+/// Environment variable that shifts the clock of this process's timestamp oracles (and of
+/// the CLI's generators), for tests that need nodes whose clocks disagree. Test use only.
+pub const TEST_CLOCK_OFFSET_VAR: &str = "SNOWDRIFT_TEST_CLOCK_OFFSET_MS";
+
+/// The offset [`TEST_CLOCK_OFFSET_VAR`] sets, 0 when unset.
+pub fn test_clock_offset_ms() -> Result<i64, snowdrift_store::Error> {
+    match std::env::var(TEST_CLOCK_OFFSET_VAR) {
+        Ok(v) => v.trim().parse().map_err(|_| {
+            snowdrift_store::Error::InvalidInput(format!(
+                "{TEST_CLOCK_OFFSET_VAR}={v:?} is not a whole number of milliseconds"
+            ))
+        }),
+        Err(_) => Ok(0),
+    }
+}
+
+/// The etcd namespace of every oracle's keys: `/snowdrift/tso/{name}/leader` and
+/// `.../window`. Servers with a generator of the same name on one etcd share its oracle.
+pub const NAMESPACE: &str = "snowdrift";
+
+/// A value that tells this process's leadership from an earlier run's on the same address.
+fn nonce() -> String {
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        // The start time alone still differs between runs of one address.
+        bytes = (std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64))
+        .to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn lock<T: Copy>(m: &Mutex<T>) -> T {
+    *m.lock().unwrap_or_else(|e| e.into_inner())
+}

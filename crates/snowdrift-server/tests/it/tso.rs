@@ -1,0 +1,406 @@
+//! `kind = "tso"`: three servers in this process elect a leader on the real etcd; clients
+//! ask every node at once and record what they saw; the history checker (uniqueness,
+//! consecutive batches, real-time order) must find nothing, through a leader that resigns
+//! and a leader cut off from etcd by the fault proxy.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use snowdrift_testkit::FaultProxy;
+use snowdrift_testkit::history::History;
+use tokio::sync::Mutex;
+
+use crate::support::{Running, TempDir, load, try_load};
+
+/// One node: its directory, its address and the running server.
+struct Node {
+    running: Option<Running>,
+    base: String,
+    _dir: TempDir,
+}
+
+/// Starts a node serving tso generator `name` on etcd `etcd`, advertising its own address.
+async fn node(name: &str, etcd: &str, extra: &str) -> Node {
+    let dir = TempDir::new("tso");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let config = load(
+        &dir.0,
+        &format!(
+            "[server]\nlisten = \"{addr}\"\nadvertise = \"http://{addr}\"\n\n\
+             [[generator]]\nname = \"{name}\"\nkind = \"tso\"\nurl = \"{etcd}\"\nttl = \"2s\"\n{extra}"
+        ),
+    );
+    let server = snowdrift_server::Server::start(&config).await.unwrap();
+    let reloader = server.reloader();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(snowdrift_server::run(listener, server, async move {
+        let _ = stopped.await;
+    }));
+    Node {
+        running: Some(Running {
+            addr,
+            resp: None,
+            stop: Some(stop),
+            task,
+            reloader,
+        }),
+        base: format!("http://{addr}"),
+        _dir: dir,
+    }
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// The generator's entry in `/v1/generators` of `base`.
+async fn tso_status(http: &reqwest::Client, base: &str, name: &str) -> Value {
+    let all: Value = http
+        .get(format!("{base}/v1/generators"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    all["generators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == name)
+        .unwrap_or_else(|| panic!("{name} not in {all}"))["tso"]
+        .clone()
+}
+
+/// The index of the node that leads, once exactly one of `bases` says it does and every
+/// other names it.
+async fn leader(http: &reqwest::Client, bases: &[&str], name: &str) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut roles = Vec::new();
+        for base in bases {
+            roles.push(tso_status(http, base, name).await);
+        }
+        let leaders: Vec<usize> = (0..bases.len())
+            .filter(|&i| roles[i]["role"] == "leader")
+            .collect();
+        if let [one] = leaders.as_slice() {
+            let others_agree = (0..bases.len())
+                .filter(|&i| i != *one)
+                .all(|i| roles[i]["leader"].as_str() == Some(bases[*one]));
+            if others_agree {
+                return *one;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no single leader after 20 s: {roles:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Clients that ask every node in turn, recording each request, until `stop`.
+struct Load {
+    history: Arc<Mutex<History>>,
+    stop: Arc<AtomicBool>,
+    tasks: Vec<tokio::task::JoinHandle<(u64, u64)>>,
+}
+
+impl Load {
+    fn start(bases: Vec<String>, name: &str, clients: usize, base_time: Instant) -> Self {
+        let history = Arc::new(Mutex::new(History::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let tasks = (0..clients)
+            .map(|c| {
+                let (history, stop, bases) = (history.clone(), stop.clone(), bases.clone());
+                let name = name.to_string();
+                tokio::spawn(async move {
+                    let http = client();
+                    let (mut ok, mut failed) = (0u64, 0u64);
+                    let mut i = c;
+                    while !stop.load(Ordering::Relaxed) {
+                        let base = &bases[i % bases.len()];
+                        let count = 1 + (i * 7 + c) % 40;
+                        i += 1;
+                        let invoke = base_time.elapsed().as_nanos() as u64;
+                        let answer = http
+                            .get(format!("{base}/v1/ids/{name}?count={count}"))
+                            .send()
+                            .await;
+                        let ids: Vec<u64> = match answer {
+                            Ok(r) if r.status() == 200 => {
+                                let v: Value = r.json().await.unwrap();
+                                v["ids"]
+                                    .as_array()
+                                    .unwrap()
+                                    .iter()
+                                    .map(|id| id.as_str().unwrap().parse().unwrap())
+                                    .collect()
+                            }
+                            Ok(r) => {
+                                let status = r.status().as_u16();
+                                assert_eq!(status, 503, "{}", r.text().await.unwrap());
+                                Vec::new()
+                            }
+                            // A node shut down under the client.
+                            Err(_) => Vec::new(),
+                        };
+                        let complete = base_time.elapsed().as_nanos() as u64;
+                        if ids.is_empty() {
+                            failed += 1;
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                        } else {
+                            assert_eq!(ids.len(), count, "a batch of {count}");
+                            ok += 1;
+                        }
+                        history
+                            .lock()
+                            .await
+                            .push(&format!("c{c}"), invoke, complete, ids)
+                            .unwrap();
+                    }
+                    (ok, failed)
+                })
+            })
+            .collect();
+        Self {
+            history,
+            stop,
+            tasks,
+        }
+    }
+
+    /// Stops the clients; the history and the requests that got IDs and that failed.
+    async fn finish(self) -> (History, u64, u64) {
+        self.stop.store(true, Ordering::Relaxed);
+        let (mut ok, mut failed) = (0, 0);
+        for t in self.tasks {
+            let (o, f) = t.await.unwrap();
+            ok += o;
+            failed += f;
+        }
+        let history = Arc::try_unwrap(self.history).unwrap().into_inner();
+        (history, ok, failed)
+    }
+}
+
+/// The counts of a report and its first violations (a broken build finds hundreds).
+fn summary(report: &snowdrift_testkit::history::HistoryReport) -> String {
+    format!(
+        "{} operations, {} IDs: {} duplicates, {} gaps, {} real-time order violations; first: {:#?}",
+        report.operations,
+        report.ids,
+        report.duplicate_count,
+        report.gap_count,
+        report.real_time_count,
+        &report.violations[..report.violations.len().min(3)]
+    )
+}
+
+/// IDs issued so far in `history`.
+fn ids_in(history: &History) -> usize {
+    history.id_count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_nodes_issue_linearizable_ids_through_a_leader_handover() {
+    let name = snowdrift_testkit::unique_name("ts");
+    let etcd = snowdrift_testkit::urls::etcd();
+    let mut nodes = Vec::new();
+    for _ in 0..3 {
+        nodes.push(node(&name, &etcd, "").await);
+    }
+    let http = client();
+    let bases: Vec<String> = nodes.iter().map(|n| n.base.clone()).collect();
+    let refs: Vec<&str> = bases.iter().map(String::as_str).collect();
+    let first = leader(&http, &refs, &name).await;
+    for base in &bases {
+        let ready = http.get(format!("{base}/readyz")).send().await.unwrap();
+        assert_eq!(ready.status(), 200, "{}", ready.text().await.unwrap());
+    }
+
+    let base_time = Instant::now();
+    let load = Load::start(bases.clone(), &name, 6, base_time);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+
+    // The leader resigns (a graceful stop): another node takes over at once.
+    let before_handover = base_time.elapsed().as_nanos() as u64;
+    let stopped = nodes[first].running.take().unwrap();
+    stopped.shutdown().await.unwrap();
+    let rest: Vec<&str> = (0..3).filter(|&i| i != first).map(|i| refs[i]).collect();
+    let second = leader(&http, &rest, &name).await;
+    let handover = Duration::from_nanos(base_time.elapsed().as_nanos() as u64 - before_handover);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (history, ok, failed) = load.finish().await;
+
+    let report = history.check();
+    assert!(report.is_clean(), "{}", summary(&report));
+    assert!(ok > 500, "only {ok} requests got IDs ({failed} failed)");
+    eprintln!(
+        "tso: {ok} requests, {} IDs, {failed} failed (to the node that stopped, or during \
+         the handover of {handover:?})",
+        ids_in(&history)
+    );
+
+    // The new leader's IDs decode to the present, above the old leader's window.
+    let new_base = rest[second];
+    let v: Value = http
+        .get(format!("{new_base}/v1/ids/{name}?count=3"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = v["ids"][0].as_str().unwrap().to_string();
+    let decoded: Value = http
+        .get(format!("{new_base}/v1/ids/{name}/decode/{id}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let time_ms = decoded["time_ms"].as_u64().unwrap();
+    // Ahead of the clock by at most the window (3 s) the old leader saved, plus slack.
+    assert!(
+        time_ms + 5_000 > now_ms && time_ms < now_ms + 5_000,
+        "{decoded} vs now {now_ms}"
+    );
+    assert_eq!(
+        decoded["id"].as_str().unwrap().parse::<u64>().unwrap() >> 18,
+        time_ms,
+        "{decoded}"
+    );
+
+    // Metrics say who leads, and that followers forwarded.
+    let leader_metrics = http
+        .get(format!("{new_base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let series = format!("snowdrift_tso_leader{{generator=\"{name}\"}} 1");
+    assert!(leader_metrics.contains(&series), "{leader_metrics}");
+    let follower = rest[1 - second];
+    let status = tso_status(&http, follower, &name).await;
+    assert_eq!(status["role"], "follower", "{status}");
+    assert!(status["forwards"].as_u64().unwrap() > 0, "{status}");
+
+    for n in &mut nodes {
+        if let Some(r) = n.running.take() {
+            r.shutdown().await.unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leader_cut_off_from_etcd_stops_issuing_before_another_leads() {
+    let name = snowdrift_testkit::unique_name("ts");
+    let etcd = snowdrift_testkit::urls::etcd();
+    let (proxy, through_proxy) = FaultProxy::start_for_url(&etcd).await.unwrap();
+    // The node behind the proxy starts first, so it leads.
+    let cut_node = node(&name, &through_proxy, "").await;
+    let http = client();
+    leader(&http, &[cut_node.base.as_str()], &name).await;
+    let mut nodes = vec![cut_node];
+    for _ in 0..2 {
+        nodes.push(node(&name, &etcd, "").await);
+    }
+    let bases: Vec<String> = nodes.iter().map(|n| n.base.clone()).collect();
+    let refs: Vec<&str> = bases.iter().map(String::as_str).collect();
+    assert_eq!(leader(&http, &refs, &name).await, 0);
+
+    let base_time = Instant::now();
+    let load = Load::start(bases.clone(), &name, 6, base_time);
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // Every packet to etcd is dropped: renewals hang, the lease runs out on etcd's side,
+    // and the old leader must have stopped before that.
+    proxy.black_hole();
+    let new_leader = leader(&http, &refs[1..], &name).await + 1;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (history, ok, failed) = load.finish().await;
+
+    let report = history.check();
+    assert!(report.is_clean(), "{}", summary(&report));
+    assert!(ok > 300, "only {ok} requests got IDs ({failed} failed)");
+    let cut = tso_status(&http, refs[0], &name).await;
+    assert_ne!(cut["role"], "leader", "{cut}");
+    let status = tso_status(&http, refs[new_leader], &name).await;
+    assert_eq!(status["role"], "leader", "{status}");
+    proxy.heal();
+    for n in &mut nodes {
+        if let Some(r) = n.running.take() {
+            r.shutdown().await.unwrap();
+        }
+    }
+}
+
+#[test]
+fn tso_configuration_mistakes_are_refused_with_the_key() {
+    let dir = TempDir::new("tso-config");
+    let refused = |toml: &str| {
+        try_load(&dir.0, toml)
+            .err()
+            .unwrap_or_else(|| panic!("accepted:\n{toml}"))
+            .to_string()
+    };
+    let generator = "[[generator]]\nname = \"ts\"\nkind = \"tso\"\n";
+    let listen = "[server]\nlisten = \"127.0.0.1:9000\"\n";
+    let e = refused(&format!("{listen}{generator}"));
+    assert!(e.contains("kind tso needs url"), "{e}");
+    let etcd = "url = \"etcd://127.0.0.1:2379\"\n";
+    let e = refused(&format!("{listen}{generator}{etcd}url2 = 1\n"));
+    assert!(e.contains("url2"), "{e}");
+    let e = refused(&format!("{listen}{generator}{etcd}logical_bits = 8\n"));
+    assert!(
+        e.contains("logical_bits") && e.contains("limits.max_count"),
+        "{e}"
+    );
+    let e = refused(&format!("{listen}{generator}{etcd}logical_bits = 40\n"));
+    assert!(e.contains("logical_bits") && e.contains("1..=32"), "{e}");
+    let e = refused(&format!("{listen}{generator}{etcd}ttl = \"1500ms\"\n"));
+    assert!(
+        e.contains("ttl") && e.contains("whole number of seconds"),
+        "{e}"
+    );
+    let e = refused(&format!(
+        "{listen}{generator}url = \"redis://127.0.0.1:6379\"\n"
+    ));
+    assert!(e.contains("not an etcd URL"), "{e}");
+    let e = refused(&format!(
+        "[server]\nlisten = \"0.0.0.0:9000\"\ninsecure_bind = true\n{generator}{etcd}"
+    ));
+    assert!(e.contains("server.advertise"), "{e}");
+    let e = refused(&format!(
+        "[server]\nlisten = \"127.0.0.1:9000\"\nadvertise = \"10.0.0.5:9000\"\n{generator}{etcd}"
+    ));
+    assert!(e.contains("server.advertise") && e.contains("http"), "{e}");
+    let token = "[[auth.token]]\nname = \"app\"\nhash = \"sha256:0000000000000000000000000000000000000000000000000000000000000000\"\ngenerators = [\"*\"]\nrole = \"read\"\n";
+    let e = refused(&format!("{listen}{token}{generator}{etcd}"));
+    assert!(e.contains("forward_token"), "{e}");
+    let e = refused(&format!("{listen}{generator}{etcd}window = \"0s\"\n"));
+    assert!(e.contains("window"), "{e}");
+    let e = refused(&format!(
+        "{listen}[[generator]]\nname = \"sf\"\nkind = \"snowflake\"\nwindow = \"3s\"\n"
+    ));
+    assert!(e.contains("\"window\" does not apply"), "{e}");
+    // And one that is right.
+    load(
+        &dir.0,
+        &format!("{listen}{generator}{etcd}window = \"5s\"\nlogical_bits = 20\nttl = \"4s\"\n"),
+    );
+}
