@@ -19,10 +19,12 @@ use crate::text::Texts;
 /// What one fetch brought.
 #[derive(Debug)]
 pub(crate) enum Batch {
-    /// `(first, count, stride)` runs of 64-bit IDs; `expires` for snowflake IDs.
+    /// `(first, count, stride)` runs of 64-bit IDs; `expires` for snowflake IDs; `ordered`
+    /// for timestamp-oracle IDs, which are never cached (see [`NameCache::is_ordered`]).
     Runs {
         runs: Vec<(u64, u64, u64)>,
         expires: bool,
+        ordered: bool,
     },
     /// Text IDs, and the servers' name of their kind.
     Text { ids: Vec<String>, kind: String },
@@ -45,6 +47,7 @@ impl Batch {
                 .map(|r| (r.first, r.count, r.stride))
                 .collect(),
             expires: message.kind == "snowflake",
+            ordered: message.kind == "tso",
         }
     }
 
@@ -102,6 +105,9 @@ pub(crate) struct Policy {
 const UNKNOWN: u8 = 0;
 const NUMBERS: u8 = 1;
 const TEXT: u8 = 2;
+/// Timestamp-oracle IDs: strictly increasing across every client only if each is handed out
+/// as it comes from the server, so none is cached.
+const ORDERED: u8 = 3;
 
 #[derive(Debug)]
 struct Sizing {
@@ -126,6 +132,8 @@ pub(crate) struct NameCache {
     fetches: AtomicU64,
     /// IDs a caller had taken when its fetch failed: never handed out.
     lost: AtomicU64,
+    /// IDs of an ordered kind, fetched for and handed to one caller each.
+    direct: AtomicU64,
     /// IDs left in the cache when the client was dropped: skipped for good.
     abandoned: AtomicU64,
     closed: AtomicBool,
@@ -144,6 +152,7 @@ impl NameCache {
             prefetching: AtomicBool::new(false),
             fetches: AtomicU64::new(0),
             lost: AtomicU64::new(0),
+            direct: AtomicU64::new(0),
             abandoned: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             sizing: Mutex::new(Sizing {
@@ -158,10 +167,26 @@ impl NameCache {
     /// An error if the name is known to issue the other kind of ID than `text` says.
     pub(crate) fn check_kind(&self, text: bool) -> Result<(), Error> {
         match self.kind.load(Ordering::Relaxed) {
-            NUMBERS if text => Err(wrong_kind(false)),
+            NUMBERS | ORDERED if text => Err(wrong_kind(false)),
             TEXT if !text => Err(wrong_kind(true)),
             _ => Ok(()),
         }
+    }
+
+    /// True once a fetch showed the name issues timestamp-oracle IDs (`kind = "tso"`): they
+    /// promise that an ID handed out after another was handed out is larger, on any client,
+    /// which a cache would break (a cached ID is older than the one another client fetched
+    /// meanwhile). Every take of such a name is its own fetch of exactly what it asks for;
+    /// the server merges concurrent fetches into one allocation.
+    pub(crate) fn is_ordered(&self) -> bool {
+        self.kind.load(Ordering::Relaxed) == ORDERED
+    }
+
+    /// Counts `n` IDs fetched for one caller of an ordered name.
+    pub(crate) fn served_direct(&self, name: &str, n: u64) {
+        self.fetches.fetch_add(1, Ordering::Relaxed);
+        self.direct.fetch_add(n, Ordering::Relaxed);
+        self.export(name);
     }
 
     /// Whether a take of the kind `text` says could be served without a fetch.
@@ -198,7 +223,14 @@ impl NameCache {
     pub(crate) fn install(&self, name: &str, batch: Batch) {
         self.fetches.fetch_add(1, Ordering::Relaxed);
         match batch {
-            Batch::Runs { runs, expires } => {
+            Batch::Runs { runs, ordered, .. } if ordered => {
+                // The batch that showed the kind: handing its IDs out later would break
+                // the order, so they are skipped.
+                self.kind.store(ORDERED, Ordering::Relaxed);
+                let n: u64 = runs.iter().map(|r| r.1).sum();
+                self.abandoned.fetch_add(n, Ordering::Relaxed);
+            }
+            Batch::Runs { runs, expires, .. } => {
                 self.kind.store(NUMBERS, Ordering::Relaxed);
                 self.runs.push(runs, expires);
             }
@@ -231,7 +263,8 @@ impl NameCache {
             .runs
             .pushed_ids()
             .saturating_sub(self.runs.cached() + self.runs.wasted());
-        (numbers + self.texts.taken()).saturating_sub(self.lost.load(Ordering::Relaxed))
+        (numbers + self.texts.taken() + self.direct.load(Ordering::Relaxed))
+            .saturating_sub(self.lost.load(Ordering::Relaxed))
     }
 
     pub(crate) fn stats(&self) -> Stats {

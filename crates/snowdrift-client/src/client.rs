@@ -9,7 +9,7 @@ use arc_swap::ArcSwap;
 use tonic::metadata::MetadataValue;
 
 use crate::builder::ClientBuilder;
-use crate::cache::{NameCache, Policy, Stats};
+use crate::cache::{Batch, NameCache, Policy, Stats};
 use crate::endpoints::{EndpointStatus, Endpoints};
 use crate::error::{Error, ErrorKind};
 use crate::health::Watchers;
@@ -134,8 +134,16 @@ impl Client {
 
     /// `n` new IDs of `name` (a 64-bit kind), from the cache and as many fetches as they
     /// take.
+    ///
+    /// A `tso` generator's IDs are never cached: each call is one fetch of exactly `n`, so
+    /// an ID returned after another returned (on any client) is larger, as the oracle
+    /// promises. The first call for such a name fetches twice (the first batch showed the
+    /// kind, and is skipped).
     pub async fn next_n(&self, name: &str, n: usize) -> Result<Vec<u64>, Error> {
         let cache = self.begin(name, n, false)?;
+        if cache.is_ordered() {
+            return self.next_ordered(name, &cache, n).await;
+        }
         let mut out = Vec::with_capacity(n);
         loop {
             while out.len() < n {
@@ -154,7 +162,44 @@ impl Client {
                 cache.lose(out.len() as u64);
                 return Err(e);
             }
+            if cache.is_ordered() {
+                // Taken before the name turned out to be ordered (its generator changed
+                // kind): older than what the fetch below brings, so not handed out with it.
+                cache.lose(out.len() as u64);
+                return self.next_ordered(name, &cache, n).await;
+            }
         }
+    }
+
+    /// `n` IDs of an ordered name, fetched for this caller alone.
+    async fn next_ordered(
+        &self,
+        name: &str,
+        cache: &NameCache,
+        n: usize,
+    ) -> Result<Vec<u64>, Error> {
+        let batch = self.shared.fetch(name, n as u64).await?;
+        let Batch::Runs { runs, .. } = batch else {
+            return Err(Error::new(
+                ErrorKind::WrongKind,
+                format!("{name:?} answered text IDs, where it issued timestamp-oracle IDs before"),
+            ));
+        };
+        let ids: Vec<u64> = runs
+            .iter()
+            .flat_map(|&(first, count, stride)| (0..count).map(move |k| first + k * stride))
+            .collect();
+        if ids.len() != n {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                format!(
+                    "{name:?}: asked for {n} IDs, the server answered {}",
+                    ids.len()
+                ),
+            ));
+        }
+        cache.served_direct(name, n as u64);
+        Ok(ids)
     }
 
     /// The next ID of `name` for a text kind (UUID, ULID, ObjectId, templated counter).

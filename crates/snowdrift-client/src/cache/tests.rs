@@ -18,6 +18,7 @@ fn runs(first: u64, count: u64) -> Batch {
     Batch::Runs {
         runs: vec![(first, count, 1)],
         expires: false,
+        ordered: false,
     }
 }
 

@@ -378,3 +378,59 @@ async fn the_counts_go_to_the_metrics_recorder() {
     assert!(text.contains("snowdrift_client_fetch_seconds"), "{text}");
     s.stop().await;
 }
+
+/// A server whose one generator is the timestamp oracle `name` on the test etcd.
+async fn tso_server(
+    dir: &std::path::Path,
+    name: &str,
+) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let file = dir.join("tso.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[server]\nlisten = \"{addr}\"\nadvertise = \"http://{addr}\"\n[store]\nurl = \"sqlite://{}\"\n\
+             [[generator]]\nname = \"{name}\"\nkind = \"tso\"\nurl = \"{}\"\n",
+            dir.join("ids.db").display(),
+            snowdrift_testkit::urls::etcd()
+        ),
+    )
+    .unwrap();
+    let config = snowdrift_server::Config::load(Some(&file), Vec::new()).unwrap();
+    let server = snowdrift_server::Server::start(&config).await.unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(snowdrift_server::run(listener, server, async move {
+        let _ = stopped.await;
+    }));
+    (format!("http://{addr}"), stop)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tso_ids_are_never_cached_so_two_clients_see_them_in_order() {
+    let dir = server::dir("client-tso");
+    let name = snowdrift_testkit::unique_name("ts");
+    let (base, stop) = tso_server(&dir, &name).await;
+    let (a, b) = (client(&[base.clone()]), client(&[base]));
+    // A cached ID would be older than the one the other client fetched in between.
+    let mut last = 0;
+    for i in 0..300 {
+        let id = if i % 2 == 0 {
+            a.next(&name).await.unwrap()
+        } else {
+            b.next_n(&name, 3).await.unwrap()[0]
+        };
+        assert!(id > last, "call {i}: {id} after {last}");
+        last = id;
+    }
+    let batch = a.next_n(&name, 5).await.unwrap();
+    assert!(batch.windows(2).all(|w| w[1] == w[0] + 1), "{batch:?}");
+    assert!(batch[0] > last);
+    let stats = a.stats(&name).unwrap();
+    assert_eq!(stats.cached, 0, "{stats:?}");
+    // Every call but the first (which learned the kind) was one fetch.
+    assert_eq!(stats.fetches, 150 + 1 + 1, "{stats:?}");
+    assert_eq!(stats.served, 150 + 5, "{stats:?}");
+    let _ = stop.send(());
+    let _ = std::fs::remove_dir_all(&dir);
+}
