@@ -411,7 +411,7 @@ async fn tso_ids_are_never_cached_so_two_clients_see_them_in_order() {
     let dir = server::dir("client-tso");
     let name = snowdrift_testkit::unique_name("ts");
     let (base, stop) = tso_server(&dir, &name).await;
-    let (a, b) = (client(&[base.clone()]), client(&[base]));
+    let (a, b) = (client(std::slice::from_ref(&base)), client(&[base]));
     // A cached ID would be older than the one the other client fetched in between.
     let mut last = 0;
     for i in 0..300 {
