@@ -11,6 +11,7 @@ mod reload_cli;
 mod segment_cli;
 mod serve_cli;
 mod token_cli;
+mod tso_chaos;
 mod uuid_python;
 mod verify_cli;
 mod worker_cli;
