@@ -82,8 +82,17 @@ impl IdService for IdApi {
         let count = bounded("count", r.count.unwrap_or(1), self.state.max_count)?;
         let source = self.state.generators.get(&r.name)?;
         let codec = self.codec(&r.name, &source, r.format.as_deref())?;
-        let issuing = issue(&r.name, &source, count, r.input.as_deref());
-        let ids = crate::tso::serve_forwarded(forwarded, issuing).await?;
+        let ids = match source.as_ref() {
+            // Counted as issued by the follower that asked, which answers its client: the
+            // cluster's sum of snowdrift_ids_issued_total counts each ID once.
+            Source::Tso(_) if forwarded && r.input.is_none() => {
+                crate::tso::serve_forwarded(true, source.next(count)).await?
+            }
+            _ => {
+                let issuing = issue(&r.name, &source, count, r.input.as_deref());
+                crate::tso::serve_forwarded(forwarded, issuing).await?
+            }
+        };
         let batch = convert::batch(&r.name, source.kind(), ids, codec.as_ref())?;
         Ok(Response::new(batch))
     }

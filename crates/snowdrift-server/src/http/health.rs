@@ -107,6 +107,7 @@ fn tso_json(t: &crate::tso::Tso) -> Value {
         "batched_requests": r.batched_requests,
         "window_saves": r.window_saves,
         "forwards": r.forwards,
+        "forward_calls": r.forward_calls,
         "forward_errors": r.forward_errors,
     });
     match r.role {

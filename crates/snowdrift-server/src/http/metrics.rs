@@ -98,6 +98,7 @@ fn tso_gauges(name: &str, r: &crate::tso::TsoReport) {
     metrics::counter!("snowdrift_tso_batched_requests_total", &labels).absolute(r.batched_requests);
     metrics::counter!("snowdrift_tso_window_saves_total", &labels).absolute(r.window_saves);
     metrics::counter!("snowdrift_tso_forwards_total", &labels).absolute(r.forwards);
+    metrics::counter!("snowdrift_tso_forward_calls_total", &labels).absolute(r.forward_calls);
     metrics::counter!("snowdrift_tso_forward_errors_total", &labels).absolute(r.forward_errors);
     if let Some(st) = r.status {
         metrics::counter!("snowdrift_tso_clock_steps_back_total", &labels)

@@ -142,6 +142,10 @@ fn describe_tso() {
         "Requests this node forwarded to the leader."
     );
     describe_counter!(
+        "snowdrift_tso_forward_calls_total",
+        "gRPC calls that carried them to the leader (requests waiting together share one)."
+    );
+    describe_counter!(
         "snowdrift_tso_forward_errors_total",
         "Forwarded requests that failed (the leader gone, or refusing)."
     );

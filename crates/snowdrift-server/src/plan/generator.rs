@@ -83,6 +83,9 @@ pub struct TsoPlan {
     pub advertise: String,
     /// The token presented to the leader when forwarding, with auth on.
     pub forward_token: Option<String>,
+    /// Most IDs one forwarded call asks of the leader: `limits.max_count` (the leader's, when
+    /// nodes share one config).
+    pub max_count: u64,
     /// The CA certificate (PEM) an `https://` leader is checked against beside the system's
     /// roots: this node's own `server.tls_cert`, as nodes of one cluster usually share one.
     pub forward_ca: Option<std::path::PathBuf>,
@@ -371,6 +374,7 @@ fn tso_plan(config: &Config, g: &GeneratorConfig) -> Result<TsoPlan, (&'static s
         margin: ttl / 5,
         advertise,
         forward_token: g.forward_token.clone(),
+        max_count,
         forward_ca: config.server.tls_cert.clone(),
     })
 }

@@ -81,13 +81,14 @@ pub async fn incr_by(name: &str, source: &Source, n: i64, max_count: u64) -> Res
         })?;
     let last = match source {
         Source::Segment(segment) => segment_run(name, segment, n).await?,
-        Source::Counter(c) if c.counter().template().is_none() => {
+        // A plain counter's batch, and a timestamp oracle's (one allocation), are one run.
+        Source::Counter(_) | Source::Tso(_) if crate::format::is_64_bit(source) => {
             let ids = source.next(n).await?;
             counted(name, source, ids.len());
             one_run_last(&ids, n).ok_or_else(|| {
                 Refusal::from(Error::unavailable(format!(
-                    "counter {name:?} returned {n} IDs that are not one consecutive run; they \
-                     are skipped: try again"
+                    "{name:?} returned {n} IDs that are not one consecutive run; they are \
+                     skipped: try again"
                 )))
             })?
         }

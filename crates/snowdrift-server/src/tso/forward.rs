@@ -1,7 +1,11 @@
-//! A follower's client of the leader: a request for a `tso` generator is sent on, as a
-//! gRPC `Next` call, to the node the leader key names, over one cached connection.
+//! A follower's client of the leader: requests for a `tso` generator are sent on, as gRPC
+//! `Next` calls, to the node the leader key names, over one cached connection. Requests
+//! waiting together go in one call for their total (PD's clients batch the same way), and
+//! each gets its slice: the IDs were allocated at one instant on the leader, within every
+//! such request's time.
 
-use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use snowdrift_core::segment::IdRange;
@@ -11,6 +15,7 @@ use tonic::Code;
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
+use super::{Reply, Request, Role, Shared};
 use crate::error::Error;
 use crate::plan::TsoPlan;
 
@@ -136,6 +141,88 @@ impl Forwarder {
         let client = IdServiceClient::new(endpoint.connect_lazy());
         *cached = Some((leader.to_string(), client.clone()));
         Ok(client)
+    }
+}
+
+/// A forwarder: takes every request waiting in `queue` (up to `max_count` IDs, what one
+/// call may ask of the leader), sends one call for them, answers each; until the queue
+/// closes.
+pub(super) async fn run(
+    queue: Arc<tokio::sync::Mutex<tokio::sync::mpsc::Receiver<Request>>>,
+    forwarder: Arc<Forwarder>,
+    shared: Arc<Shared>,
+    name: String,
+    max_count: u64,
+) {
+    let mut carry: Option<Request> = None;
+    loop {
+        let mut group = Vec::new();
+        let mut total = 0;
+        {
+            let mut queue = queue.lock().await;
+            let first = match carry.take() {
+                Some(r) => r,
+                None => match queue.recv().await {
+                    Some(r) => r,
+                    None => return,
+                },
+            };
+            total += first.count;
+            group.push(first);
+            while let Ok(r) = queue.try_recv() {
+                if total + r.count > max_count {
+                    carry = Some(r);
+                    break;
+                }
+                total += r.count;
+                group.push(r);
+            }
+        }
+        let leader = match &*shared.role.borrow() {
+            Role::Follower { leader } => Some(leader.clone()),
+            _ => None,
+        };
+        let outcome = match leader {
+            Some(leader) => {
+                shared
+                    .counters
+                    .forward_calls
+                    .fetch_add(1, Ordering::Relaxed);
+                forwarder.next(&leader, &name, total).await
+            }
+            // The role changed while they waited: each asks again as it now says.
+            None => Err(Failure::LeaderGone("this node's role changed".into())),
+        };
+        match outcome {
+            Ok(range) => {
+                let mut at = 0;
+                for r in group {
+                    let _ = r.reply.send(Reply::Issued(range.slice(at, at + r.count)));
+                    at += r.count;
+                }
+            }
+            Err(failure) => {
+                let c = &shared.counters;
+                c.forward_errors
+                    .fetch_add(group.len() as u64, Ordering::Relaxed);
+                let reply = match failure {
+                    Failure::Refused(e) => Reply::Failed(e),
+                    Failure::LeaderGone(why) => {
+                        *shared
+                            .forward_error
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner()) = why;
+                        Reply::NotLeading
+                    }
+                };
+                for r in group {
+                    let _ = r.reply.send(match &reply {
+                        Reply::Failed(e) => Reply::Failed(e.clone()),
+                        _ => Reply::NotLeading,
+                    });
+                }
+            }
+        }
     }
 }
 

@@ -29,9 +29,13 @@ use crate::plan::TsoPlan;
 
 pub(crate) use forward::FORWARDED_HEADER;
 
-/// Requests waiting for the leader's task; more wait in their callers (the channel's
-/// senders), so this bounds memory, not concurrency.
+/// Requests waiting for the leader's task, or for a forward; more wait in their callers (the
+/// channel's senders), so this bounds memory, not concurrency.
 const QUEUE: usize = 4096;
+
+/// gRPC calls a follower keeps in flight to the leader, each carrying every request that
+/// was waiting when it was sent.
+const FORWARDERS: usize = 2;
 
 tokio::task_local! {
     /// Set while serving a request another node forwarded: it is answered here or refused,
@@ -80,6 +84,7 @@ pub(crate) struct Counters {
     pub(crate) batched_requests: AtomicU64,
     pub(crate) window_saves: AtomicU64,
     pub(crate) forwards: AtomicU64,
+    pub(crate) forward_calls: AtomicU64,
     pub(crate) forward_errors: AtomicU64,
 }
 
@@ -92,6 +97,17 @@ pub(crate) struct Shared {
     pub(crate) status: Mutex<Option<TsoStatus>>,
     /// Until when the leadership lets the leader issue.
     pub(crate) valid_until: Mutex<Option<Instant>>,
+    /// Why the last forward that found no leader failed.
+    pub(crate) forward_error: Mutex<String>,
+}
+
+impl Shared {
+    fn last_forward_error(&self) -> String {
+        self.forward_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
 }
 
 /// One request for the leader's task.
@@ -128,6 +144,8 @@ pub struct TsoReport {
     pub window_saves: u64,
     /// Requests forwarded to the leader.
     pub forwards: u64,
+    /// gRPC calls that carried them (concurrent requests share one).
+    pub forward_calls: u64,
     /// Forwarded requests that failed (leader gone, or it refused).
     pub forward_errors: u64,
 }
@@ -139,7 +157,8 @@ pub struct Tso {
     config: TsoConfig,
     requests: mpsc::Sender<Request>,
     shared: Arc<Shared>,
-    forward: forward::Forwarder,
+    /// Requests for the forwarders, while another node leads.
+    forwards: mpsc::Sender<Request>,
     stop: watch::Sender<bool>,
     /// How long a request waits for a leader to be known before it is refused.
     leader_wait: Duration,
@@ -168,14 +187,16 @@ impl Tso {
                     )
                 })??
         };
-        let forward = forward::Forwarder::new(plan)?;
+        let forwarder = Arc::new(forward::Forwarder::new(plan)?);
         let (requests, queue) = mpsc::channel(QUEUE);
+        let (forwards, forward_queue) = mpsc::channel(QUEUE);
         let (stop, stopped) = watch::channel(false);
         let shared = Arc::new(Shared {
             role: watch::Sender::new(Role::Electing { error: None }),
             counters: Counters::default(),
             status: Mutex::new(None),
             valid_until: Mutex::new(None),
+            forward_error: Mutex::new(String::new()),
         });
         let clock = snowdrift_core::clock::OffsetClock::new(
             snowdrift_core::clock::MonotonicClock::new(),
@@ -196,12 +217,23 @@ impl Tso {
             stop: stopped,
         };
         runtime.spawn(task.run());
+        // Forwarding is request work: on the runtime that serves requests.
+        let forward_queue = Arc::new(tokio::sync::Mutex::new(forward_queue));
+        for _ in 0..FORWARDERS {
+            tokio::spawn(forward::run(
+                forward_queue.clone(),
+                forwarder.clone(),
+                shared.clone(),
+                name.to_string(),
+                plan.max_count,
+            ));
+        }
         Ok(Self {
             name: name.to_string(),
             config: plan.oracle,
             requests,
             shared,
-            forward,
+            forwards,
             stop,
             leader_wait: plan.ttl * 2,
         })
@@ -244,24 +276,22 @@ impl Tso {
                         .counters
                         .forwards
                         .fetch_add(1, Ordering::Relaxed);
-                    match self.forward.next(&leader, &self.name, count).await {
-                        Ok(range) => return Ok(range),
-                        Err(forward::Failure::Refused(e)) => {
-                            self.shared
-                                .counters
-                                .forward_errors
-                                .fetch_add(1, Ordering::Relaxed);
-                            return Err(e);
+                    let (reply, answer) = oneshot::channel();
+                    if self.forwards.send(Request { count, reply }).await.is_err() {
+                        return Err(self.stopped());
+                    }
+                    match answer.await {
+                        Ok(Reply::Issued(range)) => return Ok(range),
+                        Ok(Reply::Failed(e)) => return Err(e),
+                        // The leader is gone or no longer leads: wait for the election that
+                        // follows (or for the key to name another node), then try again.
+                        Ok(Reply::NotLeading) => {
+                            last_failure = Some(format!(
+                                "forwarding to {leader}: {}",
+                                self.shared.last_forward_error()
+                            ));
                         }
-                        Err(forward::Failure::LeaderGone(why)) => {
-                            self.shared
-                                .counters
-                                .forward_errors
-                                .fetch_add(1, Ordering::Relaxed);
-                            // Wait for the election that follows (or for the leader's key to
-                            // name another node), then try again.
-                            last_failure = Some(format!("leader {leader}: {why}"));
-                        }
+                        Err(_) => return Err(self.stopped()),
                     }
                 }
                 Role::Follower { leader } => {
@@ -324,6 +354,7 @@ impl Tso {
             batched_requests: c.batched_requests.load(Ordering::Relaxed),
             window_saves: c.window_saves.load(Ordering::Relaxed),
             forwards: c.forwards.load(Ordering::Relaxed),
+            forward_calls: c.forward_calls.load(Ordering::Relaxed),
             forward_errors: c.forward_errors.load(Ordering::Relaxed),
         }
     }

@@ -299,6 +299,11 @@ async fn three_nodes_issue_linearizable_ids_through_a_leader_handover() {
     let status = tso_status(&http, follower, &name).await;
     assert_eq!(status["role"], "follower", "{status}");
     assert!(status["forwards"].as_u64().unwrap() > 0, "{status}");
+    // Requests waiting together share a call.
+    assert!(
+        status["forward_calls"].as_u64().unwrap() <= status["forwards"].as_u64().unwrap(),
+        "{status}"
+    );
 
     for n in &mut nodes {
         if let Some(r) = n.running.take() {
@@ -403,4 +408,119 @@ fn tso_configuration_mistakes_are_refused_with_the_key() {
         &dir.0,
         &format!("{listen}{generator}{etcd}window = \"5s\"\nlogical_bits = 20\nttl = \"4s\"\n"),
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_transport_takes_its_turn_in_one_order() {
+    use snowdrift_proto::grpc::id_service_client::IdServiceClient;
+    use snowdrift_proto::grpc::{NextRequest, StreamRequest};
+    let name = snowdrift_testkit::unique_name("ts");
+    let dir = TempDir::new("tso-transports");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let config = load(
+        &dir.0,
+        &format!(
+            "[server]\nlisten = \"{addr}\"\nadvertise = \"http://{addr}\"\nresp_listen = \"127.0.0.1:0\"\n\n\
+             [[generator]]\nname = \"{name}\"\nkind = \"tso\"\nurl = \"{}\"\n",
+            snowdrift_testkit::urls::etcd()
+        ),
+    );
+    let server = snowdrift_server::Server::start(&config).await.unwrap();
+    let resp = server.resp_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(snowdrift_server::run(listener, server, async move {
+        let _ = stopped.await;
+    }));
+    let base = format!("http://{addr}");
+    let http = client();
+    leader(&http, &[base.as_str()], &name).await;
+
+    let runs: Value = http
+        .get(format!("{base}/v1/ids/{name}?count=5&form=runs"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(runs["kind"], "tso", "{runs}");
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 1, "{runs}");
+    let mut last: u64 = runs["runs"][0]["first"]
+        .as_str()
+        .unwrap()
+        .parse::<u64>()
+        .unwrap()
+        + 4;
+
+    let channel = tonic::transport::Endpoint::from_shared(base.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = IdServiceClient::new(channel);
+    let batch = grpc
+        .next(NextRequest {
+            name: name.clone(),
+            count: Some(5),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((batch.kind.as_str(), batch.runs.len()), ("tso", 1));
+    assert!(batch.runs[0].first > last, "{batch:?} after {last}");
+    last = batch.runs[0].first + 4;
+
+    let mut stream = grpc
+        .stream(StreamRequest {
+            name: name.clone(),
+            count: 30_000,
+            batch: Some(10_000),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut messages = 0;
+    while let Some(m) = stream.message().await.unwrap() {
+        assert_eq!(m.runs.len(), 1, "{m:?}");
+        let run = &m.runs[0];
+        assert!(run.first > last && run.count == 10_000 && run.stride == 1);
+        last = run.first + run.count - 1;
+        messages += 1;
+    }
+    assert_eq!(messages, 3);
+
+    let mut redis = redis::Client::open(format!("redis://{resp}/"))
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let one: u64 = redis::cmd("INCR")
+        .arg(&name)
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert!(one > last, "INCR {one} after {last}");
+    let r: u64 = redis::cmd("INCRBY")
+        .arg(&name)
+        .arg(100)
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert!(r - 99 > one, "INCRBY answered {r} after {one}");
+
+    let v: Value = http
+        .get(format!("{base}/v1/ids/{name}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let after: u64 = v["ids"][0].as_str().unwrap().parse().unwrap();
+    assert!(after > r, "{after} after {r}");
+    let _ = stop.send(());
+    running.await.unwrap().unwrap();
 }
