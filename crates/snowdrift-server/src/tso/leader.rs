@@ -35,6 +35,8 @@ pub(super) struct Task {
     pub(super) shared: Arc<Shared>,
     pub(super) queue: mpsc::Receiver<Request>,
     pub(super) stop: watch::Receiver<bool>,
+    /// The lease keepers' runtime, where renewals run.
+    pub(super) keepers: tokio::runtime::Handle,
 }
 
 /// How a term ended.
@@ -143,9 +145,10 @@ impl Task {
             previous_window_ms = leadership.previous_window_ms(),
             "leading the timestamp oracle"
         );
-        // Renewals run beside the requests, so a slow etcd never delays an allocation.
+        // Renewals run beside the requests, on the keepers' thread: a slow etcd never delays
+        // an allocation, and request load never delays a renewal.
         let (lost_tx, mut lost) = watch::channel(None::<String>);
-        let renewer = tokio::spawn(renew(
+        let renewer = self.keepers.spawn(renew(
             leadership.clone(),
             self.ttl,
             self.shared.clone(),
