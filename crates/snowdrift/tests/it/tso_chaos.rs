@@ -3,7 +3,8 @@
 //! 1.5 s ahead); 6 clients (snowdrift-client, all three endpoints each) take batches of 1
 //! to 1,000 IDs and record when each request was sent and answered. Meanwhile the leader
 //! is killed with -9 and restarted with its clock 1.5 s behind, the next leader is cut off
-//! from etcd for longer than its lease, and etcd is frozen for all three. The recorded
+//! from etcd for longer than its lease, the two others are killed so that the node whose
+//! clock went back leads, and etcd is frozen for all three. The recorded
 //! history of at least a million IDs must have no duplicate, no gap within an answer and no
 //! real-time order violation, checked in process and by `snowdrift verify --history`; the
 //! same history with one answer's IDs moved back must fail it.
@@ -186,6 +187,16 @@ fn three_nodes_a_million_ids_linearizable_through_a_kill_a_cut_and_an_etcd_freez
     let replaced_after = Duration::from_nanos(ns() - cut_at);
     wait_ids("with the leader cut off", 150_000);
     proxies[second].heal();
+
+    // The other two killed: node 0, whose clock is now 3 s behind the one it led with (and
+    // behind the window saved under it), must lead and still go on above every ID.
+    for i in [1, 2] {
+        drop(nodes[i].take());
+    }
+    assert_eq!(leader(&nodes, &name), 0);
+    wait_ids("with node 0 leading, its clock behind", 150_000);
+    nodes[1] = Some(serve(&configs[1], 0));
+    nodes[2] = Some(serve(&configs[2], 0));
 
     // etcd frozen for every node, longer than the lease: nobody may issue meanwhile.
     for p in &proxies {
