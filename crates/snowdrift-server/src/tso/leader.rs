@@ -59,10 +59,9 @@ impl Task {
                     let leadership = Arc::new(leadership);
                     match self.lead(&leadership).await {
                         TermEnd::Stop => {
+                            // Requests stop coming here before the resignation goes out.
                             self.set_role(Role::Stopped);
-                            if let Ok(l) = Arc::try_unwrap(leadership)
-                                && let Err(e) = l.resign().await
-                            {
+                            if let Err(e) = leadership.resign().await {
                                 tracing::warn!(
                                     generator = self.name.as_str(),
                                     error = %e,
@@ -84,11 +83,12 @@ impl Task {
                 Ok(Campaign::Lost { leader }) => {
                     let leader = leader_url(&leader);
                     if leader == self.advertise {
-                        // An earlier run of this node, whose lease has not run out yet.
+                        // A term of this node that ended here (its lease not renewed in
+                        // time), or an earlier run on this address: not a leader to forward to.
                         self.set_role(Role::Electing {
                             error: Some(format!(
-                                "the leader key names this node's address from an earlier run \
-                                 ({leader}); it lapses within {:?}",
+                                "the leader key still names this node ({leader}) from a term \
+                                 that ended or an earlier run; it lapses within {:?}",
                                 self.ttl
                             )),
                         });

@@ -160,6 +160,8 @@ pub struct Tso {
     /// Requests for the forwarders, while another node leads.
     forwards: mpsc::Sender<Request>,
     stop: watch::Sender<bool>,
+    /// The leader's task, until shutdown waits for it.
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// How long a request waits for a leader to be known before it is refused.
     leader_wait: Duration,
 }
@@ -221,7 +223,7 @@ impl Tso {
         // it without waking another thread (on the keepers' thread, single IDs through the
         // leader ran at 0.42x a snowflake generator's rate). Its lease renewals run on the
         // keepers' thread, so request load never delays them.
-        tokio::spawn(task.run());
+        let task = tokio::spawn(task.run());
         // Forwarding is request work: on the runtime that serves requests.
         let forward_queue = Arc::new(tokio::sync::Mutex::new(forward_queue));
         for _ in 0..FORWARDERS {
@@ -240,6 +242,7 @@ impl Tso {
             shared,
             forwards,
             stop,
+            task: Mutex::new(Some(task)),
             leader_wait: plan.ttl * 2,
         })
     }
@@ -368,13 +371,11 @@ impl Tso {
     /// revoked), so another node takes over without waiting for the lease to run out.
     pub async fn shutdown(&self) {
         let _ = self.stop.send(true);
-        let mut role = self.shared.role.subscribe();
-        // The task says Stopped once it has resigned; bounded, as etcd may be away.
-        let _ = tokio::time::timeout(
-            Duration::from_secs(5),
-            role.wait_for(|r| *r == Role::Stopped),
-        )
-        .await;
+        let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(task) = task {
+            // The task ends once it has resigned; bounded, as etcd may be away.
+            let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+        }
     }
 
     fn stopped(&self) -> Error {

@@ -21,8 +21,9 @@ struct Node {
     _dir: TempDir,
 }
 
-/// Starts a node serving tso generator `name` on etcd `etcd`, advertising its own address.
-async fn node(name: &str, etcd: &str, extra: &str) -> Node {
+/// Starts a node serving tso generator `name` on etcd `etcd` with leader lease `ttl`,
+/// advertising its own address.
+async fn node(name: &str, etcd: &str, ttl: &str) -> Node {
     let dir = TempDir::new("tso");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -30,7 +31,7 @@ async fn node(name: &str, etcd: &str, extra: &str) -> Node {
         &dir.0,
         &format!(
             "[server]\nlisten = \"{addr}\"\nadvertise = \"http://{addr}\"\n\n\
-             [[generator]]\nname = \"{name}\"\nkind = \"tso\"\nurl = \"{etcd}\"\nttl = \"2s\"\n{extra}"
+             [[generator]]\nname = \"{name}\"\nkind = \"tso\"\nurl = \"{etcd}\"\nttl = \"{ttl}\"\n"
         ),
     );
     let server = snowdrift_server::Server::start(&config).await.unwrap();
@@ -214,8 +215,9 @@ async fn three_nodes_issue_linearizable_ids_through_a_leader_handover() {
     let name = snowdrift_testkit::unique_name("ts");
     let etcd = snowdrift_testkit::urls::etcd();
     let mut nodes = Vec::new();
+    // A long lease: a successor that waited for it instead of the resignation would show.
     for _ in 0..3 {
-        nodes.push(node(&name, &etcd, "").await);
+        nodes.push(node(&name, &etcd, "10s").await);
     }
     let http = client();
     let bases: Vec<String> = nodes.iter().map(|n| n.base.clone()).collect();
@@ -237,6 +239,11 @@ async fn three_nodes_issue_linearizable_ids_through_a_leader_handover() {
     let rest: Vec<&str> = (0..3).filter(|&i| i != first).map(|i| refs[i]).collect();
     let second = leader(&http, &rest, &name).await;
     let handover = Duration::from_nanos(base_time.elapsed().as_nanos() as u64 - before_handover);
+    // The lease would have let another lead only 6.7-10 s after the last renewal.
+    assert!(
+        handover < Duration::from_secs(5),
+        "{handover:?}: the stopped leader did not resign"
+    );
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let (history, ok, failed) = load.finish().await;
 
@@ -318,12 +325,12 @@ async fn a_leader_cut_off_from_etcd_stops_issuing_before_another_leads() {
     let etcd = snowdrift_testkit::urls::etcd();
     let (proxy, through_proxy) = FaultProxy::start_for_url(&etcd).await.unwrap();
     // The node behind the proxy starts first, so it leads.
-    let cut_node = node(&name, &through_proxy, "").await;
+    let cut_node = node(&name, &through_proxy, "2s").await;
     let http = client();
     leader(&http, &[cut_node.base.as_str()], &name).await;
     let mut nodes = vec![cut_node];
     for _ in 0..2 {
-        nodes.push(node(&name, &etcd, "").await);
+        nodes.push(node(&name, &etcd, "2s").await);
     }
     let bases: Vec<String> = nodes.iter().map(|n| n.base.clone()).collect();
     let refs: Vec<&str> = bases.iter().map(String::as_str).collect();

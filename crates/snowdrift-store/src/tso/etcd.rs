@@ -383,7 +383,7 @@ impl Leadership {
 
     /// Gives leadership up at once: revokes the lease, which deletes the leader key, so
     /// another node can win. End the oracle's term before calling it.
-    pub async fn resign(self) -> Result<()> {
+    pub async fn resign(&self) -> Result<()> {
         match self.client.lease_client().revoke(self.lease).await {
             Ok(_) => Ok(()),
             // etcd refuses to revoke a lease that expired meanwhile: given up all the same.
