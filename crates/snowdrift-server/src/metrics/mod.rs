@@ -41,6 +41,14 @@ pub fn install_recorder() -> bool {
                 .and_then(|b| {
                     b.set_buckets_for_metric(Matcher::Full("snowdrift_batch_size".into()), &sizes)
                 })
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        Matcher::Full(TSO_GROUP.into()),
+                        &[
+                            1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1_000.0,
+                        ],
+                    )
+                })
                 .ok()
                 .and_then(|b| b.install_recorder().ok())?;
             metrics::describe_histogram!(
@@ -104,9 +112,17 @@ fn describe_snowflake() {
     );
 }
 
+/// The histogram of requests merged into one timestamp-oracle allocation, by generator.
+pub(crate) const TSO_GROUP: &str = "snowdrift_tso_group_requests";
+
 /// The help of each timestamp oracle's series, set from its report at scrape time.
 fn describe_tso() {
     use metrics::{Unit, describe_counter, describe_gauge};
+    metrics::describe_histogram!(
+        TSO_GROUP,
+        Unit::Count,
+        "Requests served by one allocation of the leader (PD's batching), by generator."
+    );
     describe_gauge!(
         "snowdrift_tso_leader",
         "1 while this node leads the timestamp oracle, else 0 (it forwards to the leader)."

@@ -37,6 +37,8 @@ pub(super) struct Task {
     pub(super) stop: watch::Receiver<bool>,
     /// The lease keepers' runtime, where renewals run.
     pub(super) keepers: tokio::runtime::Handle,
+    /// Requests per allocation (made once: a lookup per allocation would cost more).
+    pub(super) group_sizes: metrics::Histogram,
 }
 
 /// How a term ended.
@@ -293,6 +295,7 @@ impl Task {
                     c.batches.fetch_add(1, Ordering::Relaxed);
                     c.batched_requests
                         .fetch_add(group.len() as u64, Ordering::Relaxed);
+                    self.group_sizes.record(group.len() as f64);
                     let mut at = 0;
                     for r in group {
                         let _ = r.reply.send(Reply::Issued(range.slice(at, at + r.count)));

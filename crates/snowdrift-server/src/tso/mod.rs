@@ -218,6 +218,10 @@ impl Tso {
             queue,
             stop: stopped,
             keepers: runtime.clone(),
+            group_sizes: metrics::histogram!(
+                crate::metrics::TSO_GROUP,
+                "generator" => name.to_string()
+            ),
         };
         // The serving loop runs where requests are handled: a request then hands over to
         // it without waking another thread (on the keepers' thread, single IDs through the

@@ -302,6 +302,9 @@ async fn three_nodes_issue_linearizable_ids_through_a_leader_handover() {
         .unwrap();
     let series = format!("snowdrift_tso_leader{{generator=\"{name}\"}} 1");
     assert!(leader_metrics.contains(&series), "{leader_metrics}");
+    let groups = format!("snowdrift_tso_group_requests_count{{generator=\"{name}\"}}");
+    assert!(leader_metrics.contains(&groups), "{leader_metrics}");
+    crate::metrics::promtool_check(&leader_metrics);
     let follower = rest[1 - second];
     let status = tso_status(&http, follower, &name).await;
     assert_eq!(status["role"], "follower", "{status}");
