@@ -534,3 +534,106 @@ async fn every_transport_takes_its_turn_in_one_order() {
     let _ = stop.send(());
     running.await.unwrap().unwrap();
 }
+
+/// `curl` over TLS trusting `cert`, with `token`: (status, body).
+fn curl_tls(cert: &std::path::Path, token: &str, url: &str) -> (u16, String) {
+    let out = std::process::Command::new("curl")
+        .args(["-sS", "--max-time", "30", "--cacert"])
+        .arg(cert)
+        .args(["-H", &format!("Authorization: Bearer {token}")])
+        .args(["-w", "\n%{http_code}"])
+        .arg(url)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (code.trim().parse().unwrap_or(0), body.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_forwards_over_tls_with_its_forward_token() {
+    use snowdrift_server::auth::{TokenHash, generate_token};
+    let name = snowdrift_testkit::unique_name("ts");
+    let dir = TempDir::new("tso-tls");
+    let pair = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let cert = dir.0.join("cert.pem");
+    std::fs::write(&cert, pair.cert.pem()).unwrap();
+    std::fs::write(dir.0.join("key.pem"), pair.key_pair.serialize_pem()).unwrap();
+    let (app, fwd) = (generate_token().unwrap(), generate_token().unwrap());
+    let tokens = format!(
+        "[[auth.token]]\nname = \"app\"\nhash = \"{}\"\ngenerators = [\"*\"]\nrole = \"admin\"\n\n\
+         [[auth.token]]\nname = \"forward\"\nhash = \"{}\"\ngenerators = [\"{name}\"]\nrole = \"read\"\n",
+        TokenHash::of(&app),
+        TokenHash::of(&fwd)
+    );
+    // A node with its own directory, TLS on the shared certificate, presenting `forward`.
+    let start = |i: usize, forward: String| {
+        let (dir, tokens, name) = (dir.0.join(format!("n{i}")), tokens.clone(), name.clone());
+        let cert_dir = cert.parent().unwrap().to_path_buf();
+        async move {
+            std::fs::create_dir_all(&dir).unwrap();
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let config = load(
+                &dir,
+                &format!(
+                    "[server]\nlisten = \"127.0.0.1:{port}\"\nadvertise = \"https://localhost:{port}\"\n\
+                     tls_cert = \"{c}/cert.pem\"\ntls_key = \"{c}/key.pem\"\n\n{tokens}\n\
+                     [[generator]]\nname = \"{name}\"\nkind = \"tso\"\nurl = \"{}\"\nforward_token = \"{forward}\"\n",
+                    snowdrift_testkit::urls::etcd(),
+                    c = cert_dir.display()
+                ),
+            );
+            let server = snowdrift_server::Server::start(&config).await.unwrap();
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let task = tokio::spawn(snowdrift_server::run(listener, server, async move {
+                let _ = stopped.await;
+            }));
+            (format!("https://localhost:{port}"), stop, task)
+        }
+    };
+    let role = |base: &str| {
+        let (code, body) = curl_tls(&cert, &app, &format!("{base}/v1/generators"));
+        assert_eq!(code, 200, "{body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        v["generators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == name.as_str())
+            .unwrap()["tso"]
+            .clone()
+    };
+    let (leader_base, leader_stop, leader_task) = start(0, fwd.clone()).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while role(&leader_base)["role"] != "leader" {
+        assert!(Instant::now() < deadline, "{}", role(&leader_base));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // The follower forwards over TLS (the leader's certificate checked against its own
+    // tls_cert), presenting its forward token; the client's token is the follower's to check.
+    let (follower, follower_stop, follower_task) = start(1, fwd.clone()).await;
+    let (code, body) = curl_tls(&cert, &app, &format!("{follower}/v1/ids/{name}?count=3"));
+    assert_eq!(code, 200, "{body}");
+    let status = role(&follower);
+    assert_eq!(status["role"], "follower", "{status}");
+    assert_eq!(status["leader"], leader_base.as_str(), "{status}");
+    assert!(status["forwards"].as_u64().unwrap() >= 1, "{status}");
+    assert_eq!(status["forward_errors"], 0, "{status}");
+
+    // A node whose forward token the leader does not know gets a clear refusal.
+    let (wrong, wrong_stop, wrong_task) = start(2, generate_token().unwrap()).await;
+    let (code, body) = curl_tls(&cert, &app, &format!("{wrong}/v1/ids/{name}"));
+    assert_eq!(code, 503, "{body}");
+    assert!(body.contains("forward_token"), "{body}");
+
+    for (stop, task) in [
+        (wrong_stop, wrong_task),
+        (follower_stop, follower_task),
+        (leader_stop, leader_task),
+    ] {
+        let _ = stop.send(());
+        task.await.unwrap().unwrap();
+    }
+}
