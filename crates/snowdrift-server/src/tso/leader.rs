@@ -180,9 +180,8 @@ impl Task {
                             saving = false;
                             match result {
                                 Ok(()) => {
-                                    self.shared.counters.window_saves.fetch_add(1, Ordering::Relaxed);
-                                    if self.oracle.window_saved(save).is_err() {
-                                        break TermEnd::Lost("the window save outlived its term".into());
+                                    if let Err(why) = self.window_saved(save) {
+                                        break TermEnd::Lost(why);
                                     }
                                 }
                                 Err(e) => tracing::warn!(
@@ -252,13 +251,7 @@ impl Task {
                 return Err("the lease ran out before the first window was saved".into());
             }
             match leadership.save_window(save.up_to_ms).await {
-                Ok(()) => {
-                    self.shared
-                        .counters
-                        .window_saves
-                        .fetch_add(1, Ordering::Relaxed);
-                    self.oracle.window_saved(save).map_err(|e| e.to_string())?;
-                }
+                Ok(()) => self.window_saved(save)?,
                 Err(e @ snowdrift_store::Error::LeadershipLost { .. }) => return Err(e.to_string()),
                 Err(e) => {
                     tracing::warn!(generator = self.name.as_str(), error = %e, "saving the tso window failed; retrying");
@@ -336,15 +329,7 @@ impl Task {
                 Ok(Allocation::Issued(range)) => return Ok(range),
                 Ok(Allocation::SaveWindow(save)) => {
                     match leadership.save_window(save.up_to_ms).await {
-                        Ok(()) => {
-                            self.shared
-                                .counters
-                                .window_saves
-                                .fetch_add(1, Ordering::Relaxed);
-                            if let Err(e) = self.oracle.window_saved(save) {
-                                return Err(Stop::Lost(e.to_string()));
-                            }
-                        }
+                        Ok(()) => self.window_saved(save).map_err(Stop::Lost)?,
                         Err(e @ snowdrift_store::Error::LeadershipLost { .. }) => {
                             return Err(Stop::Lost(e.to_string()));
                         }
@@ -364,6 +349,16 @@ impl Task {
                 Err(e) => return Err(Stop::Failed(Error::from(e))),
             }
         }
+    }
+
+    /// Counts a save that etcd confirmed and lets the oracle use it; `Err` when its term
+    /// has ended meanwhile.
+    fn window_saved(&mut self, save: WindowSave) -> Result<(), String> {
+        self.shared
+            .counters
+            .window_saves
+            .fetch_add(1, Ordering::Relaxed);
+        self.oracle.window_saved(save).map_err(|e| e.to_string())
     }
 
     fn set_role(&self, role: Role) {

@@ -53,6 +53,11 @@ async fn node(name: &str, etcd: &str, ttl: &str) -> Node {
     }
 }
 
+/// GET `url` as JSON.
+async fn get_json(http: &reqwest::Client, url: String) -> Value {
+    http.get(url).send().await.unwrap().json().await.unwrap()
+}
+
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
@@ -62,14 +67,7 @@ fn client() -> reqwest::Client {
 
 /// The generator's entry in `/v1/generators` of `base`.
 async fn tso_status(http: &reqwest::Client, base: &str, name: &str) -> Value {
-    let all: Value = http
-        .get(format!("{base}/v1/generators"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let all: Value = get_json(http, format!("{base}/v1/generators")).await;
     all["generators"]
         .as_array()
         .unwrap()
@@ -258,23 +256,9 @@ async fn three_nodes_issue_linearizable_ids_through_a_leader_handover() {
 
     // The new leader's IDs decode to the present, above the old leader's window.
     let new_base = rest[second];
-    let v: Value = http
-        .get(format!("{new_base}/v1/ids/{name}?count=3"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v: Value = get_json(&http, format!("{new_base}/v1/ids/{name}?count=3")).await;
     let id = v["ids"][0].as_str().unwrap().to_string();
-    let decoded: Value = http
-        .get(format!("{new_base}/v1/ids/{name}/decode/{id}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let decoded: Value = get_json(&http, format!("{new_base}/v1/ids/{name}/decode/{id}")).await;
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -446,14 +430,7 @@ async fn every_transport_takes_its_turn_in_one_order() {
     let http = client();
     leader(&http, &[base.as_str()], &name).await;
 
-    let runs: Value = http
-        .get(format!("{base}/v1/ids/{name}?count=5&form=runs"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let runs: Value = get_json(&http, format!("{base}/v1/ids/{name}?count=5&form=runs")).await;
     assert_eq!(runs["kind"], "tso", "{runs}");
     assert_eq!(runs["runs"].as_array().unwrap().len(), 1, "{runs}");
     let mut last: u64 = runs["runs"][0]["first"]
@@ -521,14 +498,7 @@ async fn every_transport_takes_its_turn_in_one_order() {
         .unwrap();
     assert!(r - 99 > one, "INCRBY answered {r} after {one}");
 
-    let v: Value = http
-        .get(format!("{base}/v1/ids/{name}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v: Value = get_json(&http, format!("{base}/v1/ids/{name}")).await;
     let after: u64 = v["ids"][0].as_str().unwrap().parse().unwrap();
     assert!(after > r, "{after} after {r}");
     let _ = stop.send(());

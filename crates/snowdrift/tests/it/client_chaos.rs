@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use snowdrift_testkit::{FaultProxy, unique_name, urls};
 
-use crate::common::{Served, serve_command};
+use crate::common::{Served, free_port, serve_command};
 
 const TOTAL: u64 = 10_000_000;
 const APPS: usize = 4;
@@ -211,14 +211,6 @@ impl Drop for App {
     fn drop(&mut self) {
         let _ = self.child.kill();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// One server's config: its port, the shared store and registry.

@@ -17,21 +17,13 @@ use std::time::{Duration, Instant};
 use snowdrift_testkit::history::History;
 use snowdrift_testkit::{FaultProxy, unique_name, urls};
 
-use crate::common::{Served, serve_command};
+use crate::common::{Served, free_port, serve_command};
 
 const TOTAL: u64 = 1_000_000;
 const CLIENTS: usize = 6;
 
 /// One recorded request: client, sent and answered (ns since the run's start), its IDs.
 type Op = (usize, u64, u64, Vec<u64>);
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// A node's config: its port (advertised to the others), the oracle on `etcd`.
 fn config(

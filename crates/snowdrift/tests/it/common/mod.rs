@@ -6,6 +6,15 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// A port nothing listens on now (the system's choice for port 0).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// `snowdrift serve` with no store from the environment; add arguments, then [`Served::start`].
 pub fn serve_command() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_snowdrift"));
