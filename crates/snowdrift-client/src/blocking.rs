@@ -52,6 +52,12 @@ impl Client {
         self.runtime.block_on(self.inner.next_text(name))
     }
 
+    /// The UUID a `uuid3` or `uuid5` generator makes of `input` (see
+    /// [`crate::Client::next_named`]).
+    pub fn next_named(&self, name: &str, input: &str) -> Result<String, Error> {
+        self.runtime.block_on(self.inner.next_named(name, input))
+    }
+
     /// How each endpoint stands (see [`crate::Client::endpoints`]).
     pub fn endpoints(&self) -> Vec<crate::EndpointStatus> {
         self.inner.endpoints()

@@ -223,6 +223,32 @@ impl Client {
         }
     }
 
+    /// The UUID a `uuid3` or `uuid5` generator `name` makes of `input` (hashed under the
+    /// generator's namespace): the same input always gives the same UUID, so nothing is
+    /// cached; each call is one request (`input` in gRPC's `NextRequest`).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: snowdrift_client::Client) -> Result<(), snowdrift_client::Error> {
+    /// let id = client.next_named("site-ids", "python.org").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn next_named(&self, name: &str, input: &str) -> Result<String, Error> {
+        match self.shared.fetch_with(name, 1, Some(input)).await? {
+            Batch::Text { mut ids, .. } if ids.len() == 1 => Ok(ids.remove(0)),
+            Batch::Text { ids, .. } => Err(Error::new(
+                ErrorKind::Unavailable,
+                format!(
+                    "{name:?}: asked for 1 UUID, the server answered {}",
+                    ids.len()
+                ),
+            )),
+            Batch::Runs { .. } => Err(Error::new(
+                ErrorKind::WrongKind,
+                format!("{name:?} issues 64-bit IDs; next_named is for uuid3 and uuid5 generators"),
+            )),
+        }
+    }
+
     /// How each endpoint stands: up or left out after failures, what its health service
     /// says, its last error.
     pub fn endpoints(&self) -> Vec<EndpointStatus> {

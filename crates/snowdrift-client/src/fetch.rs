@@ -18,12 +18,23 @@ pub(crate) const NEXT_MAX: u64 = 10_000;
 impl Shared {
     /// One batch of `count` IDs of `name`.
     pub(crate) async fn fetch(&self, name: &str, count: u64) -> Result<Batch, Error> {
+        self.fetch_with(name, count, None).await
+    }
+
+    /// One batch of `count` IDs of `name`, made of `input` (the name a uuid3 or uuid5
+    /// generator hashes) when given.
+    pub(crate) async fn fetch_with(
+        &self,
+        name: &str,
+        count: u64,
+        input: Option<&str>,
+    ) -> Result<Batch, Error> {
         let mut last = None;
         for _ in 0..self.attempts {
             let endpoint = self.endpoints.pick();
             let started = Instant::now();
             let answer =
-                tokio::time::timeout(self.deadline, self.call(endpoint, name, count)).await;
+                tokio::time::timeout(self.deadline, self.call(endpoint, name, count, input)).await;
             let error = match answer {
                 Ok(Ok(batch)) => {
                     self.endpoints.succeeded(endpoint);
@@ -60,7 +71,13 @@ impl Shared {
         ))
     }
 
-    async fn call(&self, endpoint: &Endpoint, name: &str, count: u64) -> Result<Batch, Error> {
+    async fn call(
+        &self,
+        endpoint: &Endpoint,
+        name: &str,
+        count: u64,
+        input: Option<&str>,
+    ) -> Result<Batch, Error> {
         let mut client = endpoint.client.clone();
         let status = |s: tonic::Status| Error::from_status(&endpoint.url, &s);
         if count <= NEXT_MAX {
@@ -68,7 +85,7 @@ impl Shared {
                 name: name.to_string(),
                 count: Some(count),
                 format: None,
-                input: None,
+                input: input.map(str::to_string),
             });
             let batch = client.next(request).await.map_err(status)?;
             return Ok(Batch::from_message(batch.into_inner()));
@@ -78,7 +95,7 @@ impl Shared {
             count,
             batch: Some(NEXT_MAX),
             format: None,
-            input: None,
+            input: input.map(str::to_string),
         });
         let mut stream = client.stream(request).await.map_err(status)?.into_inner();
         let mut batch: Option<Batch> = None;

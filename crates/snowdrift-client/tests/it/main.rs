@@ -434,3 +434,50 @@ async fn tso_ids_are_never_cached_so_two_clients_see_them_in_order() {
     let _ = stop.send(());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn next_named_sends_the_input_a_uuid5_generator_hashes() {
+    let dir = server::dir("client-named");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let file = dir.join("named.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[server]\nlisten = \"{addr}\"\n[store]\nurl = \"sqlite://{}\"\n\
+             [[generator]]\nname = \"site\"\nkind = \"uuid5\"\nnamespace = \"dns\"\n\
+             [[generator]]\nname = \"snowflake\"\nkind = \"snowflake\"\n",
+            dir.join("ids.db").display(),
+        ),
+    )
+    .unwrap();
+    let workers = dir.join("workers").display().to_string();
+    let config = snowdrift_server::Config::load(
+        Some(&file),
+        [("SNOWDRIFT_WORKER__PATH".to_string(), workers)],
+    )
+    .unwrap();
+    let server = snowdrift_server::Server::start(&config).await.unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(snowdrift_server::run(listener, server, async move {
+        let _ = stopped.await;
+    }));
+    let client = client(&[format!("http://{addr}")]);
+    // RFC 9562's example: the v5 UUID of "www.example.com" in the DNS namespace.
+    let id = client.next_named("site", "www.example.com").await.unwrap();
+    assert_eq!(id, "2ed6657d-e927-568b-95e1-2665a8aea6a2");
+    assert_eq!(
+        client.next_named("site", "www.example.com").await.unwrap(),
+        id
+    );
+    // Without an input the server says what is missing; a 64-bit kind is refused.
+    let e = client.next_text("site").await.unwrap_err();
+    assert!(e.to_string().contains("input"), "{e}");
+    let e = client.next_named("snowflake", "x").await.unwrap_err();
+    assert!(
+        e.to_string().contains("input") || e.kind() == ErrorKind::WrongKind,
+        "{e}"
+    );
+    let _ = stop.send(());
+    let _ = std::fs::remove_dir_all(&dir);
+}
