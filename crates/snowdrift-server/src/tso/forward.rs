@@ -216,10 +216,7 @@ pub(super) async fn run(
                     }
                 };
                 for r in group {
-                    let _ = r.reply.send(match &reply {
-                        Reply::Failed(e) => Reply::Failed(e.clone()),
-                        _ => Reply::NotLeading,
-                    });
+                    let _ = r.reply.send(reply.clone());
                 }
             }
         }

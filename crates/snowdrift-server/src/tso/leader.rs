@@ -61,8 +61,7 @@ impl Task {
                     let leadership = Arc::new(leadership);
                     match self.lead(&leadership).await {
                         TermEnd::Stop => {
-                            // Requests stop coming here before the resignation goes out.
-                            self.set_role(Role::Stopped);
+                            // `lead` has said Stopped: no request comes here any more.
                             if let Err(e) = leadership.resign().await {
                                 tracing::warn!(
                                     generator = self.name.as_str(),
@@ -140,7 +139,11 @@ impl Task {
     async fn lead(&mut self, leadership: &Arc<Leadership>) -> TermEnd {
         let term = self.oracle.start_term(leadership.previous_window_ms());
         self.shared.counters.terms.fetch_add(1, Ordering::Relaxed);
-        self.publish_validity(leadership);
+        *self
+            .shared
+            .leadership
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(leadership.clone());
         tracing::info!(
             generator = self.name.as_str(),
             term,
@@ -150,12 +153,9 @@ impl Task {
         // Renewals run beside the requests, on the keepers' thread: a slow etcd never delays
         // an allocation, and request load never delays a renewal.
         let (lost_tx, mut lost) = watch::channel(None::<String>);
-        let renewer = self.keepers.spawn(renew(
-            leadership.clone(),
-            self.ttl,
-            self.shared.clone(),
-            lost_tx,
-        ));
+        let renewer = self
+            .keepers
+            .spawn(renew(leadership.clone(), self.ttl, lost_tx));
         // Saves ahead of need run beside the requests too; one at a time.
         let (saved_tx, mut saved) = mpsc::channel::<(WindowSave, Result<(), String>)>(1);
         let mut saving = false;
@@ -167,8 +167,8 @@ impl Task {
                 self.publish_status();
                 let mut tick = tokio::time::interval(TICK);
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                let mut stop = self.stop.clone();
                 loop {
-                    let mut stop = self.stop.clone();
                     tokio::select! {
                         biased;
                         () = stopped(&mut stop) => break TermEnd::Stop,
@@ -220,18 +220,21 @@ impl Task {
                     self.publish_status();
                 }
             }
+            // Stopped while the first save was retried: still resign.
+            Err(_) if *self.stop.borrow() => TermEnd::Stop,
             Err(why) => TermEnd::Lost(why),
         };
         renewer.abort();
         self.oracle.end_term();
         // The role changes before the queue is drained, so a request told NotLeading finds
         // the new role when it looks.
-        if matches!(end, TermEnd::Lost(_)) {
-            self.set_role(Role::Electing { error: None });
-        }
+        self.set_role(match end {
+            TermEnd::Lost(_) => Role::Electing { error: None },
+            TermEnd::Stop => Role::Stopped,
+        });
         *self
             .shared
-            .valid_until
+            .leadership
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = None;
         while let Ok(r) = self.queue.try_recv() {
@@ -296,8 +299,9 @@ impl Task {
                     }
                 }
                 Err(Stop::Failed(e)) => {
+                    let reply = Reply::Failed(e);
                     for r in group {
-                        let _ = r.reply.send(Reply::Failed(e.clone()));
+                        let _ = r.reply.send(reply.clone());
                     }
                 }
                 Err(Stop::Lost(why)) => {
@@ -368,14 +372,6 @@ impl Task {
     fn publish_status(&self) {
         *self.shared.status.lock().unwrap_or_else(|e| e.into_inner()) = Some(self.oracle.status());
     }
-
-    fn publish_validity(&self, leadership: &Leadership) {
-        *self
-            .shared
-            .valid_until
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(leadership.valid_until());
-    }
 }
 
 /// Why an allocation stopped.
@@ -389,20 +385,12 @@ enum Stop {
 /// Renews the lease every third of its ttl until it is lost (then says why on `lost`).
 /// A renewal that fails for want of etcd is tried again at once and then each tick; the
 /// serving loop stops issuing by itself when `valid_until` passes.
-async fn renew(
-    leadership: Arc<Leadership>,
-    ttl: Duration,
-    shared: Arc<Shared>,
-    lost: watch::Sender<Option<String>>,
-) {
+async fn renew(leadership: Arc<Leadership>, ttl: Duration, lost: watch::Sender<Option<String>>) {
     let mut next = Instant::now() + ttl / 3;
     loop {
         tokio::time::sleep_until(next.into()).await;
         match leadership.renew().await {
-            Ok(until) => {
-                *shared.valid_until.lock().unwrap_or_else(|e| e.into_inner()) = Some(until);
-                next = Instant::now() + ttl / 3;
-            }
+            Ok(_) => next = Instant::now() + ttl / 3,
             Err(e @ snowdrift_store::Error::LeadershipLost { .. }) => {
                 let _ = lost.send(Some(e.to_string()));
                 return;

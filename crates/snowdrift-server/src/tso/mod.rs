@@ -95,8 +95,8 @@ pub(crate) struct Shared {
     pub(crate) counters: Counters,
     /// The oracle's state after the last batch or save (term 0 when not leading).
     pub(crate) status: Mutex<Option<TsoStatus>>,
-    /// Until when the leadership lets the leader issue.
-    pub(crate) valid_until: Mutex<Option<Instant>>,
+    /// The current term's hold on the leader key (its renewals move `valid_until`).
+    pub(crate) leadership: Mutex<Option<Arc<snowdrift_store::tso::Leadership>>>,
     /// Why the last forward that found no leader failed.
     pub(crate) forward_error: Mutex<String>,
 }
@@ -117,11 +117,24 @@ pub(crate) struct Request {
 }
 
 /// The leader's task's answer.
+#[derive(Clone)]
 pub(crate) enum Reply {
     Issued(IdRange),
     Failed(Error),
     /// The term ended before the request was served: ask again as the new role says.
     NotLeading,
+}
+
+/// What a request does, as this node's role says.
+enum Step {
+    /// Ask this node's task.
+    Lead,
+    /// Ask the forwarders.
+    Forward,
+    /// Refuse, saying why.
+    Refuse(String),
+    /// Wait for a leader; the last election error, if any.
+    Wait(Option<String>),
 }
 
 /// A snapshot for metrics, readiness and `/v1/generators`.
@@ -197,7 +210,7 @@ impl Tso {
             role: watch::Sender::new(Role::Electing { error: None }),
             counters: Counters::default(),
             status: Mutex::new(None),
-            valid_until: Mutex::new(None),
+            leadership: Mutex::new(None),
             forward_error: Mutex::new(String::new()),
         });
         let clock = snowdrift_core::clock::OffsetClock::new(
@@ -265,84 +278,90 @@ impl Tso {
         let mut role = self.shared.role.subscribe();
         let mut last_failure: Option<String> = None;
         loop {
-            let now = role.borrow_and_update().clone();
-            match now {
-                Role::Leader { .. } => {
-                    let (reply, answer) = oneshot::channel();
-                    if self.requests.send(Request { count, reply }).await.is_err() {
-                        return Err(self.stopped());
-                    }
-                    match answer.await {
-                        Ok(Reply::Issued(range)) => return Ok(range),
-                        Ok(Reply::Failed(e)) => return Err(e),
-                        // The role has changed already; the loop follows it.
-                        Ok(Reply::NotLeading) => {
-                            last_failure = Some("this node's term ended".into());
-                            continue;
-                        }
-                        Err(_) => return Err(self.stopped()),
-                    }
+            // What to do, read without cloning the role (a follower's leader URL is a String):
+            // only the error paths copy anything out of it.
+            let step = match &*role.borrow_and_update() {
+                Role::Leader { .. } => Step::Lead,
+                Role::Follower { .. } if !forwarded => Step::Forward,
+                Role::Follower { leader } => Step::Refuse(format!(
+                    "this node does not lead, {leader} does; a forwarded request is not \
+                     forwarded again (the nodes disagree on the leader for a moment)"
+                )),
+                Role::Electing { .. } if forwarded => {
+                    Step::Refuse("this node does not lead (an election is under way)".into())
                 }
-                Role::Follower { leader } if !forwarded => {
+                Role::Electing { error } => Step::Wait(error.clone()),
+                Role::Stopped => return Err(self.stopped()),
+            };
+            let leading = matches!(step, Step::Lead);
+            let queue = match step {
+                Step::Lead => &self.requests,
+                Step::Forward => {
                     self.shared
                         .counters
                         .forwards
                         .fetch_add(1, Ordering::Relaxed);
-                    let (reply, answer) = oneshot::channel();
-                    if self.forwards.send(Request { count, reply }).await.is_err() {
-                        return Err(self.stopped());
-                    }
-                    match answer.await {
-                        Ok(Reply::Issued(range)) => return Ok(range),
-                        Ok(Reply::Failed(e)) => return Err(e),
-                        // The leader is gone or no longer leads: wait for the election that
-                        // follows (or for the key to name another node), then try again.
-                        Ok(Reply::NotLeading) => {
-                            last_failure = Some(format!(
-                                "forwarding to {leader}: {}",
-                                self.shared.last_forward_error()
-                            ));
-                        }
-                        Err(_) => return Err(self.stopped()),
-                    }
+                    &self.forwards
                 }
-                Role::Follower { leader } => {
+                Step::Refuse(why) => {
                     return Err(Error::unavailable(format!(
-                        "tso generator {:?}: this node does not lead, {leader} does; a \
-                         forwarded request is not forwarded again (the nodes disagree on the \
-                         leader for a moment): try again",
+                        "tso generator {:?}: {why}; try again",
                         self.name
                     )));
                 }
-                Role::Electing { .. } if forwarded => {
-                    return Err(Error::unavailable(format!(
-                        "tso generator {:?}: this node does not lead (an election is under \
-                         way); try again",
-                        self.name
-                    )));
+                Step::Wait(error) => {
+                    last_failure = error.or(last_failure);
+                    self.wait_for_role(&mut role, deadline, &last_failure)
+                        .await?;
+                    continue;
                 }
-                Role::Electing { error } => {
-                    if let Some(e) = error {
-                        last_failure = Some(e);
-                    }
-                }
-                Role::Stopped => return Err(self.stopped()),
+            };
+            let (reply, answer) = oneshot::channel();
+            if queue.send(Request { count, reply }).await.is_err() {
+                return Err(self.stopped());
             }
-            match tokio::time::timeout_at(deadline, role.changed()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(_)) => return Err(self.stopped()),
-                Err(_) => {
-                    return Err(Error::unavailable(format!(
-                        "tso generator {:?}: no leader answered within {:?}{}; an election \
-                         is under way or etcd is unreachable: try again",
-                        self.name,
-                        self.leader_wait,
-                        last_failure
-                            .map(|e| format!(" (last: {e})"))
-                            .unwrap_or_default()
-                    )));
+            match answer.await {
+                Ok(Reply::Issued(range)) => return Ok(range),
+                Ok(Reply::Failed(e)) => return Err(e),
+                // This node's term ended (its role has changed already: ask again at once),
+                // or the leader a forward went to is gone or no longer leads (wait for the
+                // election that follows, or for the key to name another node).
+                Ok(Reply::NotLeading) if leading => {
+                    last_failure = Some("this node's term ended".into());
                 }
+                Ok(Reply::NotLeading) => {
+                    last_failure = Some(format!(
+                        "forwarding to the leader: {}",
+                        self.shared.last_forward_error()
+                    ));
+                    self.wait_for_role(&mut role, deadline, &last_failure)
+                        .await?;
+                }
+                Err(_) => return Err(self.stopped()),
             }
+        }
+    }
+
+    /// Waits for the role to change, or fails at `deadline` naming `last_failure`.
+    async fn wait_for_role(
+        &self,
+        role: &mut watch::Receiver<Role>,
+        deadline: tokio::time::Instant,
+        last_failure: &Option<String>,
+    ) -> Result<(), Error> {
+        match tokio::time::timeout_at(deadline, role.changed()).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(self.stopped()),
+            Err(_) => Err(Error::unavailable(format!(
+                "tso generator {:?}: no leader answered within {:?}{}; an election is under \
+                 way or etcd is unreachable: try again",
+                self.name,
+                self.leader_wait,
+                last_failure
+                    .as_ref()
+                    .map(|e| format!(" (last: {e})"))
+                    .unwrap_or_default()
+            ))),
         }
     }
 
@@ -351,14 +370,16 @@ impl Tso {
         let c = &self.shared.counters;
         let role = self.shared.role.borrow().clone();
         let leading = matches!(role, Role::Leader { .. });
-        let lease_left = leading
-            .then(|| {
-                lock(&self.shared.valid_until)
-                    .map(|until| until.saturating_duration_since(Instant::now()))
-            })
-            .flatten();
+        let lease_left = self
+            .shared
+            .leadership
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .filter(|_| leading)
+            .map(|l| l.valid_until().saturating_duration_since(Instant::now()));
         TsoReport {
-            status: lock(&self.shared.status),
+            status: *self.shared.status.lock().unwrap_or_else(|e| e.into_inner()),
             role,
             lease_left,
             terms: c.terms.load(Ordering::Relaxed),
@@ -421,8 +442,4 @@ fn nonce() -> String {
         .to_le_bytes();
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn lock<T: Copy>(m: &Mutex<T>) -> T {
-    *m.lock().unwrap_or_else(|e| e.into_inner())
 }
