@@ -16,6 +16,8 @@
 #   bench-peers/scripts/tso_load.sh              # build, then REPS=3 rounds
 #   SKIP_BUILD=1 bench-peers/scripts/tso_load.sh
 #   SKIP_BUILD=1 ONLY="D2 E" bench-peers/scripts/tso_load.sh   # some parts only
+#   SKIP_BUILD=1 AUTH=1 bench-peers/scripts/tso_load.sh        # with tokens, as deployed:
+#       every request carries one, followers forward with it as their forward_token
 #
 # Needs etcd (ETCD_URL, default etcd://127.0.0.1:2379), curl, python3, taskset. Writes every
 # raw output to OUT (default target/tso-load/DATE) and prints the lines the tables are made
@@ -39,6 +41,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
+TOKEN_TOML="" FORWARD="" BENCH_AUTH=() CURL_AUTH=()
+if [[ -n ${AUTH:-} ]]; then
+    TOKEN_OUT=$("$SD" token create --name bench --role admin)
+    TOKEN=$(echo "$TOKEN_OUT" | sed -n 's/^ *\(sd_[A-Za-z0-9]*\)$/\1/p')
+    TOKEN_TOML=$(echo "$TOKEN_OUT" | sed -n '/^\[\[auth.token\]\]/,/^$/p')
+    FORWARD="forward_token = \"$TOKEN\""
+    BENCH_AUTH=(--token "$TOKEN")
+    CURL_AUTH=(-H "Authorization: Bearer $TOKEN")
+fi
+
 start_server() { # I: node I on PORTS[I], on CPU 1
     local i=$1
     cat >"$OUT/server$i.toml" <<CONFIG
@@ -52,10 +64,13 @@ url = "sqlite://$OUT/node$i.db"
 path = "$OUT/workers$i"
 id = $i
 
+$TOKEN_TOML
+
 [[generator]]
 name = "$NAME"
 kind = "tso"
 url = "$ETCD_URL"
+$FORWARD
 
 [[generator]]
 name = "snowflake"
@@ -68,7 +83,7 @@ CONFIG
 }
 url() { echo "http://127.0.0.1:${PORTS[$1]}"; }
 role() { # I: node I's role for the oracle
-    curl -s "$(url "$1")/v1/generators" |
+    curl -s "${CURL_AUTH[@]}" "$(url "$1")/v1/generators" |
         python3 -c "import json,sys; print(next(g['tso']['role'] for g in json.load(sys.stdin)['generators'] if g['name'] == '$NAME'))" 2>/dev/null ||
         echo down
 }
@@ -85,13 +100,13 @@ L=$(leader)
 start_server 1
 start_server 2
 F=$(( (L + 1) % 3 ))
-curl -sf -X POST "$(url "$L")/v1/tags" -H 'content-type: application/json' -d '{"tag": "order", "step": 1000000}' >/dev/null
-log "3 nodes on ports ${PORTS[*]} (CPU 1), oracle $NAME on $ETCD_URL: leader $L, follower $F"
+curl -sf "${CURL_AUTH[@]}" -X POST "$(url "$L")/v1/tags" -H 'content-type: application/json' -d '{"tag": "order", "step": 1000000}' >/dev/null
+log "3 nodes on ports ${PORTS[*]} (CPU 1), oracle $NAME on $ETCD_URL: leader $L, follower $F; auth ${AUTH:+on}${AUTH:-off}"
 
 run() { # NAME ARGS...: one bench run on CPU 0, its output kept and its key lines shown
     local name=$1
     shift
-    taskset -c 0 "$SD" bench "$@" >"$OUT/raw/$name.txt" 2>&1 || true
+    taskset -c 0 "$SD" bench "${BENCH_AUTH[@]}" "$@" >"$OUT/raw/$name.txt" 2>&1 || true
     log "$name: $(grep -E '^(ids|requests|streams|latency|errors)' "$OUT/raw/$name.txt" | tr -s ' ' | paste -sd'|')"
 }
 part() { # NAME: whether to run part NAME (all unless ONLY lists others)
@@ -143,7 +158,7 @@ part E && for k in $(seq "$FAILOVERS"); do
     sleep 1
     start=$(date +%s.%N)
     kill -9 "$(cat "$OUT/pid.$L")"
-    code=$(curl -s -o "$OUT/raw/E-$k.json" -w '%{http_code}' --max-time 30 "$(url "$F")/v1/ids/$NAME?count=1")
+    code=$(curl -s "${CURL_AUTH[@]}" -o "$OUT/raw/E-$k.json" -w '%{http_code}' --max-time 30 "$(url "$F")/v1/ids/$NAME?count=1")
     end=$(date +%s.%N)
     log "E-$k: leader $L killed; follower $F answered $code after $(python3 -c "print(f'{$end - $start:.3f}')") s: $(cat "$OUT/raw/E-$k.json")"
     start_server "$L"
