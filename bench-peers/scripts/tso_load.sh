@@ -101,7 +101,7 @@ start_server 1
 start_server 2
 F=$(( (L + 1) % 3 ))
 curl -sf "${CURL_AUTH[@]}" -X POST "$(url "$L")/v1/tags" -H 'content-type: application/json' -d '{"tag": "order", "step": 1000000}' >/dev/null
-log "3 nodes on ports ${PORTS[*]} (CPU 1), oracle $NAME on $ETCD_URL: leader $L, follower $F; auth ${AUTH:+on}${AUTH:-off}"
+log "3 nodes on ports ${PORTS[*]} (CPU 1), oracle $NAME on $ETCD_URL: leader $L, follower $F; auth $([[ -n ${AUTH:-} ]] && echo on || echo off)"
 
 run() { # NAME ARGS...: one bench run on CPU 0, its output kept and its key lines shown
     local name=$1
