@@ -7,7 +7,7 @@ mod snowflake;
 
 pub use block::{IdBlock, IdBlockIter, Runs};
 pub use fence::{ClosedReason, Fence};
-pub use snowflake::{Builder, SnowflakeGenerator};
+pub use snowflake::{Builder, OnBackward, SnowflakeGenerator};
 
 use std::time::Duration;
 

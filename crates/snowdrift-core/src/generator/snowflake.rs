@@ -19,6 +19,51 @@ const NONE: u64 = u64::MAX;
 /// Default bound on waiting out a clock that stepped back: Leaf's 5 ms.
 pub const DEFAULT_BACKWARD_WAIT: Duration = Duration::from_millis(5);
 
+/// What a generator does when its clock reads earlier than the last tick it used.
+///
+/// Whatever the policy, an ID is never issued twice: the choice is between waiting,
+/// moving to the next extension value and refusing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum OnBackward {
+    /// Wait out a step back of up to the [`backward_wait`](Builder::backward_wait) bound;
+    /// beyond it, move to the next value of the layout's extension field, so IDs go on at
+    /// once and stay increasing. Without an extension field, or with every value used,
+    /// refuse ([`Error::ClockBehind`]). The default.
+    #[default]
+    Extension,
+    /// Wait out a step back of up to the bound; beyond it, refuse, even with extension
+    /// bits left.
+    Wait,
+    /// Refuse at once, never waiting.
+    Refuse,
+}
+
+impl OnBackward {
+    /// The policy's name in configuration: `extension`, `wait` or `refuse`.
+    pub fn name(self) -> &'static str {
+        match self {
+            OnBackward::Extension => "extension",
+            OnBackward::Wait => "wait",
+            OnBackward::Refuse => "refuse",
+        }
+    }
+}
+
+impl std::str::FromStr for OnBackward {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<Self> {
+        match text {
+            "extension" => Ok(OnBackward::Extension),
+            "wait" => Ok(OnBackward::Wait),
+            "refuse" => Ok(OnBackward::Refuse),
+            _ => Err(Error::InvalidConfig(format!(
+                "on_backward {text:?} is not a policy; use \"wait\" (wait up to backward_wait, then refuse), \"extension\" (wait up to backward_wait, then the next extension value) or \"refuse\" (never wait)"
+            ))),
+        }
+    }
+}
+
 /// Configures a [`SnowflakeGenerator`].
 ///
 /// ```
@@ -39,6 +84,8 @@ pub struct Builder {
     node_values: Vec<u64>,
     max_lead: Duration,
     backward_wait: Duration,
+    on_backward: OnBackward,
+    extension: u64,
     random_start: Option<(u64, u64)>,
     start_after: Option<u64>,
     fence: Option<Arc<Fence>>,
@@ -124,6 +171,32 @@ impl Builder {
         self
     }
 
+    /// What to do when the clock steps back further than the wait bound (or at all, with
+    /// [`OnBackward::Refuse`]). Default [`OnBackward::Extension`].
+    pub fn on_backward(mut self, policy: OnBackward) -> Self {
+        self.on_backward = policy;
+        self
+    }
+
+    /// The policy set by [`on_backward`](Self::on_backward).
+    pub fn backward_policy(&self) -> OnBackward {
+        self.on_backward
+    }
+
+    /// The bound set by [`backward_wait`](Self::backward_wait).
+    pub fn backward_bound(&self) -> Duration {
+        self.backward_wait
+    }
+
+    /// Issues under extension value `value` from the first ID on (default 0): how a node
+    /// that restarts behind its durable high-water mark goes on at once, above every ID
+    /// issued under the values before. Refused by [`build`](Self::build) if the layout's
+    /// extension field cannot hold it.
+    pub fn extension(mut self, value: u64) -> Self {
+        self.extension = value;
+        self
+    }
+
     /// Starts each new tick's sequence at a pseudo-random value below `below` instead of 0,
     /// derived from `seed` and the tick (Leaf's remedy for low-traffic IDs that are all
     /// even, which skews `id % shards`). It costs up to `below - 1` IDs per tick, on average
@@ -171,11 +244,23 @@ impl Builder {
         }
         let unit = layout.unit_ms();
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        let state = match self.start_after {
-            None => NONE,
-            Some(id) => {
+        let ext_max = mask(layout.extension_bits());
+        if self.extension > ext_max {
+            return Err(Error::FieldOutOfRange {
+                field: "extension".into(),
+                value: self.extension,
+                bits: layout.extension_bits(),
+                max: ext_max,
+            });
+        }
+        let state = match (self.start_after, self.extension) {
+            (None, 0) => NONE,
+            // Tick 0 of the extension value counts as used, so the first ID is the clock's
+            // tick under that value.
+            (None, ext) => packing.pack(ext, 0, 0),
+            (Some(id), ext) => {
                 layout.decode(id)?;
-                packing.state_of(id)
+                packing.state_of(id).max(packing.pack(ext, 0, 0))
             }
         };
         Ok(SnowflakeGenerator {
@@ -185,13 +270,17 @@ impl Builder {
             epoch_ms: layout.epoch_ms(),
             unit_ms: unit,
             max_tick: layout.max_tick(),
-            ext_max: mask(layout.extension_bits()),
+            ext_max,
             ext_state_mask: !packing.pack(0, packing.time_mask, packing.seq_max()),
             max_since_ms: (layout.max_tick() + 1)
                 .saturating_mul(unit)
                 .saturating_sub(1),
             lead_ticks: ms(self.max_lead) / unit,
-            wait_bound_ms: ms(self.backward_wait),
+            wait_bound_ms: match self.on_backward {
+                OnBackward::Refuse => 0,
+                _ => ms(self.backward_wait),
+            },
+            may_extend: self.on_backward == OnBackward::Extension,
             random_start: self.random_start,
             fence: self.fence,
             layout,
@@ -221,6 +310,9 @@ pub struct SnowflakeGenerator<C> {
     max_since_ms: u64,
     lead_ticks: u64,
     wait_bound_ms: u64,
+    /// [`OnBackward::Extension`]: a step back past the wait bound moves to the next
+    /// extension value.
+    may_extend: bool,
     random_start: Option<(u64, u64)>,
     fence: Option<Arc<Fence>>,
     layout: Layout,
@@ -268,6 +360,8 @@ impl SnowflakeGenerator<()> {
             node_values: vec![0; n],
             max_lead: Duration::ZERO,
             backward_wait: DEFAULT_BACKWARD_WAIT,
+            on_backward: OnBackward::default(),
+            extension: 0,
             random_start: None,
             start_after: None,
             fence: None,
@@ -301,6 +395,19 @@ impl<C: Clock> SnowflakeGenerator<C> {
     pub fn used_until_ms(&self) -> Option<u64> {
         let s = self.state.load(Ordering::Acquire);
         (s != NONE).then(|| self.tick_ms(self.packing.tick(s) + 1))
+    }
+
+    /// The extension value IDs are issued under now (0 when the layout has no extension
+    /// field); a high-water mark must carry it, so a restart goes on at this value or above.
+    pub fn extension(&self) -> u64 {
+        let s = self.state.load(Ordering::Acquire);
+        if s == NONE { 0 } else { self.packing.ext(s) }
+    }
+
+    /// The most extension values the layout holds, less one (0 without an extension
+    /// field).
+    pub fn extension_max(&self) -> u64 {
+        self.ext_max
     }
 
     /// How far the generator is ahead of its clock, from borrowing future ticks.
@@ -580,13 +687,13 @@ impl<C: Clock> SnowflakeGenerator<C> {
                             at_ms: resume_ms,
                         });
                     }
-                    if ext >= self.ext_max {
+                    if ext >= self.ext_max || !self.may_extend {
                         return Err(Error::ClockBehind {
                             behind: Duration::from_millis(
                                 self.tick_ms(last).saturating_sub(now_ms),
                             ),
                             bound: Duration::from_millis(self.wait_bound_ms),
-                            ext_left: 0,
+                            ext_left: self.ext_max - ext,
                         });
                     }
                     let ext_bits = p.pack(ext + 1, 0, 0);

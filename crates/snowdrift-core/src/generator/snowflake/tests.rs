@@ -200,6 +200,75 @@ fn two_extension_bits_survive_three_large_steps_back() {
 }
 
 #[test]
+fn wait_policy_refuses_a_large_step_back_though_extension_values_are_left() {
+    let (g, clock) = gen_with("ext:2,time:39,worker:10,seq:12", |b| {
+        b.on_backward(OnBackward::Wait)
+    });
+    let a = g.next().unwrap();
+    clock.step_back(3);
+    assert!(g.next().unwrap() > a, "a step within the bound is waited out");
+    clock.step_back(1_000);
+    assert_eq!(
+        g.try_next().unwrap_err(),
+        Error::ClockBehind {
+            behind: Duration::from_millis(1_000),
+            bound: Duration::from_millis(5),
+            ext_left: 3
+        }
+    );
+    assert_eq!(g.extension(), 0);
+}
+
+#[test]
+fn refuse_policy_never_waits() {
+    let (g, clock) = gen_with("ext:2,time:39,worker:10,seq:12", |b| {
+        b.on_backward(OnBackward::Refuse)
+            .backward_wait(Duration::from_secs(1))
+    });
+    let a = g.next().unwrap();
+    clock.step_back(1);
+    assert!(matches!(g.try_next(), Err(Error::ClockBehind { .. })));
+    assert!(matches!(g.next(), Err(Error::ClockBehind { .. })));
+    clock.advance(1);
+    assert!(g.next().unwrap() > a, "goes on once the clock is back");
+}
+
+#[test]
+fn policies_read_from_their_names() {
+    for p in [OnBackward::Extension, OnBackward::Wait, OnBackward::Refuse] {
+        assert_eq!(p.name().parse::<OnBackward>().unwrap(), p);
+    }
+    let err = "later".parse::<OnBackward>().unwrap_err().to_string();
+    assert!(err.contains("\"wait\"") && err.contains("later"), "{err}");
+}
+
+#[test]
+fn a_starting_extension_value_puts_every_id_above_the_lower_values() {
+    let spec = "ext:2,time:39,worker:10,seq:12";
+    let (before, clock) = gen_with(spec, |b| b);
+    let old = before.next().unwrap();
+    // A restart with the clock a minute behind, under the next extension value.
+    clock.step_back(60_000);
+    let g = SnowflakeGenerator::builder(layout(spec))
+        .extension(1)
+        .build(clock.clone())
+        .unwrap();
+    assert_eq!(g.extension(), 1);
+    assert_eq!(g.extension_max(), 3);
+    let id = g.next().unwrap();
+    assert!(id > old);
+    assert_eq!(field(&g, id, "ext"), 1);
+    assert_eq!(g.layout().decode(id).unwrap().time_ms, clock.now_ms());
+    let err = SnowflakeGenerator::builder(layout(spec))
+        .extension(4)
+        .build(clock.clone())
+        .unwrap_err();
+    assert!(matches!(err, Error::FieldOutOfRange { max: 3, .. }), "{err}");
+    let none = SnowflakeGenerator::builder(layout("time:41,worker:10,seq:12")).extension(1);
+    assert!(none.build(clock).is_err(), "no extension field, no value 1");
+}
+
+#[test]
 fn time_field_full_is_an_error_not_a_wrap() {
     // 4 time bits at 1 ms: ticks 0..=15 after the epoch.
     let clock = ManualClock::new(T0 + 15);
