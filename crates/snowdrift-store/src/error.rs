@@ -131,7 +131,7 @@ pub enum Error {
     /// node may wait: IDs up to the mark may exist already (a clock set back since the last
     /// run, or another node with a clock ahead).
     #[error(
-        "worker ID {worker_id}'s high-water mark is {gap:?} ahead of this node's clock (mark {mark_ms} ms, clock {now_ms} ms since 1970), more than the {bound:?} this node may wait; IDs up to the mark may exist. Fix the clock (NTP), wait and restart, or raise the wait bound"
+        "worker ID {worker_id}'s high-water mark is {gap:?} ahead of this node's clock (mark {mark_ms} ms, clock {now_ms} ms since 1970), more than the {bound:?} this node may wait; IDs up to the mark may exist; {advice}"
     )]
     MarkAhead {
         /// The worker ID.
@@ -144,6 +144,8 @@ pub enum Error {
         gap: std::time::Duration,
         /// The longest wait allowed.
         bound: std::time::Duration,
+        /// What to do about it, given the clock policy and the layout.
+        advice: String,
     },
     /// This node's clock is behind a live peer's published clock by more than the bound.
     #[error(

@@ -8,8 +8,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use snowdrift_core::clock::Clock;
-use snowdrift_core::generator::ClosedReason;
+use snowdrift_core::generator::{ClosedReason, OnBackward};
 
+use super::mark::{MAX_EXTENSION, Mark};
 use super::node::{Epoch, Shared, lock, ms, new_epoch, read};
 use super::status::{PeerOffset, WorkerState};
 use crate::error::{Error, Result};
@@ -131,38 +132,79 @@ impl<C: Clock + Clone + 'static> Shared<C> {
         Ok((Duration::from_millis(behind), worst))
     }
 
-    /// After a claim: reads the ID's high-water mark; with a `bound`, refuses a mark further
-    /// ahead of the clock than that.
-    async fn read_mark(&self, worker_id: u64, bound: Option<Duration>) -> Result<u64> {
+    /// After a claim: reads the ID's high-water mark and returns the mark to wait for and
+    /// the extension value to issue under. With a `bound` (the first claim), a mark
+    /// further ahead of the clock than the bound moves to the next extension value when the
+    /// policy and the layout allow, and is refused otherwise.
+    async fn read_mark(&self, worker_id: u64, bound: Option<Duration>) -> Result<Mark> {
         self.set_state(WorkerState::WaitingForMark);
         lock(&self.status).worker_id = Some(worker_id);
-        let mark = self
-            .call(
+        let mark = Mark::from_stored(
+            self.call(
                 "reading the high-water mark",
                 self.registry.read_mark(worker_id),
             )
             .await?
-            .unwrap_or(0);
+            .unwrap_or(0),
+        );
         let now = self.clock.now_ms();
+        let policy = self.builder.backward_policy();
+        let bound = bound.map(|b| match policy {
+            // Only the window the last holder wrote ahead of its clock is waited out.
+            OnBackward::Refuse => b.min(self.config.window),
+            _ => b,
+        });
         if let Some(bound) = bound
-            && mark > now.saturating_add(ms(bound))
+            && mark.ms > now.saturating_add(ms(bound))
         {
+            let ext_max = self.ext_max().min(MAX_EXTENSION);
+            if policy == OnBackward::Extension && mark.extension < ext_max {
+                let next = Mark {
+                    extension: mark.extension + 1,
+                    ms: now,
+                };
+                tracing::warn!(
+                    worker_id,
+                    behind_ms = mark.ms - now,
+                    extension = next.extension,
+                    extension_values_left = ext_max - next.extension,
+                    "the clock is behind the worker ID's high-water mark by more than the wait bound; issuing at once under the next extension value"
+                );
+                return Ok(next);
+            }
+            let advice = match policy {
+                OnBackward::Extension if ext_max == 0 => {
+                    "the layout has no extension field (add ext:N to take the next extension value instead of refusing). Fix the clock (NTP), wait and restart, or raise backward_wait".to_string()
+                }
+                OnBackward::Extension => format!(
+                    "every extension value (0..={ext_max}) is used. Fix the clock (NTP) and wait until it passes the mark, or move to a new layout"
+                ),
+                OnBackward::Wait => "on_backward = \"wait\". Fix the clock (NTP), wait and restart, raise backward_wait, or use on_backward = \"extension\" with an extension field".to_string(),
+                _ => "on_backward = \"refuse\" waits only for the window the last holder wrote ahead. Fix the clock (NTP), wait and restart".to_string(),
+            };
             return Err(Error::MarkAhead {
                 worker_id,
-                mark_ms: mark,
+                mark_ms: mark.ms,
                 now_ms: now,
-                gap: Duration::from_millis(mark - now),
+                gap: Duration::from_millis(mark.ms - now),
                 bound,
+                advice,
             });
         }
-        if mark > now {
+        if mark.ms > now {
             tracing::info!(
                 worker_id,
-                wait_ms = mark - now,
+                wait_ms = mark.ms - now,
                 "waiting for the clock to pass the worker ID's high-water mark"
             );
         }
         Ok(mark)
+    }
+
+    /// The largest extension value of the layout (0 without an extension field).
+    fn ext_max(&self) -> u64 {
+        1u64.checked_shl(u32::from(self.builder.layout().extension_bits()))
+            .map_or(u64::MAX, |v| v - 1)
     }
 
     /// After the mark is read: waits until the clock passes it (renewing the lease
@@ -177,10 +219,10 @@ impl<C: Clock + Clone + 'static> Shared<C> {
         let renew_every = self.config.renew_every();
         loop {
             let now = self.clock.now_ms();
-            if now >= mark {
+            if now >= mark.ms {
                 break;
             }
-            let left = Duration::from_millis(mark - now);
+            let left = Duration::from_millis(mark.ms - now);
             tokio::time::sleep(left.min(renew_every)).await;
             if sent_at.elapsed() >= renew_every {
                 let (at, now_ms) = (Instant::now(), self.clock.now_ms());
@@ -195,16 +237,25 @@ impl<C: Clock + Clone + 'static> Shared<C> {
             }
         }
         let number = read(&self.current).number() + 1;
-        let epoch = new_epoch(self, number, worker_id)?;
+        let epoch = new_epoch(self, number, worker_id, mark.extension)?;
         let new_mark = self
             .clock
             .now_ms()
-            .max(mark)
+            .max(mark.ms)
             .saturating_add(ms(self.config.window));
-        // Durable before the first ID of the window: a restart waits past it.
+        // Durable before the first ID of the window: a restart waits past it, or moves
+        // above its extension value.
         self.call(
             "writing the high-water mark",
-            self.registry.write_mark(worker_id, &self.holder, new_mark),
+            self.registry.write_mark(
+                worker_id,
+                &self.holder,
+                Mark {
+                    extension: mark.extension,
+                    ms: new_mark,
+                }
+                .stored(),
+            ),
         )
         .await?;
         epoch.fence().extend_window(new_mark);
@@ -236,8 +287,9 @@ pub(super) struct Claimed {
     /// When the claim was sent (see [`Held`]).
     pub sent_ms: u64,
     pub sent_at: Instant,
-    /// The ID's high-water mark: no ID may be issued at or before it.
-    pub mark: u64,
+    /// The ID's high-water mark: no ID may be issued at or before it under its extension
+    /// value, nor under a lower one.
+    pub mark: Mark,
 }
 
 /// Claims an ID and reads its mark: for the first epoch (`first`) with the start-up checks
@@ -450,12 +502,17 @@ async fn step<C: Clock + Clone + 'static>(shared: &Shared<C>, held: &mut Held) {
     let window = ms(config.window);
     if epoch.fence().window_end() < used.saturating_add(window / 2) {
         let mark = used.saturating_add(window);
+        let stored = Mark {
+            extension: epoch.extension(),
+            ms: mark,
+        }
+        .stored();
         let written = shared
             .call(
                 "writing the high-water mark",
                 shared
                     .registry
-                    .write_mark(held.worker_id, &shared.holder, mark),
+                    .write_mark(held.worker_id, &shared.holder, stored),
             )
             .await;
         match written {
@@ -556,10 +613,17 @@ pub(super) async fn finish<C: Clock + Clone + 'static>(
         .fence()
         .window_end()
         .max(epoch.generator().used_until_ms().unwrap_or(0));
+    let stored = Mark {
+        extension: epoch.extension(),
+        ms: mark,
+    }
+    .stored();
     shared
         .call(
             "writing the final high-water mark",
-            shared.registry.write_mark(worker_id, &shared.holder, mark),
+            shared
+                .registry
+                .write_mark(worker_id, &shared.holder, stored),
         )
         .await?;
     shared

@@ -49,6 +49,7 @@
 mod config;
 pub mod file;
 mod keeper;
+mod mark;
 mod node;
 mod registry;
 mod source;
@@ -59,6 +60,7 @@ pub use config::{
     LeaseConfig,
 };
 pub use file::FileRegistry;
+pub use mark::{MAX_EXTENSION, Mark};
 pub use node::{Epoch, WorkerNode};
 pub use registry::WorkerRegistry;
 pub use source::{WorkerSource, hostname};

@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use snowdrift_core::clock::Clock;
-use snowdrift_core::generator::{Builder, ClosedReason, Fence, IdBlock, SnowflakeGenerator};
+use snowdrift_core::generator::{
+    Builder, ClosedReason, Fence, IdBlock, OnBackward, SnowflakeGenerator,
+};
 
 use super::keeper::{self, Held};
 use super::status::{PeerOffset, WorkerState, WorkerStatus};
@@ -23,6 +25,7 @@ use crate::error::{Error, Result};
 pub struct Epoch<C> {
     number: u64,
     worker_id: u64,
+    extension: u64,
     generator: SnowflakeGenerator<C>,
     fence: Arc<Fence>,
 }
@@ -35,6 +38,11 @@ impl<C: Clock> Epoch<C> {
     /// The worker ID the generator issues with.
     pub fn worker_id(&self) -> u64 {
         self.worker_id
+    }
+    /// The extension value the generator issues under (0 without an extension field).
+    /// Fixed for the epoch: it is durable in the mark before the first ID.
+    pub fn extension(&self) -> u64 {
+        self.extension
     }
     /// The generator (fenced: it refuses once the lease is lost or its deadline passes).
     pub fn generator(&self) -> &SnowflakeGenerator<C> {
@@ -163,7 +171,7 @@ impl<C: Clock + Clone + 'static> WorkerNode<C> {
     pub async fn claim(config: LeaseConfig, builder: Builder, clock: C) -> Result<Self> {
         let shared = Arc::new(Self::prepare(config, builder, clock).await?);
         let claimed = keeper::claim(&shared, true).await?;
-        if claimed.mark <= shared.clock.now_ms() {
+        if claimed.mark.ms <= shared.clock.now_ms() {
             // Nothing to wait for: enter at once, so a node that can issue does on return.
             let held = keeper::enter(&shared, claimed, true).await?;
             shared.log_leased(held.worker_id, "worker ID leased; issuing");
@@ -301,8 +309,9 @@ pub(super) fn new_epoch<C: Clock + Clone>(
     shared: &Shared<C>,
     number: u64,
     worker_id: u64,
+    extension: u64,
 ) -> Result<Epoch<C>> {
-    build_epoch(&shared.builder, &shared.clock, number, worker_id)
+    build_epoch(&shared.builder, &shared.clock, number, worker_id, extension)
 }
 
 fn build_epoch<C: Clock + Clone>(
@@ -310,16 +319,27 @@ fn build_epoch<C: Clock + Clone>(
     clock: &C,
     number: u64,
     worker_id: u64,
+    extension: u64,
 ) -> Result<Epoch<C>> {
     let fence = Arc::new(Fence::new());
+    // An extension value is taken only here, at the start of an epoch, after the mark that
+    // carries it is durable. A step back while issuing waits or refuses instead: a value
+    // taken then would not be in the mark, and a restart could take it again.
+    let in_run = match builder.backward_policy() {
+        OnBackward::Extension => OnBackward::Wait,
+        other => other,
+    };
     let generator = builder
         .clone()
+        .on_backward(in_run)
+        .extension(extension)
         .node_id(worker_id)
         .and_then(|b| b.fence(fence.clone()).build(clock.clone()))
         .map_err(|e| Error::InvalidInput(format!("worker ID {worker_id}: {e}")))?;
     Ok(Epoch {
         number,
         worker_id,
+        extension,
         generator,
         fence,
     })
@@ -327,7 +347,7 @@ fn build_epoch<C: Clock + Clone>(
 
 /// Epoch 0: a generator whose fence never opens, in place until the first claim succeeds.
 fn placeholder_epoch<C: Clock + Clone>(builder: &Builder, clock: &C) -> Result<Epoch<C>> {
-    build_epoch(builder, clock, 0, 0)
+    build_epoch(builder, clock, 0, 0, 0)
 }
 
 fn default_holder(hostname: &str) -> String {
