@@ -623,3 +623,34 @@ fn cached_clock_follows_source() {
         "cached {cached} vs monotonic {real}"
     );
 }
+
+/// IDs made by the `sonyflake` crate with Sonyflake v2's defaults (v1's bits from the start
+/// time 2025-01-01) decode under the `sonyflake-v2` preset: the machine ID it was given and
+/// the time it made them.
+#[test]
+fn sonyflake_v2_ids_decode_under_the_preset() {
+    let start = chrono::DateTime::from_timestamp_millis(1_735_689_600_000).unwrap();
+    let machine = || Ok(4242);
+    let sony = sonyflake::Sonyflake::builder()
+        .start_time(start)
+        .machine_id(&machine)
+        .finalize()
+        .unwrap();
+    let layout = Layout::preset("sonyflake-v2").unwrap();
+    let machine_at = layout.field_index("machine").unwrap();
+    let before = wall_ms();
+    let ids: Vec<u64> = (0..100).map(|_| sony.next_id().unwrap().to_u64()).collect();
+    let after = wall_ms();
+    for id in ids {
+        let d = layout.decode(id).unwrap();
+        assert_eq!(d.values[machine_at], 4242, "{id}");
+        // 10 ms ticks: the tick's start is at most 10 ms before the moment.
+        assert!(
+            d.time_ms + 10 > before && d.time_ms <= after,
+            "{id}: {} not within {before}..={after}",
+            d.time_ms
+        );
+        let ours = sonyflake::decompose(sonyflake::Id::from(id));
+        assert_eq!(ours.machine_id, 4242);
+    }
+}

@@ -38,6 +38,10 @@ pub enum Format {
     Base62,
     /// [`crockford32`]: for people reading and typing IDs.
     Crockford32,
+    /// TSID's string form: [`crockford32`] padded with zeros to 13 characters, so strings
+    /// sort as their IDs do (what TSID Creator's `toString` writes). Decoding takes any
+    /// `crockford32` text.
+    Tsid,
     /// [`sqids`](super::sqids) with Sqids' default alphabet and options, so that any Sqids
     /// implementation decodes it.
     Sqids,
@@ -47,11 +51,12 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order of their names above.
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 7] = [
         Format::Decimal,
         Format::Hex,
         Format::Base62,
         Format::Crockford32,
+        Format::Tsid,
         Format::Sqids,
         Format::Friendly,
     ];
@@ -63,6 +68,7 @@ impl Format {
             Format::Hex => "hex",
             Format::Base62 => "base62",
             Format::Crockford32 => "crockford32",
+            Format::Tsid => "tsid",
             Format::Sqids => "sqids",
             Format::Friendly => "friendly",
         }
@@ -75,6 +81,7 @@ impl Format {
             Format::Hex => Inner::Hex,
             Format::Base62 => Inner::Base62,
             Format::Crockford32 => Inner::Crockford32,
+            Format::Tsid => Inner::Tsid,
             // Building Sqids prepares a blocklist of hundreds of words: once here, not per ID.
             Format::Sqids => Inner::Sqids(Box::default()),
             Format::Friendly => Inner::Friendly(layout.clone()),
@@ -109,6 +116,7 @@ enum Inner {
     Hex,
     Base62,
     Crockford32,
+    Tsid,
     Sqids(Box<Sqids>),
     Friendly(Layout),
 }
@@ -130,6 +138,7 @@ impl Codec {
             Inner::Hex => Format::Hex,
             Inner::Base62 => Format::Base62,
             Inner::Crockford32 => Format::Crockford32,
+            Inner::Tsid => Format::Tsid,
             Inner::Sqids(_) => Format::Sqids,
             Inner::Friendly(_) => Format::Friendly,
         }
@@ -159,6 +168,7 @@ impl Codec {
             Inner::Hex => format!("{id:x}"),
             Inner::Base62 => base62::encode(id),
             Inner::Crockford32 => crockford32::encode(id),
+            Inner::Tsid => format!("{:0>13}", crockford32::encode(id)),
             Inner::Sqids(sqids) => sqids.encode(id)?,
             Inner::Friendly(layout) => friendly::encode(layout, id)?,
         })
@@ -182,7 +192,7 @@ impl Codec {
             Inner::Decimal => decode_decimal(text),
             Inner::Hex => decode_hex(text),
             Inner::Base62 => base62::decode(text),
-            Inner::Crockford32 => crockford32::decode(text),
+            Inner::Crockford32 | Inner::Tsid => crockford32::decode(text),
             Inner::Sqids(sqids) => sqids.decode(text),
             Inner::Friendly(layout) => friendly::decode(layout, text),
         }
@@ -273,7 +283,7 @@ mod tests {
             .expect_err("case matters")
             .to_string();
         assert!(
-            err.contains("decimal, hex, base62, crockford32, sqids, friendly"),
+            err.contains("decimal, hex, base62, crockford32, tsid, sqids, friendly"),
             "{err}"
         );
     }
@@ -287,6 +297,7 @@ mod tests {
             "e92c5527c95b000",
             "1FZYNDFWXYm",
             "X4P5A9Y9BC00",
+            "0X4P5A9Y9BC00",
             "Sm5Tn1DQhx5X",
             "20181010201924211-10-27-0",
         ];
@@ -348,7 +359,7 @@ mod tests {
         #[test]
         fn any_u64_round_trips_in_layout_free_formats(id: u64) {
             let layout = Layout::preset("twitter").expect("preset");
-            for format in [Format::Decimal, Format::Hex, Format::Base62, Format::Crockford32, Format::Sqids] {
+            for format in [Format::Decimal, Format::Hex, Format::Base62, Format::Crockford32, Format::Tsid, Format::Sqids] {
                 let text = format.codec(&layout).encode(id).expect("encodes");
                 prop_assert_eq!(format.codec(&layout).decode(&text), Ok(id));
             }

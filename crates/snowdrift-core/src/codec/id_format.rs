@@ -56,17 +56,19 @@ impl From<Format> for IdFormat {
 impl IdFormat {
     /// Every format: the plain ones, then the obfuscated ones, in the order of their names
     /// above.
-    pub const ALL: [IdFormat; 11] = [
+    pub const ALL: [IdFormat; 13] = [
         Self::plain(Format::Decimal),
         Self::plain(Format::Hex),
         Self::plain(Format::Base62),
         Self::plain(Format::Crockford32),
+        Self::plain(Format::Tsid),
         Self::plain(Format::Sqids),
         Self::plain(Format::Friendly),
         Self::of(Format::Decimal, true),
         Self::of(Format::Hex, true),
         Self::of(Format::Base62, true),
         Self::of(Format::Crockford32, true),
+        Self::of(Format::Tsid, true),
         Self::of(Format::Sqids, true),
     ];
 
@@ -112,6 +114,7 @@ impl IdFormat {
             Format::Hex => "obfuscated-hex",
             Format::Base62 => "obfuscated-base62",
             Format::Crockford32 => "obfuscated-crockford32",
+            Format::Tsid => "obfuscated-tsid",
             Format::Sqids => "obfuscated-sqids",
             // Not constructible (see `obfuscated`); named for completeness.
             Format::Friendly => "obfuscated-friendly",

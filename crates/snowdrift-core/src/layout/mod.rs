@@ -70,8 +70,8 @@ impl Field {
     }
 }
 
-/// `2^bits - 1`, for widths up to 64.
-pub(crate) const fn mask(bits: u8) -> u64 {
+/// `2^bits - 1`, the largest value of a field `bits` wide (widths up to 64).
+pub const fn mask(bits: u8) -> u64 {
     if bits >= 64 {
         u64::MAX
     } else {

@@ -8,6 +8,15 @@
 //! | `discord` | time 42, worker 5, process 5, increment 12 | 1 ms | 2015-01-01 |
 //! | `instagram` | time 41, shard 13, seq 10 | 1 ms | 2011-08-24T21:07:01.721Z |
 //! | `js53` | time 38, worker 5, seq 10 | 10 ms | 2025-01-01 |
+//! | `tsid` | time 41, node 10, counter 12 | 1 ms | 2020-01-01 |
+//! | `sonyflake-v2` | time 39, seq 8, machine 16 | 10 ms | 2025-01-01 |
+//!
+//! `tsid` is TSID's (tsid-creator's) default: a 1,024-node TSID is `time:42, node:10,
+//! counter:12` since 2020-01-01, so its values are this preset's until 2089, when TSID's
+//! 42nd time bit is first set and TSIDs go negative as Java `long`s; snowdrift layouts stay
+//! within 63 bits, so this preset ends there instead. Its 13-character string form is the
+//! `tsid` format. `sonyflake-v2` is Sonyflake v2's defaults: v1's bits (with the sequence
+//! above the machine ID) from a new start time, 2025-01-01.
 //!
 //! `js53` keeps every ID below 2^53, so JavaScript `number`s hold them exactly, until 2112
 //! (87 years). The price of fitting 53 bits: 10 ms ticks instead of 1 ms, 32 nodes instead
@@ -25,6 +34,8 @@ pub const NAMES: &[&str] = &[
     "discord",
     "instagram",
     "js53",
+    "tsid",
+    "sonyflake-v2",
 ];
 
 fn layout(fields: &[(&str, u8, Role)], unit_ms: u64, epoch_ms: u64) -> Layout {
@@ -77,6 +88,16 @@ pub fn get(name: &str) -> Result<Layout> {
         ),
         "js53" => layout(
             &[("time", 38, Time), ("worker", 5, Node), ("seq", 10, Seq)],
+            10,
+            1_735_689_600_000,
+        ),
+        "tsid" => layout(
+            &[("time", 41, Time), ("node", 10, Node), ("counter", 12, Seq)],
+            1,
+            1_577_836_800_000,
+        ),
+        "sonyflake-v2" => layout(
+            &[("time", 39, Time), ("seq", 8, Seq), ("machine", 16, Node)],
             10,
             1_735_689_600_000,
         ),

@@ -18,8 +18,9 @@ pub const DEFAULT_PRESET: &str = "twitter";
 /// with `unit` (default 1 ms) and `epoch` (default Twitter's), and the name to show for it:
 /// the preset's, or `custom`.
 ///
-/// A preset and a spec together are refused, and so are a unit or epoch without a spec (a
-/// preset has its own): a setting that would be ignored is an error, never a surprise.
+/// A preset and a spec together are refused, and so is a unit without a spec (a preset has
+/// its own): a setting that would be ignored is an error, never a surprise. An epoch with a
+/// preset moves the preset's epoch.
 ///
 /// ```
 /// use snowdrift_core::layout::resolve;
@@ -51,15 +52,25 @@ pub fn resolve(
             Ok((layout, "custom".into()))
         }
         (preset, None) => {
-            if unit.is_some() || epoch.is_some() {
+            if unit.is_some() {
                 return Err(invalid(
-                    "unit and epoch apply to a custom layout given with bits; a preset has its \
-                     own"
-                    .into(),
+                    "unit applies to a custom layout given with bits; a preset has its own \
+                     (the preset's epoch can be moved with epoch)"
+                        .into(),
                 ));
             }
             let name = preset.unwrap_or(DEFAULT_PRESET);
             let layout = Layout::preset(name)?;
+            let layout = match epoch {
+                // A preset's fields and unit under another epoch: how a layout whose time
+                // field ran out (baidu's, since 2024) is used again.
+                Some(text) => {
+                    let epoch = parse_epoch(text).map_err(|e| invalid(format!("epoch: {e}")))?;
+                    Layout::new(layout.fields().to_vec(), layout.unit_ms(), epoch)
+                        .map_err(|e| invalid(format!("epoch: {e}")))?
+                }
+                None => layout,
+            };
             Ok((layout, name.to_ascii_lowercase()))
         }
     }
@@ -79,6 +90,18 @@ mod tests {
         assert_eq!(
             resolve(Some("Discord"), None, None, None).unwrap().1,
             "discord"
+        );
+        // An epoch moves a preset's: baidu's ran out in 2024, and works again from 2025.
+        let (baidu, name) = resolve(Some("baidu"), None, None, Some("2025-01-01")).unwrap();
+        assert_eq!(name, "baidu");
+        assert_eq!(baidu.epoch_ms(), 1_735_689_600_000);
+        assert_eq!(baidu.fields(), Layout::preset("baidu").unwrap().fields());
+        assert!(baidu.check_at(1_764_000_000_000).is_ok());
+        assert!(
+            Layout::preset("baidu")
+                .unwrap()
+                .check_at(1_764_000_000_000)
+                .is_err()
         );
         let (custom, name) = resolve(
             None,
@@ -103,7 +126,7 @@ mod tests {
                 None,
                 "a preset has its own",
             ),
-            (None, None, None, Some("0"), "a preset has its own"),
+            (Some("baidu"), None, None, Some("someday"), "epoch:"),
             (None, Some("time:41,seq:22"), Some("1h"), None, "unit:"),
             (
                 None,

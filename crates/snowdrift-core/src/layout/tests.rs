@@ -104,6 +104,35 @@ fn presets_match_their_sources() {
     assert_eq!(Layout::preset("TWITTER").unwrap(), t);
 }
 
+/// A TSID from TSID Creator's PHP port's README (`388400145978465528`, `0ARYZVZXW377R`):
+/// its time, node and counter as TSID defines them (42-bit ms time since 2020-01-01, 10 node
+/// bits, 12 counter bits).
+#[test]
+fn tsid_reads_a_published_tsid() {
+    let t = Layout::preset("tsid").unwrap();
+    let d = t.decode(388_400_145_978_465_528).unwrap();
+    assert_eq!(format_ms(d.time_ms), "2022-12-07T18:43:30.927Z");
+    assert_eq!(d.values[t.field_index("node").unwrap()], 25);
+    assert_eq!(d.values[t.field_index("counter").unwrap()], 3320);
+    assert_eq!(t.max_nodes(), 1024);
+    assert!(t.check_at(NOV_2026).is_ok());
+    let tsid = crate::codec::Format::Tsid.codec(&t);
+    assert_eq!(tsid.encode(388_400_145_978_465_528).unwrap(), "0ARYZVZXW377R");
+    assert_eq!(tsid.decode("0ARYZVZXW377R").unwrap(), 388_400_145_978_465_528);
+    assert_eq!(tsid.encode(1).unwrap(), "0000000000001", "always 13 characters");
+    // Until 2089, where TSID's 42nd time bit would be set.
+    assert_eq!(&format_ms(t.lifetime().end_ms)[..4], "2089");
+}
+
+#[test]
+fn sonyflake_v2_is_v1_from_2025() {
+    let v1 = Layout::preset("sonyflake").unwrap();
+    let v2 = Layout::preset("sonyflake-v2").unwrap();
+    assert_eq!(v1.fields(), v2.fields());
+    assert_eq!(v1.unit_ms(), v2.unit_ms());
+    assert_eq!(format_ms(v2.epoch_ms()), "2025-01-01T00:00:00.000Z");
+}
+
 #[test]
 fn js53_is_safe_for_fifty_years_and_useful() {
     let j = Layout::preset("js53").unwrap();

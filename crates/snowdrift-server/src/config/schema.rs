@@ -359,10 +359,41 @@ pub struct GeneratorConfig {
     /// `snowflake` with `bits`: the time unit (`1ms`, `10ms`, `1s`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unit: Option<String>,
-    /// `snowflake` with `bits`, `tso`: the epoch (RFC 3339, a date, or ms since 1970); for
-    /// `tso` default the Unix epoch, as PD.
+    /// `snowflake`, `tso`: the epoch (RFC 3339, a date, or ms since 1970). With a preset it
+    /// replaces the preset's (a `baidu` layout that ran out, moved to 2025-01-01); with
+    /// `bits` default Twitter's; for `tso` default the Unix epoch, as PD.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub epoch: Option<String>,
+    /// `snowflake`: how long a start may wait for the clock to pass the worker ID's
+    /// high-water mark (a restart behind it, or a clock that stepped back), before
+    /// `on_backward` decides. Default `worker.max_mark_wait`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "duration_text::option"
+    )]
+    pub backward_wait: Option<Duration>,
+    /// `snowflake`: beyond `backward_wait`, `extension` (the default: go on at once under
+    /// the layout's next extension value, refusing when there is no extension field or
+    /// every value is used), `wait` (refuse) or `refuse` (wait only for the window the
+    /// last holder wrote ahead, never for a clock that went back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_backward: Option<OnBackwardPolicy>,
+    /// `snowflake`: future time a generator may borrow when a tick's sequence is used up
+    /// under a burst, instead of waiting for the next tick (bounded; the high-water mark
+    /// covers it). Below `worker.window`. Default 0: wait.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "duration_text::option"
+    )]
+    pub max_lead: Option<Duration>,
+    /// `snowflake`: start each tick's sequence at a pseudo-random value below this (Leaf
+    /// uses 100), so a generator issuing a few IDs per tick does not issue only multiples
+    /// of the sequence size (every ID even, `id % shards` skewed). Costs up to that many
+    /// IDs per tick. Default: start at 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub random_sequence_start: Option<u64>,
     /// `segment`: the tag served under this name (default: the name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
@@ -436,6 +467,19 @@ pub struct GeneratorConfig {
 }
 
 word_enum!(
+    /// `on_backward`: what a snowflake generator does when its clock is behind the time it
+    /// (or the last holder of its worker ID) used.
+    OnBackwardPolicy {
+        /// Wait up to `backward_wait`, then the next extension value.
+        Extension = "extension",
+        /// Wait up to `backward_wait`, then refuse.
+        Wait = "wait",
+        /// Never wait for a clock that went back.
+        Refuse = "refuse",
+    }
+);
+
+word_enum!(
     /// `worker.registry`: where a snowflake generator leases its worker ID.
     Registry {
         /// A lock file on this machine (`worker.path`), worker ID `worker.id` (default 0).
@@ -506,6 +550,10 @@ impl GeneratorConfig {
             bits: None,
             unit: None,
             epoch: None,
+            backward_wait: None,
+            on_backward: None,
+            max_lead: None,
+            random_sequence_start: None,
             tag: None,
             servers: Vec::new(),
             table: None,

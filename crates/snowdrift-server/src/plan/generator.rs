@@ -6,6 +6,7 @@ use snowdrift_core::counter::CounterTemplate;
 use snowdrift_core::kinds::uuid::{self as uuid_kind, Uuid, v2::Domain};
 use std::time::Duration;
 
+use snowdrift_core::generator::{Builder, OnBackward, SnowflakeGenerator};
 use snowdrift_core::layout::{Layout, parse_epoch};
 use snowdrift_core::obfuscate::{self, Obfuscator};
 use snowdrift_core::tso::TsoConfig;
@@ -13,7 +14,7 @@ use snowdrift_store::counter::RedisCounter;
 use snowdrift_store::ticket::{TicketPool, TicketPoolBuilder};
 use snowdrift_store::worker::LeaseConfig;
 
-use crate::config::{Config, GeneratorConfig, Kind};
+use crate::config::{Config, GeneratorConfig, Kind, OnBackwardPolicy};
 use crate::error::{ConfigError, core_reason};
 
 /// A generator as it will be served.
@@ -38,6 +39,8 @@ pub enum SourcePlan {
         layout_name: String,
         /// The worker-ID lease.
         lease: LeaseConfig,
+        /// Clock and sequence policies.
+        options: SnowflakeOptions,
     },
     /// The segment tag `tag`.
     Segment {
@@ -66,6 +69,34 @@ pub enum SourcePlan {
     Simple(Kind),
     /// A timestamp oracle led from etcd.
     Tso(TsoPlan),
+}
+
+/// A snowflake generator's clock and sequence policies, as the core generator takes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnowflakeOptions {
+    /// What a clock behind the last time used does, beyond the wait bound.
+    pub on_backward: OnBackward,
+    /// The wait bound (also the lease's `max_mark_wait`).
+    pub backward_wait: Duration,
+    /// Future time a burst may borrow.
+    pub max_lead: Duration,
+    /// Each tick's sequence starts below this, pseudo-randomly.
+    pub random_sequence_start: Option<u64>,
+}
+
+impl SnowflakeOptions {
+    /// The core generator's builder for `layout` with these policies; `seed` varies the
+    /// random sequence starts between processes.
+    pub fn builder(&self, layout: &Layout, seed: u64) -> Builder {
+        let builder = SnowflakeGenerator::builder(layout.clone())
+            .on_backward(self.on_backward)
+            .backward_wait(self.backward_wait)
+            .max_lead(self.max_lead);
+        match self.random_sequence_start {
+            Some(below) => builder.random_sequence_start(seed, below),
+            None => builder,
+        }
+    }
 }
 
 /// A `tso` generator: its oracle's options, its election and how followers reach the leader.
@@ -184,12 +215,17 @@ pub fn plan(
                 g.epoch.as_deref(),
             )
             .map_err(|e| fail(core_reason(e)))?;
-            let lease = super::worker::lease(&config.worker, &g.name)
+            let mut lease = super::worker::lease(&config.worker, &g.name)
                 .map_err(|e| fail(e.message().to_string()))?;
+            let options = snowflake_options(config, g, &layout).map_err(|(key, e)| {
+                ConfigError::new(format!("generator[{index}].{key} ({:?}): {e}", g.name))
+            })?;
+            lease.max_mark_wait = options.backward_wait;
             SourcePlan::Snowflake {
                 layout,
                 layout_name,
                 lease,
+                options,
             }
         }
         Kind::Segment => {
@@ -247,6 +283,70 @@ pub fn plan(
         name: g.name.clone(),
         source,
         obfuscator,
+    })
+}
+
+/// The clock and sequence policies of a `snowflake` generator, or the key that is wrong and
+/// why.
+fn snowflake_options(
+    config: &Config,
+    g: &GeneratorConfig,
+    layout: &Layout,
+) -> Result<SnowflakeOptions, (&'static str, String)> {
+    let on_backward = match g.on_backward {
+        None | Some(OnBackwardPolicy::Extension) => OnBackward::Extension,
+        Some(OnBackwardPolicy::Wait) => OnBackward::Wait,
+        Some(OnBackwardPolicy::Refuse) => OnBackward::Refuse,
+    };
+    if g.on_backward == Some(OnBackwardPolicy::Extension) && layout.extension_bits() == 0 {
+        return Err((
+            "on_backward",
+            "\"extension\" needs an extension field in the layout, and this one has none: \
+             give bits = \"ext:2,time:...\" (2 extension bits absorb 3 clock steps or \
+             restarts behind the mark), or use on_backward = \"wait\""
+                .into(),
+        ));
+    }
+    let max_lead = g.max_lead.unwrap_or(Duration::ZERO);
+    let unit = Duration::from_millis(layout.unit_ms());
+    if !max_lead.is_zero() && max_lead < unit {
+        return Err((
+            "max_lead",
+            format!(
+                "{max_lead:?} is less than one tick of the layout ({unit:?}), so it would \
+                 borrow nothing; give at least {unit:?}, or 0s to wait for the next tick"
+            ),
+        ));
+    }
+    if max_lead >= config.worker.window {
+        return Err((
+            "max_lead",
+            format!(
+                "{max_lead:?} is not below worker.window ({:?}): the high-water mark is \
+                 written that far ahead of the clock and must cover borrowed time; lower \
+                 max_lead or raise worker.window",
+                config.worker.window
+            ),
+        ));
+    }
+    let seq_max = snowdrift_core::layout::mask(layout.sequence_bits());
+    if let Some(below) = g.random_sequence_start
+        && (below == 0 || below > seq_max)
+    {
+        return Err((
+            "random_sequence_start",
+            format!(
+                "{below} is not between 1 and {seq_max}: each tick's sequence starts below it, \
+                 and this layout's sequence holds {} values (Leaf uses 100)",
+                seq_max + 1
+            ),
+        ));
+    }
+    Ok(SnowflakeOptions {
+        on_backward,
+        backward_wait: g.backward_wait.unwrap_or(config.worker.max_mark_wait),
+        max_lead,
+        random_sequence_start: g.random_sequence_start,
     })
 }
 
@@ -470,8 +570,16 @@ fn check_keys(g: &GeneratorConfig) -> Result<(), ConfigError> {
     const WIDE: &[Kind] = &[Kind::Snowflake, Kind::Segment, Kind::Ticket, Kind::Counter];
     const GREGORIAN: &[Kind] = &[Kind::Uuid1, Kind::Uuid2, Kind::Uuid6];
     const NAMED: &[Kind] = &[Kind::Uuid3, Kind::Uuid5];
-    let set: [(&str, bool, &[Kind]); 20] = [
+    let set: [(&str, bool, &[Kind]); 24] = [
         ("layout", g.layout.is_some(), &[Kind::Snowflake]),
+        ("backward_wait", g.backward_wait.is_some(), &[Kind::Snowflake]),
+        ("on_backward", g.on_backward.is_some(), &[Kind::Snowflake]),
+        ("max_lead", g.max_lead.is_some(), &[Kind::Snowflake]),
+        (
+            "random_sequence_start",
+            g.random_sequence_start.is_some(),
+            &[Kind::Snowflake],
+        ),
         ("bits", g.bits.is_some(), &[Kind::Snowflake]),
         ("unit", g.unit.is_some(), &[Kind::Snowflake]),
         ("epoch", g.epoch.is_some(), &[Kind::Snowflake, Kind::Tso]),

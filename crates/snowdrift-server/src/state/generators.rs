@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use snowdrift_core::clock::MonotonicClock;
-use snowdrift_core::generator::SnowflakeGenerator;
 use snowdrift_core::obfuscate::Obfuscator;
 use snowdrift_store::segment::{BufferConfig, SegmentService, SegmentStore};
 use snowdrift_store::worker::WorkerNode;
@@ -210,8 +209,14 @@ async fn start_one(
             layout,
             layout_name,
             lease,
+            options,
         } => {
-            let (lease, builder) = (lease.clone(), SnowflakeGenerator::builder(layout.clone()));
+            let mut seed = [0u8; 8];
+            // Without randomness the starts are still spread over ticks, only alike
+            // between processes.
+            let _ = getrandom::fill(&mut seed);
+            let builder = options.builder(layout, u64::from_le_bytes(seed));
+            let lease = lease.clone();
             let node = keepers
                 .handle()
                 .spawn(WorkerNode::claim(lease, builder, MonotonicClock::new()))

@@ -19,11 +19,12 @@ const PATIENCE: Duration = Duration::from_secs(120);
 const KEY: &str = "5f1e0c9a27b34d6e8a91c2d3e4f50617";
 
 /// Every obfuscated format.
-const FORMATS: [&str; 5] = [
+const FORMATS: [&str; 6] = [
     "obfuscated",
     "obfuscated-hex",
     "obfuscated-base62",
     "obfuscated-crockford32",
+    "obfuscated-tsid",
     "obfuscated-sqids",
 ];
 

@@ -20,8 +20,8 @@ pub struct Args {
     id: String,
     #[command(flatten)]
     layout: LayoutArgs,
-    /// How the ID is written: decimal, hex, base62, crockford32, sqids or friendly; or
-    /// obfuscated (decimal), obfuscated-hex, obfuscated-base62, obfuscated-crockford32 or
+    /// How the ID is written: decimal, hex, base62, crockford32, tsid, sqids or friendly; or
+    /// obfuscated (decimal), obfuscated-hex, obfuscated-base62, obfuscated-crockford32, obfuscated-tsid or
     /// obfuscated-sqids for an ID obfuscated under --obfuscate-key, whose original is shown.
     /// Default: decimal, or friendly when the ID contains '-'.
     #[arg(long, value_name = "FMT")]

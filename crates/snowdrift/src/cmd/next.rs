@@ -87,9 +87,10 @@ pub struct Args {
     /// Default 0; under --registry, the static worker ID to claim.
     #[arg(long, value_name = "N")]
     worker: Option<u64>,
-    /// Output of 64-bit IDs: decimal, hex, base62, crockford32, sqids or friendly
+    /// Output of 64-bit IDs: decimal, hex, base62, crockford32, tsid (13
+    /// characters, TSID's string form), sqids or friendly
     /// (snowflake only); or of the IDs obfuscated under --obfuscate-key: obfuscated
-    /// (decimal), obfuscated-hex, obfuscated-base62, obfuscated-crockford32 or
+    /// (decimal), obfuscated-hex, obfuscated-base62, obfuscated-crockford32, obfuscated-tsid or
     /// obfuscated-sqids.
     #[arg(long, value_name = "FMT")]
     format: Option<IdFormat>,

@@ -76,12 +76,13 @@ fn next_uses_the_worker_and_layout() {
 
 #[test]
 fn every_format_decodes_back() {
-    for layout in ["twitter", "sonyflake", "js53"] {
+    for layout in ["twitter", "sonyflake", "js53", "tsid", "sonyflake-v2"] {
         for format in [
             "decimal",
             "hex",
             "base62",
             "crockford32",
+            "tsid",
             "sqids",
             "friendly",
         ] {

@@ -206,7 +206,10 @@ fn wait_policy_refuses_a_large_step_back_though_extension_values_are_left() {
     });
     let a = g.next().unwrap();
     clock.step_back(3);
-    assert!(g.next().unwrap() > a, "a step within the bound is waited out");
+    assert!(
+        g.next().unwrap() > a,
+        "a step within the bound is waited out"
+    );
     clock.step_back(1_000);
     assert_eq!(
         g.try_next().unwrap_err(),
@@ -263,7 +266,10 @@ fn a_starting_extension_value_puts_every_id_above_the_lower_values() {
         .extension(4)
         .build(clock.clone())
         .unwrap_err();
-    assert!(matches!(err, Error::FieldOutOfRange { max: 3, .. }), "{err}");
+    assert!(
+        matches!(err, Error::FieldOutOfRange { max: 3, .. }),
+        "{err}"
+    );
     let none = SnowflakeGenerator::builder(layout("time:41,worker:10,seq:12")).extension(1);
     assert!(none.build(clock).is_err(), "no extension field, no value 1");
 }
