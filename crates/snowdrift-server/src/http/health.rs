@@ -68,6 +68,15 @@ fn describe(name: &str, source: &Source) -> Value {
     match source {
         Source::Snowflake(s) => {
             v["layout"] = s.layout_name().into();
+            let o = s.options();
+            v["clock"] = json!({
+                "on_backward": o.on_backward.name(),
+                "backward_wait_ms": o.backward_wait.as_millis() as u64,
+                "max_lead_ms": o.max_lead.as_millis() as u64,
+                "random_sequence_start": o.random_sequence_start,
+                "extension": s.extension(),
+                "extension_max": snowdrift_core::layout::mask(s.layout().extension_bits()),
+            });
             if let Some(w) = s.worker() {
                 v["worker"] = worker_json(&w);
             }

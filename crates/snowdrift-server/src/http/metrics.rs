@@ -139,4 +139,7 @@ fn snowflake_gauges(name: &str, s: &SnowflakeSource) {
     if let Some(lead) = s.lead() {
         metrics::gauge!("snowdrift_borrowed_seconds", &labels).set(lead.as_secs_f64());
     }
+    if let Some(extension) = s.extension() {
+        metrics::gauge!("snowdrift_snowflake_extension", &labels).set(extension as f64);
+    }
 }

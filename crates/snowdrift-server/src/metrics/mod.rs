@@ -110,6 +110,10 @@ fn describe_snowflake() {
         Unit::Seconds,
         "Time borrowed from future ticks (sequence exhaustion with max_lead)."
     );
+    describe_gauge!(
+        "snowdrift_snowflake_extension",
+        "The extension value IDs are issued under (raised by a start behind the high-water mark)."
+    );
 }
 
 /// The histogram of requests merged into one timestamp-oracle allocation, by generator.

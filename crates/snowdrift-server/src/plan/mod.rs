@@ -13,7 +13,7 @@ pub mod worker;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-pub use generator::{GeneratorPlan, SourcePlan, TsoPlan, UuidPlan};
+pub use generator::{GeneratorPlan, SnowflakeOptions, SourcePlan, TsoPlan, UuidPlan};
 
 use crate::auth::Tokens;
 use crate::config::{Config, Kind, LimitsConfig, ServerConfig, StoreConfig};

@@ -11,6 +11,7 @@ use snowdrift_store::worker::{WorkerNode, WorkerStatus};
 
 use super::{IdRun, IdSource, Ids};
 use crate::config::Kind;
+use crate::plan::SnowflakeOptions;
 use crate::error::Error;
 
 /// A snowflake generator under a worker lease. It issues only while the lease holds and
@@ -29,6 +30,7 @@ pub struct SnowflakeSource {
     node: RwLock<Option<WorkerNode<MonotonicClock>>>,
     layout: Layout,
     layout_name: String,
+    options: SnowflakeOptions,
     /// IDs in one tick of the layout.
     ids_per_tick: u64,
     /// Requests in [`IdSource::next`] now.
@@ -52,9 +54,14 @@ impl Drop for Waiting<'_> {
 }
 
 impl SnowflakeSource {
-    /// Serves IDs of `node`'s generators; the layout is called `layout_name` in status
-    /// output.
-    pub fn new(node: WorkerNode<MonotonicClock>, layout: Layout, layout_name: String) -> Self {
+    /// Serves IDs of `node`'s generators, built with `options`; the layout is called
+    /// `layout_name` in status output.
+    pub fn new(
+        node: WorkerNode<MonotonicClock>,
+        layout: Layout,
+        layout_name: String,
+        options: SnowflakeOptions,
+    ) -> Self {
         let ids_per_tick = 1u64
             .checked_shl(u32::from(layout.sequence_bits()))
             .unwrap_or(u64::MAX);
@@ -62,6 +69,7 @@ impl SnowflakeSource {
             node: RwLock::new(Some(node)),
             layout,
             layout_name,
+            options,
             ids_per_tick,
             waiting: AtomicU64::new(0),
         }
@@ -75,6 +83,16 @@ impl SnowflakeSource {
     /// The layout's name (a preset, or `custom`).
     pub fn layout_name(&self) -> &str {
         &self.layout_name
+    }
+
+    /// The clock and sequence policies it was built with.
+    pub fn options(&self) -> &SnowflakeOptions {
+        &self.options
+    }
+
+    /// The extension value IDs are issued under now, or `None` after shutdown.
+    pub fn extension(&self) -> Option<u64> {
+        self.read().as_ref().map(|node| node.epoch().extension())
     }
 
     /// The lease's state, or `None` after shutdown.

@@ -230,6 +230,7 @@ async fn start_one(
                 node,
                 layout.clone(),
                 layout_name.clone(),
+                *options,
             ))
         }
         SourcePlan::Segment { tag } => {
