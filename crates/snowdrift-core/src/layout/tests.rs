@@ -117,9 +117,19 @@ fn tsid_reads_a_published_tsid() {
     assert_eq!(t.max_nodes(), 1024);
     assert!(t.check_at(NOV_2026).is_ok());
     let tsid = crate::codec::Format::Tsid.codec(&t);
-    assert_eq!(tsid.encode(388_400_145_978_465_528).unwrap(), "0ARYZVZXW377R");
-    assert_eq!(tsid.decode("0ARYZVZXW377R").unwrap(), 388_400_145_978_465_528);
-    assert_eq!(tsid.encode(1).unwrap(), "0000000000001", "always 13 characters");
+    assert_eq!(
+        tsid.encode(388_400_145_978_465_528).unwrap(),
+        "0ARYZVZXW377R"
+    );
+    assert_eq!(
+        tsid.decode("0ARYZVZXW377R").unwrap(),
+        388_400_145_978_465_528
+    );
+    assert_eq!(
+        tsid.encode(1).unwrap(),
+        "0000000000001",
+        "always 13 characters"
+    );
     // Until 2089, where TSID's 42nd time bit would be set.
     assert_eq!(&format_ms(t.lifetime().end_ms)[..4], "2089");
 }

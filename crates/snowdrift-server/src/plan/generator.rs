@@ -572,7 +572,11 @@ fn check_keys(g: &GeneratorConfig) -> Result<(), ConfigError> {
     const NAMED: &[Kind] = &[Kind::Uuid3, Kind::Uuid5];
     let set: [(&str, bool, &[Kind]); 24] = [
         ("layout", g.layout.is_some(), &[Kind::Snowflake]),
-        ("backward_wait", g.backward_wait.is_some(), &[Kind::Snowflake]),
+        (
+            "backward_wait",
+            g.backward_wait.is_some(),
+            &[Kind::Snowflake],
+        ),
         ("on_backward", g.on_backward.is_some(), &[Kind::Snowflake]),
         ("max_lead", g.max_lead.is_some(), &[Kind::Snowflake]),
         (

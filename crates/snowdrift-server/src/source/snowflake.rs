@@ -11,8 +11,8 @@ use snowdrift_store::worker::{WorkerNode, WorkerStatus};
 
 use super::{IdRun, IdSource, Ids};
 use crate::config::Kind;
-use crate::plan::SnowflakeOptions;
 use crate::error::Error;
+use crate::plan::SnowflakeOptions;
 
 /// A snowflake generator under a worker lease. It issues only while the lease holds and
 /// the clock is inside the durable high-water mark; otherwise a request gets 503 with the

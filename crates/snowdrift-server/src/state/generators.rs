@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use snowdrift_core::clock::MonotonicClock;
+use snowdrift_core::clock::{Clock, MonotonicClock, SystemClock};
 use snowdrift_core::obfuscate::Obfuscator;
 use snowdrift_store::segment::{BufferConfig, SegmentService, SegmentStore};
 use snowdrift_store::worker::WorkerNode;
@@ -217,9 +217,14 @@ async fn start_one(
             let _ = getrandom::fill(&mut seed);
             let builder = options.builder(layout, u64::from_le_bytes(seed));
             let lease = lease.clone();
+            let offset = crate::tso::test_clock_offset_ms()?;
+            let clock = MonotonicClock::anchored_at(
+                SystemClock.now_ms().saturating_add_signed(offset),
+                std::time::Instant::now(),
+            );
             let node = keepers
                 .handle()
-                .spawn(WorkerNode::claim(lease, builder, MonotonicClock::new()))
+                .spawn(WorkerNode::claim(lease, builder, clock))
                 .await
                 .map_err(|e| {
                     snowdrift_store::Error::Unavailable(

@@ -411,8 +411,9 @@ impl Tso {
     }
 }
 
-/// Environment variable that shifts the clock of this process's timestamp oracles (and of
-/// the CLI's generators), for tests that need nodes whose clocks disagree. Test use only.
+/// Environment variable that shifts the clock of this process's timestamp oracles and
+/// snowflake generators (and of the CLI's generators), for tests that need nodes whose
+/// clocks disagree or a restart with the clock set back. Test use only.
 pub const TEST_CLOCK_OFFSET_VAR: &str = "SNOWDRIFT_TEST_CLOCK_OFFSET_MS";
 
 /// The offset [`TEST_CLOCK_OFFSET_VAR`] sets, 0 when unset.

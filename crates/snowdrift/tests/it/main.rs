@@ -10,6 +10,7 @@ mod readme_range_cache;
 mod reload_cli;
 mod segment_cli;
 mod serve_cli;
+mod snowflake_options;
 mod token_cli;
 mod tso_chaos;
 mod uuid_python;

@@ -1,0 +1,252 @@
+//! A snowflake generator's clock and sequence options through the real binary: a restart
+//! with the clock a minute behind the high-water mark goes on at once under the next
+//! extension value (and `on_backward = "wait"` refuses it, saying why); `max_lead` serves a
+//! burst past the tick's sequence at once from borrowed time; `random_sequence_start`
+//! spreads low-traffic IDs over the sequence; a preset under a moved epoch; the key
+//! mistakes `--check-config` refuses.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::common::Served;
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// A config with one snowflake generator `sf` whose extra keys are `generator`, worker
+/// leases on lock files in `dir`.
+fn config(dir: &Path, generator: &str) -> std::path::PathBuf {
+    let path = dir.join("snowdrift.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\n[store]\nurl = \"sqlite://{}/ids.db\"\n\n\
+             [worker]\nregistry = \"file\"\npath = \"{}/workers\"\nwindow = \"2s\"\n\n\
+             [[generator]]\nname = \"sf\"\nkind = \"snowflake\"\n{generator}\n",
+            dir.display(),
+            dir.display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn serve(config: &Path, clock_offset_ms: i64) -> Served {
+    let mut cmd = crate::common::serve_command();
+    cmd.args(["--config", config.to_str().unwrap()]).env(
+        "SNOWDRIFT_TEST_CLOCK_OFFSET_MS",
+        clock_offset_ms.to_string(),
+    );
+    Served::start(cmd)
+}
+
+fn json(served: &Served, path: &str) -> serde_json::Value {
+    let (status, body) = served.get(path, None);
+    assert_eq!(status, 200, "{path}: {body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+fn ids(served: &Served, count: u64) -> Vec<u64> {
+    json(served, &format!("/v1/ids/sf?count={count}"))["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i.as_str().unwrap().parse().unwrap())
+        .collect()
+}
+
+fn clock_of(served: &Served) -> serde_json::Value {
+    let g = json(served, "/v1/generators");
+    g["generators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "sf")
+        .unwrap()["clock"]
+        .clone()
+}
+
+fn field(served: &Served, id: u64, name: &str) -> u64 {
+    let d = json(served, &format!("/v1/ids/sf/decode/{id}"));
+    d["fields"][name].as_u64().unwrap_or_else(|| panic!("{d}"))
+}
+
+fn temp_dir(prefix: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name(prefix));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn a_restart_a_minute_behind_the_mark_goes_on_under_the_next_extension_value() {
+    let dir = temp_dir("sf-ext");
+    let extension = config(
+        &dir,
+        "bits = \"ext:2,time:39,worker:10,seq:12\"\nepoch = \"2025-01-01\"\n\
+         on_backward = \"extension\"\nbackward_wait = \"1s\"",
+    );
+    let first = serve(&extension, 0);
+    first.wait_ready();
+    let before = ids(&first, 100);
+    assert_eq!(field(&first, before[0], "ext"), 0);
+    assert!(first.stop().success());
+
+    // A minute behind: the mark is 60 s ahead, beyond the 1 s wait bound.
+    let behind = serve(&extension, -60_000);
+    behind.wait_ready();
+    let after = ids(&behind, 100);
+    assert!(
+        after[0] > *before.last().unwrap(),
+        "{} after {}",
+        after[0],
+        before.last().unwrap()
+    );
+    assert_eq!(field(&behind, after[0], "ext"), 1);
+    let clock = clock_of(&behind);
+    assert_eq!(clock["extension"], 1, "{clock}");
+    assert_eq!(clock["extension_max"], 3, "{clock}");
+    assert_eq!(clock["on_backward"], "extension", "{clock}");
+    let (_, metrics) = behind.get("/metrics", None);
+    assert!(
+        metrics.contains("snowdrift_snowflake_extension{generator=\"sf\"} 1"),
+        "{metrics}"
+    );
+    assert!(behind.stop().success());
+
+    // The same restart under on_backward = "wait" refuses, and says what to do.
+    let wait = config(
+        &dir,
+        "bits = \"ext:2,time:39,worker:10,seq:12\"\nepoch = \"2025-01-01\"\n\
+         on_backward = \"wait\"\nbackward_wait = \"1s\"",
+    );
+    let out = crate::common::serve_command()
+        .args(["--config", wait.to_str().unwrap()])
+        .env("SNOWDRIFT_TEST_CLOCK_OFFSET_MS", "-120000")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "started: {err}");
+    assert!(err.contains("ahead of this node's clock"), "{err}");
+    assert!(err.contains("on_backward = \"wait\""), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn max_lead_serves_a_burst_from_borrowed_time_at_once() {
+    let dir = temp_dir("sf-lead");
+    // 16 IDs per millisecond: 10,000 IDs take 625 ms of ticks.
+    let lead = config(
+        &dir,
+        "bits = \"time:41,worker:10,seq:4\"\nmax_lead = \"1s\"",
+    );
+    let served = serve(&lead, 0);
+    served.wait_ready();
+    assert_eq!(clock_of(&served)["max_lead_ms"], 1000);
+    let burst = ids(&served, 10_000);
+    let answered = now_ms();
+    let last = json(
+        &served,
+        &format!("/v1/ids/sf/decode/{}", burst.last().unwrap()),
+    );
+    let last_ms = last["time_ms"].as_u64().unwrap();
+    // Without borrowing, the answer comes after the last ID's tick; with it, long before.
+    assert!(
+        last_ms > answered + 300,
+        "the last ID's time {last_ms} is not well past the answer at {answered}"
+    );
+    assert!(burst.windows(2).all(|w| w[0] < w[1]));
+    drop(served);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn random_sequence_start_spreads_low_traffic_ids() {
+    let dir = temp_dir("sf-random");
+    let random = config(&dir, "layout = \"twitter\"\nrandom_sequence_start = 100");
+    let served = serve(&random, 0);
+    served.wait_ready();
+    let mut seqs = Vec::new();
+    for _ in 0..20 {
+        let id = ids(&served, 1)[0];
+        seqs.push(id & 0xfff);
+        std::thread::sleep(std::time::Duration::from_millis(3));
+    }
+    assert!(seqs.iter().all(|s| *s < 100), "{seqs:?}");
+    assert!(
+        seqs.iter().any(|s| s % 2 == 1),
+        "every ID even, as without a random start: {seqs:?}"
+    );
+    drop(served);
+
+    // A preset under a moved epoch: baidu's time field ran out in 2024.
+    let baidu = config(&dir, "layout = \"baidu\"\nepoch = \"2025-01-01\"");
+    let served = serve(&baidu, 0);
+    served.wait_ready();
+    let id = ids(&served, 1)[0];
+    let d = json(&served, &format!("/v1/ids/sf/decode/{id}"));
+    assert_eq!(d["layout"], "baidu");
+    assert!(
+        d["time_ms"].as_u64().unwrap().abs_diff(now_ms()) < 60_000,
+        "{d}"
+    );
+    drop(served);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn check_config_refuses_clock_option_mistakes_naming_the_key() {
+    let dir = temp_dir("sf-check");
+    for (keys, says) in [
+        (
+            "layout = \"twitter\"\non_backward = \"extension\"",
+            "generator[0].on_backward",
+        ),
+        ("layout = \"twitter\"\non_backward = \"later\"", "later"),
+        ("layout = \"twitter\"\nmax_lead = \"5s\"", "worker.window"),
+        (
+            "layout = \"sonyflake\"\nmax_lead = \"5ms\"",
+            "less than one tick",
+        ),
+        (
+            "layout = \"twitter\"\nrandom_sequence_start = 5000",
+            "generator[0].random_sequence_start",
+        ),
+        ("layout = \"baidu\"\nunit = \"1ms\"", "a preset has its own"),
+    ] {
+        let path = config(&dir, keys);
+        let out = Command::new(env!("CARGO_BIN_EXE_snowdrift"))
+            .args([
+                "serve",
+                "--config",
+                path.to_str().unwrap(),
+                "--check-config",
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{keys}: accepted");
+        assert!(err.contains(says), "{keys}: {err}");
+    }
+    let uuid = dir.join("uuid.toml");
+    std::fs::write(
+        &uuid,
+        "[[generator]]\nname = \"u\"\nkind = \"uuid7\"\nmax_lead = \"1ms\"\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_snowdrift"))
+        .args([
+            "serve",
+            "--config",
+            uuid.to_str().unwrap(),
+            "--check-config",
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("\"max_lead\" does not apply"));
+    std::fs::remove_dir_all(&dir).ok();
+}
