@@ -6,7 +6,8 @@ use snowdrift_core::layout::{DEFAULT_EPOCH, DEFAULT_UNIT, Layout, resolve};
 /// Which bit layout to use.
 #[derive(Debug, Clone, clap::Args)]
 pub struct LayoutArgs {
-    /// A preset layout: twitter, sonyflake, baidu, discord, instagram or js53.
+    /// A preset layout: twitter, sonyflake, baidu, discord, instagram, js53, tsid or
+    /// sonyflake-v2.
     #[arg(long, value_name = "PRESET", conflicts_with = "bits")]
     pub layout: Option<String>,
     /// A custom layout, fields from high bits to low as name:bits, the time field first
@@ -17,14 +18,11 @@ pub struct LayoutArgs {
     /// Time unit of a custom layout: 1ms, 10ms, 1s or any whole number of ms.
     #[arg(long, value_name = "UNIT", default_value = DEFAULT_UNIT, requires = "bits")]
     pub unit: String,
-    /// Epoch of a custom layout: RFC 3339 (2010-11-04T01:42:54.657Z), a date, or ms since 1970.
-    #[arg(
-        long,
-        value_name = "EPOCH",
-        default_value = DEFAULT_EPOCH,
-        requires = "bits"
-    )]
-    pub epoch: String,
+    /// Epoch of a custom layout (default Twitter's), or a new epoch for a preset (its fields
+    /// and unit from this time on): RFC 3339 (2010-11-04T01:42:54.657Z), a date, or ms since
+    /// 1970.
+    #[arg(long, value_name = "EPOCH")]
+    pub epoch: Option<String>,
 }
 
 impl LayoutArgs {
@@ -38,10 +36,13 @@ impl LayoutArgs {
             (Some(p), None) | (None, Some(p)) => Some(p),
             (None, None) => None,
         };
-        // clap fills in the unit's and epoch's defaults; they mean something only with --bits.
+        // clap fills in the unit's default; it means something only with --bits.
         let custom = self.bits.is_some();
         let unit = custom.then_some(self.unit.as_str());
-        let epoch = custom.then_some(self.epoch.as_str());
+        let epoch = match &self.epoch {
+            Some(epoch) => Some(epoch.as_str()),
+            None => custom.then_some(DEFAULT_EPOCH),
+        };
         Ok(resolve(preset, self.bits.as_deref(), unit, epoch)?)
     }
 }

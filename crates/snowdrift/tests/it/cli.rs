@@ -140,6 +140,14 @@ fn layout_reports_and_refuses() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("EXPIRED"));
     assert!(String::from_utf8_lossy(&out.stderr).contains("ran out on 2024-11-20"));
+    // Its epoch moved, the preset lives again; a unit stays its own.
+    let moved = ok(&["layout", "baidu", "--epoch", "2025-01-01"]);
+    assert!(moved.contains("lifetime  2033-07-04"), "{moved}");
+    let unit = snowdrift(&["layout", "baidu", "--unit", "1ms"]);
+    assert!(!unit.status.success());
+    assert!(String::from_utf8_lossy(&unit.stderr).contains("--bits"));
+    let tsid = ok(&["layout", "tsid"]);
+    assert!(tsid.contains("2089-"), "{tsid}");
 
     let e = fails(&["layout", "--bits", "time:37,server:20,seq:16"]);
     assert!(e.contains("time 37 + server 20 + seq 16 = 73 bits"), "{e}");
