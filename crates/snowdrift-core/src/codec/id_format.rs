@@ -199,7 +199,7 @@ mod tests {
         }
         assert_eq!(
             IdFormat::ALL.iter().filter(|f| f.is_obfuscated()).count(),
-            5
+            6
         );
         assert_eq!(
             "obfuscated-decimal".parse::<IdFormat>(),
@@ -223,10 +223,10 @@ mod tests {
         ] {
             let err = bad.parse::<IdFormat>().expect_err(bad).to_string();
             assert!(
-                err.contains("decimal, hex, base62, crockford32, sqids, friendly")
+                err.contains("decimal, hex, base62, crockford32, tsid, sqids, friendly")
                     && err.contains(
                         "obfuscated, obfuscated-hex, obfuscated-base62, \
-                         obfuscated-crockford32, obfuscated-sqids"
+                         obfuscated-crockford32, obfuscated-tsid, obfuscated-sqids"
                     ),
                 "{bad}: {err}"
             );
