@@ -69,7 +69,16 @@ pub fn id(
             let id = codec
                 .decode(text)
                 .map_err(|e| unreadable(format, &layout, e))?;
-            snowflake(s.layout(), s.layout_name(), id)
+            if !s.options().bit_reversed {
+                return snowflake(s.layout(), s.layout_name(), id);
+            }
+            // The fields are in the ID whose bits were reversed on the way out.
+            let composed = s.layout().reverse_bits(id);
+            let mut v = snowflake(s.layout(), s.layout_name(), composed)?;
+            v["id"] = id.to_string().into();
+            v["output"] = "bit-reversed".into();
+            v["composed"] = composed.to_string().into();
+            Ok(v)
         }
         Source::Tso(t) => {
             let format = format.unwrap_or_default();

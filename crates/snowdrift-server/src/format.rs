@@ -63,6 +63,13 @@ pub fn number_codec(
         )));
     }
     let codec = match source {
+        Source::Snowflake(s) if s.options().bit_reversed && format.format() == Format::Friendly => {
+            return Err(Error::unsupported(format!(
+                "generator {name:?} issues bit-reversed IDs (output = \"bit-reversed\"), whose \
+                 bits are not time-node-sequence in order, so it has no format=friendly; decode \
+                 an ID to see its fields"
+            )));
+        }
         Source::Snowflake(s) => format.codec(s.layout(), obfuscator),
         _ if format.format() == Format::Friendly => {
             return Err(Error::unsupported(format!(

@@ -313,3 +313,24 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// Reversing bits is its own inverse within the layout's width, so distinct IDs stay
+    /// distinct and decode back; results never reach the sign bit.
+    #[test]
+    fn reversed_bits_come_back_and_stay_in_range(id in 0u64..(1 << 63), preset in 0usize..8) {
+        let layout = Layout::preset(super::preset::NAMES[preset]).unwrap();
+        let id = id & layout.max_id();
+        let reversed = layout.reverse_bits(id);
+        prop_assert!(reversed <= layout.max_id());
+        prop_assert_eq!(layout.reverse_bits(reversed), id);
+    }
+}
+
+#[test]
+fn consecutive_ids_reversed_land_far_apart() {
+    let t = Layout::preset("twitter").unwrap();
+    let a = t.reverse_bits(1_000_000);
+    let b = t.reverse_bits(1_000_001);
+    assert!(a.abs_diff(b) >= 1 << 61, "{a} {b}");
+}

@@ -394,6 +394,12 @@ pub struct GeneratorConfig {
     /// IDs per tick. Default: start at 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub random_sequence_start: Option<u64>,
+    /// `snowflake`: `plain` (the default) or `bit-reversed`: each ID's bits reversed within
+    /// the layout's width (Spanner's bit-reversed sequences), so consecutive IDs land far
+    /// apart in a range-sharded key space. Still unique and decodable (decode reverses
+    /// first), no longer in time order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Output>,
     /// `segment`: the tag served under this name (default: the name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
@@ -465,6 +471,16 @@ pub struct GeneratorConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forward_token: Option<String>,
 }
+
+word_enum!(
+    /// `output`: how a snowflake generator writes its IDs.
+    Output {
+        /// As the layout composes them: time-ordered.
+        Plain = "plain",
+        /// Bits reversed within the layout's width: spread over the key space.
+        BitReversed = "bit-reversed",
+    }
+);
 
 word_enum!(
     /// `on_backward`: what a snowflake generator does when its clock is behind the time it
@@ -554,6 +570,7 @@ impl GeneratorConfig {
             on_backward: None,
             max_lead: None,
             random_sequence_start: None,
+            output: None,
             tag: None,
             servers: Vec::new(),
             table: None,

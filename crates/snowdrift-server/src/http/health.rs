@@ -69,6 +69,12 @@ fn describe(name: &str, source: &Source) -> Value {
         Source::Snowflake(s) => {
             v["layout"] = s.layout_name().into();
             let o = s.options();
+            v["output"] = if o.bit_reversed {
+                "bit-reversed"
+            } else {
+                "plain"
+            }
+            .into();
             v["clock"] = json!({
                 "on_backward": o.on_backward.name(),
                 "backward_wait_ms": o.backward_wait.as_millis() as u64,

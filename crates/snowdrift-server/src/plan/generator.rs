@@ -14,7 +14,7 @@ use snowdrift_store::counter::RedisCounter;
 use snowdrift_store::ticket::{TicketPool, TicketPoolBuilder};
 use snowdrift_store::worker::LeaseConfig;
 
-use crate::config::{Config, GeneratorConfig, Kind, OnBackwardPolicy};
+use crate::config::{Config, GeneratorConfig, Kind, OnBackwardPolicy, Output};
 use crate::error::{ConfigError, core_reason};
 
 /// A generator as it will be served.
@@ -71,9 +71,12 @@ pub enum SourcePlan {
     Tso(TsoPlan),
 }
 
-/// A snowflake generator's clock and sequence policies, as the core generator takes them.
+/// A snowflake generator's options beyond its layout: the clock and sequence policies the
+/// core generator takes, and how IDs are written out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SnowflakeOptions {
+    /// IDs go out with their bits reversed within the layout's width.
+    pub bit_reversed: bool,
     /// What a clock behind the last time used does, beyond the wait bound.
     pub on_backward: OnBackward,
     /// The wait bound (also the lease's `max_mark_wait`).
@@ -343,6 +346,7 @@ fn snowflake_options(
         ));
     }
     Ok(SnowflakeOptions {
+        bit_reversed: g.output == Some(Output::BitReversed),
         on_backward,
         backward_wait: g.backward_wait.unwrap_or(config.worker.max_mark_wait),
         max_lead,
@@ -570,7 +574,7 @@ fn check_keys(g: &GeneratorConfig) -> Result<(), ConfigError> {
     const WIDE: &[Kind] = &[Kind::Snowflake, Kind::Segment, Kind::Ticket, Kind::Counter];
     const GREGORIAN: &[Kind] = &[Kind::Uuid1, Kind::Uuid2, Kind::Uuid6];
     const NAMED: &[Kind] = &[Kind::Uuid3, Kind::Uuid5];
-    let set: [(&str, bool, &[Kind]); 24] = [
+    let set: [(&str, bool, &[Kind]); 25] = [
         ("layout", g.layout.is_some(), &[Kind::Snowflake]),
         (
             "backward_wait",
@@ -579,6 +583,7 @@ fn check_keys(g: &GeneratorConfig) -> Result<(), ConfigError> {
         ),
         ("on_backward", g.on_backward.is_some(), &[Kind::Snowflake]),
         ("max_lead", g.max_lead.is_some(), &[Kind::Snowflake]),
+        ("output", g.output.is_some(), &[Kind::Snowflake]),
         (
             "random_sequence_start",
             g.random_sequence_start.is_some(),

@@ -172,6 +172,14 @@ impl IdSource for SnowflakeSource {
                 Attempt::RetryAfter(wait) => tokio::time::sleep(wait).await,
             }
         }
+        if self.options.bit_reversed {
+            let layout = &self.layout;
+            return Ok(Ids::from_values(
+                runs.iter()
+                    .flat_map(IdRun::iter)
+                    .map(|id| layout.reverse_bits(id)),
+            ));
+        }
         Ok(Ids::Runs(runs))
     }
 }

@@ -2,7 +2,8 @@
 //! with the clock a minute behind the high-water mark goes on at once under the next
 //! extension value (and `on_backward = "wait"` refuses it, saying why); `max_lead` serves a
 //! burst past the tick's sequence at once from borrowed time; `random_sequence_start`
-//! spreads low-traffic IDs over the sequence; a preset under a moved epoch; the key
+//! spreads low-traffic IDs over the sequence; `output = "bit-reversed"` spreads IDs and
+//! decodes back; a preset under a moved epoch; the key
 //! mistakes `--check-config` refuses.
 
 use std::path::Path;
@@ -248,5 +249,40 @@ fn check_config_refuses_clock_option_mistakes_naming_the_key() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("\"max_lead\" does not apply"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bit_reversed_output_spreads_ids_and_decodes_back() {
+    let dir = temp_dir("sf-reversed");
+    let reversed = config(&dir, "layout = \"twitter\"\noutput = \"bit-reversed\"");
+    let served = serve(&reversed, 0);
+    served.wait_ready();
+    let issued = ids(&served, 2_000);
+    let unique: std::collections::HashSet<_> = issued.iter().collect();
+    assert_eq!(unique.len(), issued.len());
+    assert!(issued.iter().all(|&id| id < 1 << 63));
+    // Consecutive IDs land far apart: about half of the neighbours fall, not none.
+    let falls = issued.windows(2).filter(|w| w[1] < w[0]).count();
+    assert!(
+        (600..1400).contains(&falls),
+        "{falls} of 1999 neighbours fall"
+    );
+    let before = now_ms();
+    let d = json(&served, &format!("/v1/ids/sf/decode/{}", issued[0]));
+    assert_eq!(d["id"], issued[0].to_string(), "{d}");
+    assert_eq!(d["output"], "bit-reversed", "{d}");
+    let composed: u64 = d["composed"].as_str().unwrap().parse().unwrap();
+    assert_eq!(composed.reverse_bits() >> 1, issued[0], "{d}");
+    assert!(
+        d["time_ms"].as_u64().unwrap().abs_diff(before) < 60_000,
+        "{d}"
+    );
+    let (status, body) = served.get("/v1/ids/sf?format=friendly", None);
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("bit-reversed"), "{body}");
+    let g = json(&served, "/v1/generators");
+    assert!(g.to_string().contains("\"output\":\"bit-reversed\""), "{g}");
+    drop(served);
     std::fs::remove_dir_all(&dir).ok();
 }
