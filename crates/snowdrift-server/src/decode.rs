@@ -114,7 +114,20 @@ pub fn id(
             if let Some(format) = format {
                 crate::format::codec_for(generators, name, source, format)?;
             }
-            text_kind(kind, text)
+            let mut v = text_kind(kind, text)?;
+            if let Source::Simple(simple) = source
+                && simple.is_legacy_objectid()
+                && let Ok(oid) = text.parse::<ObjectId>()
+            {
+                let machine: String = oid
+                    .legacy_machine()
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                v["machine"] = machine.into();
+                v["pid"] = oid.legacy_pid().into();
+            }
+            Ok(v)
         }
     }
 }

@@ -75,6 +75,20 @@ impl ObjectId {
         [b[4], b[5], b[6], b[7], b[8]]
     }
 
+    /// Bytes 4 to 6, the machine hash of an ObjectId made with the legacy layout
+    /// ([`legacy_process`]).
+    pub const fn legacy_machine(&self) -> [u8; 3] {
+        let b = self.0;
+        [b[4], b[5], b[6]]
+    }
+
+    /// Bytes 7 and 8 (big-endian), the process ID of an ObjectId made with the legacy
+    /// layout ([`legacy_process`]).
+    pub const fn legacy_pid(&self) -> u16 {
+        let b = self.0;
+        u16::from_be_bytes([b[7], b[8]])
+    }
+
     /// The counter (big-endian bytes 9 to 11).
     pub const fn counter(&self) -> u32 {
         let b = self.0;
@@ -134,6 +148,24 @@ impl FromStr for ObjectId {
         }
         Ok(Self(bytes))
     }
+}
+
+/// The legacy ObjectId layout's process value (the BSON specification before 2018, and the
+/// drivers of its time): the first 3 bytes of the MD5 of the host name, then the process ID
+/// modulo 65,535 as 2 big-endian bytes, as PyMongo's `bson` wrote it. Readers of those
+/// drivers' ObjectIds find the machine and process in them; two processes on one host whose
+/// IDs agree modulo 65,535 would share a value (the reason the layout was replaced by 5
+/// random bytes).
+///
+/// ```
+/// use snowdrift_core::kinds::objectid::legacy_process;
+/// assert_eq!(legacy_process("localhost", 70_000), [0x42, 0x1a, 0xa9, 0x11, 0x71]);
+/// ```
+pub fn legacy_process(hostname: &str, pid: u32) -> [u8; 5] {
+    use md5::{Digest, Md5};
+    let hash = Md5::digest(hostname.as_bytes());
+    let pid = u16::try_from(pid % 0xFFFF).unwrap_or(0).to_be_bytes();
+    [hash[0], hash[1], hash[2], pid[0], pid[1]]
 }
 
 /// Makes ObjectIds for one process: the time from a [`Clock`], a 5-byte random value fixed

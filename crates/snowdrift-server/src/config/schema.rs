@@ -350,7 +350,8 @@ pub struct GeneratorConfig {
     pub name: String,
     /// What it produces.
     pub kind: Kind,
-    /// `snowflake`: a preset (`twitter`, `sonyflake`, ...).
+    /// `snowflake`: a preset (`twitter`, `sonyflake`, ...). `objectid`: `random` (the
+    /// default) or `legacy` (machine hash and process ID).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layout: Option<String>,
     /// `snowflake`: a custom layout, e.g. `time:41,datacenter:5,worker:5,seq:12`.

@@ -67,6 +67,8 @@ pub enum SourcePlan {
     Uuid(UuidPlan),
     /// UUID v4/v7, ULID or ObjectId: nothing to connect.
     Simple(Kind),
+    /// ObjectIds under the legacy layout (machine hash and process ID).
+    LegacyObjectId,
     /// A timestamp oracle led from etcd.
     Tso(TsoPlan),
 }
@@ -176,6 +178,7 @@ impl SourcePlan {
             SourcePlan::Counter { .. } => Kind::Counter,
             SourcePlan::Uuid(plan) => plan.kind(),
             SourcePlan::Simple(kind) => *kind,
+            SourcePlan::LegacyObjectId => Kind::Objectid,
             SourcePlan::Tso(_) => Kind::Tso,
         }
     }
@@ -277,6 +280,20 @@ pub fn plan(
         Kind::Tso => SourcePlan::Tso(tso_plan(config, g).map_err(|(key, e)| {
             ConfigError::new(format!("generator[{index}].{key} ({:?}): {e}", g.name))
         })?),
+        Kind::Objectid => match g.layout.as_deref() {
+            None | Some("random") => SourcePlan::Simple(Kind::Objectid),
+            Some("legacy") => SourcePlan::LegacyObjectId,
+            Some(other) => {
+                return Err(ConfigError::new(format!(
+                    "generator[{index}].layout ({:?}): {} is not an ObjectId layout; use \
+                     \"random\" (the default: 5 random bytes per process, today's \
+                     specification) or \"legacy\" (a 3-byte hash of the host name and the \
+                     2-byte process ID, as drivers before 2018 wrote them)",
+                    g.name,
+                    crate::error::quoted(other)
+                )));
+            }
+        },
         kind => SourcePlan::Simple(kind),
     };
     let obfuscator = obfuscator(g, &source).map_err(|(key, e)| {
@@ -575,7 +592,11 @@ fn check_keys(g: &GeneratorConfig) -> Result<(), ConfigError> {
     const GREGORIAN: &[Kind] = &[Kind::Uuid1, Kind::Uuid2, Kind::Uuid6];
     const NAMED: &[Kind] = &[Kind::Uuid3, Kind::Uuid5];
     let set: [(&str, bool, &[Kind]); 25] = [
-        ("layout", g.layout.is_some(), &[Kind::Snowflake]),
+        (
+            "layout",
+            g.layout.is_some(),
+            &[Kind::Snowflake, Kind::Objectid],
+        ),
         (
             "backward_wait",
             g.backward_wait.is_some(),

@@ -1,7 +1,7 @@
 //! 128- and 96-bit kinds that need no coordination: UUID v4/v7, ULID, ObjectId.
 
 use snowdrift_core::clock::MonotonicClock;
-use snowdrift_core::kinds::objectid::ObjectIdGenerator;
+use snowdrift_core::kinds::objectid::{ObjectIdGenerator, legacy_process};
 use snowdrift_core::kinds::ulid::UlidGenerator;
 use snowdrift_core::kinds::uuid::{self as uuid_kind, UuidV7Generator};
 
@@ -18,8 +18,14 @@ pub enum SimpleSource {
     Uuid7(UuidV7Generator<MonotonicClock>),
     /// ULIDs, monotonic within this process.
     Ulid(UlidGenerator<MonotonicClock>),
-    /// ObjectIds with this process's random value.
-    ObjectId(ObjectIdGenerator<MonotonicClock>),
+    /// ObjectIds with this process's value.
+    ObjectId {
+        /// The generator.
+        generator: ObjectIdGenerator<MonotonicClock>,
+        /// The process value is the legacy layout's machine hash and process ID, not 5
+        /// random bytes.
+        legacy: bool,
+    },
 }
 
 impl SimpleSource {
@@ -36,14 +42,34 @@ impl SimpleSource {
                 getrandom::fill(&mut seed).ok()?;
                 let process = [seed[0], seed[1], seed[2], seed[3], seed[4]];
                 let counter = u32::from_le_bytes([seed[5], seed[6], seed[7], seed[8]]);
-                SimpleSource::ObjectId(ObjectIdGenerator::new(
-                    MonotonicClock::new(),
-                    process,
-                    counter,
-                ))
+                SimpleSource::ObjectId {
+                    generator: ObjectIdGenerator::new(MonotonicClock::new(), process, counter),
+                    legacy: false,
+                }
             }
             _ => return None,
         })
+    }
+
+    /// ObjectIds under the legacy layout: this host's name hashed and this process's ID in
+    /// place of the random value (the counter still starts at a random value).
+    pub fn legacy_objectid() -> Option<Self> {
+        let mut seed = [0u8; 4];
+        getrandom::fill(&mut seed).ok()?;
+        let process = legacy_process(&snowdrift_store::worker::hostname(), std::process::id());
+        Some(SimpleSource::ObjectId {
+            generator: ObjectIdGenerator::new(
+                MonotonicClock::new(),
+                process,
+                u32::from_le_bytes(seed),
+            ),
+            legacy: true,
+        })
+    }
+
+    /// True for ObjectIds under the legacy layout.
+    pub fn is_legacy_objectid(&self) -> bool {
+        matches!(self, SimpleSource::ObjectId { legacy: true, .. })
     }
 }
 
@@ -53,7 +79,7 @@ impl IdSource for SimpleSource {
             SimpleSource::Uuid4 => Kind::Uuid4,
             SimpleSource::Uuid7(_) => Kind::Uuid7,
             SimpleSource::Ulid(_) => Kind::Ulid,
-            SimpleSource::ObjectId(_) => Kind::Objectid,
+            SimpleSource::ObjectId { .. } => Kind::Objectid,
         }
     }
 
@@ -64,7 +90,7 @@ impl IdSource for SimpleSource {
                 SimpleSource::Uuid4 => uuid_kind::v4().to_string(),
                 SimpleSource::Uuid7(g) => g.next()?.to_string(),
                 SimpleSource::Ulid(g) => g.next()?.to_string(),
-                SimpleSource::ObjectId(g) => g.next()?.to_string(),
+                SimpleSource::ObjectId { generator, .. } => generator.next()?.to_string(),
             });
         }
         Ok(Ids::Text(out))

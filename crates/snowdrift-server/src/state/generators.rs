@@ -266,6 +266,13 @@ async fn start_one(
                 crate::tso::Tso::start(&g.name, plan, offset, &keepers.handle()).await?,
             ))
         }
+        SourcePlan::LegacyObjectId => {
+            Source::Simple(SimpleSource::legacy_objectid().ok_or_else(|| {
+                snowdrift_store::Error::Unavailable(
+                    "the operating system gave no randomness for the ObjectId counter".into(),
+                )
+            })?)
+        }
         SourcePlan::Simple(kind) => Source::Simple(SimpleSource::new(*kind).ok_or_else(|| {
             snowdrift_store::Error::Unavailable(
                 "the operating system gave no randomness for the ObjectId process value".into(),

@@ -159,6 +159,11 @@ impl Served {
         self.child.wait().unwrap()
     }
 
+    /// Its process ID.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Whether it is still running.
     pub fn is_running(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()

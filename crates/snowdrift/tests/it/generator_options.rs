@@ -1,10 +1,10 @@
-//! A snowflake generator's clock and sequence options through the real binary: a restart
+//! Generator options through the real binary. Snowflake: a restart
 //! with the clock a minute behind the high-water mark goes on at once under the next
 //! extension value (and `on_backward = "wait"` refuses it, saying why); `max_lead` serves a
 //! burst past the tick's sequence at once from borrowed time; `random_sequence_start`
 //! spreads low-traffic IDs over the sequence; `output = "bit-reversed"` spreads IDs and
-//! decodes back; a preset under a moved epoch; the key
-//! mistakes `--check-config` refuses.
+//! decodes back; a preset under a moved epoch; the key mistakes `--check-config` refuses.
+//! ObjectId: the legacy layout's machine hash and process ID.
 
 use std::path::Path;
 use std::process::Command;
@@ -284,5 +284,67 @@ fn bit_reversed_output_spreads_ids_and_decodes_back() {
     let g = json(&served, "/v1/generators");
     assert!(g.to_string().contains("\"output\":\"bit-reversed\""), "{g}");
     drop(served);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// ObjectIds under `layout = "legacy"` carry this host's name hashed as Python's legacy
+/// `bson` hashed it (checked with Python's own `hashlib` and `socket.gethostname`) and the
+/// server's process ID; decode shows both.
+#[test]
+fn legacy_objectids_carry_the_machine_hash_and_process_id() {
+    let dir = temp_dir("oid-legacy");
+    let path = dir.join("oid.toml");
+    std::fs::write(
+        &path,
+        "[server]\nlisten = \"127.0.0.1:0\"\n\n[[generator]]\nname = \"oid\"\n\
+         kind = \"objectid\"\nlayout = \"legacy\"\n",
+    )
+    .unwrap();
+    let served = serve(&path, 0);
+    served.wait_ready();
+    let body = json(&served, "/v1/ids/oid?count=3");
+    let ids: Vec<String> = body["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    let python = Command::new("python3")
+        .args([
+            "-c",
+            "import hashlib, socket; print(hashlib.md5(socket.gethostname().encode()).hexdigest()[:6])",
+        ])
+        .output()
+        .unwrap();
+    let machine = String::from_utf8(python.stdout).unwrap().trim().to_string();
+    let pid = format!("{:04x}", served.pid() % 0xFFFF);
+    for id in &ids {
+        assert_eq!(&id[8..14], machine, "{id}");
+        assert_eq!(&id[14..18], pid, "{id}");
+    }
+    let d = json(&served, &format!("/v1/ids/oid/decode/{}", ids[0]));
+    assert_eq!(d["machine"], machine.as_str(), "{d}");
+    assert_eq!(d["pid"], u64::from(served.pid() % 0xFFFF), "{d}");
+    drop(served);
+
+    std::fs::write(
+        &path,
+        "[[generator]]\nname = \"oid\"\nkind = \"objectid\"\nlayout = \"twitter\"\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_snowdrift"))
+        .args([
+            "serve",
+            "--config",
+            path.to_str().unwrap(),
+            "--check-config",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("not an ObjectId layout"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
