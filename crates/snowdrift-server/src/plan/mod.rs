@@ -19,6 +19,8 @@ use crate::auth::Tokens;
 use crate::config::{Config, Kind, LimitsConfig, ServerConfig, StoreConfig};
 use crate::error::ConfigError;
 use crate::tls::{self, Tls};
+use snowdrift_core::segment::{ChainConfig, StepPolicy};
+use snowdrift_store::segment::BufferConfig;
 
 /// A configuration, checked and resolved. Made by [`Config::plan`].
 #[derive(Debug)]
@@ -27,6 +29,7 @@ pub struct Plan {
     pub(crate) tls: Option<Tls>,
     pub(crate) tokens: Tokens,
     pub(crate) generators: Vec<GeneratorPlan>,
+    pub(crate) buffer: BufferConfig,
 }
 
 impl Config {
@@ -55,7 +58,7 @@ impl Plan {
                 ));
             }
         };
-        check_store(&config.store)?;
+        let buffer = check_store(&config.store)?;
         // The worker section is checked even when no generator leases a worker ID, so a
         // mistake in it shows before someone adds a snowflake generator.
         worker::registry(&config.worker)?;
@@ -86,6 +89,7 @@ impl Plan {
             tls,
             tokens,
             generators,
+            buffer,
         })
     }
 
@@ -102,6 +106,11 @@ impl Plan {
     /// `[store]`.
     pub fn store(&self) -> &StoreConfig {
         &self.config.store
+    }
+
+    /// How segment buffers run: `[store]`'s `wait`, `max_step` and `prefetch_at` resolved.
+    pub fn buffer(&self) -> BufferConfig {
+        self.buffer
     }
 
     /// `[limits]`.
@@ -165,7 +174,8 @@ fn check_limits(limits: &LimitsConfig) -> Result<(), ConfigError> {
     Ok(())
 }
 
-fn check_store(store: &StoreConfig) -> Result<(), ConfigError> {
+/// Checks `[store]` and resolves its buffer settings.
+fn check_store(store: &StoreConfig) -> Result<BufferConfig, ConfigError> {
     let urls: Vec<&String> = match store.urls.as_slice() {
         [] => vec![&store.url],
         [_] => {
@@ -183,7 +193,34 @@ fn check_store(store: &StoreConfig) -> Result<(), ConfigError> {
         snowdrift_store::segment::validate_tag(tag)
             .map_err(|e| ConfigError::new(format!("store.preload: {e}")))?;
     }
-    Ok(())
+    let max = snowdrift_store::segment::MAX_STEP as u64;
+    if !(1..=max).contains(&store.max_step) {
+        return Err(ConfigError::new(format!(
+            "store.max_step: {} is not a step; use 1 to {max} (Leaf caps at 1000000)",
+            store.max_step
+        )));
+    }
+    if !(0.0..=1.0).contains(&store.prefetch_at) {
+        return Err(ConfigError::new(format!(
+            "store.prefetch_at: {} is not a share of a segment; use 0 to 1 (0.1 claims the \
+             next segment once a tenth of the current one is used, as Leaf; 0.8 once 80% is)",
+            store.prefetch_at
+        )));
+    }
+    let defaults = BufferConfig::default();
+    Ok(BufferConfig {
+        wait: store.wait,
+        step: StepPolicy {
+            max_step: store.max_step,
+            ..defaults.step
+        },
+        chain: ChainConfig {
+            // The chain counts whole percent.
+            prefetch_percent: (store.prefetch_at * 100.0).round() as u8,
+            ..defaults.chain
+        },
+        ..defaults
+    })
 }
 
 /// Refuses a listener reachable from other machines while auth is off, unless

@@ -280,3 +280,34 @@ fn masked_output_hides_passwords_and_parses_back() {
     assert_eq!(again.server.listen, c.server.listen);
     assert_eq!(again.generators.len(), 4);
 }
+
+#[test]
+fn store_step_cap_and_prefetch_share_are_checked_and_resolved() {
+    for (toml, says) in [
+        ("[store]\nmax_step = 0\n", "store.max_step: 0"),
+        ("[store]\nmax_step = 4294967296\n", "use 1 to 2147483647"),
+        ("[store]\nprefetch_at = 1.5\n", "store.prefetch_at: 1.5"),
+        ("[store]\nprefetch_at = -0.1\n", "use 0 to 1"),
+    ] {
+        let e = load(toml, &[]).unwrap_err().to_string();
+        assert!(e.contains(says), "{toml}: {e}");
+    }
+    let c = load(
+        "",
+        &[
+            ("SNOWDRIFT_STORE__PREFETCH_AT", "0.29"),
+            ("SNOWDRIFT_STORE__MAX_STEP", "50000"),
+        ],
+    )
+    .unwrap();
+    let buffer = c.plan().unwrap().buffer();
+    assert_eq!(buffer.chain.prefetch_percent, 29, "rounded, not truncated");
+    assert_eq!(buffer.step.max_step, 50_000);
+    let default = Config::load(None, Vec::new())
+        .unwrap()
+        .plan()
+        .unwrap()
+        .buffer();
+    assert_eq!(default.chain.prefetch_percent, 10);
+    assert_eq!(default.step.max_step, 1_000_000);
+}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use snowdrift_core::clock::{Clock, MonotonicClock, SystemClock};
 use snowdrift_core::obfuscate::Obfuscator;
-use snowdrift_store::segment::{BufferConfig, SegmentService, SegmentStore};
+use snowdrift_store::segment::{SegmentService, SegmentStore};
 use snowdrift_store::worker::WorkerNode;
 
 use crate::config::Kind;
@@ -43,11 +43,7 @@ impl Generators {
                 SegmentStore::striped(stores)?
             }
         };
-        let buffer = BufferConfig {
-            wait: store_config.wait,
-            ..BufferConfig::default()
-        };
-        let segments = Arc::new(SegmentService::new(store, buffer));
+        let segments = Arc::new(SegmentService::new(store, plan.buffer()));
         let keepers = Keepers::new()?;
         let mut by_name = BTreeMap::new();
         let mut obfuscators = BTreeMap::new();

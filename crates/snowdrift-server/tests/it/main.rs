@@ -12,6 +12,7 @@ mod metrics;
 mod obfuscation;
 mod openapi_routes;
 mod resp;
+mod segment_options;
 mod support;
 mod tls;
 mod tso;

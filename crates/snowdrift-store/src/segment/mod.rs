@@ -19,6 +19,6 @@ pub use service::SegmentService;
 pub use sql::SqlSegmentStore;
 pub use store::SegmentStore;
 pub use striped::StripedStore;
-pub use tag::{Claim, DEFAULT_STEP, NewTag, Tag, TagUpdate, validate_step, validate_tag};
+pub use tag::{Claim, DEFAULT_STEP, MAX_STEP, NewTag, Tag, TagUpdate, validate_step, validate_tag};
 #[cfg(feature = "zookeeper")]
 pub use zookeeper::ZkSegmentStore;
