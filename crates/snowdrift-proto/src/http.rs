@@ -21,12 +21,19 @@ pub enum Route {
     Tag,
     /// `GET /v1/generators`: every generator's kind and state.
     Generators,
-    /// Leaf's `GET /api/segment/get/{tag}`: one segment ID as text.
+    /// Leaf's `GET|POST /api/segment/get/{tag}`: one segment ID as text.
     LeafSegment,
-    /// Leaf's `GET /api/snowflake/get/{key}`: one snowflake ID as text.
+    /// Leaf's `GET|POST /api/snowflake/get/{key}`: one snowflake ID as text.
     LeafSnowflake,
     /// `GET /api/snowflake/decode/{id}`: a snowflake ID's fields, Leaf-style.
     LeafDecode,
+    /// Leaf's monitor `GET|POST /decodeSnowflakeId?snowflakeId=ID`: `timestamp`,
+    /// `workerId`, `sequenceId`, as Leaf names them.
+    LeafDecodeQuery,
+    /// Leaf's monitor page `GET /cache`: the segment buffers, per tag (HTML).
+    LeafCache,
+    /// Leaf's monitor page `GET /db`: the tag table (HTML).
+    LeafDb,
     /// `GET /healthz`: the process is up.
     Healthz,
     /// `GET /readyz`: every generator can issue.
@@ -45,7 +52,7 @@ pub enum Route {
 
 impl Route {
     /// Every route.
-    pub const ALL: [Route; 15] = [
+    pub const ALL: [Route; 18] = [
         Route::Ids,
         Route::Decode,
         Route::Tags,
@@ -54,6 +61,9 @@ impl Route {
         Route::LeafSegment,
         Route::LeafSnowflake,
         Route::LeafDecode,
+        Route::LeafDecodeQuery,
+        Route::LeafCache,
+        Route::LeafDb,
         Route::Healthz,
         Route::Readyz,
         Route::Metrics,
@@ -74,6 +84,9 @@ impl Route {
             Route::LeafSegment => "/api/segment/get/{tag}",
             Route::LeafSnowflake => "/api/snowflake/get/{key}",
             Route::LeafDecode => "/api/snowflake/decode/{id}",
+            Route::LeafDecodeQuery => "/decodeSnowflakeId",
+            Route::LeafCache => "/cache",
+            Route::LeafDb => "/db",
             Route::Healthz => "/healthz",
             Route::Readyz => "/readyz",
             Route::Metrics => "/metrics",
@@ -89,6 +102,8 @@ impl Route {
         match self {
             Route::Tags => &["GET", "POST"],
             Route::Tag => &["GET", "PATCH"],
+            // Leaf maps these without a method, so its clients may POST.
+            Route::LeafSegment | Route::LeafSnowflake | Route::LeafDecodeQuery => &["GET", "POST"],
             _ => &["GET"],
         }
     }

@@ -94,6 +94,7 @@ impl Server {
             max_count: config.limits.max_count,
             auth: auth::Auth::new(tokens),
             conns,
+            leaf_errors: config.leaf.errors,
         });
         Ok(Self {
             reloader: Reloader::new(state.clone(), &config),

@@ -91,10 +91,41 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// Bearer tokens; none means auth is off.
     pub auth: AuthConfig,
+    /// How Leaf's routes answer.
+    pub leaf: LeafConfig,
     /// The generators, by name. Empty means the defaults: `snowflake` (Twitter layout),
     /// `uuid7`, `ulid` and `objectid`.
     #[serde(rename = "generator")]
     pub generators: Vec<GeneratorConfig>,
+}
+
+/// `[leaf]`: Meituan Leaf's routes, for clients written for Leaf.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LeafConfig {
+    /// `snowdrift` (the default: a non-200 status with the error as text) or `leaf` (as Leaf
+    /// answers: status 500 with Spring Boot's JSON error body, whose `message` is Leaf's
+    /// `Result{id=-N, status=EXCEPTION}`; and `/decodeSnowflakeId` answers a bad ID with 200
+    /// and `errorMsg`).
+    pub errors: LeafErrors,
+}
+
+word_enum!(
+    /// `leaf.errors`: how Leaf's routes answer an error.
+    LeafErrors {
+        /// A non-200 status with the error as text.
+        Snowdrift = "snowdrift",
+        /// Leaf's own answers.
+        Leaf = "leaf",
+    }
+);
+
+// word_enum! fixes the derives, so the default is written out.
+#[allow(clippy::derivable_impls)]
+impl Default for LeafErrors {
+    fn default() -> Self {
+        LeafErrors::Snowdrift
+    }
 }
 
 /// `[server]`.

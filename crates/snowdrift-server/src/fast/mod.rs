@@ -206,7 +206,6 @@ async fn answer(
     query: Option<&str>,
 ) -> (StatusCode, &'static str, Vec<u8>, Extra) {
     const JSON: &str = "application/json";
-    const TEXT: &str = "text/plain; charset=utf-8";
     let leaf = match route {
         Route::Ids => {
             return match http::ids::answer(state, name, query).await {
@@ -233,6 +232,10 @@ async fn answer(
             );
         }
     };
-    let (status, body) = http::leaf::text(leaf);
-    (status, TEXT, body.into_bytes(), Extra::default())
+    let path = match route {
+        Route::LeafSegment => "/api/segment/get/",
+        _ => "/api/snowflake/get/",
+    };
+    let (status, content_type, body) = http::leaf::text(state, &format!("{path}{name}"), leaf);
+    (status, content_type, body.into_bytes(), Extra::default())
 }

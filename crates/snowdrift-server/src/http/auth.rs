@@ -173,7 +173,11 @@ fn need(template: &str) -> Option<(Role, On)> {
         Route::Ids | Route::Decode => (Role::Read, On::Param("name")),
         Route::LeafSegment => (Role::Read, On::Param("tag")),
         Route::LeafSnowflake => (Role::Read, On::Snowflake("key")),
-        Route::LeafDecode => (Role::Read, On::Snowflake("")),
+        Route::LeafDecode | Route::LeafDecodeQuery => (Role::Read, On::Snowflake("")),
+        // Every tag's buffer, as /v1/generators shows it.
+        Route::LeafCache => (Role::Read, On::All),
+        // The tag table, as listing /v1/tags.
+        Route::LeafDb => (Role::Admin, On::All),
         Route::Tag => (Role::Admin, On::Param("tag")),
         Route::Generators => (Role::Read, On::All),
         // Listing and creating tags.

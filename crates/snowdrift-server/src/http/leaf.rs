@@ -1,6 +1,8 @@
 //! Meituan Leaf's routes, so a client written for Leaf works unchanged: the ID as
-//! `text/plain`. Unlike Leaf, an error is a non-200 status with a message, never a `0` with
-//! 200.
+//! `text/plain`, by GET or POST (Leaf maps its routes without a method), its monitor's
+//! `/decodeSnowflakeId`, `/cache` and `/db`. An error is a non-200 status with a message,
+//! never a `0` with 200; with `leaf.errors = "leaf"` it is what Leaf answers: 500 with Spring
+//! Boot's JSON error body.
 
 use std::sync::Arc;
 
@@ -11,35 +13,38 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::path::ApiPath;
-use crate::config::Kind;
+use crate::config::{Kind, LeafErrors};
 use crate::error::Error;
 use crate::source::{IdSource, Ids, Source};
 use crate::state::AppState;
 use crate::state::issue;
+use snowdrift_core::layout::Role;
 
-/// `GET /api/segment/get/{tag}`: one segment ID.
+/// `GET|POST /api/segment/get/{tag}`: one segment ID.
 pub async fn segment(
     State(state): State<Arc<AppState>>,
+    uri: axum::http::Uri,
     tag: Result<ApiPath<String>, Error>,
 ) -> Response {
     let answer = match tag {
         Ok(ApiPath(tag)) => segment_id(&state, &tag).await,
         Err(e) => Err(e),
     };
-    text(answer).into_response()
+    respond(text(&state, uri.path(), answer))
 }
 
-/// `GET /api/snowflake/get/{key}`: one snowflake ID. Leaf ignores the key; here a key that
+/// `GET|POST /api/snowflake/get/{key}`: one snowflake ID. Leaf ignores the key; here a key that
 /// names a snowflake generator picks it, any other key gets the default one.
 pub async fn snowflake(
     State(state): State<Arc<AppState>>,
+    uri: axum::http::Uri,
     key: Result<ApiPath<String>, Error>,
 ) -> Response {
     let answer = match key {
         Ok(ApiPath(key)) => snowflake_id(&state, &key).await,
         Err(e) => Err(e),
     };
-    text(answer).into_response()
+    respond(text(&state, uri.path(), answer))
 }
 
 /// One ID of segment tag `tag`, for the route above and the fast path (`crate::fast`).
@@ -96,14 +101,201 @@ async fn one(name: &str, source: &Source) -> Result<String, Error> {
     id.ok_or_else(|| Error::unavailable("no ID was issued"))
 }
 
-/// The status and text body of a Leaf answer. Leaf clients read the body as text: errors
-/// are text too, with the contract's status.
-pub(crate) fn text(answer: Result<String, Error>) -> (StatusCode, String) {
+/// The status, content type and body of a Leaf answer to a request for `path`. Leaf
+/// clients read the body as text: with `leaf.errors = "snowdrift"` errors are text too, with
+/// the contract's status; with `"leaf"`, status 500 and the JSON body Leaf's Spring Boot
+/// server sends for its `LeafServerException`.
+pub(crate) fn text(
+    state: &AppState,
+    path: &str,
+    answer: Result<String, Error>,
+) -> (StatusCode, &'static str, String) {
+    const TEXT: &str = "text/plain; charset=utf-8";
     match answer {
-        Ok(id) => (StatusCode::OK, id),
+        Ok(id) => (StatusCode::OK, TEXT, id),
+        Err(e) if state.leaf_errors == LeafErrors::Leaf => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "application/json",
+            leaf_error_body(path, leaf_code(path, &e)),
+        ),
         Err(e) => (
             super::error::status(e.kind()),
+            TEXT,
             format!("error: {}: {}", e.code(), e.message()),
         ),
     }
+}
+
+/// Leaf's result code for an error: segment `-2` for a tag that does not exist, `-3` when
+/// no segment is ready (Leaf's "both segments not ready"); snowflake `-1`, Leaf's code when
+/// it cannot issue (its clock-behind refusal).
+fn leaf_code(path: &str, e: &Error) -> i64 {
+    if !path.starts_with("/api/segment/") {
+        -1
+    } else if e.kind() == crate::error::ErrorKind::NotFound {
+        -2
+    } else {
+        -3
+    }
+}
+
+/// Spring Boot's default error JSON for Leaf's `LeafServerException(result.toString())`.
+fn leaf_error_body(path: &str, code: i64) -> String {
+    let timestamp = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.3f+0000");
+    serde_json::json!({
+        "timestamp": timestamp.to_string(),
+        "status": 500,
+        "error": "Internal Server Error",
+        "message": format!("Result{{id={code}, status=EXCEPTION}}"),
+        "path": path,
+    })
+    .to_string()
+}
+
+fn respond((status, content_type, body): (StatusCode, &'static str, String)) -> Response {
+    (
+        status,
+        [(axum::http::header::CONTENT_TYPE, content_type)],
+        body,
+    )
+        .into_response()
+}
+
+/// `GET|POST /decodeSnowflakeId?snowflakeId=ID`: Leaf's monitor decode, with Leaf's field
+/// names and string values: `timestamp` (`ms(yyyy-MM-dd HH:mm:ss.SSS)`, UTC here),
+/// `workerId` (every node field's bits together, as Leaf's 10-bit worker ID) and
+/// `sequenceId`, under the layout of the default snowflake generator.
+pub async fn decode_query(
+    State(state): State<Arc<AppState>>,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
+) -> Response {
+    let decoded = super::query::Params::parse(query.as_deref(), &["snowflakeId"])
+        .and_then(|params| leaf_decode(&state, params.get("snowflakeId")));
+    match decoded {
+        Ok(map) => Json(map).into_response(),
+        // Leaf answers a bad ID with 200 and an errorMsg.
+        Err(e) if state.leaf_errors == LeafErrors::Leaf && e.kind() != crate::error::ErrorKind::NotFound => {
+            Json(serde_json::json!({"errorMsg": format!("snowflake Id反解析发生异常! {}", e.message())}))
+                .into_response()
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+fn leaf_decode(state: &AppState, text: Option<&str>) -> Result<Value, Error> {
+    let Some((_, source)) = snowflake_for(state, "") else {
+        return Err(Error::not_found("this server has no snowflake generator"));
+    };
+    let Source::Snowflake(s) = source.as_ref() else {
+        return Err(Error::not_found("this server has no snowflake generator"));
+    };
+    let text = text.ok_or_else(|| {
+        Error::invalid("give the ID to decode as snowflakeId=ID, as Leaf's monitor takes it")
+    })?;
+    let id: u64 = text.trim().parse().map_err(|_| {
+        Error::invalid(format!(
+            "snowflakeId {} is not a decimal snowflake ID",
+            crate::error::quoted(text)
+        ))
+    })?;
+    let layout = s.layout();
+    let id = if s.options().bit_reversed {
+        layout.reverse_bits(id)
+    } else {
+        id
+    };
+    let d = layout
+        .decode(id)
+        .map_err(|e| Error::invalid(e.to_string()))?;
+    let mut worker = 0u64;
+    let mut sequence = 0u64;
+    for (f, v) in layout.fields().iter().zip(&d.values) {
+        match f.role() {
+            Role::Node => worker = (worker << f.bits()) | v,
+            Role::Sequence => sequence = *v,
+            _ => {}
+        }
+    }
+    let when = jiff::Timestamp::from_millisecond(i64::try_from(d.time_ms).unwrap_or(i64::MAX))
+        .map(|t| t.strftime("%Y-%m-%d %H:%M:%S%.3f").to_string())
+        .unwrap_or_default();
+    Ok(serde_json::json!({
+        "timestamp": format!("{}({when})", d.time_ms),
+        "workerId": worker.to_string(),
+        "sequenceId": sequence.to_string(),
+    }))
+}
+
+/// `GET /cache`: Leaf's monitor page of segment buffers: per tag whether it is ready, the
+/// current segment and what is claimed ahead (Leaf holds two segments; snowdrift's chain up
+/// to eight ahead).
+pub async fn cache(State(state): State<Arc<AppState>>) -> Response {
+    let mut rows = String::new();
+    for (tag, st) in state.generators.segments().status() {
+        rows.push_str(&format!(
+            "<tr><td>{}</td><td>true</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            escape(&tag),
+            st.current_len - st.current_left,
+            st.segments_ahead > 0,
+            st.current_len,
+            st.current_left,
+            st.segments_ahead,
+            st.ids_ahead,
+            st.pushed,
+        ));
+    }
+    page(
+        "Segment buffers",
+        "<tr><th>key</th><th>init</th><th>pos</th><th>nextReady</th><th>step</th>\
+         <th>left</th><th>segments ahead</th><th>IDs ahead</th><th>segments claimed</th></tr>",
+        &rows,
+    )
+}
+
+/// `GET /db`: Leaf's monitor page of the tag table (`leaf_alloc`).
+pub async fn db(State(state): State<Arc<AppState>>) -> Response {
+    let tags = match state.generators.segments().list_tags().await {
+        Ok(tags) => tags,
+        Err(e) => return Error::from(e).into_response(),
+    };
+    let mut rows = String::new();
+    for t in &tags {
+        rows.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            escape(&t.tag),
+            t.max_id,
+            t.step,
+            escape(t.description.as_deref().unwrap_or("")),
+        ));
+    }
+    page(
+        "leaf_alloc",
+        "<tr><th>biz_tag</th><th>max_id</th><th>step</th><th>description</th></tr>",
+        &rows,
+    )
+}
+
+fn page(title: &str, head: &str, rows: &str) -> Response {
+    axum::response::Html(format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title></head>\
+         <body><h1>{title}</h1>\n<table border=\"1\">\n{head}\n{rows}</table></body></html>\n"
+    ))
+    .into_response()
+}
+
+/// Text made safe inside HTML.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
 }

@@ -66,9 +66,14 @@ impl Params {
         }
     }
 
+    /// Parameter `name`, as sent (UTF-8), if given.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
     /// `input`: the name a uuid3 or uuid5 generator makes the UUID of, as sent (UTF-8).
     pub fn input(&self) -> Option<&str> {
-        self.0.get("input").map(String::as_str)
+        self.get("input")
     }
 
     /// `format`: one of the 64-bit formats, plain or obfuscated, if given.

@@ -27,6 +27,8 @@ pub struct AppState {
     pub auth: Auth,
     /// The client connections of every listener, under `[limits]`'s cap and timeouts.
     pub conns: crate::conn::Admission,
+    /// How Leaf's routes answer errors (`leaf.errors`, read at start).
+    pub leaf_errors: crate::config::LeafErrors,
 }
 
 /// Takes `count` IDs of generator or tag `name` from `source` and counts them in the

@@ -8,6 +8,7 @@ mod fast_path;
 mod grpc;
 mod hostile;
 mod http_api;
+mod leaf_compat;
 mod metrics;
 mod obfuscation;
 mod openapi_routes;

@@ -188,20 +188,30 @@ fn check(spec: &Value, op: &Value, what: &str, answer: &Answer) {
     }
 }
 
-/// The operation's path with each parameter replaced by `value(parameter)`.
+/// The operation's path with each path parameter replaced by `value(parameter)`, and each
+/// required query parameter added with its example.
 fn fill(spec: &Value, path: &str, op: &Value, value: impl Fn(&Value) -> String) -> String {
     let mut out = path.to_string();
+    let mut query = Vec::new();
     for p in op["parameters"].as_array().into_iter().flatten() {
         let p = resolve(spec, p);
+        let name = p["name"].as_str().unwrap();
         if p["in"] == "path" {
-            let name = p["name"].as_str().unwrap();
             out = out.replace(&format!("{{{name}}}"), &value(p));
+        } else if p["in"] == "query" && p["required"] == true {
+            let example = p["example"].as_str().unwrap_or_else(|| {
+                panic!("{path}: required query parameter {name} has no example")
+            });
+            query.push(format!("{name}={example}"));
         }
     }
     assert!(
         !out.contains('{'),
         "{path}: a path parameter is not declared"
     );
+    if !query.is_empty() {
+        out = format!("{out}?{}", query.join("&"));
+    }
     out
 }
 
