@@ -271,10 +271,13 @@ impl Builder {
             unit_ms: unit,
             max_tick: layout.max_tick(),
             ext_max,
-            ext_state_mask: !packing.pack(0, packing.time_mask, packing.seq_max()),
+            tick_seq_mask: packing.pack(0, packing.time_mask, packing.seq_max()),
+            // At most the largest reading after the epoch, so a reading before the epoch,
+            // which wraps around in `fast`, is always beyond it.
             max_since_ms: (layout.max_tick() + 1)
                 .saturating_mul(unit)
-                .saturating_sub(1),
+                .saturating_sub(1)
+                .min(u64::MAX - layout.epoch_ms()),
             lead_ticks: ms(self.max_lead) / unit,
             wait_bound_ms: match self.on_backward {
                 OnBackward::Refuse => 0,
@@ -304,9 +307,10 @@ pub struct SnowflakeGenerator<C> {
     unit_ms: u64,
     max_tick: u64,
     ext_max: u64,
-    /// The extension bits of a state: the bits above its tick.
-    ext_state_mask: u64,
-    /// The last clock reading, in ms after the epoch, within the time field.
+    /// The tick and sequence bits of a state: all but its extension bits.
+    tick_seq_mask: u64,
+    /// The last clock reading, in ms after the epoch, within the time field (and no more
+    /// than a `u64` reading allows).
     max_since_ms: u64,
     lead_ticks: u64,
     wait_bound_ms: u64,
@@ -548,10 +552,9 @@ impl<C: Clock> SnowflakeGenerator<C> {
     fn fast(&self, n: u64) -> Fast {
         let p = &self.packing;
         let now_ms = self.clock.now_ms();
-        // Before the epoch, or past the time field: `step_slow` says which.
-        let Some(since) = now_ms.checked_sub(self.epoch_ms) else {
-            return Fast::Slow;
-        };
+        // A reading before the epoch wraps around past `max_since_ms`, so one comparison
+        // catches it and the end of the time field alike; `step_slow` says which.
+        let since = now_ms.wrapping_sub(self.epoch_ms);
         if since > self.max_since_ms || n == 0 {
             return Fast::Slow;
         }
@@ -567,27 +570,38 @@ impl<C: Clock> SnowflakeGenerator<C> {
                 None => return Fast::Slow,
             },
         };
-        let limit_tick = (now + self.lead_ticks).min(self.max_tick).min(fence_tick);
+        // The first state of tick `now`, from the reading alone, before the state's load.
+        let now_base = now << p.seq_bits;
         let cur = self.state.load(Ordering::Acquire);
-        let ext_bits = cur & self.ext_state_mask;
-        let limit = ext_bits | p.pack(0, limit_tick, p.seq_max());
-        // The first test is the common case and compares the reading with the state's
-        // tick only: the locked CAS waits for every older branch to resolve, and this
-        // chain from the clock's load is the shortest. `NONE` fails all three tests.
-        let tick = p.tick(cur);
-        let start = if tick == now && cur & p.seq_mask != p.seq_mask {
-            cur + 1
-        } else if tick < now {
-            // An older tick: start this one.
-            ext_bits | (p.pack(0, now, 0) + self.first_seq(now))
-        } else if cur < limit {
-            // Ahead of the clock, or a full tick carrying into the next, within the lead.
-            cur + 1
-        } else {
-            // Used up, ahead of this reading, or nothing issued yet.
-            return Fast::Slow;
+        let low = cur & self.tick_seq_mask;
+        let ext_bits = cur ^ low;
+        // The last state this call may reserve. A start in tick `now` never needs it for
+        // one ID (the reading, the time field and the fence all allow tick `now` in full),
+        // so `next()` computes it only when the state is ahead of the reading.
+        let limit = || {
+            let limit_tick = (now + self.lead_ticks).min(self.max_tick).min(fence_tick);
+            ext_bits | p.pack(0, limit_tick, p.seq_max())
         };
-        let end = start + (limit - start).min(n - 1);
+        // The first test is the common case: the state is in tick `now` with sequence
+        // numbers left. One subtraction tests both (a state of an older tick wraps around),
+        // and its chain from the state's load is two operations long: the locked CAS waits
+        // for every older branch to resolve. `NONE` fails all three tests.
+        let (start, known_limit) = if low.wrapping_sub(now_base) < p.seq_mask {
+            (cur + 1, None)
+        } else if low < now_base {
+            // An older tick: start this one.
+            (ext_bits | (now_base + self.first_seq(now)), None)
+        } else {
+            // Ahead of the clock, or a full tick carrying into the next, within the lead.
+            let limit = limit();
+            if cur >= limit {
+                // Used up, ahead of this reading, or nothing issued yet.
+                return Fast::Slow;
+            }
+            (cur + 1, Some(limit))
+        };
+        // For one ID, `min(0)` leaves no use of the limit, and its computation goes.
+        let end = start + (known_limit.unwrap_or_else(limit) - start).min(n - 1);
         // Computed before the CAS, whose wait it overlaps; after it, the loads of the
         // packing would wait for the CAS, and the ID's store for them.
         let first_id = p.id(start);
@@ -648,7 +662,7 @@ impl<C: Clock> SnowflakeGenerator<C> {
             let now_base = p.pack(0, now, 0);
             let limit_base = p.pack(0, limit_tick, p.seq_max());
             loop {
-                let ext_bits = cur & self.ext_state_mask;
+                let ext_bits = cur & !self.tick_seq_mask;
                 let (start, limit) = if cur == NONE {
                     (p.pack(0, now, self.first_seq(now)), limit_base)
                 } else if cur < (ext_bits | now_base) {

@@ -303,6 +303,35 @@ fn clock_before_epoch_is_an_error() {
 }
 
 #[test]
+fn clock_before_epoch_is_an_error_when_the_time_field_outlasts_u64_ms() {
+    // 2^60 ticks of a second, or 2^62 of 4 ms, overflow a u64 of ms: the bound on readings
+    // saturates, and a reading before the epoch, which `fast` wraps around, must still
+    // fall outside it, whatever the epoch.
+    for (spec, unit, epoch) in [
+        ("time:60,seq:3", 1000, T0),
+        ("time:62,seq:1", 4, (1 << 63) + T0),
+    ] {
+        let l = Layout::from_spec(spec, unit, epoch).unwrap();
+        let clock = ManualClock::new(epoch);
+        let g = SnowflakeGenerator::builder(l).build(clock.clone()).unwrap();
+        let first = g.next().unwrap();
+        assert_eq!(g.layout().decode(first).unwrap().time_ms, epoch);
+        // With an ID issued, only the reading's check stands between it and a tick read
+        // from the wrapped difference.
+        clock.step_back(5);
+        assert!(
+            matches!(g.next(), Err(Error::ClockBeforeEpoch { .. })),
+            "{spec}"
+        );
+        assert!(
+            matches!(g.next_block(4), Err(Error::ClockBeforeEpoch { .. })),
+            "{spec}"
+        );
+        assert_eq!(g.last_id(), Some(first));
+    }
+}
+
+#[test]
 fn zero_count_is_refused() {
     let (g, _) = gen_with("time:41,seq:12", |b| b);
     assert!(matches!(g.next_block(0), Err(Error::InvalidCount { .. })));
