@@ -223,8 +223,8 @@ pub struct WorkerConfig {
     /// coordinator: `etcd`, `zookeeper`, `sql` or `redis` (the lowest free ID unless `id` is
     /// set).
     pub registry: Registry,
-    /// The worker ID (`file`, `static`; on a coordinator, this ID instead of the lowest
-    /// free one). Default 0 for `file` and `static`.
+    /// The worker ID (`static`; `file` and coordinators: this ID instead of the lowest free
+    /// one). Default 0 for `static`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<u64>,
     /// `derived`: `hostname` (a hash of the host name), `ip` (the address's low bits) or
@@ -235,6 +235,8 @@ pub struct WorkerConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// The directory of lock and high-water-mark files when there is no coordinator.
+    /// Default machine-wide: `/var/lib/snowdrift/workers` when writable, else
+    /// `/tmp/snowdrift-workers`. A relative path is per working directory (warned at start).
     pub path: String,
     /// Table, key prefix, root znode or file prefix on the registry; each snowflake
     /// generator leases under `{namespace}_{generator}`.
@@ -261,13 +263,42 @@ impl Default for WorkerConfig {
             id: None,
             derive: Derive::Hostname,
             url: None,
-            path: "snowdrift-workers".into(),
+            path: machine_state_dir(),
             namespace: "snowdrift_workers".into(),
             ttl: w::DEFAULT_TTL,
             window: w::DEFAULT_WINDOW,
             max_mark_wait: w::DEFAULT_MAX_MARK_WAIT,
             clock_bound: w::DEFAULT_CLOCK_BOUND,
         }
+    }
+}
+
+/// The default `worker.path`: one directory for the whole machine, so every server on it
+/// sees every other's worker leases whatever directory it was started from.
+/// `/var/lib/snowdrift/workers` when this process may write there (root, or a directory a
+/// package made for the service user), else `/tmp/snowdrift-workers`.
+pub fn machine_state_dir() -> String {
+    const SYSTEM: &str = "/var/lib/snowdrift/workers";
+    let writable = |path: &str| {
+        std::ffi::CString::new(path).is_ok_and(|c| {
+            // SAFETY: `c` is a valid NUL-terminated string that outlives the call; access(2)
+            // only reads it.
+            unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+        })
+    };
+    let system_ok = if std::path::Path::new(SYSTEM).exists() {
+        writable(SYSTEM)
+    } else {
+        // Creatable: /var/lib/snowdrift writable, or /var/lib itself for a first start.
+        ["/var/lib/snowdrift", "/var/lib"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists())
+            .is_some_and(writable)
+    };
+    if system_ok {
+        SYSTEM.into()
+    } else {
+        "/tmp/snowdrift-workers".into()
     }
 }
 
@@ -541,7 +572,8 @@ word_enum!(
 word_enum!(
     /// `worker.registry`: where a snowflake generator leases its worker ID.
     Registry {
-        /// A lock file on this machine (`worker.path`), worker ID `worker.id` (default 0).
+        /// Lock files on this machine (`worker.path`): the lowest worker ID no process on the
+        /// machine holds, or `worker.id`.
         File = "file",
         /// Worker ID `worker.id`, leased on `worker.url` if given, else on a lock file.
         Static = "static",

@@ -85,6 +85,7 @@ fn describe(name: &str, source: &Source) -> Value {
             });
             if let Some(w) = s.worker() {
                 v["worker"] = worker_json(&w);
+                v["worker"]["verified"] = (!s.unverified()).into();
             }
         }
         Source::Segment(s) => {

@@ -139,6 +139,8 @@ fn snowflake_gauges(name: &str, s: &SnowflakeSource) {
     if let Some(lead) = s.lead() {
         metrics::gauge!("snowdrift_borrowed_seconds", &labels).set(lead.as_secs_f64());
     }
+    metrics::gauge!("snowdrift_worker_unverified", &labels)
+        .set(f64::from(u8::from(s.unverified())));
     if let Some(extension) = s.extension() {
         metrics::gauge!("snowdrift_snowflake_extension", &labels).set(extension as f64);
     }

@@ -111,6 +111,10 @@ fn describe_snowflake() {
         "Time borrowed from future ticks (sequence exhaustion with max_lead)."
     );
     describe_gauge!(
+        "snowdrift_worker_unverified",
+        "1 when the worker ID is leased only on this machine while the server listens beyond loopback."
+    );
+    describe_gauge!(
         "snowdrift_snowflake_extension",
         "The extension value IDs are issued under (raised by a start behind the high-water mark)."
     );

@@ -41,6 +41,9 @@ pub enum SourcePlan {
         lease: LeaseConfig,
         /// Clock and sequence policies.
         options: SnowflakeOptions,
+        /// The worker ID is leased only on this machine while the server listens beyond
+        /// loopback: another machine could issue under the same ID.
+        unverified: bool,
     },
     /// The segment tag `tag`.
     Segment {
@@ -227,11 +230,15 @@ pub fn plan(
                 ConfigError::new(format!("generator[{index}].{key} ({:?}): {e}", g.name))
             })?;
             lease.max_mark_wait = options.backward_wait;
+            let server = &config.server;
+            let exposed = !server.listen.ip().is_loopback()
+                || server.resp_listen.is_some_and(|a| !a.ip().is_loopback());
             SourcePlan::Snowflake {
                 layout,
                 layout_name,
                 lease,
                 options,
+                unverified: exposed && super::worker::machine_local(&config.worker),
             }
         }
         Kind::Segment => {

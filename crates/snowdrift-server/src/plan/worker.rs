@@ -33,6 +33,17 @@ pub fn lease(worker: &WorkerConfig, name: &str) -> Result<LeaseConfig, ConfigErr
     Ok(lease)
 }
 
+/// True when worker IDs are leased only on this machine (lock files: `file`, and `static`
+/// or `derived` without `worker.url`): nothing stops another machine from issuing under
+/// the same ID.
+pub fn machine_local(w: &WorkerConfig) -> bool {
+    match w.registry {
+        Registry::File => true,
+        Registry::Static | Registry::Derived => w.url.is_none(),
+        _ => false,
+    }
+}
+
 /// The registry namespace snowflake generator `name` leases its worker ID under:
 /// `{namespace}_{name}` with every character other than a letter or digit made `_`.
 pub fn namespace(namespace: &str, name: &str) -> String {
@@ -79,7 +90,7 @@ pub fn registry(w: &WorkerConfig) -> Result<(String, WorkerSource), ConfigError>
                     "worker.registry = \"file\" uses worker.path, not worker.url".into(),
                 ));
             }
-            (file_url(), WorkerSource::Static(w.id.unwrap_or(0)))
+            (file_url(), chosen(WorkerSource::Lowest))
         }
         Registry::Static => (
             w.url.clone().unwrap_or_else(file_url),

@@ -31,6 +31,7 @@ pub struct SnowflakeSource {
     layout: Layout,
     layout_name: String,
     options: SnowflakeOptions,
+    unverified: bool,
     /// IDs in one tick of the layout.
     ids_per_tick: u64,
     /// Requests in [`IdSource::next`] now.
@@ -55,12 +56,14 @@ impl Drop for Waiting<'_> {
 
 impl SnowflakeSource {
     /// Serves IDs of `node`'s generators, built with `options`; the layout is called
-    /// `layout_name` in status output.
+    /// `layout_name` in status output. `unverified`: the worker ID is leased only on this
+    /// machine while the server listens beyond loopback (shown in status and metrics).
     pub fn new(
         node: WorkerNode<MonotonicClock>,
         layout: Layout,
         layout_name: String,
         options: SnowflakeOptions,
+        unverified: bool,
     ) -> Self {
         let ids_per_tick = 1u64
             .checked_shl(u32::from(layout.sequence_bits()))
@@ -70,6 +73,7 @@ impl SnowflakeSource {
             layout,
             layout_name,
             options,
+            unverified,
             ids_per_tick,
             waiting: AtomicU64::new(0),
         }
@@ -88,6 +92,12 @@ impl SnowflakeSource {
     /// The clock and sequence policies it was built with.
     pub fn options(&self) -> &SnowflakeOptions {
         &self.options
+    }
+
+    /// True when the worker ID is leased only on this machine while the server listens
+    /// beyond loopback.
+    pub fn unverified(&self) -> bool {
+        self.unverified
     }
 
     /// The extension value IDs are issued under now, or `None` after shutdown.

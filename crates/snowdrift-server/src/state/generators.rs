@@ -206,7 +206,29 @@ async fn start_one(
             layout_name,
             lease,
             options,
+            unverified,
         } => {
+            if lease.registry_url.starts_with("file://")
+                && !lease.registry_url["file://".len()..].starts_with('/')
+            {
+                tracing::warn!(
+                    generator = %g.name,
+                    path = &lease.registry_url["file://".len()..],
+                    "worker.path is relative: a server started from another directory on this \
+                     machine would not see this one's worker leases; use an absolute path (the \
+                     default is machine-wide)"
+                );
+            }
+            if *unverified {
+                tracing::warn!(
+                    generator = %g.name,
+                    "the worker ID is leased only on this machine (worker.registry = file, or \
+                     static/derived without worker.url) while the server listens beyond \
+                     loopback: a server on another machine with the same worker ID would issue \
+                     the same IDs. Lease worker IDs on a coordinator (worker.registry = etcd, \
+                     zookeeper, sql or redis; or worker.url for static and derived IDs)"
+                );
+            }
             let mut seed = [0u8; 8];
             // Without randomness the starts are still spread over ticks, only alike
             // between processes.
@@ -232,6 +254,7 @@ async fn start_one(
                 layout.clone(),
                 layout_name.clone(),
                 *options,
+                *unverified,
             ))
         }
         SourcePlan::Segment { tag } => {

@@ -141,13 +141,19 @@ async fn a_restart_serves_tags_at_once_and_snowflakes_after_the_mark() {
 async fn a_held_file_lease_refuses_a_second_server_until_released() {
     let dir = std::env::temp_dir().join(unique_name("lease-file"));
     let workers = dir.join("workers");
-    let cfg = config(&dir, &format!("path = \"{}\"", workers.display()));
+    let cfg = config(&dir, &format!("path = \"{}\"\nid = 0", workers.display()));
     let (base, running) = serve(&cfg).await.unwrap();
     assert_eq!(worker_id(&base).await, 0);
     let (status, v) = json(&base, "/readyz").await;
     assert_eq!(status, 200, "{v}");
+    // Pinned to 0: refused while another server holds it.
     let err = serve(&cfg).await.map(|_| ()).unwrap_err().to_string();
     assert!(err.contains("worker ID 0 is held"), "{err}");
+    // Unpinned (the default): the lowest ID no server on the machine holds.
+    let lowest = config(&dir, &format!("path = \"{}\"", workers.display()));
+    let (other_base, other_running) = serve(&lowest).await.unwrap();
+    assert_eq!(worker_id(&other_base).await, 1);
+    other_running.shutdown().await.unwrap();
     let first = ids(&base, 1000).await;
     // Shutdown releases the lease and leaves a mark, so the next server continues after it
     // (once its clock has passed the mark: see the test below).

@@ -6,12 +6,16 @@ use std::path::Path;
 
 use crate::common::Served;
 
+/// `snowdrift serve` with no config in `dir`, once it is ready: the machine-wide worker
+/// registry may hand it an ID whose mark another server left ahead of the clock.
 fn serve(dir: &Path) -> Served {
     let mut cmd = crate::common::serve_command();
     cmd.args(["--listen", "127.0.0.1:0"])
         .env("SNOWDRIFT_SERVER__RESP_LISTEN", "127.0.0.1:0")
         .current_dir(dir);
-    Served::start(cmd)
+    let served = Served::start(cmd);
+    served.wait_ready();
+    served
 }
 
 /// Runs `cmd`, which must succeed: its standard output.
@@ -293,5 +297,76 @@ fn a_taken_port_is_named_once_and_the_server_exits() {
     let said = format!("server.resp_listen {addr}: ");
     assert_eq!(err.matches(&said).count(), 1, "{err}");
     assert!(err.contains("in use"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The worker ID of the default snowflake generator, from `/v1/generators`.
+fn generator_worker(served: &Served) -> serde_json::Value {
+    let (status, body) = served.get("/v1/generators", None);
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    v["generators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "snowflake")
+        .unwrap()["worker"]
+        .clone()
+}
+
+/// Two servers started with no config from two directories share the machine-wide worker
+/// registry, so they take different worker IDs and issue different IDs (with a registry per
+/// working directory both took worker 0 and issued the same IDs).
+#[test]
+fn servers_started_from_two_directories_never_share_a_worker_id() {
+    let dirs: Vec<_> = (0..2)
+        .map(|_| {
+            let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("serve-machine"));
+            std::fs::create_dir_all(&dir).unwrap();
+            dir
+        })
+        .collect();
+    let servers: Vec<Served> = dirs.iter().map(|d| serve(d)).collect();
+    let workers: Vec<_> = servers.iter().map(generator_worker).collect();
+    assert_ne!(
+        workers[0]["worker_id"], workers[1]["worker_id"],
+        "{workers:?}"
+    );
+    assert_eq!(
+        workers[0]["verified"], true,
+        "loopback only: {:?}",
+        workers[0]
+    );
+    let a: HashSet<u64> = ids(&servers[0], "/v1/ids/snowflake?count=1000")
+        .into_iter()
+        .collect();
+    let b: HashSet<u64> = ids(&servers[1], "/v1/ids/snowflake?count=1000")
+        .into_iter()
+        .collect();
+    assert!(a.is_disjoint(&b));
+    drop(servers);
+    for d in dirs {
+        std::fs::remove_dir_all(d).ok();
+    }
+}
+
+/// Listening beyond loopback on a machine-local lease: `verified: false` in /v1/generators
+/// and `snowdrift_worker_unverified 1` (and a warning at start).
+#[test]
+fn a_machine_local_lease_beyond_loopback_is_flagged() {
+    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("serve-exposed"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = crate::common::serve_command();
+    cmd.args(["--listen", "0.0.0.0:0", "--insecure-bind"])
+        .current_dir(&dir);
+    let served = Served::start(cmd);
+    served.wait_ready();
+    assert_eq!(generator_worker(&served)["verified"], false);
+    let (_, metrics) = served.get("/metrics", None);
+    assert!(
+        metrics.contains("snowdrift_worker_unverified{generator=\"snowflake\"} 1"),
+        "{metrics}"
+    );
+    drop(served);
     std::fs::remove_dir_all(&dir).ok();
 }

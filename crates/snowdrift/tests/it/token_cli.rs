@@ -93,13 +93,19 @@ fn assert_clean_run(out: &Output, what: &str) {
     assert!(text.contains(", 0 error(s)"), "{what}: {text}");
 }
 
-/// `snowdrift serve --config FILE`, its default files (the worker lease) beside the config.
+/// `snowdrift serve --config FILE`, its store beside the config, once it is ready (the
+/// machine-wide worker registry may hand it an ID whose mark is still ahead).
 fn serve(config: &Path) -> Served {
     let mut cmd = crate::common::serve_command();
     cmd.arg("--config")
         .arg(config)
         .current_dir(config.parent().unwrap());
-    Served::start(cmd)
+    let served = Served::start(cmd);
+    let tls = std::fs::read_to_string(config).is_ok_and(|c| c.contains("tls_cert"));
+    if !tls {
+        served.wait_ready();
+    }
+    served
 }
 
 /// The status of `GET path` on `served` with `token` as the bearer token, if any.
@@ -224,6 +230,12 @@ fn bench_speaks_tls_with_a_token_and_checks_the_certificate() {
     let (cert_file, key_file) = (dir.0.join("cert.pem"), dir.0.join("key.pem"));
     std::fs::write(&cert_file, cert.cert.pem()).unwrap();
     std::fs::write(&key_file, cert.key_pair.serialize_pem()).unwrap();
+    // A worker registry of its own, so its first request does not wait for a mark another
+    // server on this machine left (wait_ready speaks plain HTTP, not TLS).
+    let toml = format!(
+        "{toml}\n[worker]\npath = \"{}\"\n",
+        dir.0.join("workers").display()
+    );
     let (_config_dir, config) = config_file(
         &format!(
             "tls_cert = \"{}\"\ntls_key = \"{}\"\n",
