@@ -573,11 +573,14 @@ fn check_fits(target: &Target, reading: &Reading, grow: &Grow) -> Result<()> {
         } else {
             format!("none, or class {offset} of {to} from an earlier run")
         };
+        let found = match reading.state {
+            ServerState::Missing => format!("has no table or sequence {name}"),
+            ref state => format!("{name} is {state}"),
+        };
         return Err(refused(
             shown,
             format!(
-                "{name} is {}, this plan expects {expected}: check the order of the servers, --from and the table or sequence name; nothing was changed",
-                reading.state
+                "{found}, this plan expects {expected}: check the order of the servers, --from and the table or sequence name; nothing was changed"
             ),
         ));
     }
