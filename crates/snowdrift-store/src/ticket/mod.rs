@@ -11,7 +11,9 @@
 //! - PostgreSQL: a sequence `INCREMENT BY N START WITH k`.
 //!
 //! [`TicketServer`] is one database; [`TicketPool`] takes turns among several, skips the
-//! ones that are down and re-probes them with backoff.
+//! ones that are down and re-probes them with backoff. [`Grow`] moves a pool of N servers
+//! to M > N (new starts above every ticket issued, in the classes of M) without new tables
+//! or sequences.
 //!
 //! Cost: on MySQL every ticket is one `REPLACE` (a delete and an insert, committed on its
 //! own), so a server issues about as many tickets per second as it commits transactions;
@@ -25,12 +27,14 @@
 //! a process that starts later creates a missing one afresh.
 
 mod config;
+mod grow;
 mod pool;
 mod server;
 
 pub use config::{
     DEFAULT_NAME, DEFAULT_TIMEOUT, MAX_INCREMENT, MAX_TICKETS_PER_CALL, TicketConfig, validate_name,
 };
+pub use grow::{DEFAULT_GAP, DEFAULT_GROW_TIMEOUT, Grow, GrowPlan, GrowServer, ServerState};
 pub use pool::{
     DEFAULT_BACKOFF_INITIAL, DEFAULT_BACKOFF_MAX, ServerStatus, TicketPool, TicketPoolBuilder,
 };

@@ -21,7 +21,31 @@ const MYSQL_CHUNK: usize = 100;
 
 /// The comment a table snowdrift creates carries, so a later connect with another class
 /// is refused instead of silently sharing the table.
-const COMMENT_PREFIX: &str = "snowdrift tickets:";
+pub(crate) const COMMENT_PREFIX: &str = "snowdrift tickets:";
+
+/// The table comment that marks a table snowdrift created for class `offset` of `increment`.
+pub(crate) fn mysql_class_comment(increment: u32, offset: u32) -> String {
+    format!("{COMMENT_PREFIX} increment={increment} offset={offset}")
+}
+
+/// Flickr's ticket table, created if missing, marked with its class; with `start`, its
+/// counter begins there.
+pub(crate) fn mysql_create_table(
+    name: &str,
+    increment: u32,
+    offset: u32,
+    start: Option<u64>,
+) -> String {
+    let start = start.map_or(String::new(), |s| format!(" AUTO_INCREMENT={s}"));
+    format!(
+        "CREATE TABLE IF NOT EXISTS {name} (\
+         id BIGINT NOT NULL AUTO_INCREMENT, \
+         stub CHAR(1) NOT NULL DEFAULT '', \
+         PRIMARY KEY (id), UNIQUE KEY stub (stub)) ENGINE=InnoDB{start} \
+         COMMENT='{}'",
+        mysql_class_comment(increment, offset)
+    )
+}
 
 /// One ticket server (Flickr's design), on exactly one database connection.
 ///
@@ -395,13 +419,7 @@ impl TicketServer {
         } = &self.inner.config;
         match self.inner.dialect {
             Dialect::MySql => {
-                let ddl = format!(
-                    "CREATE TABLE IF NOT EXISTS {name} (\
-                     id BIGINT NOT NULL AUTO_INCREMENT, \
-                     stub CHAR(1) NOT NULL DEFAULT '', \
-                     PRIMARY KEY (id), UNIQUE KEY stub (stub)) ENGINE=InnoDB \
-                     COMMENT='{COMMENT_PREFIX} increment={increment} offset={offset}'"
-                );
+                let ddl = mysql_create_table(name, *increment, *offset, None);
                 conn.execute(AssertSqlSafe(ddl)).await?;
             }
             Dialect::Postgres => {

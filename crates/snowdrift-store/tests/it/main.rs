@@ -11,6 +11,7 @@ mod segment_store;
 mod segment_striped;
 mod sql_first_start;
 mod ticket;
+mod ticket_grow;
 mod tso_etcd;
 mod worker_backends;
 mod worker_node;

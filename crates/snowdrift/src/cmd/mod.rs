@@ -14,5 +14,6 @@ mod next_segment;
 
 pub mod serve;
 pub mod tags;
+pub mod tickets;
 pub mod token;
 pub mod verify;

@@ -11,6 +11,7 @@ mod readme_range_cache;
 mod reload_cli;
 mod segment_cli;
 mod serve_cli;
+mod tickets_cli;
 mod token_cli;
 mod tso_chaos;
 mod uuid_python;
