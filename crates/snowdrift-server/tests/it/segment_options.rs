@@ -6,6 +6,16 @@ use serde_json::Value;
 
 use crate::support::{TestServer, start};
 
+/// A `[store]` section with `keys`, on a SQLite file of its own (a `[store]` in a test's
+/// config replaces the support's per-test store).
+fn store(keys: &str) -> String {
+    let file = std::env::temp_dir().join(snowdrift_testkit::unique_name("segment-options"));
+    format!(
+        "[store]\nurl = \"sqlite://{}.db\"\n{keys}\n",
+        file.display()
+    )
+}
+
 async fn buffer(s: &TestServer, tag: &str) -> Value {
     let g = s.json("/v1/generators", 200).await;
     g["segment_buffers"]
@@ -34,7 +44,7 @@ async fn settle() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prefetch_at_claims_the_next_segment_only_past_that_share() {
-    let late = start("prefetch-late", "[store]\nprefetch_at = 0.8\n").await;
+    let late = start("prefetch-late", &store("prefetch_at = 0.8")).await;
     let early = start("prefetch-early", "").await;
     for s in [&late, &early] {
         s.post("/v1/tags", r#"{"tag": "p", "step": 1000}"#, 201)
@@ -60,7 +70,7 @@ async fn prefetch_at_claims_the_next_segment_only_past_that_share() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_step_caps_the_dynamic_step() {
-    let s = start("max-step", "[store]\nmax_step = 40\n").await;
+    let s = start("max-step", &store("max_step = 40")).await;
     s.post("/v1/tags", r#"{"tag": "m", "step": 10}"#, 201).await;
     let mut longest = 0;
     let mut next = 1;

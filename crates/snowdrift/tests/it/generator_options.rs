@@ -77,6 +77,23 @@ fn field(served: &Served, id: u64, name: &str) -> u64 {
     d["fields"][name].as_u64().unwrap_or_else(|| panic!("{d}"))
 }
 
+/// `snowdrift serve --config FILE --check-config`: its exit and standard error.
+fn check_config(path: &Path) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_snowdrift"))
+        .args([
+            "serve",
+            "--config",
+            path.to_str().unwrap(),
+            "--check-config",
+        ])
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 fn temp_dir(prefix: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name(prefix));
     std::fs::create_dir_all(&dir).unwrap();
@@ -220,17 +237,8 @@ fn check_config_refuses_clock_option_mistakes_naming_the_key() {
         ("layout = \"baidu\"\nunit = \"1ms\"", "a preset has its own"),
     ] {
         let path = config(&dir, keys);
-        let out = Command::new(env!("CARGO_BIN_EXE_snowdrift"))
-            .args([
-                "serve",
-                "--config",
-                path.to_str().unwrap(),
-                "--check-config",
-            ])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{keys}: accepted");
+        let (ok, err) = check_config(&path);
+        assert!(!ok, "{keys}: accepted");
         assert!(err.contains(says), "{keys}: {err}");
     }
     let uuid = dir.join("uuid.toml");
@@ -239,16 +247,8 @@ fn check_config_refuses_clock_option_mistakes_naming_the_key() {
         "[[generator]]\nname = \"u\"\nkind = \"uuid7\"\nmax_lead = \"1ms\"\n",
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_snowdrift"))
-        .args([
-            "serve",
-            "--config",
-            uuid.to_str().unwrap(),
-            "--check-config",
-        ])
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("\"max_lead\" does not apply"));
+    let (ok, err) = check_config(&uuid);
+    assert!(!ok && err.contains("\"max_lead\" does not apply"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -332,19 +332,7 @@ fn legacy_objectids_carry_the_machine_hash_and_process_id() {
         "[[generator]]\nname = \"oid\"\nkind = \"objectid\"\nlayout = \"twitter\"\n",
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_snowdrift"))
-        .args([
-            "serve",
-            "--config",
-            path.to_str().unwrap(),
-            "--check-config",
-        ])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("not an ObjectId layout"),
-        "{err}"
-    );
+    let (ok, err) = check_config(&path);
+    assert!(!ok && err.contains("not an ObjectId layout"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
