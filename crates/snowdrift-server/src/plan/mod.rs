@@ -6,6 +6,7 @@
 //! tells (a store that is down, a password it refuses, a worker ID another node holds).
 
 pub mod generator;
+mod reach;
 #[cfg(test)]
 mod tests;
 pub mod worker;
@@ -14,6 +15,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 pub use generator::{GeneratorPlan, SnowflakeOptions, SourcePlan, TsoPlan, UuidPlan};
+pub use reach::{REACH_TIMEOUT, Reached};
 
 use crate::auth::Tokens;
 use crate::config::{Config, Kind, LimitsConfig, ServerConfig, StoreConfig};

@@ -209,6 +209,18 @@ impl TicketPoolBuilder {
         self
     }
 
+    /// Connects to each server in turn as [`connect`](Self::connect) would (creating a
+    /// missing table or sequence, checking its class) and says, per URL, whether that
+    /// worked; keeps nothing. What `--check-config=connect` reports for ticket servers.
+    pub async fn reach(&self) -> Result<Vec<(String, Result<()>)>> {
+        let mut reached = Vec::new();
+        for slot in self.plan()? {
+            let answer = TicketServer::connect(&slot.url, slot.config.clone()).await;
+            reached.push((slot.url, answer.map(|_| ())));
+        }
+        Ok(reached)
+    }
+
     /// Checks the configuration, connects to every server at once (each bounded by the
     /// timeout) and starts the probe task.
     ///

@@ -18,7 +18,7 @@ use snowdrift_server::{Config, Plan, Reloader, Server};
 /// are logged as needing a restart.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  snowdrift serve\n  snowdrift serve --config snowdrift.toml\n  snowdrift serve --listen 127.0.0.1:9000 --store postgres://root@127.0.0.1/test\n  snowdrift serve --config snowdrift.toml --check-config\n  kill -HUP $(pidof snowdrift)    # reload the tokens\n\nThen:\n  curl 'http://127.0.0.1:8080/v1/ids/snowflake?count=3'\n  curl -X POST http://127.0.0.1:8080/v1/tags -d '{\"tag\": \"order\"}' -H 'content-type: application/json'\n  curl http://127.0.0.1:8080/api/segment/get/order"
+    after_help = "Examples:\n  snowdrift serve\n  snowdrift serve --config snowdrift.toml\n  snowdrift serve --listen 127.0.0.1:9000 --store postgres://root@127.0.0.1/test\n  snowdrift serve --config snowdrift.toml --check-config\n  snowdrift serve --config snowdrift.toml --check-config=connect\n  kill -HUP $(pidof snowdrift)    # reload the tokens\n\nThen:\n  curl 'http://127.0.0.1:8080/v1/ids/snowflake?count=3'\n  curl -X POST http://127.0.0.1:8080/v1/tags -d '{\"tag\": \"order\"}' -H 'content-type: application/json'\n  curl http://127.0.0.1:8080/api/segment/get/order"
 )]
 pub struct Args {
     /// The TOML config file.
@@ -40,12 +40,30 @@ pub struct Args {
     /// Allow a non-loopback listen address although auth is off (server.insecure_bind).
     #[arg(long)]
     insecure_bind: bool,
-    /// Validate the config, print the effective config (passwords masked) and exit.
-    #[arg(long)]
-    check_config: bool,
+    /// Validate the config, print the effective config (passwords masked) and exit. With
+    /// `=connect`, also reach every store, worker registry, ticket server, Redis counter and
+    /// etcd cluster it names (as start would, creating what start creates), list each, and
+    /// exit non-zero naming those that cannot be reached.
+    #[arg(
+        long,
+        value_name = "connect",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "plan"
+    )]
+    check_config: Option<CheckLevel>,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+}
+
+/// How far `--check-config` goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum CheckLevel {
+    /// Everything that needs no network (the default).
+    Plan,
+    /// Also reach every store, registry and server.
+    Connect,
 }
 
 /// How logs are written (to stderr).
@@ -61,8 +79,11 @@ enum LogFormat {
 /// is every check start makes before it connects to anything.
 pub fn run(args: Args) -> Result<()> {
     let plan = load(&args)?.plan()?;
-    if args.check_config {
+    if let Some(level) = args.check_config {
         print!("{}", plan.config().to_masked_toml());
+        if level == CheckLevel::Connect {
+            return check_connections(&plan);
+        }
         return Ok(());
     }
     init_logs(args.log_format);
@@ -71,6 +92,36 @@ pub fn run(args: Args) -> Result<()> {
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(serve(args, plan))
+}
+
+/// `--check-config=connect`: reaches what the plan names and lists it after the config, as
+/// TOML comments (so the output still parses); fails naming what could not be reached.
+fn check_connections(plan: &Plan) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let reached = runtime.block_on(plan.reach());
+    println!();
+    let mut failed = Vec::new();
+    for r in &reached {
+        match &r.error {
+            None => println!("# reached: {} {}", r.what, r.url),
+            Some(e) => {
+                println!("# NOT reached: {} {}: {e}", r.what, r.url);
+                failed.push(format!("{} {} ({e})", r.what, r.url));
+            }
+        }
+    }
+    if failed.is_empty() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "{} of {} could not be reached: {}",
+        failed.len(),
+        reached.len(),
+        failed.join("; ")
+    )
 }
 
 fn load(args: &Args) -> Result<Config> {

@@ -229,3 +229,87 @@ fn every_class_of_configuration_error_is_caught_by_the_check_as_by_the_start() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--check-config=connect` reaches the store, the worker registry (etcd), each ticket
+/// server and the Redis counter, lists them after the config as TOML comments,
+/// and fails naming those that did not answer; plain `--check-config` connects to nothing.
+#[test]
+fn check_config_connect_reaches_everything_and_names_what_did_not_answer() {
+    let dir = std::env::temp_dir().join(unique_name("check-connect"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let namespace = unique_name("cc_workers").replace('-', "_");
+    // A table per config: the first check creates it for a pool of one, which a pool of two
+    // would refuse (another class).
+    let body = |ticket_servers: &str| {
+        let table = unique_name("cc_tickets").replace('-', "_");
+        format!(
+            "[worker]\nregistry = \"etcd\"\nurl = \"{etcd}\"\nnamespace = \"{namespace}\"\n\n\
+             [[generator]]\nname = \"sf\"\nkind = \"snowflake\"\n\n\
+             [[generator]]\nname = \"t\"\nkind = \"ticket\"\ntable = \"{table}\"\nservers = [{ticket_servers}]\n\n\
+             [[generator]]\nname = \"c\"\nkind = \"counter\"\nurl = \"{redis}\"\n",
+            etcd = snowdrift_testkit::urls::etcd(),
+            redis = snowdrift_testkit::urls::redis(),
+        )
+    };
+    let run = |file: &Path, level: &str| {
+        crate::common::serve_command()
+            .args(["--listen", "127.0.0.1:0", "--config"])
+            .arg(file)
+            .arg(level)
+            .output()
+            .unwrap()
+    };
+
+    let pg = snowdrift_testkit::urls::postgres();
+    let good = config(&dir, &body(&format!("\"{pg}\"")));
+    let out = run(&good, "--check-config=connect");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for what in [
+        "# reached: store sqlite://",
+        "# reached: worker registry of generator \"sf\" etcd://",
+        "# reached: ticket server of generator \"t\" postgres://",
+        "# reached: Redis of counter \"c\" redis://",
+    ] {
+        assert!(stdout.contains(what), "{what}:\n{stdout}");
+    }
+    assert!(
+        !stdout.contains(":root@"),
+        "passwords are masked:\n{stdout}"
+    );
+
+    // A second ticket server on a closed port: named, and the exit says how many.
+    let bad = config(
+        &dir,
+        &body(&format!("\"{pg}\", \"mysql://root@127.0.0.1:1/test\"")),
+    );
+    let out = run(&bad, "--check-config=connect");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("1 of 5 could not be reached")
+            && stderr.contains("ticket server of generator \"t\" mysql://root@127.0.0.1:1/test"),
+        "{stderr}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("# NOT reached: ticket server"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // Without =connect nothing is reached, so the same config passes.
+    let out = run(&bad, "--check-config");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("# reached"));
+    // Any other level is refused by the command line.
+    let out = run(&bad, "--check-config=everything");
+    assert!(!out.status.success());
+    std::fs::remove_dir_all(&dir).ok();
+}
