@@ -158,7 +158,9 @@ impl From<snowdrift_store::Error> for Error {
             E::TagNotFound(_) => Self::not_found(message),
             E::TagExists(_) => Self::conflict(message),
             E::InvalidInput(_) => Self::invalid(message),
-            E::Overflow { .. } | E::CounterOverflow { .. } => Self::exhausted(message),
+            E::Overflow { .. } | E::CounterOverflow { .. } | E::VersionOverflow { .. } => {
+                Self::exhausted(message)
+            }
             _ => Self::unavailable(message),
         }
     }

@@ -35,6 +35,15 @@ pub enum Error {
         /// Why the refill did not come (the store's last error).
         cause: String,
     },
+    /// A `zk-version` znode's data version reached 2^31 - 1, the most ZooKeeper's signed
+    /// 32-bit version holds; the next write would wrap it.
+    #[error(
+        "znode {path:?} has given every ID its 32-bit version holds (2147483647); nothing was served twice. Point the generator at a new znode"
+    )]
+    VersionOverflow {
+        /// The znode.
+        path: String,
+    },
     /// The store URL is not one this build understands.
     #[error("store url {url:?}: {reason}")]
     InvalidUrl {

@@ -29,5 +29,7 @@ pub mod tso;
 pub mod worker;
 #[cfg(feature = "zookeeper")]
 mod zk_connection;
+#[cfg(feature = "zookeeper")]
+pub mod zk_version;
 
 pub use error::{Error, Result};

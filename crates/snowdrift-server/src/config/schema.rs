@@ -412,6 +412,9 @@ word_enum!(
         /// A timestamp oracle (TiKV PD's TSO): strictly increasing across every node, from
         /// one leader elected on etcd.
         Tso = "tso",
+        /// A ZooKeeper znode's data version after an unconditional `setData`: one quorum
+        /// write per ID.
+        ZkVersion = "zk-version",
     }
 );
 
@@ -485,9 +488,14 @@ pub struct GeneratorConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table: Option<String>,
     /// `counter`: the Redis URL. `tso`: the etcd cluster the leader is elected on and the
-    /// window saved in (`etcd://HOST:2379[,HOST:2379...]`).
+    /// window saved in (`etcd://HOST:2379[,HOST:2379...]`). `zk-version`: the ZooKeeper
+    /// cluster (`zookeeper://HOST:2181[,...]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// `zk-version`: the znode whose data version is the ID (default
+    /// `/snowdrift/versions/{name}`), created if missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub znode: Option<String>,
     /// `counter`: a template such as `ORD{date:%Y%m%d}{seq:08}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template: Option<String>,
@@ -650,6 +658,7 @@ impl GeneratorConfig {
             servers: Vec::new(),
             table: None,
             url: None,
+            znode: None,
             template: None,
             batch: None,
             node: None,

@@ -104,6 +104,9 @@ fn describe(name: &str, source: &Source) -> Value {
         Source::Tso(t) => {
             v["tso"] = tso_json(t.tso());
         }
+        Source::ZkVersion(z) => {
+            v["znode"] = z.path().into();
+        }
         _ => {}
     }
     v

@@ -74,6 +74,13 @@ pub enum SourcePlan {
     LegacyObjectId,
     /// A timestamp oracle led from etcd.
     Tso(TsoPlan),
+    /// A ZooKeeper znode's data version.
+    ZkVersion {
+        /// The ZooKeeper URL.
+        url: String,
+        /// The znode.
+        znode: String,
+    },
 }
 
 /// A snowflake generator's options beyond its layout: the clock and sequence policies the
@@ -183,6 +190,7 @@ impl SourcePlan {
             SourcePlan::Simple(kind) => *kind,
             SourcePlan::LegacyObjectId => Kind::Objectid,
             SourcePlan::Tso(_) => Kind::Tso,
+            SourcePlan::ZkVersion { .. } => Kind::ZkVersion,
         }
     }
 
@@ -287,6 +295,21 @@ pub fn plan(
         Kind::Tso => SourcePlan::Tso(tso_plan(config, g).map_err(|(key, e)| {
             ConfigError::new(format!("generator[{index}].{key} ({:?}): {e}", g.name))
         })?),
+        Kind::ZkVersion => {
+            let url = g.url.clone().unwrap_or_default();
+            if !url.starts_with("zookeeper://") {
+                return Err(fail(format!(
+                    "url {} is not a ZooKeeper URL; a zk-version generator writes a znode: url \
+                     = \"zookeeper://HOST:2181[,HOST:2181...]\"",
+                    crate::error::quoted(&url)
+                )));
+            }
+            let znode = g
+                .znode
+                .clone()
+                .unwrap_or_else(|| format!("/snowdrift/versions/{}", g.name));
+            SourcePlan::ZkVersion { url, znode }
+        }
         Kind::Objectid => match g.layout.as_deref() {
             None | Some("random") => SourcePlan::Simple(Kind::Objectid),
             Some("legacy") => SourcePlan::LegacyObjectId,
@@ -595,10 +618,16 @@ fn obfuscator(
 /// dropped, and keys a kind cannot do without.
 fn check_keys(g: &GeneratorConfig) -> Result<(), ConfigError> {
     let refuse = |message: &str| Err(ConfigError::new(message.to_string()));
-    const WIDE: &[Kind] = &[Kind::Snowflake, Kind::Segment, Kind::Ticket, Kind::Counter];
+    const WIDE: &[Kind] = &[
+        Kind::Snowflake,
+        Kind::Segment,
+        Kind::Ticket,
+        Kind::Counter,
+        Kind::ZkVersion,
+    ];
     const GREGORIAN: &[Kind] = &[Kind::Uuid1, Kind::Uuid2, Kind::Uuid6];
     const NAMED: &[Kind] = &[Kind::Uuid3, Kind::Uuid5];
-    let set: [(&str, bool, &[Kind]); 25] = [
+    let set: [(&str, bool, &[Kind]); 26] = [
         (
             "layout",
             g.layout.is_some(),
@@ -623,7 +652,12 @@ fn check_keys(g: &GeneratorConfig) -> Result<(), ConfigError> {
         ("tag", g.tag.is_some(), &[Kind::Segment]),
         ("servers", !g.servers.is_empty(), &[Kind::Ticket]),
         ("table", g.table.is_some(), &[Kind::Ticket]),
-        ("url", g.url.is_some(), &[Kind::Counter, Kind::Tso]),
+        (
+            "url",
+            g.url.is_some(),
+            &[Kind::Counter, Kind::Tso, Kind::ZkVersion],
+        ),
+        ("znode", g.znode.is_some(), &[Kind::ZkVersion]),
         ("template", g.template.is_some(), &[Kind::Counter]),
         ("batch", g.batch.is_some(), &[Kind::Counter]),
         ("node", g.node.is_some(), GREGORIAN),
@@ -662,6 +696,12 @@ fn check_keys(g: &GeneratorConfig) -> Result<(), ConfigError> {
     }
     if g.kind == Kind::Counter && g.url.is_none() {
         return refuse("kind counter needs url = \"redis://...\"");
+    }
+    if g.kind == Kind::ZkVersion && g.url.is_none() {
+        return refuse(
+            "kind zk-version needs url = \"zookeeper://HOST:2181\": the ZooKeeper whose znode \
+             version is the ID",
+        );
     }
     if g.kind == Kind::Tso && g.url.is_none() {
         return refuse(

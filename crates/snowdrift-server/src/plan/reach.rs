@@ -88,6 +88,12 @@ impl Plan {
                     let what = format!("etcd of tso generator {:?}", g.name);
                     out.push(reached(&what, &plan.url, answer));
                 }
+                SourcePlan::ZkVersion { url, znode } => {
+                    let answer =
+                        bounded(snowdrift_store::zk_version::ZkVersion::connect(url, znode)).await;
+                    let what = format!("ZooKeeper of zk-version generator {:?}", g.name);
+                    out.push(reached(&what, url, answer));
+                }
                 _ => {}
             }
         }

@@ -8,6 +8,7 @@ mod snowflake;
 mod ticket;
 mod tso;
 mod uuid;
+mod zk_version;
 
 use std::future::Future;
 
@@ -18,6 +19,7 @@ pub use snowflake::SnowflakeSource;
 pub use ticket::TicketSource;
 pub use tso::TsoSource;
 pub use uuid::{UuidSource, needs_input, takes_no_input};
+pub use zk_version::ZkVersionSource;
 
 use crate::config::Kind;
 use crate::error::Error;
@@ -112,6 +114,8 @@ pub enum Source {
     Simple(SimpleSource),
     /// A timestamp oracle.
     Tso(TsoSource),
+    /// A ZooKeeper znode's data version.
+    ZkVersion(ZkVersionSource),
 }
 
 impl IdSource for Source {
@@ -124,6 +128,7 @@ impl IdSource for Source {
             Source::Uuid(s) => s.kind(),
             Source::Simple(s) => s.kind(),
             Source::Tso(s) => s.kind(),
+            Source::ZkVersion(s) => s.kind(),
         }
     }
 
@@ -136,6 +141,7 @@ impl IdSource for Source {
             Source::Uuid(s) => s.next(count).await,
             Source::Simple(s) => s.next(count).await,
             Source::Tso(s) => s.next(count).await,
+            Source::ZkVersion(s) => s.next(count).await,
         }
     }
 }

@@ -15,7 +15,7 @@ use crate::error::{Error, StartError};
 use crate::plan::{GeneratorPlan, Plan, SourcePlan};
 use crate::source::{
     CounterSource, IdSource, SegmentSource, SimpleSource, SnowflakeSource, Source, TicketSource,
-    TsoSource, UuidSource,
+    TsoSource, UuidSource, ZkVersionSource,
 };
 
 /// Every name this server answers to.
@@ -285,6 +285,9 @@ async fn start_one(
                 crate::tso::Tso::start(&g.name, plan, offset, &keepers.handle()).await?,
             ))
         }
+        SourcePlan::ZkVersion { url, znode } => Source::ZkVersion(ZkVersionSource::new(
+            snowdrift_store::zk_version::ZkVersion::connect(url, znode).await?,
+        )),
         SourcePlan::LegacyObjectId => {
             Source::Simple(SimpleSource::legacy_objectid().ok_or_else(|| {
                 snowdrift_store::Error::Unavailable(

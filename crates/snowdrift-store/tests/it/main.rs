@@ -15,3 +15,4 @@ mod ticket_grow;
 mod tso_etcd;
 mod worker_backends;
 mod worker_node;
+mod zk_version;

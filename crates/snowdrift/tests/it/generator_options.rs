@@ -4,7 +4,7 @@
 //! burst past the tick's sequence at once from borrowed time; `random_sequence_start`
 //! spreads low-traffic IDs over the sequence; `output = "bit-reversed"` spreads IDs and
 //! decodes back; a preset under a moved epoch; the key mistakes `--check-config` refuses.
-//! ObjectId: the legacy layout's machine hash and process ID.
+//! ObjectId: the legacy layout's machine hash and process ID. zk-version: a znode's versions.
 
 use std::path::Path;
 use std::process::Command;
@@ -334,5 +334,65 @@ fn legacy_objectids_carry_the_machine_hash_and_process_id() {
     .unwrap();
     let (ok, err) = check_config(&path);
     assert!(!ok && err.contains("not an ObjectId layout"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `kind = "zk-version"`: each ID one `setData` on the znode, the version ZooKeeper answers;
+/// two servers on one znode never hand out the same ID, and `/v1/generators` names it.
+#[test]
+fn zk_version_ids_are_the_znodes_versions_across_servers() {
+    let dir = temp_dir("zk-version");
+    let znode = format!(
+        "/snowdrift_test/{}",
+        snowdrift_testkit::unique_name("zkv-cli")
+    );
+    let path = dir.join("zk.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\n[store]\nurl = \"sqlite://{}/ids.db\"\n\n\
+             [[generator]]\nname = \"zv\"\nkind = \"zk-version\"\nurl = \"{}\"\nznode = \"{znode}\"\n",
+            dir.display(),
+            snowdrift_testkit::urls::zookeeper()
+        ),
+    )
+    .unwrap();
+    let servers = [serve(&path, 0), serve(&path, 0)];
+    let mut all = std::collections::BTreeSet::new();
+    for round in 0..5 {
+        for s in &servers {
+            let v = json(s, "/v1/ids/zv?count=50");
+            let ids: Vec<u64> = v["ids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i.as_str().unwrap().parse().unwrap())
+                .collect();
+            assert!(
+                ids.windows(2).all(|w| w[0] < w[1]),
+                "round {round}: {ids:?}"
+            );
+            for id in ids {
+                assert!(all.insert(id), "{id} handed out twice");
+            }
+        }
+    }
+    assert_eq!(all, (1..=500).collect(), "every version of the znode, once");
+    let g = json(&servers[0], "/v1/generators");
+    assert!(
+        g.to_string().contains(&format!("\"znode\":\"{znode}\"")),
+        "{g}"
+    );
+    let (ok, err) = check_config(&{
+        let bad = dir.join("bad.toml");
+        std::fs::write(
+            &bad,
+            "[[generator]]\nname = \"zv\"\nkind = \"zk-version\"\nurl = \"redis://127.0.0.1:6379\"\n",
+        )
+        .unwrap();
+        bad
+    });
+    assert!(!ok && err.contains("not a ZooKeeper URL"), "{err}");
+    drop(servers);
     std::fs::remove_dir_all(&dir).ok();
 }
