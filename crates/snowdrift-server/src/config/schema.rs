@@ -230,6 +230,13 @@ pub struct WorkerConfig {
     /// `derived`: `hostname` (a hash of the host name), `ip` (the address's low bits) or
     /// `statefulset` (the Kubernetes pod ordinal, the host name's `-N` suffix).
     pub derive: Derive,
+    /// `derive = "ip"`: the address to take the low bits of (default: the host's first
+    /// non-loopback IPv4 address, from its interfaces).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ip: Option<std::net::IpAddr>,
+    /// `derive = "ip"`: the network interface whose first address to take (`eth0`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
     /// The coordinator: `etcd://HOST:2379`, `zookeeper://HOST:2181`, `sqlite://FILE`,
     /// `postgres://...`, `mysql://...`, `redis://HOST:6379`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -262,6 +269,8 @@ impl Default for WorkerConfig {
             registry: Registry::File,
             id: None,
             derive: Derive::Hostname,
+            ip: None,
+            interface: None,
             url: None,
             path: machine_state_dir(),
             namespace: "snowdrift_workers".into(),
@@ -603,7 +612,8 @@ word_enum!(
     Derive {
         /// A hash of the host name.
         Hostname = "hostname",
-        /// The low bits of the host's address.
+        /// The low bits of the host's address (`worker.ip`, `worker.interface`, or the first
+        /// non-loopback one).
         Ip = "ip",
         /// The Kubernetes pod ordinal: the host name's `-N` suffix.
         Statefulset = "statefulset",

@@ -83,6 +83,19 @@ pub fn registry(w: &WorkerConfig) -> Result<(String, WorkerSource), ConfigError>
         Ok(url.clone())
     };
     let chosen = |default: WorkerSource| w.id.map_or(default, WorkerSource::Static);
+    let by_ip = w.registry == Registry::Derived && w.derive == Derive::Ip;
+    if !by_ip && (w.ip.is_some() || w.interface.is_some()) {
+        return Err(ConfigError::new(
+            "worker.ip and worker.interface apply to registry = \"derived\" with derive = \
+             \"ip\""
+                .into(),
+        ));
+    }
+    if w.ip.is_some() && w.interface.is_some() {
+        return Err(ConfigError::new(
+            "give worker.ip or worker.interface, not both".into(),
+        ));
+    }
     Ok(match w.registry {
         Registry::File => {
             if w.url.is_some() {
@@ -105,7 +118,10 @@ pub fn registry(w: &WorkerConfig) -> Result<(String, WorkerSource), ConfigError>
             }
             let source = match w.derive {
                 Derive::Hostname => WorkerSource::Hostname,
-                Derive::Ip => WorkerSource::Ip(None),
+                Derive::Ip => match &w.interface {
+                    Some(name) => WorkerSource::Interface(name.clone()),
+                    None => WorkerSource::Ip(w.ip),
+                },
                 Derive::Statefulset => WorkerSource::StatefulSetOrdinal,
             };
             (w.url.clone().unwrap_or_else(file_url), source)

@@ -19,10 +19,14 @@ pub enum WorkerSource {
     /// A hash of the host name, reduced to the node space. Two hosts can land on the same
     /// ID; the claim on the registry detects that, and a warning says so at start.
     Hostname,
-    /// The low bits of an IP address (Sonyflake's choice). `None` takes the address the
-    /// host name resolves to. Hosts whose addresses agree in the low bits collide; the
-    /// claim detects it and a warning says so at start.
+    /// The low bits of an IP address (Sonyflake's choice). `None` takes this host's first
+    /// non-loopback IPv4 address (of its interfaces; the address the host name resolves to
+    /// when it has none). Hosts whose addresses agree in the low bits collide; the claim
+    /// detects it and a warning says so at start.
     Ip(Option<IpAddr>),
+    /// The low bits of the first IPv4 address (else IPv6) of the named network interface
+    /// (`eth0`), as [`Ip`](Self::Ip) takes them.
+    Interface(String),
     /// The ordinal of a Kubernetes StatefulSet pod: the number after the host name's last
     /// `-` (`web-3` is 3, as in CosId). Pods of one set never share an ordinal.
     StatefulSetOrdinal,
@@ -51,10 +55,14 @@ impl WorkerSource {
                 );
                 id
             }
-            WorkerSource::Ip(addr) => {
-                let addr = match addr {
-                    Some(a) => *a,
-                    None => host_address(hostname)?,
+            WorkerSource::Ip(_) | WorkerSource::Interface(_) => {
+                let addr = match self {
+                    WorkerSource::Ip(Some(a)) => *a,
+                    WorkerSource::Interface(name) => interface_address(name)?,
+                    _ => match first_interface_address() {
+                        Some(a) => a,
+                        None => host_address(hostname)?,
+                    },
                 };
                 let low = match addr {
                     IpAddr::V4(a) => u64::from(u32::from(a)),
@@ -92,7 +100,10 @@ impl WorkerSource {
     pub fn is_derived(&self) -> bool {
         matches!(
             self,
-            WorkerSource::Hostname | WorkerSource::Ip(_) | WorkerSource::StatefulSetOrdinal
+            WorkerSource::Hostname
+                | WorkerSource::Ip(_)
+                | WorkerSource::Interface(_)
+                | WorkerSource::StatefulSetOrdinal
         )
     }
 
@@ -104,6 +115,7 @@ impl WorkerSource {
             WorkerSource::Hostname => "derived from the host name".into(),
             WorkerSource::Ip(Some(a)) => format!("derived from IP {a}"),
             WorkerSource::Ip(None) => "derived from the host's IP".into(),
+            WorkerSource::Interface(name) => format!("derived from interface {name}'s IP"),
             WorkerSource::StatefulSetOrdinal => "StatefulSet ordinal of the host name".into(),
         }
     }
@@ -116,6 +128,49 @@ pub fn hostname() -> String {
         .ok()
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".to_string())
+}
+
+/// This host's first non-loopback address, IPv4 first, from its network interfaces.
+fn first_interface_address() -> Option<IpAddr> {
+    let addrs: Vec<IpAddr> = if_addrs::get_if_addrs()
+        .ok()?
+        .into_iter()
+        .filter(|i| !i.is_loopback())
+        .map(|i| i.ip())
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or_else(|| addrs.first())
+        .copied()
+}
+
+/// The first IPv4 address (else IPv6) of interface `name`.
+fn interface_address(name: &str) -> Result<IpAddr> {
+    let interfaces = if_addrs::get_if_addrs().map_err(|e| {
+        Error::InvalidInput(format!(
+            "cannot list the network interfaces to derive a worker ID from {name}'s IP: {e}"
+        ))
+    })?;
+    let addrs: Vec<IpAddr> = interfaces
+        .iter()
+        .filter(|i| i.name == name)
+        .map(|i| i.ip())
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or_else(|| addrs.first())
+        .copied()
+        .ok_or_else(|| {
+            let mut names: Vec<&str> = interfaces.iter().map(|i| i.name.as_str()).collect();
+            names.sort_unstable();
+            names.dedup();
+            Error::InvalidInput(format!(
+                "cannot derive a worker ID from interface {name:?}: it has no address on this host; interfaces with one: {}",
+                names.join(", ")
+            ))
+        })
 }
 
 /// The address `hostname` resolves to, preferring a non-loopback IPv4 one.
@@ -153,6 +208,24 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn addresses_give_their_low_bits() {
+        let ip = WorkerSource::Ip(Some("10.1.2.3".parse().unwrap()));
+        assert_eq!(ip.resolve(1024, "h").unwrap(), Some(0x203));
+        // The loopback interface holds 127.0.0.1 on every Linux host: 0x7f000001.
+        let lo = WorkerSource::Interface("lo".into());
+        assert_eq!(lo.resolve(1024, "h").unwrap(), Some(1));
+        let e = WorkerSource::Interface("nope0".into())
+            .resolve(1024, "h")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"nope0\"") && e.contains("lo"), "{e}");
+        // With no address given, the first non-loopback interface's, not the host name's.
+        if let Some(addr) = first_interface_address() {
+            assert!(!addr.is_loopback());
+        }
+    }
 
     #[test]
     fn statefulset_ordinal_is_the_suffix() {

@@ -5,6 +5,7 @@
 //! spreads low-traffic IDs over the sequence; `output = "bit-reversed"` spreads IDs and
 //! decodes back; a preset under a moved epoch; the key mistakes `--check-config` refuses.
 //! ObjectId: the legacy layout's machine hash and process ID. zk-version: a znode's versions.
+//! Derived worker IDs from a given IP or interface.
 
 use std::path::Path;
 use std::process::Command;
@@ -394,5 +395,58 @@ fn zk_version_ids_are_the_znodes_versions_across_servers() {
     });
     assert!(!ok && err.contains("not a ZooKeeper URL"), "{err}");
     drop(servers);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `derive = "ip"` takes the low bits of `worker.ip`, or of `worker.interface`'s address
+/// (`lo` is 127.0.0.1 on every Linux host); the keys are refused elsewhere.
+#[test]
+fn derived_worker_ids_come_from_a_given_ip_or_interface() {
+    let dir = temp_dir("derive-ip");
+    let path = dir.join("ip.toml");
+    for (keys, worker_id) in [("ip = \"10.1.2.3\"", 0x203), ("interface = \"lo\"", 1)] {
+        std::fs::write(
+            &path,
+            format!(
+                "[server]\nlisten = \"127.0.0.1:0\"\n\n[store]\nurl = \"sqlite://{dir}/ids.db\"\n\n\
+                 [worker]\nregistry = \"derived\"\nderive = \"ip\"\n{keys}\npath = \"{dir}/workers\"\n",
+                dir = dir.display()
+            ),
+        )
+        .unwrap();
+        let served = serve(&path, 0);
+        served.wait_ready();
+        let g = json(&served, "/v1/generators");
+        let snowflake = g["generators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == "snowflake")
+            .unwrap()
+            .clone();
+        assert_eq!(
+            snowflake["worker"]["worker_id"], worker_id,
+            "{keys}: {snowflake}"
+        );
+        drop(served);
+    }
+    for (keys, says) in [
+        (
+            "registry = \"file\"\nip = \"10.1.2.3\"",
+            "apply to registry = \"derived\"",
+        ),
+        (
+            "registry = \"derived\"\nderive = \"ip\"\nip = \"10.1.2.3\"\ninterface = \"lo\"",
+            "not both",
+        ),
+        (
+            "registry = \"derived\"\nderive = \"ip\"\nip = \"10.1.2\"",
+            "worker.ip",
+        ),
+    ] {
+        std::fs::write(&path, format!("[worker]\n{keys}\n")).unwrap();
+        let (ok, err) = check_config(&path);
+        assert!(!ok && err.contains(says), "{keys}: {err}");
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
