@@ -29,6 +29,9 @@ pub struct GeneratorPlan {
 }
 
 /// Where a generator's IDs come from, with everything its kind needs.
+// A plan is made once per configuration, never per request: the snowflake variant's size
+// (layout, lease, options inline) costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum SourcePlan {
     /// Snowflake IDs under `layout`, issued only under the worker lease `lease`.
