@@ -130,12 +130,14 @@ pub fn hostname() -> String {
         .unwrap_or_else(|| "localhost".to_string())
 }
 
-/// This host's first non-loopback address, IPv4 first, from its network interfaces.
-fn first_interface_address() -> Option<IpAddr> {
-    let addrs: Vec<IpAddr> = if_addrs::get_if_addrs()
-        .ok()?
-        .into_iter()
-        .filter(|i| !i.is_loopback())
+/// The first IPv4 address of `interfaces` that `keep` accepts, else the first address.
+fn first_ipv4(
+    interfaces: &[if_addrs::Interface],
+    keep: impl Fn(&if_addrs::Interface) -> bool,
+) -> Option<IpAddr> {
+    let addrs: Vec<IpAddr> = interfaces
+        .iter()
+        .filter(|i| keep(i))
         .map(|i| i.ip())
         .collect();
     addrs
@@ -145,6 +147,11 @@ fn first_interface_address() -> Option<IpAddr> {
         .copied()
 }
 
+/// This host's first non-loopback address, IPv4 first, from its network interfaces.
+fn first_interface_address() -> Option<IpAddr> {
+    first_ipv4(&if_addrs::get_if_addrs().ok()?, |i| !i.is_loopback())
+}
+
 /// The first IPv4 address (else IPv6) of interface `name`.
 fn interface_address(name: &str) -> Result<IpAddr> {
     let interfaces = if_addrs::get_if_addrs().map_err(|e| {
@@ -152,17 +159,7 @@ fn interface_address(name: &str) -> Result<IpAddr> {
             "cannot list the network interfaces to derive a worker ID from {name}'s IP: {e}"
         ))
     })?;
-    let addrs: Vec<IpAddr> = interfaces
-        .iter()
-        .filter(|i| i.name == name)
-        .map(|i| i.ip())
-        .collect();
-    addrs
-        .iter()
-        .find(|a| a.is_ipv4())
-        .or_else(|| addrs.first())
-        .copied()
-        .ok_or_else(|| {
+    first_ipv4(&interfaces, |i| i.name == name).ok_or_else(|| {
             let mut names: Vec<&str> = interfaces.iter().map(|i| i.name.as_str()).collect();
             names.sort_unstable();
             names.dedup();
