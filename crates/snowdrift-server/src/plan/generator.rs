@@ -59,16 +59,7 @@ pub enum SourcePlan {
         pool: TicketPoolBuilder,
     },
     /// A Redis counter.
-    Counter {
-        /// The Redis URL.
-        url: String,
-        /// The template its IDs are rendered through, if any.
-        template: Option<CounterTemplate>,
-        /// Values reserved per round trip.
-        batch: Option<u64>,
-        /// Most IDs per call: `limits.max_count`.
-        max_per_call: u64,
-    },
+    Counter(CounterPlan),
     /// UUID v1, v2, v3, v5 or v6, with what its config sets.
     Uuid(UuidPlan),
     /// UUID v4/v7, ULID or ObjectId: nothing to connect.
@@ -188,7 +179,7 @@ impl SourcePlan {
             SourcePlan::Snowflake { .. } => Kind::Snowflake,
             SourcePlan::Segment { .. } => Kind::Segment,
             SourcePlan::Ticket { .. } => Kind::Ticket,
-            SourcePlan::Counter { .. } => Kind::Counter,
+            SourcePlan::Counter(_) => Kind::Counter,
             SourcePlan::Uuid(plan) => plan.kind(),
             SourcePlan::Simple(kind) => *kind,
             SourcePlan::LegacyObjectId => Kind::Objectid,
@@ -212,6 +203,28 @@ impl SourcePlan {
             counter = counter.batch(batch);
         }
         counter.max_per_call(max_per_call)
+    }
+}
+
+/// A `counter` generator: its Redis and how its counter counts.
+#[derive(Debug, Clone)]
+pub struct CounterPlan {
+    /// The Redis URL.
+    pub url: String,
+    /// The template its IDs are rendered through, if any.
+    pub template: Option<CounterTemplate>,
+    /// Values reserved per round trip.
+    pub batch: Option<u64>,
+    /// Most IDs per call: `limits.max_count`.
+    pub max_per_call: u64,
+}
+
+impl CounterPlan {
+    /// The counter of generator `name`, connected as start connects it.
+    pub async fn connect(&self, name: &str) -> snowdrift_store::Result<RedisCounter> {
+        SourcePlan::counter(name, self.template.as_ref(), self.batch, self.max_per_call)
+            .connect(&self.url)
+            .await
     }
 }
 
@@ -283,12 +296,12 @@ pub fn plan(
             SourcePlan::counter(&g.name, template.as_ref(), g.batch, max_per_call)
                 .check()
                 .map_err(|e| fail(e.to_string()))?;
-            SourcePlan::Counter {
+            SourcePlan::Counter(CounterPlan {
                 url: g.url.clone().unwrap_or_default(),
                 template,
                 batch: g.batch,
                 max_per_call,
-            }
+            })
         }
         Kind::Uuid1 | Kind::Uuid2 | Kind::Uuid3 | Kind::Uuid5 | Kind::Uuid6 => {
             SourcePlan::Uuid(uuid_plan(g).map_err(|(key, e)| {

@@ -14,7 +14,7 @@ pub mod worker;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-pub use generator::{GeneratorPlan, SnowflakeOptions, SourcePlan, TsoPlan, UuidPlan};
+pub use generator::{CounterPlan, GeneratorPlan, SnowflakeOptions, SourcePlan, TsoPlan, UuidPlan};
 pub use reach::{REACH_TIMEOUT, Reached};
 
 use crate::auth::Tokens;

@@ -70,17 +70,10 @@ impl Plan {
                         Err(e) => out.push(reached(&what, "(the pool)", Err::<(), _>(e))),
                     }
                 }
-                SourcePlan::Counter {
-                    url,
-                    template,
-                    batch,
-                    max_per_call,
-                } => {
-                    let counter =
-                        SourcePlan::counter(&g.name, template.as_ref(), *batch, *max_per_call);
-                    let answer = bounded(counter.connect(url)).await;
+                SourcePlan::Counter(plan) => {
+                    let answer = bounded(plan.connect(&g.name)).await;
                     let what = format!("Redis of counter {:?}", g.name);
-                    out.push(reached(&what, url, answer));
+                    out.push(reached(&what, &plan.url, answer));
                 }
                 SourcePlan::Tso(plan) => {
                     let answer =

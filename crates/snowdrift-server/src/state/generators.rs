@@ -263,14 +263,8 @@ async fn start_one(
         SourcePlan::Ticket { pool } => {
             Source::Ticket(TicketSource::new(pool.clone().connect().await?))
         }
-        SourcePlan::Counter {
-            url,
-            template,
-            batch,
-            max_per_call,
-        } => {
-            let counter = SourcePlan::counter(&g.name, template.as_ref(), *batch, *max_per_call);
-            Source::Counter(CounterSource::new(counter.connect(url).await?))
+        SourcePlan::Counter(plan) => {
+            Source::Counter(CounterSource::new(plan.connect(&g.name).await?))
         }
         SourcePlan::Uuid(plan) => Source::Uuid(UuidSource::new(plan).ok_or_else(|| {
             snowdrift_store::Error::Unavailable(

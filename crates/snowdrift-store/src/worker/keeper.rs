@@ -203,8 +203,7 @@ impl<C: Clock + Clone + 'static> Shared<C> {
 
     /// The largest extension value of the layout (0 without an extension field).
     fn ext_max(&self) -> u64 {
-        1u64.checked_shl(u32::from(self.builder.layout().extension_bits()))
-            .map_or(u64::MAX, |v| v - 1)
+        snowdrift_core::layout::mask(self.builder.layout().extension_bits())
     }
 
     /// After the mark is read: waits until the clock passes it (renewing the lease
