@@ -236,6 +236,6 @@ async fn answer(
         Route::LeafSegment => "/api/segment/get/",
         _ => "/api/snowflake/get/",
     };
-    let (status, content_type, body) = http::leaf::text(state, &format!("{path}{name}"), leaf);
+    let (status, content_type, body) = http::leaf::text(state, || format!("{path}{name}"), leaf);
     (status, content_type, body.into_bytes(), Extra::default())
 }

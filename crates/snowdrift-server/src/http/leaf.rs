@@ -30,7 +30,7 @@ pub async fn segment(
         Ok(ApiPath(tag)) => segment_id(&state, &tag).await,
         Err(e) => Err(e),
     };
-    respond(text(&state, uri.path(), answer))
+    respond(text(&state, || uri.path().to_string(), answer))
 }
 
 /// `GET|POST /api/snowflake/get/{key}`: one snowflake ID. Leaf ignores the key; here a key that
@@ -44,7 +44,7 @@ pub async fn snowflake(
         Ok(ApiPath(key)) => snowflake_id(&state, &key).await,
         Err(e) => Err(e),
     };
-    respond(text(&state, uri.path(), answer))
+    respond(text(&state, || uri.path().to_string(), answer))
 }
 
 /// One ID of segment tag `tag`, for the route above and the fast path (`crate::fast`).
@@ -101,23 +101,25 @@ async fn one(name: &str, source: &Source) -> Result<String, Error> {
     id.ok_or_else(|| Error::unavailable("no ID was issued"))
 }
 
-/// The status, content type and body of a Leaf answer to a request for `path`. Leaf
+/// The status, content type and body of a Leaf answer to a request for `path` (made only
+/// for Leaf's error body, so a served ID allocates nothing for it). Leaf
 /// clients read the body as text: with `leaf.errors = "snowdrift"` errors are text too, with
 /// the contract's status; with `"leaf"`, status 500 and the JSON body Leaf's Spring Boot
 /// server sends for its `LeafServerException`.
 pub(crate) fn text(
     state: &AppState,
-    path: &str,
+    path: impl FnOnce() -> String,
     answer: Result<String, Error>,
 ) -> (StatusCode, &'static str, String) {
     const TEXT: &str = "text/plain; charset=utf-8";
     match answer {
         Ok(id) => (StatusCode::OK, TEXT, id),
-        Err(e) if state.leaf_errors == LeafErrors::Leaf => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "application/json",
-            leaf_error_body(path, leaf_code(path, &e)),
-        ),
+        Err(e) if state.leaf_errors == LeafErrors::Leaf => {
+            (StatusCode::INTERNAL_SERVER_ERROR, "application/json", {
+                let path = path();
+                leaf_error_body(&path, leaf_code(&path, &e))
+            })
+        }
         Err(e) => (
             super::error::status(e.kind()),
             TEXT,
