@@ -125,6 +125,21 @@ pub enum Error {
         /// Who holds it.
         holder: String,
     },
+    /// The worker ID this node was configured with or derived (static, host name, address,
+    /// ordinal) is held by another live node: two nodes were given the same ID.
+    #[error(
+        "worker ID {worker_id} is held by {holder:?}, a live node, and this node, {this:?}, was given the same ID ({source_desc}); give one of them another ID, or use the 'lowest' source, which never collides"
+    )]
+    WorkerCollision {
+        /// The worker ID both nodes were given.
+        worker_id: u64,
+        /// The live node that holds it.
+        holder: String,
+        /// This node's name on the registry.
+        this: String,
+        /// Where this node's ID came from (`static ID 7`, `derived from IP 10.1.3.7`).
+        source_desc: String,
+    },
     /// This node's lease on a worker ID expired or passed to another holder: it must stop
     /// issuing with that ID.
     #[error("the lease on worker ID {worker_id} held by {holder:?} is lost: {reason}")]

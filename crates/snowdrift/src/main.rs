@@ -47,8 +47,14 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            // One line a person can act on: the chain of causes, outermost first.
-            let msg: Vec<String> = e.chain().map(ToString::to_string).collect();
+            // One line a person can act on: the chain of causes, outermost first, each said
+            // once (an error that already quotes its cause hides the cause's own line).
+            let mut msg: Vec<String> = Vec::new();
+            for cause in e.chain().map(ToString::to_string) {
+                if !msg.last().is_some_and(|outer| outer.contains(&cause)) {
+                    msg.push(cause);
+                }
+            }
             eprintln!("snowdrift: error: {}", msg.join(": "));
             std::process::ExitCode::FAILURE
         }

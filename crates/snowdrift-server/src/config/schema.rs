@@ -237,10 +237,24 @@ pub struct WorkerConfig {
     /// `derive = "ip"`: the network interface whose first address to take (`eth0`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interface: Option<String>,
+    /// `derived`: the highest node field's value (the layout's `datacenter`), from config;
+    /// the derived number fills the node bits below it. Needs a layout with two node fields.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub datacenter: Option<u64>,
+    /// `derive = "ip"`: `low` (the address's low bits fill the node bits: Sonyflake) or
+    /// `octets` (the highest node field from the third octet unless `datacenter` is set, the
+    /// bits below it from the fourth; an octet that does not fit is refused).
+    pub bits_from: BitsFrom,
     /// The coordinator: `etcd://HOST:2379`, `zookeeper://HOST:2181`, `sqlite://FILE`,
     /// `postgres://...`, `mysql://...`, `redis://HOST:6379`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// `static` and `derived`: the coordinator to register the ID on cluster-wide (any
+    /// `worker.url` form), so a second node given or deriving the same ID refuses to start
+    /// naming both. Without it the ID is only locked on this machine. Same as `url` for
+    /// these registries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify_with: Option<String>,
     /// The directory of lock and high-water-mark files when there is no coordinator.
     /// Default machine-wide: `/var/lib/snowdrift/workers` when writable, else
     /// `/tmp/snowdrift-workers`. A relative path is per working directory (warned at start).
@@ -271,7 +285,10 @@ impl Default for WorkerConfig {
             derive: Derive::Hostname,
             ip: None,
             interface: None,
+            datacenter: None,
+            bits_from: BitsFrom::Low,
             url: None,
+            verify_with: None,
             path: machine_state_dir(),
             namespace: "snowdrift_workers".into(),
             ttl: w::DEFAULT_TTL,
@@ -592,7 +609,7 @@ word_enum!(
         /// Lock files on this machine (`worker.path`): the lowest worker ID no process on the
         /// machine holds, or `worker.id`.
         File = "file",
-        /// Worker ID `worker.id`, leased on `worker.url` if given, else on a lock file.
+        /// Worker ID `worker.id`, leased on `worker.verify_with` (or `worker.url`) if given, else on a lock file.
         Static = "static",
         /// A worker ID from the host (`worker.derive`), leased as for `static`.
         Derived = "derived",
@@ -617,6 +634,16 @@ word_enum!(
         Ip = "ip",
         /// The Kubernetes pod ordinal: the host name's `-N` suffix.
         Statefulset = "statefulset",
+    }
+);
+
+word_enum!(
+    /// `worker.bits_from`: which bits of a derived address become the worker ID.
+    BitsFrom {
+        /// The low bits, below `worker.datacenter` if set.
+        Low = "low",
+        /// The third octet for the highest node field, the fourth for the bits below it.
+        Octets = "octets",
     }
 );
 

@@ -13,6 +13,7 @@ impl Config {
         shown.store.url = mask_url(&shown.store.url);
         shown.store.urls = shown.store.urls.iter().map(|u| mask_url(u)).collect();
         shown.worker.url = shown.worker.url.as_deref().map(mask_url);
+        shown.worker.verify_with = shown.worker.verify_with.as_deref().map(mask_url);
         for g in &mut shown.generators {
             g.url = g.url.as_deref().map(mask_url);
             g.servers = g.servers.iter().map(|u| mask_url(u)).collect();

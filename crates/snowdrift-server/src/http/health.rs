@@ -86,6 +86,9 @@ fn describe(name: &str, source: &Source) -> Value {
             if let Some(w) = s.worker() {
                 v["worker"] = worker_json(&w);
                 v["worker"]["verified"] = (!s.unverified()).into();
+                if let Some(id) = w.worker_id {
+                    v["worker"]["fields"] = node_fields(s.layout(), id);
+                }
             }
         }
         Source::Segment(s) => {
@@ -156,6 +159,24 @@ fn tso_json(t: &crate::tso::Tso) -> Value {
 }
 
 /// A worker lease as JSON: what `/v1/generators` and the dashboard show.
+/// The worker ID split into the layout's node fields, high first (`{"datacenter": 3,
+/// "worker": 7}` for Twitter's worker ID 103).
+fn node_fields(layout: &snowdrift_core::layout::Layout, worker_id: u64) -> Value {
+    use snowdrift_core::layout::Role;
+    let nodes: Vec<_> = layout
+        .fields()
+        .iter()
+        .filter(|f| f.role() == Role::Node)
+        .collect();
+    let mut shift: u32 = nodes.iter().map(|f| u32::from(f.bits())).sum();
+    let mut fields = serde_json::Map::new();
+    for f in nodes {
+        shift -= u32::from(f.bits());
+        fields.insert(f.name().into(), ((worker_id >> shift) & f.max()).into());
+    }
+    Value::Object(fields)
+}
+
 fn worker_json(w: &snowdrift_store::worker::WorkerStatus) -> Value {
     let peers: Vec<Value> = w
         .peers

@@ -250,6 +250,8 @@ pub fn plan(
             .map_err(|e| fail(core_reason(e)))?;
             let mut lease = super::worker::lease(&config.worker, &g.name)
                 .map_err(|e| fail(e.message().to_string()))?;
+            super::worker::check_split(&lease, &layout)
+                .map_err(|e| fail(e.message().to_string()))?;
             let options = snowflake_options(config, g, &layout).map_err(|(key, e)| {
                 ConfigError::new(format!("generator[{index}].{key} ({:?}): {e}", g.name))
             })?;

@@ -1,9 +1,9 @@
 //! The worker-ID lease of each snowflake generator, resolved from `[worker]`: the registry
 //! URL, where the worker ID comes from, and the lease's timings, checked against each other.
 
-use snowdrift_store::worker::{LeaseConfig, WorkerSource};
+use snowdrift_store::worker::{self as store_worker, LeaseConfig, NodeSplit, WorkerSource};
 
-use crate::config::{Derive, Registry, WorkerConfig, mask_url};
+use crate::config::{BitsFrom, Derive, Registry, WorkerConfig, mask_url};
 use crate::error::ConfigError;
 
 /// The longest lease namespace the registries take.
@@ -15,6 +15,7 @@ const MAX_NAMESPACE: usize = 64;
 pub fn lease(worker: &WorkerConfig, name: &str) -> Result<LeaseConfig, ConfigError> {
     let (url, source) = registry(worker)?;
     let mut lease = LeaseConfig::new(url, source);
+    lease.split = split(worker)?;
     lease.namespace = namespace(&worker.namespace, name);
     lease.ttl = worker.ttl;
     lease.window = worker.window;
@@ -39,9 +40,49 @@ pub fn lease(worker: &WorkerConfig, name: &str) -> Result<LeaseConfig, ConfigErr
 pub fn machine_local(w: &WorkerConfig) -> bool {
     match w.registry {
         Registry::File => true,
-        Registry::Static | Registry::Derived => w.url.is_none(),
+        Registry::Static | Registry::Derived => w.url.is_none() && w.verify_with.is_none(),
         _ => false,
     }
+}
+
+/// How a derived worker ID fills the layout's node fields (`worker.datacenter`,
+/// `worker.bits_from`); checked against each snowflake generator's layout by
+/// [`check_split`].
+fn split(w: &WorkerConfig) -> Result<NodeSplit, ConfigError> {
+    let derived = w.registry == Registry::Derived;
+    if !derived && (w.datacenter.is_some() || w.bits_from != BitsFrom::Low) {
+        return Err(ConfigError::new(format!(
+            "worker.datacenter and worker.bits_from apply to registry = \"derived\", not \"{}\" (a static or leased ID is the whole node value)",
+            w.registry
+        )));
+    }
+    if w.bits_from == BitsFrom::Octets && w.derive != Derive::Ip {
+        return Err(ConfigError::new(format!(
+            "worker.bits_from = \"octets\" takes an address's octets: it needs derive = \"ip\", not \"{}\"",
+            w.derive
+        )));
+    }
+    let bits_from = match w.bits_from {
+        BitsFrom::Low => store_worker::BitsFrom::Low,
+        BitsFrom::Octets => store_worker::BitsFrom::Octets,
+    };
+    Ok(NodeSplit::new(w.datacenter, bits_from))
+}
+
+/// Checks a lease's node split against the generator's layout (two node fields or more, a
+/// datacenter that fits the highest), naming the `[worker]` keys.
+pub fn check_split(
+    lease: &LeaseConfig,
+    layout: &snowdrift_core::layout::Layout,
+) -> Result<(), ConfigError> {
+    if lease.split == NodeSplit::default() {
+        return Ok(());
+    }
+    lease
+        .split
+        .check(layout)
+        .map(|_| ())
+        .map_err(|e| ConfigError::new(format!("[worker] datacenter/bits_from: {e}")))
 }
 
 /// The registry namespace snowflake generator `name` leases its worker ID under:
@@ -96,6 +137,50 @@ pub fn registry(w: &WorkerConfig) -> Result<(String, WorkerSource), ConfigError>
             "give worker.ip or worker.interface, not both".into(),
         ));
     }
+    if w.verify_with.is_some() {
+        if !matches!(w.registry, Registry::Static | Registry::Derived) {
+            return Err(ConfigError::new(format!(
+                "worker.verify_with applies to registry = \"static\" or \"derived\"; registry \"{}\" already registers every ID {}",
+                w.registry,
+                if w.registry == Registry::File {
+                    "on this machine (use a coordinator registry to register cluster-wide)"
+                } else {
+                    "on worker.url"
+                }
+            )));
+        }
+        if w.url.is_some() {
+            return Err(ConfigError::new(
+                "give worker.verify_with or worker.url, not both: for static and derived IDs they name the same coordinator".into(),
+            ));
+        }
+    }
+    let verify = |w: &WorkerConfig| -> Result<String, ConfigError> {
+        match w.verify_with.as_ref().or(w.url.as_ref()) {
+            None => Ok(file_url()),
+            Some(url) => {
+                let scheme = url.split("://").next().unwrap_or_default();
+                if store_worker::REGISTRY_SCHEMES.contains(&scheme) {
+                    Ok(url.clone())
+                } else {
+                    Err(ConfigError::new(format!(
+                        "worker.{} {:?} is not a registry URL; use {}",
+                        if w.verify_with.is_some() {
+                            "verify_with"
+                        } else {
+                            "url"
+                        },
+                        mask_url(url),
+                        store_worker::REGISTRY_SCHEMES
+                            .iter()
+                            .map(|s| format!("{s}://"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )))
+                }
+            }
+        }
+    };
     Ok(match w.registry {
         Registry::File => {
             if w.url.is_some() {
@@ -105,10 +190,7 @@ pub fn registry(w: &WorkerConfig) -> Result<(String, WorkerSource), ConfigError>
             }
             (file_url(), chosen(WorkerSource::Lowest))
         }
-        Registry::Static => (
-            w.url.clone().unwrap_or_else(file_url),
-            WorkerSource::Static(w.id.unwrap_or(0)),
-        ),
+        Registry::Static => (verify(w)?, WorkerSource::Static(w.id.unwrap_or(0))),
         Registry::Derived => {
             if w.id.is_some() {
                 return Err(ConfigError::new(
@@ -124,7 +206,7 @@ pub fn registry(w: &WorkerConfig) -> Result<(String, WorkerSource), ConfigError>
                 },
                 Derive::Statefulset => WorkerSource::StatefulSetOrdinal,
             };
-            (w.url.clone().unwrap_or_else(file_url), source)
+            (verify(w)?, source)
         }
         Registry::Etcd => (
             coordinator("etcd", &["etcd", "http", "https"])?,

@@ -223,10 +223,10 @@ async fn start_one(
                 tracing::warn!(
                     generator = %g.name,
                     "the worker ID is leased only on this machine (worker.registry = file, or \
-                     static/derived without worker.url) while the server listens beyond \
+                     static/derived without worker.verify_with) while the server listens beyond \
                      loopback: a server on another machine with the same worker ID would issue \
                      the same IDs. Lease worker IDs on a coordinator (worker.registry = etcd, \
-                     zookeeper, sql or redis; or worker.url for static and derived IDs)"
+                     zookeeper, sql or redis; or worker.verify_with for static and derived IDs)"
                 );
             }
             let mut seed = [0u8; 8];

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::WorkerSource;
+use super::{NodeSplit, WorkerSource};
 use crate::error::{Error, Result};
 
 /// Default lease length.
@@ -34,6 +34,9 @@ pub struct LeaseConfig {
     pub namespace: String,
     /// Where the worker ID comes from.
     pub source: WorkerSource,
+    /// How a derived worker ID fills a layout with several node fields. Default: the
+    /// whole node space from the derived number.
+    pub split: NodeSplit,
     /// Lease length. Renewed every `ttl / 3`. Default 10 s.
     pub ttl: Duration,
     /// Issuing stops at `renewal sent + ttl - margin`, so a node stops before the
@@ -65,6 +68,7 @@ impl LeaseConfig {
             registry_url: registry_url.into(),
             namespace: "snowdrift_workers".into(),
             source,
+            split: NodeSplit::default(),
             ttl: DEFAULT_TTL,
             margin_override: None,
             window: DEFAULT_WINDOW,

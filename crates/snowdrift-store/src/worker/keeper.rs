@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use snowdrift_core::clock::Clock;
 use snowdrift_core::generator::{ClosedReason, OnBackward};
 
+use super::WorkerSource;
 use super::mark::{MAX_EXTENSION, Mark};
 use super::node::{Epoch, Shared, lock, ms, new_epoch, read};
 use super::status::{PeerOffset, WorkerState};
@@ -67,7 +68,11 @@ impl<C: Clock + Clone + 'static> Shared<C> {
         let ttl = self.config.ttl;
         let sent_at = Instant::now();
         let sent = self.clock.now_ms();
-        let id = match self.config.source.resolve(self.space, &self.hostname)? {
+        let id = match self.config.source.resolve_in(
+            self.builder.layout(),
+            &self.config.split,
+            &self.hostname,
+        )? {
             None => {
                 self.call(
                     "claiming a worker ID",
@@ -371,16 +376,18 @@ async fn release<C: Clock + Clone + 'static>(shared: &Shared<C>, worker_id: u64)
         .await;
 }
 
-/// Adds what the source was to a refused claim of a derived ID.
+/// Names both nodes and this node's source when the ID it was given (static or derived,
+/// not picked by the registry) is held by another.
 fn explain_claim<C: Clock + Clone + 'static>(shared: &Shared<C>, e: Error) -> Error {
     match e {
-        Error::WorkerTaken { worker_id, holder } if shared.config.source.is_derived() => {
-            Error::WorkerTaken {
+        Error::WorkerTaken { worker_id, holder }
+            if shared.config.source != WorkerSource::Lowest =>
+        {
+            Error::WorkerCollision {
                 worker_id,
-                holder: format!(
-                    "{holder} (this node's ID was {}, and two hosts collided on it: use the 'lowest' source or a static ID)",
-                    shared.config.source.describe()
-                ),
+                holder,
+                this: shared.holder.clone(),
+                source_desc: shared.config.source.describe(),
             }
         }
         other => other,

@@ -62,8 +62,8 @@ pub use config::{
 pub use file::FileRegistry;
 pub use mark::{MAX_EXTENSION, Mark};
 pub use node::{Epoch, WorkerNode};
-pub use registry::WorkerRegistry;
-pub use source::{WorkerSource, hostname};
+pub use registry::{REGISTRY_SCHEMES, WorkerRegistry};
+pub use source::{BitsFrom, NodeSplit, WorkerSource, hostname};
 pub use status::{PeerOffset, WorkerState, WorkerStatus};
 
 #[cfg(feature = "etcd")]

@@ -50,6 +50,24 @@ macro_rules! dispatch {
     };
 }
 
+/// The URL schemes [`WorkerRegistry::connect`] knows (some may be left out of this build by
+/// its cargo features; connecting then says which).
+pub const REGISTRY_SCHEMES: &[&str] = &[
+    "file",
+    "etcd",
+    "http",
+    "https",
+    "zookeeper",
+    "zk",
+    "sqlite",
+    "postgres",
+    "postgresql",
+    "mysql",
+    "mariadb",
+    "redis",
+    "rediss",
+];
+
 impl WorkerRegistry {
     /// Connects to the coordinator `url` (see the table above); `namespace` names the
     /// table, key prefix, root znode or file prefix, so several clusters can share one

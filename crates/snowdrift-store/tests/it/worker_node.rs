@@ -113,19 +113,29 @@ async fn a_static_id_held_by_a_live_node_is_refused() {
         .await
         .unwrap_err();
         match &err {
-            Error::WorkerTaken {
+            Error::WorkerCollision {
                 worker_id: 7,
                 holder,
-            } => assert_eq!(holder, a.holder()),
-            other => panic!("{url}: expected WorkerTaken, got {other}"),
+                this,
+                source_desc,
+            } => {
+                assert_eq!(holder, a.holder());
+                assert_ne!(this, a.holder());
+                assert_eq!(source_desc, "static ID 7");
+            }
+            other => panic!("{url}: expected WorkerCollision, got {other}"),
         }
-        // A derived ID that collides names its source.
+        // A derived ID that collides names both nodes and its source.
         let mut derived = quick(&url, &ns, WorkerSource::StatefulSetOrdinal);
         derived.hostname = Some("snowdrift-7".into());
+        derived.holder = Some("snowdrift-7/second".into());
         let err = WorkerNode::start(derived, twitter(), MonotonicClock::new())
             .await
-            .unwrap_err();
-        assert!(err.to_string().contains("StatefulSet ordinal"), "{err}");
+            .unwrap_err()
+            .to_string();
+        for part in ["StatefulSet ordinal", a.holder(), "snowdrift-7/second"] {
+            assert!(err.contains(part), "{part:?} not in {err}");
+        }
         a.shutdown().await.unwrap();
         // Released: the next node gets it.
         let b = WorkerNode::start(
@@ -426,7 +436,9 @@ async fn lease_loss(url: &str) {
         let config = quick(url, &ns, WorkerSource::Static(a_worker));
         match WorkerNode::start(config, twitter(), MonotonicClock::new()).await {
             Ok(b) => break b,
-            Err(Error::WorkerTaken { .. }) => tokio::time::sleep(Duration::from_millis(50)).await,
+            Err(Error::WorkerTaken { .. } | Error::WorkerCollision { .. }) => {
+                tokio::time::sleep(Duration::from_millis(50)).await
+            }
             Err(e) => panic!("B could not start: {e}"),
         }
     };

@@ -5,7 +5,8 @@
 //! spreads low-traffic IDs over the sequence; `output = "bit-reversed"` spreads IDs and
 //! decodes back; a preset under a moved epoch; the key mistakes `--check-config` refuses.
 //! ObjectId: the legacy layout's machine hash and process ID. zk-version: a znode's versions.
-//! Derived worker IDs from a given IP or interface.
+//! Derived worker IDs from a given IP or interface, split into datacenter and worker, and
+//! registered cluster-wide with `verify_with`.
 
 use std::path::Path;
 use std::process::Command;
@@ -449,4 +450,194 @@ fn derived_worker_ids_come_from_a_given_ip_or_interface() {
         assert!(!ok && err.contains(says), "{keys}: {err}");
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The default generator's worker section from `/v1/generators`.
+fn default_worker(served: &Served) -> serde_json::Value {
+    let g = json(served, "/v1/generators");
+    g["generators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "snowflake")
+        .unwrap()["worker"]
+        .clone()
+}
+
+/// A config whose `[worker]` has `keys`, leasing on lock files in `dir/workers`.
+fn worker_config(dir: &Path, keys: &str) -> std::path::PathBuf {
+    let path = dir.join("worker.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\n[store]\nurl = \"sqlite://{dir}/ids.db\"\n\n\
+             [worker]\npath = \"{dir}/workers\"\n{keys}\n",
+            dir = dir.display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// A derived worker ID in a datacenter/worker layout (the default, Twitter's): octets
+/// `10.1.3.7` give datacenter 3, worker 7; `datacenter` pins the high field; the IDs decode
+/// with those fields. An octet too wide for its field refuses to start; the split's
+/// mistakes are refused by `--check-config` naming the key.
+#[test]
+fn derived_worker_ids_split_into_datacenter_and_worker() {
+    let dir = temp_dir("derive-split");
+    let derived = "registry = \"derived\"\nderive = \"ip\"";
+    for (keys, datacenter, worker) in [
+        ("ip = \"10.1.3.7\"\nbits_from = \"octets\"", 3, 7),
+        (
+            "ip = \"10.1.3.7\"\nbits_from = \"octets\"\ndatacenter = 30",
+            30,
+            7,
+        ),
+        // Low bits of 10.1.2.3 (0x0203) below the pinned datacenter: 3.
+        ("ip = \"10.1.2.3\"\ndatacenter = 2", 2, 3),
+    ] {
+        let served = serve(&worker_config(&dir, &format!("{derived}\n{keys}")), 0);
+        served.wait_ready();
+        let w = default_worker(&served);
+        assert_eq!(w["worker_id"], datacenter << 5 | worker, "{keys}: {w}");
+        assert_eq!(w["fields"]["datacenter"], datacenter, "{keys}: {w}");
+        assert_eq!(w["fields"]["worker"], worker, "{keys}: {w}");
+        let id = json(&served, "/v1/ids/snowflake?count=1")["ids"][0]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let d = json(&served, &format!("/v1/ids/snowflake/decode/{id}"));
+        assert_eq!(d["fields"]["datacenter"], datacenter, "{d}");
+        assert_eq!(d["fields"]["worker"], worker, "{d}");
+        drop(served);
+    }
+    // 40 does not fit the 5-bit worker field: refused at start, not cut to 8.
+    let out = crate::common::serve_command()
+        .args(["--config"])
+        .arg(worker_config(
+            &dir,
+            &format!("{derived}\nip = \"10.1.3.40\"\nbits_from = \"octets\""),
+        ))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "started: {err}");
+    assert!(err.contains("fourth octet of 10.1.3.40 (40)"), "{err}");
+    for (keys, says) in [
+        (
+            format!("{derived}\nip = \"10.1.3.7\"\ndatacenter = 32"),
+            "datacenter 32 does not fit the layout's datacenter field",
+        ),
+        (
+            "registry = \"derived\"\nderive = \"hostname\"\nbits_from = \"octets\"".into(),
+            "needs derive = \"ip\"",
+        ),
+        (
+            "registry = \"file\"\ndatacenter = 1".into(),
+            "apply to registry = \"derived\"",
+        ),
+        (
+            format!("{derived}\nbits_from = \"middle\""),
+            "bits_from",
+        ),
+        (
+            format!(
+                "{derived}\ndatacenter = 1\n\n[[generator]]\nname = \"t\"\nkind = \"snowflake\"\n\
+                 layout = \"tsid\""
+            ),
+            "two node fields",
+        ),
+        (
+            "registry = \"etcd\"\nurl = \"etcd://127.0.0.1:2379\"\nverify_with = \"etcd://127.0.0.1:2379\"".into(),
+            "verify_with applies to registry = \"static\" or \"derived\"",
+        ),
+        (
+            "registry = \"static\"\nurl = \"etcd://a:2379\"\nverify_with = \"etcd://b:2379\"".into(),
+            "not both",
+        ),
+        (
+            "registry = \"static\"\nverify_with = \"consul://a:8500\"".into(),
+            "worker.verify_with \"consul://a:8500\" is not a registry URL",
+        ),
+    ] {
+        let (ok, err) = check_config(&worker_config(&dir, &keys));
+        assert!(!ok && err.contains(says), "{keys}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Two machines (here: two lock directories) given the same static ID, or deriving the
+/// same one, both start when each only locks it locally; with `verify_with` on etcd the
+/// second refuses to start, naming both nodes and where its ID came from, and the first
+/// shows `verified: true` while listening beyond loopback.
+#[test]
+fn verify_with_refuses_a_second_node_with_the_same_id_cluster_wide() {
+    let etcd = snowdrift_testkit::urls::etcd();
+    for keys in [
+        "registry = \"static\"\nid = 5".to_string(),
+        "registry = \"derived\"\nderive = \"ip\"\nip = \"10.1.3.7\"\nbits_from = \"octets\""
+            .to_string(),
+    ] {
+        let ns = snowdrift_testkit::unique_name("vw").replace('-', "_");
+        let machines: Vec<_> = (0..2).map(|_| temp_dir("verify-with")).collect();
+        let write = |dir: &Path, verify: bool| {
+            let path = dir.join("v.toml");
+            let verify = if verify {
+                format!("verify_with = \"{etcd}\"\n")
+            } else {
+                String::new()
+            };
+            std::fs::write(
+                &path,
+                format!(
+                    "[server]\nlisten = \"0.0.0.0:0\"\ninsecure_bind = true\n\n\
+                     [store]\nurl = \"sqlite://{dir}/ids.db\"\n\n\
+                     [worker]\npath = \"{dir}/workers\"\nnamespace = \"{ns}\"\n{keys}\n{verify}",
+                    dir = dir.display()
+                ),
+            )
+            .unwrap();
+            path
+        };
+        // Locked only on each machine: both start, under the same worker ID, unverified.
+        let a = serve(&write(&machines[0], false), 0);
+        let b = serve(&write(&machines[1], false), 0);
+        a.wait_ready();
+        b.wait_ready();
+        let (wa, wb) = (default_worker(&a), default_worker(&b));
+        assert_eq!(wa["worker_id"], wb["worker_id"], "{keys}");
+        assert_eq!(wa["verified"], false, "{keys}: {wa}");
+        drop((a, b));
+        // Registered on etcd: the second is refused.
+        let a = serve(&write(&machines[0], true), 0);
+        a.wait_ready();
+        let wa = default_worker(&a);
+        assert_eq!(wa["verified"], true, "{keys}: {wa}");
+        assert_eq!(wa["registry"], "etcd", "{keys}: {wa}");
+        let out = crate::common::serve_command()
+            .arg("--config")
+            .arg(write(&machines[1], true))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{keys}: second node started: {err}");
+        let holder = wa["holder"].as_str().unwrap();
+        assert!(
+            err.contains(holder),
+            "{keys}: first node {holder:?} not named: {err}"
+        );
+        assert!(err.contains("this node, \""), "{keys}: {err}");
+        assert_eq!(err.matches("is held by").count(), 1, "said once: {err}");
+        let source = if keys.contains("static") {
+            "static ID 5"
+        } else {
+            "derived from IP 10.1.3.7"
+        };
+        assert!(err.contains(source), "{keys}: {err}");
+        drop(a);
+        for d in machines {
+            std::fs::remove_dir_all(d).ok();
+        }
+    }
 }
