@@ -67,6 +67,23 @@ pub struct ChainStatus {
     pub starved: u64,
     /// Segments pushed since the chain was created.
     pub pushed: u64,
+    /// The number of the current segment since the chain was created (0 first).
+    pub segment: u64,
+    /// The current segment, if one is held.
+    pub current: Option<SegmentView>,
+    /// The first segment ready after the current one, if any.
+    pub next: Option<SegmentView>,
+}
+
+/// One segment as Leaf's monitor page shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentView {
+    /// The next ID it gives (its end once used up).
+    pub value: u64,
+    /// Its end: every ID it gives is below it.
+    pub max: u64,
+    /// How many IDs it holds.
+    pub step: u64,
 }
 
 /// Segments served from memory, CosId's `SegmentChainId` done without locks on the hot path.
@@ -330,6 +347,17 @@ impl SegmentChain {
             (0, 0)
         };
         let ahead = (segment + 1..published).map(len_of).collect::<Vec<_>>();
+        let view = |seg: u64, used: u64| {
+            let slot = self.slot(seg);
+            let start = slot.start.load(Ordering::Acquire);
+            let stride = slot.stride.load(Ordering::Acquire);
+            let len = slot.len.load(Ordering::Acquire);
+            SegmentView {
+                value: start.saturating_add(used.min(len).saturating_mul(stride)),
+                max: start.saturating_add(len.saturating_mul(stride)),
+                step: len,
+            }
+        };
         ChainStatus {
             current_left,
             current_len,
@@ -338,6 +366,9 @@ impl SegmentChain {
             target_ahead: self.target_ahead.load(Ordering::Relaxed),
             starved: self.starved.load(Ordering::Relaxed),
             pushed: published,
+            segment,
+            current: (segment < published).then(|| view(segment, offset)),
+            next: (segment + 1 < published).then(|| view(segment + 1, 0)),
         }
     }
 }

@@ -19,7 +19,7 @@ mod chain;
 mod local;
 mod step;
 
-pub use chain::{ChainConfig, ChainStatus, MAX_SEGMENT_LEN, SegmentChain, Take};
+pub use chain::{ChainConfig, ChainStatus, MAX_SEGMENT_LEN, SegmentChain, SegmentView, Take};
 pub use local::{LocalConfig, LocalSegment, LocalTake};
 pub use step::{StepPolicy, StepTracker};
 

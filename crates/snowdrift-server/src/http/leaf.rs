@@ -228,34 +228,51 @@ fn leaf_decode(state: &AppState, text: Option<&str>) -> Result<Value, Error> {
     }))
 }
 
-/// `GET /cache`: Leaf's monitor page of segment buffers: per tag whether it is ready, the
-/// current segment and what is claimed ahead (Leaf holds two segments; snowdrift's chain up
-/// to eight ahead).
+/// `GET /cache`: Leaf's monitor page of segment buffers, in Leaf's columns: per tag whether
+/// it is initialised, whether the next segment is ready, which of the two buffers is current
+/// (`pos`), and each buffer's next value, end (`max`) and step. Leaf holds two segments;
+/// snowdrift's chain may hold up to eight ahead, so buffer `1 - pos` shows the first of them,
+/// and the last columns (beyond Leaf's) how many segments and IDs are ahead in all.
 pub async fn cache(State(state): State<Arc<AppState>>) -> Response {
+    use snowdrift_core::segment::SegmentView;
+    let cells = |v: Option<SegmentView>| {
+        let v = v.unwrap_or(SegmentView {
+            value: 0,
+            max: 0,
+            step: 0,
+        });
+        format!("<td>{}</td><td>{}</td><td>{}</td>", v.value, v.max, v.step)
+    };
     let mut rows = String::new();
     for (tag, st) in state.generators.segments().status() {
+        let pos = st.segment % 2;
+        let (zero, one) = if pos == 0 {
+            (st.current, st.next)
+        } else {
+            (st.next, st.current)
+        };
         rows.push_str(&format!(
-            "<tr><td>{}</td><td>true</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{pos}</td>{}{}<td>{}</td><td>{}</td></tr>\n",
             escape(&tag),
-            st.current_len - st.current_left,
-            st.segments_ahead > 0,
-            st.current_len,
-            st.current_left,
+            st.current.is_some(),
+            st.next.is_some(),
+            cells(zero),
+            cells(one),
             st.segments_ahead,
             st.ids_ahead,
-            st.pushed,
         ));
     }
     page(
         "Segment buffers",
-        "<tr><th>key</th><th>init</th><th>pos</th><th>nextReady</th><th>step</th>\
-         <th>left</th><th>segments ahead</th><th>IDs ahead</th><th>segments claimed</th></tr>",
+        "<tr><th>name</th><th>init</th><th>next</th><th>pos</th><th>value0</th><th>max0</th>\
+         <th>step0</th><th>value1</th><th>max1</th><th>step1</th><th>segments ahead</th>\
+         <th>IDs ahead</th></tr>",
         &rows,
     )
 }
 
-/// `GET /db`: Leaf's monitor page of the tag table (`leaf_alloc`).
+/// `GET /db`: Leaf's monitor page of the tag table (`leaf_alloc`), in Leaf's columns but the
+/// last: the description, where Leaf shows the update time (not every store keeps one).
 pub async fn db(State(state): State<Arc<AppState>>) -> Response {
     let tags = match state.generators.segments().list_tags().await {
         Ok(tags) => tags,
@@ -273,7 +290,7 @@ pub async fn db(State(state): State<Arc<AppState>>) -> Response {
     }
     page(
         "leaf_alloc",
-        "<tr><th>biz_tag</th><th>max_id</th><th>step</th><th>description</th></tr>",
+        "<tr><th>tag</th><th>max</th><th>step</th><th>description</th></tr>",
         &rows,
     )
 }

@@ -133,6 +133,9 @@ mod tests {
             target_ahead: 1,
             starved,
             pushed: 3,
+            segment: 2,
+            current: None,
+            next: None,
         };
         (tag.to_string(), status)
     }

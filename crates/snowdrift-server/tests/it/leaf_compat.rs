@@ -107,8 +107,17 @@ async fn monitor_pages_list_buffers_and_tags() {
     let (status, content_type, cache) = send(&s, "GET", "/cache").await;
     assert_eq!(status, 200);
     assert!(content_type.starts_with("text/html"), "{content_type}");
+    // Leaf's columns, in Leaf's order; the current segment (1..51, 10 used) is buffer 0.
     assert!(
-        cache.contains("<td>shown</td><td>true</td><td>10</td>"),
+        cache.contains(
+            "<th>name</th><th>init</th><th>next</th><th>pos</th><th>value0</th><th>max0</th>\
+             <th>step0</th><th>value1</th><th>max1</th><th>step1</th>"
+        ),
+        "{cache}"
+    );
+    assert!(cache.contains("<td>shown</td><td>true</td>"), "{cache}");
+    assert!(
+        cache.contains("<td>0</td><td>11</td><td>51</td><td>50</td>"),
         "{cache}"
     );
     let (status, _, db) = send(&s, "GET", "/db").await;

@@ -56,6 +56,18 @@ fn leaf_double_buffer_prefetch_at_ten_percent() {
         (st.current_left, st.segments_ahead, st.ids_ahead),
         (399, 1, 1000)
     );
+    // Leaf's monitor view: the current segment's next value, end and step; the next one's.
+    let view = |value, max, step| Some(SegmentView { value, max, step });
+    assert_eq!(st.segment, 0);
+    assert_eq!(st.current, view(601, 1000, 1000));
+    assert_eq!(st.next, view(1000, 2000, 1000));
+    ready(c.take(399));
+    ready(c.take(1));
+    let st = c.status();
+    assert_eq!(
+        (st.segment, st.current, st.next),
+        (1, view(1001, 2000, 1000), None)
+    );
 }
 
 #[test]
