@@ -18,7 +18,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::sync::watch;
 
 use crate::conn::ConnLimits;
-use crate::fast::{self, Ended, Rewind};
+use crate::fast::{self, Ended, ErrorBodies, Rewind};
 use crate::state::AppState;
 
 /// Serves `app` on each connection `listener` accepts until `stop` completes; then stops
@@ -57,7 +57,10 @@ pub(crate) async fn serve<L>(
                     return;
                 }
             };
-            let connection = builder.serve_connection(TokioIo::new(Rewind::new(io, read)), service);
+            let connection = builder.serve_connection(
+                TokioIo::new(ErrorBodies::new(Rewind::new(io, read))),
+                service,
+            );
             tokio::pin!(connection);
             let ended = tokio::select! {
                 ended = connection.as_mut() => ended,

@@ -10,8 +10,9 @@
 //! route, a body, HTTP/2, a malformed head), the connection is handed to hyper with the
 //! bytes already read, and hyper serves it from then on. The fast path refuses only what it
 //! must: auth's refusals, and a head that is malformed (400) or over `limits.max_head`
-//! (431), answered with the contract's error body where hyper's would be empty; every
-//! other error and limit stays hyper's and axum's.
+//! (431), answered with the contract's error body where hyper's would be empty (after the
+//! hand-over, [`ErrorBodies`] gives hyper's own such answers that body); every other error
+//! and limit stays hyper's and axum's.
 //!
 //! Why (BENCHMARKS.md, "Server load"): at 20,000 single-ID requests/s, hyper with a constant
 //! answer took 1.5-2.9 µs of CPU per request more than a loop like this one, and the
@@ -19,6 +20,7 @@
 //! per request at that rate instead of 23.6-24.7 µs.
 
 mod auth;
+mod automatic;
 mod response;
 mod rewind;
 
@@ -34,6 +36,7 @@ use axum::http::StatusCode;
 use crate::error::Error;
 use crate::http;
 use crate::state::AppState;
+pub(crate) use automatic::ErrorBodies;
 use response::Extra;
 pub(crate) use rewind::Rewind;
 use snowdrift_proto::wire::http1::{self as request, Head, Route};
@@ -78,18 +81,12 @@ where
                 // What hyper would answer with an empty body, answered with the contract's
                 // error body instead; the connection cannot go on after either.
                 head @ (Head::Malformed | Head::TooLarge) => {
-                    let (status, message) = if head == Head::TooLarge {
-                        (
-                            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-                            "the request head (request line and headers) is larger than \
-                             limits.max_head allows; send fewer or shorter headers",
-                        )
+                    let status = if head == Head::TooLarge {
+                        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE
                     } else {
-                        (
-                            StatusCode::BAD_REQUEST,
-                            "the request line or a header is not valid HTTP/1.1",
-                        )
+                        StatusCode::BAD_REQUEST
                     };
+                    let message = automatic::head_refusal(status).unwrap_or_default();
                     let body = http::error::body("invalid_request", message);
                     response::head(
                         &mut out,

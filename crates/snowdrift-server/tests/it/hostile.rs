@@ -166,6 +166,43 @@ async fn a_head_over_max_head_gets_431_and_a_malformed_one_400_with_the_error_bo
     let text = String::from_utf8_lossy(&answer);
     assert!(text.starts_with("HTTP/1.1 400"), "{text:?}");
     assert!(text.contains(r#""code":"invalid_request""#), "{text:?}");
+    // The same after the fast path handed the connection to hyper (a route of hyper's
+    // first): hyper's own 400 and 431 get the body too.
+    for (bad_head, status, says) in [
+        (
+            "GET /v1/ids/snowflake HTTP/1.1\r\nbad header\r\n\r\n".to_string(),
+            "HTTP/1.1 400",
+            "not valid HTTP/1.1",
+        ),
+        (
+            format!(
+                "GET /v1/ids/snowflake HTTP/1.1\r\nhost: t\r\nx-filler: {}\r\n\r\n",
+                "a".repeat(40_000)
+            ),
+            "HTTP/1.1 431",
+            "limits.max_head",
+        ),
+    ] {
+        let mut handed = connect(&addr).await;
+        assert_eq!(get(&mut handed, "/v1/generators").await, 200);
+        handed.write_all(bad_head.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(10), handed.read_to_end(&mut answer))
+            .await
+            .unwrap();
+        let text = String::from_utf8_lossy(&answer);
+        assert!(text.starts_with(status), "{text:?}");
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(head.contains("content-type: application/json"), "{head}");
+        assert!(
+            head.contains(&format!("content-length: {}", body.len())),
+            "{head}"
+        );
+        assert!(
+            body.contains(r#""code":"invalid_request""#) && body.contains(says),
+            "{body}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
