@@ -10,7 +10,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -89,8 +89,8 @@ pub(crate) async fn until(deadline: Option<Instant>) {
 pub struct Admission {
     slots: Arc<Semaphore>,
     refused: Arc<AtomicU64>,
-    /// The most connections open at once since the last trim ([`Admission::spawn_trim`]).
-    peak: Arc<AtomicUsize>,
+    /// The most connections open at once since the last check ([`crate::trim`]).
+    peak: crate::trim::Peak,
     limits: ConnLimits,
 }
 
@@ -100,7 +100,7 @@ impl Admission {
         Self {
             slots: Arc::new(Semaphore::new(limits.max_connections)),
             refused: Arc::default(),
-            peak: Arc::default(),
+            peak: crate::trim::Peak::default(),
             limits,
         }
     }
@@ -125,7 +125,7 @@ impl Admission {
             }
             return None;
         };
-        self.peak.fetch_max(self.open(), Ordering::Relaxed);
+        self.peak.note(self.open());
         let now = Instant::now();
         Some(Conn {
             io,
@@ -147,41 +147,12 @@ impl Admission {
         self.refused.load(Ordering::Relaxed)
     }
 
-    /// Every 10 s, once at least [`TRIM_AFTER`] connections have left since the most that
-    /// were open, hands the memory they freed back to the system. glibc's allocator keeps
-    /// freed heap pages for reuse, so without this a flood of clients that sent big heads
-    /// leaves the server's RSS where the flood took it (measured in BENCHMARKS.md, "Slow
-    /// and hostile clients"). A no-op on other allocators.
-    pub fn spawn_trim(&self) {
+    /// The connections' peak, for [`crate::trim`].
+    pub fn watched(&self) -> crate::trim::Watched {
         let admission = self.clone();
-        tokio::spawn(async move {
-            let mut every = tokio::time::interval(Duration::from_secs(10));
-            loop {
-                every.tick().await;
-                let open = admission.open();
-                let peak = admission.peak.swap(open, Ordering::Relaxed);
-                if peak.saturating_sub(open) >= TRIM_AFTER {
-                    trim();
-                }
-            }
-        });
+        crate::trim::Watched::new(self.peak.clone(), move || admission.open())
     }
 }
-
-/// Connections that must have left since the peak before memory is trimmed.
-const TRIM_AFTER: usize = 256;
-
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn trim() {
-    // SAFETY: malloc_trim only walks and releases the allocator's own free memory; it
-    // takes the allocator's locks and is safe to call from any thread at any time.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn trim() {}
 
 /// A TCP listener whose connections come out admitted ([`Admission::admit`]): one over the
 /// cap is closed as soon as it is accepted.

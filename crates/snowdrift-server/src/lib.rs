@@ -31,6 +31,7 @@ mod serve;
 pub mod source;
 pub mod state;
 pub mod tls;
+mod trim;
 pub mod tso;
 
 use std::future::Future;
@@ -88,7 +89,6 @@ impl Server {
             max_connections = conns.limits().max_connections,
             "connections beyond limits.max_connections are refused"
         );
-        conns.spawn_trim();
         let state = Arc::new(AppState {
             generators,
             max_count: config.limits.max_count,
@@ -142,13 +142,10 @@ pub async fn run(
         server.shutdown_timeout,
         shutdown,
     );
-    let (grpc, shutdown) = grpc::router(
-        server.state.clone(),
-        server.max_stream,
-        server.max_streams,
-        shutdown,
-    )
-    .await;
+    let calls = grpc::limit::CallLimit::new(server.max_streams);
+    let trimmer = trim::spawn(vec![server.state.conns.watched(), calls.watched()]);
+    let (grpc, shutdown) =
+        grpc::router(server.state.clone(), server.max_stream, calls, shutdown).await;
     let app = http::router(server.state.clone(), server.max_body).merge(grpc);
     let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
     let signal = async move {
@@ -182,6 +179,7 @@ pub async fn run(
             }
         }
     }
+    trimmer.abort();
     resp.finish().await;
     server.state.generators.shutdown().await;
     Ok(())

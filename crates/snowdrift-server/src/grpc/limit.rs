@@ -20,6 +20,8 @@ use crate::error::Error;
 pub struct CallLimit {
     places: Arc<Semaphore>,
     max: usize,
+    /// The most calls in flight since the last check ([`crate::trim`]).
+    peak: crate::trim::Peak,
 }
 
 impl CallLimit {
@@ -28,7 +30,20 @@ impl CallLimit {
         Self {
             places: Arc::new(Semaphore::new(max)),
             max,
+            peak: crate::trim::Peak::default(),
         }
+    }
+
+    /// Calls in flight now.
+    pub fn in_flight(&self) -> usize {
+        self.max - self.places.available_permits()
+    }
+
+    /// The calls' peak, for [`crate::trim`]: memory streams that never read held is handed
+    /// back once they are gone.
+    pub fn watched(&self) -> crate::trim::Watched {
+        let limit = self.clone();
+        crate::trim::Watched::new(self.peak.clone(), move || limit.in_flight())
     }
 }
 
@@ -75,6 +90,7 @@ where
             )));
             return Box::pin(async move { Ok(status.into_http()) });
         };
+        self.limit.peak.note(self.limit.in_flight());
         let call = self.inner.call(request);
         Box::pin(async move {
             let response = call.await?;

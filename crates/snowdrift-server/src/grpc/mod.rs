@@ -19,7 +19,7 @@
 
 mod convert;
 mod health;
-mod limit;
+pub mod limit;
 mod service;
 mod status;
 mod stream;
@@ -44,8 +44,8 @@ pub use snowdrift_proto::grpc as pb;
 
 use pb::id_service_server::IdServiceServer;
 
-/// The gRPC routes for `state` (`Stream` calls bounded by `max_stream` IDs, at most
-/// `max_streams` `IdService` calls in flight at once; every call timed
+/// The gRPC routes for `state` (`Stream` calls bounded by `max_stream` IDs, `IdService`
+/// calls in flight bounded by `calls` (`limits.max_streams`); every call timed
 /// in `snowdrift_request_duration_seconds`), and a shutdown future to serve them with: it
 /// completes when `shutdown` does, after marking the health service NOT_SERVING (ending its
 /// Watch streams) and telling running streams to end at their next batch, so a graceful
@@ -53,13 +53,13 @@ use pb::id_service_server::IdServiceServer;
 pub async fn router(
     state: Arc<AppState>,
     max_stream: u64,
-    max_streams: usize,
+    calls: limit::CallLimit,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> (Router, impl Future<Output = ()> + Send + 'static) {
     let (stop_tx, stop_rx) = watch::channel(false);
     let (health, health_service) = health::start(state.clone()).await;
     let ids = tower::ServiceBuilder::new()
-        .layer(limit::CallLimit::new(max_streams))
+        .layer(calls)
         .service(IdServiceServer::new(IdApi::new(state, max_stream, stop_rx)));
     let router = Router::new()
         .route_service(&path::<IdServiceServer<IdApi>>(), ids)
