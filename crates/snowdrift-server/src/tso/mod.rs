@@ -37,6 +37,14 @@ const QUEUE: usize = 4096;
 /// was waiting when it was sent.
 const FORWARDERS: usize = 2;
 
+/// The first wait before a request asks the leader it knows again, after that leader did not
+/// answer with IDs while this node's view of the leader stayed the same; doubled up to
+/// [`RETRY_MAX`]. Such a leader has usually just won (its first window is being saved) or is
+/// stopping (its key not yet gone), and this node's view changes only when the key does.
+const RETRY_FIRST: Duration = Duration::from_millis(10);
+/// The longest wait between two asks of the same leader.
+const RETRY_MAX: Duration = Duration::from_millis(250);
+
 tokio::task_local! {
     /// Set while serving a request another node forwarded: it is answered here or refused,
     /// never forwarded again, so two nodes that each think the other leads cannot bounce a
@@ -277,6 +285,7 @@ impl Tso {
         let deadline = tokio::time::Instant::now() + self.leader_wait;
         let mut role = self.shared.role.subscribe();
         let mut last_failure: Option<String> = None;
+        let mut retry = RETRY_FIRST;
         loop {
             // What to do, read without cloning the role (a follower's leader URL is a String):
             // only the error paths copy anything out of it.
@@ -311,7 +320,7 @@ impl Tso {
                 }
                 Step::Wait(error) => {
                     last_failure = error.or(last_failure);
-                    self.wait_for_role(&mut role, deadline, &last_failure)
+                    self.wait_for_role(&mut role, deadline, None, &last_failure)
                         .await?;
                     continue;
                 }
@@ -334,24 +343,31 @@ impl Tso {
                         "forwarding to the leader: {}",
                         self.shared.last_forward_error()
                     ));
-                    self.wait_for_role(&mut role, deadline, &last_failure)
+                    // Not only a change of role: the leader named may be about to lead, and
+                    // waiting for a change would wait until its key goes or a lease passes.
+                    self.wait_for_role(&mut role, deadline, Some(retry), &last_failure)
                         .await?;
+                    retry = (retry * 2).min(RETRY_MAX);
                 }
                 Err(_) => return Err(self.stopped()),
             }
         }
     }
 
-    /// Waits for the role to change, or fails at `deadline` naming `last_failure`.
+    /// Waits for the role to change (or for `retry`, if given, to pass), or fails at
+    /// `deadline` naming `last_failure`.
     async fn wait_for_role(
         &self,
         role: &mut watch::Receiver<Role>,
         deadline: tokio::time::Instant,
+        retry: Option<Duration>,
         last_failure: &Option<String>,
     ) -> Result<(), Error> {
-        match tokio::time::timeout_at(deadline, role.changed()).await {
+        let until = retry.map_or(deadline, |r| deadline.min(tokio::time::Instant::now() + r));
+        match tokio::time::timeout_at(until, role.changed()).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(_)) => Err(self.stopped()),
+            Err(_) if until < deadline => Ok(()),
             Err(_) => Err(Error::unavailable(format!(
                 "tso generator {:?}: no leader answered within {:?}{}; an election is under \
                  way or etcd is unreachable: try again",

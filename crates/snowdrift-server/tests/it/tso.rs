@@ -109,7 +109,7 @@ async fn leader(http: &reqwest::Client, bases: &[&str], name: &str) -> usize {
 struct Load {
     history: Arc<Mutex<History>>,
     stop: Arc<AtomicBool>,
-    tasks: Vec<tokio::task::JoinHandle<(u64, u64)>>,
+    tasks: Vec<tokio::task::JoinHandle<(u64, u64, Duration)>>,
 }
 
 impl Load {
@@ -123,6 +123,7 @@ impl Load {
                 tokio::spawn(async move {
                     let http = client();
                     let (mut ok, mut failed) = (0u64, 0u64);
+                    let mut slowest = Duration::ZERO;
                     let mut i = c;
                     while !stop.load(Ordering::Relaxed) {
                         let base = &bases[i % bases.len()];
@@ -152,6 +153,7 @@ impl Load {
                             Err(_) => Vec::new(),
                         };
                         let complete = base_time.elapsed().as_nanos() as u64;
+                        slowest = slowest.max(Duration::from_nanos(complete - invoke));
                         if ids.is_empty() {
                             failed += 1;
                             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -165,7 +167,7 @@ impl Load {
                             .push(&format!("c{c}"), invoke, complete, ids)
                             .unwrap();
                     }
-                    (ok, failed)
+                    (ok, failed, slowest)
                 })
             })
             .collect();
@@ -176,17 +178,19 @@ impl Load {
         }
     }
 
-    /// Stops the clients; the history and the requests that got IDs and that failed.
-    async fn finish(self) -> (History, u64, u64) {
+    /// Stops the clients; the history, the requests that got IDs and that failed, and the
+    /// slowest request.
+    async fn finish(self) -> (History, u64, u64, Duration) {
         self.stop.store(true, Ordering::Relaxed);
-        let (mut ok, mut failed) = (0, 0);
+        let (mut ok, mut failed, mut slowest) = (0, 0, Duration::ZERO);
         for t in self.tasks {
-            let (o, f) = t.await.unwrap();
+            let (o, f, s) = t.await.unwrap();
             ok += o;
             failed += f;
+            slowest = slowest.max(s);
         }
         let history = Arc::try_unwrap(self.history).unwrap().into_inner();
-        (history, ok, failed)
+        (history, ok, failed, slowest)
     }
 }
 
@@ -243,11 +247,18 @@ async fn three_nodes_issue_linearizable_ids_through_a_leader_handover() {
         "{handover:?}: the stopped leader did not resign"
     );
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let (history, ok, failed) = load.finish().await;
+    let (history, ok, failed, slowest) = load.finish().await;
 
     let report = history.check();
     assert!(report.is_clean(), "{}", summary(&report));
     assert!(ok > 500, "only {ok} requests got IDs ({failed} failed)");
+    // A request racing the handover is answered or refused soon, not held until the old
+    // leader's lease (10 s) would pass: a follower whose leader did not answer asks again
+    // shortly instead of waiting for its view of the leader to change (which took the 10 s).
+    assert!(
+        slowest < Duration::from_secs(5),
+        "a request took {slowest:?} across the handover"
+    );
     eprintln!(
         "tso: {ok} requests, {} IDs, {failed} failed (to the node that stopped, or during \
          the handover of {handover:?})",
@@ -331,7 +342,7 @@ async fn a_leader_cut_off_from_etcd_stops_issuing_before_another_leads() {
     proxy.black_hole();
     let new_leader = leader(&http, &refs[1..], &name).await + 1;
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let (history, ok, failed) = load.finish().await;
+    let (history, ok, failed, _) = load.finish().await;
 
     let report = history.check();
     assert!(report.is_clean(), "{}", summary(&report));
