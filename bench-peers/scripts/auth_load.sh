@@ -13,6 +13,10 @@
 #
 #   bench-peers/scripts/auth_load.sh            # build, then REPS=3 rounds of DURATION=5 s
 #   SKIP_BUILD=1 bench-peers/scripts/auth_load.sh
+#   SKIP_BUILD=1 ONLY_C_CLIENTS=1 bench-peers/scripts/auth_load.sh   # only the C-client rows
+#
+# Each round also runs redis-benchmark (Redis INCR) and wrk (HTTP, auth off and on) when both
+# are installed (C_CLIENTS= skips them).
 #
 # Needs taskset (and root or Redis's user, to move redis-server), Redis on 127.0.0.1:6379 (its key snowdrift_authload_bench is deleted at the end), curl,
 # openssl, python3. Writes every raw
@@ -100,9 +104,29 @@ run() { # NAME ARGS...
     log "$name: $(grep -E '^(requests|ids|latency|streams)' "$OUT/raw/$name.txt" | tr -s ' ' | paste -sd'|')"
 }
 
+# The same comparison with C clients as efficient as each other: redis-benchmark for Redis,
+# wrk for HTTP with and without the bearer token (snowdrift bench spends more of its own CPU
+# per HTTP request than per RESP one, so with it as the client for both the HTTP rows measure
+# the client too).
+c_clients() { # ROUND
+    local r=$1 line
+    taskset -c "$CLIENT_CPU" redis-benchmark -t incr -c "$C" -n "$REDIS_N" --csv >"$OUT/raw/redis-benchmark-r$r.csv" 2>&1
+    line=$(tail -1 "$OUT/raw/redis-benchmark-r$r.csv" | tr -d '"')
+    log "redis-benchmark-r$r: $(cut -d, -f2 <<<"$line") requests/s, p50 $(cut -d, -f5 <<<"$line") ms, p99 $(cut -d, -f7 <<<"$line") ms"
+    taskset -c "$CLIENT_CPU" wrk -t 1 -c "$C" -d "$D" --latency "http://127.0.0.1:$HTTP_off/v1/ids/wide" >"$OUT/raw/wrk-off-r$r.txt"
+    log "wrk-off-r$r: $(awk '/Requests\/sec/ {print $2}' "$OUT/raw/wrk-off-r$r.txt") requests/s, $(grep -c 'Non-2xx' "$OUT/raw/wrk-off-r$r.txt") non-2xx lines"
+    taskset -c "$CLIENT_CPU" wrk -t 1 -c "$C" -d "$D" --latency -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$HTTP_on/v1/ids/wide" >"$OUT/raw/wrk-on-r$r.txt"
+    log "wrk-on-r$r: $(awk '/Requests\/sec/ {print $2}' "$OUT/raw/wrk-on-r$r.txt") requests/s, $(grep -c 'Non-2xx' "$OUT/raw/wrk-on-r$r.txt") non-2xx lines"
+}
+
 D="${DURATION}s"
 C=$CONNECTIONS
+REDIS_N=${REDIS_N:-$((DURATION * 100000))}
 for r in $(seq "$REPS"); do
+    if [[ -n ${C_CLIENTS-1} ]] && command -v wrk >/dev/null && command -v redis-benchmark >/dev/null; then
+        c_clients "$r"
+    fi
+    [[ -n ${ONLY_C_CLIENTS:-} ]] && continue
     run "redis-r$r" --target "redis://127.0.0.1:6379" --incr "snowdrift_authload_bench" --connections "$C" --duration "$D"
     run "resp-off-r$r" --target "redis://127.0.0.1:$RESP_off" --incr authload --connections "$C" --duration "$D"
     run "resp-on-r$r" --target "redis://127.0.0.1:$RESP_on" --incr authload --connections "$C" --duration "$D" --token "$TOKEN"
