@@ -15,8 +15,9 @@
 #   SKIP_BUILD=1 bench-peers/scripts/auth_load.sh
 #   SKIP_BUILD=1 ONLY_C_CLIENTS=1 bench-peers/scripts/auth_load.sh   # only the C-client rows
 #
-# Each round also runs redis-benchmark (Redis INCR) and wrk (HTTP, auth off and on) when both
-# are installed (C_CLIENTS= skips them).
+# Each round also runs redis-benchmark (Redis INCR, and the RESP listeners' INCR with and
+# without AUTH) and wrk (HTTP, auth off and on) when both are installed (C_CLIENTS= skips
+# them).
 #
 # Needs taskset (and root or Redis's user, to move redis-server), Redis on 127.0.0.1:6379 (its key snowdrift_authload_bench is deleted at the end), curl,
 # openssl, python3. Writes every raw
@@ -83,7 +84,9 @@ CONFIG
     printf -v "RESP_$name" '%s' "$resp"
 }
 start off ""
+PID_off=${PIDS[-1]}
 start on "$TOKEN_TOML"
+PID_on=${PIDS[-1]}
 # A self-signed end-entity certificate (openssl's default one says CA:TRUE, which rustls
 # refuses as a server's certificate).
 printf '[req]\ndistinguished_name = dn\nx509_extensions = leaf\n[dn]\n[leaf]\nsubjectAltName = DNS:localhost\nbasicConstraints = critical, CA:FALSE\n' >"$OUT/openssl.cnf"
@@ -92,10 +95,18 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost -config "$
 start tls "$TOKEN_TOML" "tls_cert = \"$OUT/cert.pem\"
 tls_key = \"$OUT/key.pem\""
 
-# The tag RESP INCR takes IDs of, on each server.
-"$SD" tags create authload --step 1000000 --server "http://127.0.0.1:$HTTP_off" >/dev/null
-"$SD" tags create authload --step 1000000 --server "http://127.0.0.1:$HTTP_on" --token "$TOKEN" >/dev/null
+# The tags RESP INCR takes IDs of, on each server (redis-benchmark's INCR key too).
+for tag in authload 'counter:__rand_int__'; do
+    "$SD" tags create "$tag" --step 1000000 --server "http://127.0.0.1:$HTTP_off" >/dev/null
+    "$SD" tags create "$tag" --step 1000000 --server "http://127.0.0.1:$HTTP_on" --token "$TOKEN" >/dev/null
+done
 log "servers: auth off on $HTTP_off (RESP $RESP_off), auth on on $HTTP_on (RESP $RESP_on)"
+# The C clients' rows count only if their requests are served: INCR after AUTH gives a number,
+# without AUTH a refusal.
+redis-cli -p "$RESP_on" -a "$TOKEN" --no-auth-warning incr 'counter:__rand_int__' | grep -Eq '^[0-9]+$' ||
+    { echo "auth_load.sh: INCR after AUTH on the RESP listener did not give an ID" >&2; exit 1; }
+redis-cli -p "$RESP_on" incr 'counter:__rand_int__' | grep -q NOAUTH ||
+    { echo "auth_load.sh: INCR without AUTH was not refused" >&2; exit 1; }
 
 run() { # NAME ARGS...
     local name=$1
@@ -108,15 +119,44 @@ run() { # NAME ARGS...
 # wrk for HTTP with and without the bearer token (snowdrift bench spends more of its own CPU
 # per HTTP request than per RESP one, so with it as the client for both the HTTP rows measure
 # the client too).
+# The server's CPU time (all threads, user + system) per request over a run, in µs: what a
+# request costs the server whatever the client's own speed. `ticks PID` reads it in 1/100 s.
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+per_request() { # PID TICKS_BEFORE REQUESTS
+    awk -v t="$(( $(ticks "$1") - $2 ))" -v n="$3" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.2f", t * 1e6 / hz / n}'
+}
 c_clients() { # ROUND
-    local r=$1 line
+    local r=$1 line before port pid auth name
+    before=$(ticks "$REDIS_PID")
     taskset -c "$CLIENT_CPU" redis-benchmark -t incr -c "$C" -n "$REDIS_N" --csv >"$OUT/raw/redis-benchmark-r$r.csv" 2>&1
     line=$(tail -1 "$OUT/raw/redis-benchmark-r$r.csv" | tr -d '"')
-    log "redis-benchmark-r$r: $(cut -d, -f2 <<<"$line") requests/s, p50 $(cut -d, -f5 <<<"$line") ms, p99 $(cut -d, -f7 <<<"$line") ms"
-    taskset -c "$CLIENT_CPU" wrk -t 1 -c "$C" -d "$D" --latency "http://127.0.0.1:$HTTP_off/v1/ids/wide" >"$OUT/raw/wrk-off-r$r.txt"
-    log "wrk-off-r$r: $(awk '/Requests\/sec/ {print $2}' "$OUT/raw/wrk-off-r$r.txt") requests/s, $(grep -c 'Non-2xx' "$OUT/raw/wrk-off-r$r.txt") non-2xx lines"
-    taskset -c "$CLIENT_CPU" wrk -t 1 -c "$C" -d "$D" --latency -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$HTTP_on/v1/ids/wide" >"$OUT/raw/wrk-on-r$r.txt"
-    log "wrk-on-r$r: $(awk '/Requests\/sec/ {print $2}' "$OUT/raw/wrk-on-r$r.txt") requests/s, $(grep -c 'Non-2xx' "$OUT/raw/wrk-on-r$r.txt") non-2xx lines"
+    log "redis-benchmark-r$r: $(cut -d, -f2 <<<"$line") requests/s, p50 $(cut -d, -f5 <<<"$line") ms, p99 $(cut -d, -f7 <<<"$line") ms, server CPU $(per_request "$REDIS_PID" "$before" "$REDIS_N") us/request"
+    for side in off on; do
+        port=RESP_$side
+        pid=$PID_off
+        auth=()
+        if [[ $side == on ]]; then
+            pid=$PID_on
+            auth=(-a "$TOKEN")
+        fi
+        before=$(ticks "$pid")
+        taskset -c "$CLIENT_CPU" redis-benchmark -p "${!port}" "${auth[@]}" -t incr -c "$C" -n "$REDIS_N" --csv >"$OUT/raw/resp-benchmark-$side-r$r.csv" 2>&1
+        line=$(tail -1 "$OUT/raw/resp-benchmark-$side-r$r.csv" | tr -d '"')
+        log "resp-benchmark-$side-r$r: $(cut -d, -f2 <<<"$line") requests/s, p50 $(cut -d, -f5 <<<"$line") ms, p99 $(cut -d, -f7 <<<"$line") ms, server CPU $(per_request "$pid" "$before" "$REDIS_N") us/request"
+    done
+    for side in off on; do
+        port=HTTP_$side
+        pid=$PID_off
+        auth=()
+        if [[ $side == on ]]; then
+            pid=$PID_on
+            auth=(-H "Authorization: Bearer $TOKEN")
+        fi
+        name="wrk-$side-r$r"
+        before=$(ticks "$pid")
+        taskset -c "$CLIENT_CPU" wrk -t 1 -c "$C" -d "$D" --latency "${auth[@]}" "http://127.0.0.1:${!port}/v1/ids/wide" >"$OUT/raw/$name.txt"
+        log "$name: $(awk '/Requests\/sec/ {print $2}' "$OUT/raw/$name.txt") requests/s, $(grep -c 'Non-2xx' "$OUT/raw/$name.txt") non-2xx lines, server CPU $(per_request "$pid" "$before" "$(awk '/requests in/ {print $1}' "$OUT/raw/$name.txt")") us/request"
+    done
 }
 
 D="${DURATION}s"

@@ -26,6 +26,7 @@
 //! what was already let in (a gRPC stream, a request being served) finishes.
 
 mod limit;
+mod remembered;
 mod scope;
 mod token;
 mod tokens;
@@ -41,6 +42,7 @@ pub use token::{BadHash, TOKEN_PREFIX, TokenHash, generate as generate_token};
 
 use crate::config::AuthConfig;
 use crate::error::{ConfigError, Error};
+pub(crate) use remembered::Remembered;
 pub(crate) use tokens::Tokens;
 
 /// The tokens in force; with none, auth is off and every check passes.

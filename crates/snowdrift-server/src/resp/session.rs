@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use crate::auth::{Role, Target};
+use crate::auth::{Remembered, Role, Target};
 use crate::error::ErrorKind;
 use crate::state::AppState;
 
@@ -36,6 +36,8 @@ pub struct Session {
     /// `Bearer <token>` once `AUTH` passed: every ID command checks it again for its
     /// generator, role and rate, as each HTTP request checks its header.
     authorization: Option<String>,
+    /// The token `authorization` named, identified once per set of tokens in force.
+    remembered: Remembered,
     client_name: Option<String>,
     lib_name: Option<String>,
     lib_ver: Option<String>,
@@ -51,6 +53,7 @@ impl Session {
             local,
             protocol: Protocol::Resp2,
             authorization: None,
+            remembered: Remembered::default(),
             client_name: None,
             lib_name: None,
             lib_ver: None,
@@ -109,7 +112,8 @@ impl Session {
                     .write(out);
             }
             Command::Snowflake { name, format } => {
-                let generators = &self.state.generators;
+                let state = Arc::clone(&self.state);
+                let generators = &state.generators;
                 let (name, source) = issue::snowflake_source(generators, name)?;
                 self.allow(&name)?;
                 match format {
@@ -171,11 +175,11 @@ impl Session {
     }
 
     /// Whether this connection's token may read `name` (counting against its rate).
-    fn allow(&self, name: &str) -> Result<(), Refusal> {
-        self.state
-            .auth
-            .authorize(
-                self.authorization.as_deref(),
+    fn allow(&mut self, name: &str) -> Result<(), Refusal> {
+        self.remembered
+            .check(
+                &self.state.auth,
+                self.authorization.as_deref().map(str::as_bytes),
                 Target::Name(name),
                 Role::Read,
             )
