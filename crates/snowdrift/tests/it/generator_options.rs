@@ -404,33 +404,18 @@ fn zk_version_ids_are_the_znodes_versions_across_servers() {
 #[test]
 fn derived_worker_ids_come_from_a_given_ip_or_interface() {
     let dir = temp_dir("derive-ip");
-    let path = dir.join("ip.toml");
     for (keys, worker_id) in [("ip = \"10.1.2.3\"", 0x203), ("interface = \"lo\"", 1)] {
-        std::fs::write(
-            &path,
-            format!(
-                "[server]\nlisten = \"127.0.0.1:0\"\n\n[store]\nurl = \"sqlite://{dir}/ids.db\"\n\n\
-                 [worker]\nregistry = \"derived\"\nderive = \"ip\"\n{keys}\npath = \"{dir}/workers\"\n",
-                dir = dir.display()
-            ),
-        )
-        .unwrap();
+        let path = worker_config(
+            &dir,
+            &format!("registry = \"derived\"\nderive = \"ip\"\n{keys}"),
+        );
         let served = serve(&path, 0);
         served.wait_ready();
-        let g = json(&served, "/v1/generators");
-        let snowflake = g["generators"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|g| g["name"] == "snowflake")
-            .unwrap()
-            .clone();
-        assert_eq!(
-            snowflake["worker"]["worker_id"], worker_id,
-            "{keys}: {snowflake}"
-        );
+        let worker = served.worker_of("snowflake");
+        assert_eq!(worker["worker_id"], worker_id, "{keys}: {worker}");
         drop(served);
     }
+    let path = dir.join("ip.toml");
     for (keys, says) in [
         (
             "registry = \"file\"\nip = \"10.1.2.3\"",
@@ -450,18 +435,6 @@ fn derived_worker_ids_come_from_a_given_ip_or_interface() {
         assert!(!ok && err.contains(says), "{keys}: {err}");
     }
     std::fs::remove_dir_all(&dir).ok();
-}
-
-/// The default generator's worker section from `/v1/generators`.
-fn default_worker(served: &Served) -> serde_json::Value {
-    let g = json(served, "/v1/generators");
-    g["generators"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|g| g["name"] == "snowflake")
-        .unwrap()["worker"]
-        .clone()
 }
 
 /// A config whose `[worker]` has `keys`, leasing on lock files in `dir/workers`.
@@ -499,7 +472,7 @@ fn derived_worker_ids_split_into_datacenter_and_worker() {
     ] {
         let served = serve(&worker_config(&dir, &format!("{derived}\n{keys}")), 0);
         served.wait_ready();
-        let w = default_worker(&served);
+        let w = served.worker_of("snowflake");
         assert_eq!(w["worker_id"], datacenter << 5 | worker, "{keys}: {w}");
         assert_eq!(w["fields"]["datacenter"], datacenter, "{keys}: {w}");
         assert_eq!(w["fields"]["worker"], worker, "{keys}: {w}");
@@ -605,14 +578,14 @@ fn verify_with_refuses_a_second_node_with_the_same_id_cluster_wide() {
         let b = serve(&write(&machines[1], false), 0);
         a.wait_ready();
         b.wait_ready();
-        let (wa, wb) = (default_worker(&a), default_worker(&b));
+        let (wa, wb) = (a.worker_of("snowflake"), b.worker_of("snowflake"));
         assert_eq!(wa["worker_id"], wb["worker_id"], "{keys}");
         assert_eq!(wa["verified"], false, "{keys}: {wa}");
         drop((a, b));
         // Registered on etcd: the second is refused.
         let a = serve(&write(&machines[0], true), 0);
         a.wait_ready();
-        let wa = default_worker(&a);
+        let wa = a.worker_of("snowflake");
         assert_eq!(wa["verified"], true, "{keys}: {wa}");
         assert_eq!(wa["registry"], "etcd", "{keys}: {wa}");
         let out = crate::common::serve_command()

@@ -302,16 +302,7 @@ fn a_taken_port_is_named_once_and_the_server_exits() {
 
 /// The worker ID of the default snowflake generator, from `/v1/generators`.
 fn generator_worker(served: &Served) -> serde_json::Value {
-    let (status, body) = served.get("/v1/generators", None);
-    assert_eq!(status, 200, "{body}");
-    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-    v["generators"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|g| g["name"] == "snowflake")
-        .unwrap()["worker"]
-        .clone()
+    served.worker_of("snowflake")
 }
 
 /// Two servers started with no config from two directories share the machine-wide worker

@@ -153,6 +153,20 @@ impl Served {
         (status, body)
     }
 
+    /// The `worker` section of snowflake generator `name` in `/v1/generators`.
+    pub fn worker_of(&self, name: &str) -> serde_json::Value {
+        let (status, body) = self.get("/v1/generators", None);
+        assert_eq!(status, 200, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        v["generators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == name)
+            .unwrap_or_else(|| panic!("no generator {name:?}: {v}"))["worker"]
+            .clone()
+    }
+
     /// Stops it with SIGTERM and returns how it exited.
     pub fn stop(mut self) -> ExitStatus {
         self.signal("TERM");
