@@ -143,7 +143,7 @@ pub async fn run(
         shutdown,
     );
     let calls = grpc::limit::CallLimit::new(server.max_streams);
-    let trimmer = trim::spawn(vec![server.state.conns.watched(), calls.watched()]);
+    let watched = vec![server.state.conns.watched(), calls.watched()];
     let (grpc, shutdown) =
         grpc::router(server.state.clone(), server.max_stream, calls, shutdown).await;
     let app = http::router(server.state.clone(), server.max_body).merge(grpc);
@@ -167,6 +167,8 @@ pub async fn run(
             signal,
         )),
     };
+    // Started once nothing can fail before the end of this function, which stops it.
+    let trimmer = trim::spawn(watched);
     tokio::pin!(serving);
     tokio::select! {
         () = &mut serving => {}

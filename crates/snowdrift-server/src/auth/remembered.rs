@@ -18,11 +18,19 @@ pub(crate) struct Remembered {
 }
 
 /// The set, the value presented, and the token it named.
-#[derive(Debug)]
 struct Verdict {
     tokens: Arc<Tokens>,
     presented: Vec<u8>,
     token: usize,
+}
+
+// The value presented holds the token itself: never printed.
+impl std::fmt::Debug for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Verdict")
+            .field("token", &self.token)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Remembered {

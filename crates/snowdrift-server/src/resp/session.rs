@@ -25,7 +25,6 @@ pub enum Flow {
 }
 
 /// One client connection.
-#[derive(Debug)]
 pub struct Session {
     state: Arc<AppState>,
     /// Shown by `HELLO`, `CLIENT ID` and `CLIENT INFO`.
@@ -41,6 +40,20 @@ pub struct Session {
     client_name: Option<String>,
     lib_name: Option<String>,
     lib_ver: Option<String>,
+}
+
+// The authorization holds the token itself: printed only as whether there is one.
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.id)
+            .field("peer", &self.peer)
+            .field("local", &self.local)
+            .field("protocol", &self.protocol)
+            .field("authenticated", &self.authorization.is_some())
+            .field("client_name", &self.client_name)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Session {
