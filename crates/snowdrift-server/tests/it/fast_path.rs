@@ -32,12 +32,7 @@ impl Answer {
     }
 
     fn ids(&self) -> Vec<u64> {
-        self.json()["ids"]
-            .as_array()
-            .unwrap_or_else(|| panic!("no ids: {self:?}"))
-            .iter()
-            .map(|id| id.as_str().unwrap().parse().unwrap())
-            .collect()
+        crate::support::ids_of(&self.json())
     }
 }
 

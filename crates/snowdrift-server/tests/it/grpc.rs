@@ -99,12 +99,7 @@ impl TestServer {
             .http_json("GET", &format!("/v1/ids/{name}?count={count}"), None)
             .await;
         assert_eq!(status, 200, "{v}");
-        v["ids"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i.as_str().unwrap().parse().unwrap())
-            .collect()
+        crate::support::ids_of(&v)
     }
 }
 

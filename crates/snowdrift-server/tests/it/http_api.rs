@@ -360,12 +360,7 @@ async fn a_graceful_stop_finishes_the_response_in_flight_and_closes_idle_connect
         .expect("a whole head")
         + 4;
     let body: Value = serde_json::from_slice(&response[head_end..]).expect("a whole body");
-    let ids: Vec<u64> = body["ids"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|id| id.as_str().unwrap().parse().unwrap())
-        .collect();
+    let ids: Vec<u64> = crate::support::ids_of(&body);
     assert_eq!(ids.len(), COUNT);
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "strictly increasing");
 

@@ -29,12 +29,7 @@ async fn buffer(s: &TestServer, tag: &str) -> Value {
 
 async fn take(s: &TestServer, tag: &str, count: u64) -> Vec<u64> {
     let v = s.json(&format!("/v1/ids/{tag}?count={count}"), 200).await;
-    v["ids"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i.as_str().unwrap().parse().unwrap())
-        .collect()
+    crate::support::ids_of(&v)
 }
 
 /// Waits for the refill task to do whatever it will do after a take.

@@ -137,12 +137,7 @@ impl Load {
                         let ids: Vec<u64> = match answer {
                             Ok(r) if r.status() == 200 => {
                                 let v: Value = r.json().await.unwrap();
-                                v["ids"]
-                                    .as_array()
-                                    .unwrap()
-                                    .iter()
-                                    .map(|id| id.as_str().unwrap().parse().unwrap())
-                                    .collect()
+                                crate::support::ids_of(&v)
                             }
                             Ok(r) => {
                                 let status = r.status().as_u16();

@@ -45,12 +45,7 @@ async fn start(prefix: &str) -> crate::support::TestServer {
 }
 
 fn uuids(v: &Value) -> Vec<Uuid> {
-    v["ids"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no ids: {v}"))
-        .iter()
-        .map(|id| id.as_str().unwrap().parse().unwrap())
-        .collect()
+    crate::support::ids_of(v)
 }
 
 /// The `error.code` and message of a refusal.

@@ -43,12 +43,7 @@ async fn worker_id(base: &str) -> u64 {
 async fn ids(base: &str, n: u64) -> Vec<u64> {
     let (status, v) = json(base, &format!("/v1/ids/snowflake?count={n}")).await;
     assert_eq!(status, 200, "{v}");
-    v["ids"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i.as_str().unwrap().parse().unwrap())
-        .collect()
+    crate::support::ids_of(&v)
 }
 
 /// Waits until `/readyz` says 200 (a restarted snowflake generator waits for its mark).

@@ -36,7 +36,7 @@ fn unique_name(what: &str) -> String {
     snowdrift_testkit::unique_name(&format!("tk_{what}"))
 }
 
-async fn raw(url: &str, sql: String) {
+pub(crate) async fn raw(url: &str, sql: String) {
     sqlx::any::install_default_drivers();
     let pool = sqlx::AnyPool::connect(url).await.unwrap();
     sqlx::query(AssertSqlSafe(sql))
@@ -56,13 +56,13 @@ async fn drop_object(url: &str, name: &str) {
     raw(url, format!("DROP {kind} IF EXISTS {name}")).await;
 }
 
-fn config(increment: u32, offset: u32, name: &str) -> TicketConfig {
+pub(crate) fn config(increment: u32, offset: u32, name: &str) -> TicketConfig {
     let mut c = TicketConfig::new(increment, offset);
     c.name = name.to_string();
     c
 }
 
-fn class_of(id: u64, increment: u64) -> u64 {
+pub(crate) fn class_of(id: u64, increment: u64) -> u64 {
     match id % increment {
         0 => increment,
         r => r,

@@ -9,8 +9,10 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use snowdrift_store::Error;
-use snowdrift_store::ticket::{Grow, ServerState, TicketConfig, TicketPool, TicketServer};
+use snowdrift_store::ticket::{Grow, ServerState, TicketPool, TicketServer};
 use snowdrift_testkit::{IdChecker, urls};
+
+use crate::ticket::{class_of, config, raw};
 use sqlx::{AssertSqlSafe, Row};
 
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -94,16 +96,6 @@ impl Servers {
     }
 }
 
-async fn raw(url: &str, sql: String) {
-    sqlx::any::install_default_drivers();
-    let pool = sqlx::AnyPool::connect(url).await.unwrap();
-    sqlx::query(AssertSqlSafe(sql))
-        .execute(&pool)
-        .await
-        .unwrap();
-    pool.close().await;
-}
-
 async fn scalar(url: &str, sql: &str) -> i64 {
     sqlx::any::install_default_drivers();
     let pool = sqlx::AnyPool::connect(url).await.unwrap();
@@ -117,17 +109,15 @@ async fn scalar(url: &str, sql: &str) -> i64 {
     v
 }
 
-fn config(increment: u32, offset: u32, name: &str) -> TicketConfig {
-    let mut c = TicketConfig::new(increment, offset);
-    c.name = name.to_string();
-    c
-}
-
-fn class_of(id: u64, m: u64) -> u64 {
-    match id % m {
-        0 => m,
-        r => r,
-    }
+/// A pool of the servers at `urls`, in their order, on table or sequence `name`.
+async fn pool_of(urls: &[String], name: &str) -> TicketPool {
+    urls.iter()
+        .fold(TicketPool::builder().name(name), |b, url| {
+            b.server(url.as_str())
+        })
+        .connect()
+        .await
+        .unwrap()
 }
 
 /// Takes `count` tickets from each server of a pool of `urls`, one server at a time, so
@@ -170,13 +160,7 @@ async fn grow_two_to_three(db: Db) {
     let checker = IdChecker::new();
 
     // Before: a pool of 2, and each of its servers on its own.
-    let pool = TicketPool::builder()
-        .name(name)
-        .server(&servers.urls[0])
-        .server(&servers.urls[1])
-        .connect()
-        .await
-        .unwrap();
+    let pool = pool_of(&servers.urls[..2], name).await;
     for _ in 0..20 {
         checker.record_unordered("pool of 2", pool.next(7).await.unwrap());
     }
@@ -237,14 +221,7 @@ async fn grow_two_to_three(db: Db) {
         assert!(ids.windows(2).all(|w| w[1] - w[0] == 3), "{ids:?}");
     }
     // And a pool of 3 with the new list, as a restarted snowdrift server runs it.
-    let pool = TicketPool::builder()
-        .name(name)
-        .server(&servers.urls[0])
-        .server(&servers.urls[1])
-        .server(&servers.urls[2])
-        .connect()
-        .await
-        .unwrap();
+    let pool = pool_of(&servers.urls, name).await;
     let mut classes = BTreeSet::new();
     for _ in 0..30 {
         let ids = pool.next(5).await.unwrap();
@@ -352,14 +329,7 @@ async fn ticket_grow_on_postgres_leaves_a_running_old_server_no_duplicate() {
         .await
         .unwrap();
     plan.apply(false).await.unwrap();
-    let pool = TicketPool::builder()
-        .name(name)
-        .server(&servers.urls[0])
-        .server(&servers.urls[1])
-        .server(&servers.urls[2])
-        .connect()
-        .await
-        .unwrap();
+    let pool = pool_of(&servers.urls, name).await;
     let (mut served_by_old, mut refused_by_old) = (0, 0);
     for round in 0..40 {
         checker.record_unordered("new pool", pool.next(3).await.unwrap());

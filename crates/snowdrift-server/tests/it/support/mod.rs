@@ -192,6 +192,20 @@ impl TestServer {
 }
 
 /// A gRPC request carrying `authorization: Bearer <token>`.
+/// The `ids` of an answer (`{"ids": ["1", "2"]}`), each parsed as `T`; panics naming the
+/// answer when it has none.
+pub fn ids_of<T: std::str::FromStr>(v: &Value) -> Vec<T>
+where
+    T::Err: std::fmt::Debug,
+{
+    v["ids"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no ids: {v}"))
+        .iter()
+        .map(|id| id.as_str().unwrap().parse().unwrap())
+        .collect()
+}
+
 pub fn with_token<T>(message: T, token: &str) -> tonic::Request<T> {
     let mut request = tonic::Request::new(message);
     request
