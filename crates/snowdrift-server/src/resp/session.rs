@@ -125,10 +125,14 @@ impl Session {
                     .write(out);
             }
             Command::Snowflake { name, format } => {
-                let state = Arc::clone(&self.state);
-                let generators = &state.generators;
+                let generators = &self.state.generators;
                 let (name, source) = issue::snowflake_source(generators, name)?;
-                self.allow(&name)?;
+                allow(
+                    &mut self.remembered,
+                    &self.state,
+                    self.authorization.as_deref(),
+                    &name,
+                )?;
                 match format {
                     None => issue::incr(&name, &source).await?,
                     Some(format) => issue::formatted(generators, &name, &source, format).await?,
@@ -189,14 +193,12 @@ impl Session {
 
     /// Whether this connection's token may read `name` (counting against its rate).
     fn allow(&mut self, name: &str) -> Result<(), Refusal> {
-        self.remembered
-            .check(
-                &self.state.auth,
-                self.authorization.as_deref().map(str::as_bytes),
-                Target::Name(name),
-                Role::Read,
-            )
-            .map_err(Refusal::from)
+        allow(
+            &mut self.remembered,
+            &self.state,
+            self.authorization.as_deref(),
+            name,
+        )
     }
 
     /// `AUTH token`: keeps the token when the server knows it. A refused `AUTH` leaves the
@@ -318,4 +320,22 @@ fn printable(what: &str, value: &[u8]) -> Result<String, Refusal> {
         )));
     }
     Ok(String::from_utf8_lossy(value).into_owned())
+}
+
+/// Whether the token `authorization` names may read `name` (counting against its rate): a
+/// function of the session's fields, so a command can check while it holds the state.
+fn allow(
+    remembered: &mut Remembered,
+    state: &AppState,
+    authorization: Option<&str>,
+    name: &str,
+) -> Result<(), Refusal> {
+    remembered
+        .check(
+            &state.auth,
+            authorization.map(str::as_bytes),
+            Target::Name(name),
+            Role::Read,
+        )
+        .map_err(Refusal::from)
 }
