@@ -578,6 +578,12 @@ pub struct GeneratorConfig {
     /// generator). A secret: `--check-config` masks it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forward_token: Option<String>,
+    /// `tso` with auth on: let this node send `forward_token` to a leader whose URL is plain
+    /// `http://` (default false: it refuses to forward there, saying why, since anyone on
+    /// the path, or a fake leader named in etcd, would read the token). Set it only on a
+    /// network you trust.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward_plaintext: Option<bool>,
 }
 
 word_enum!(
@@ -708,6 +714,7 @@ impl GeneratorConfig {
             logical_bits: None,
             ttl: None,
             forward_token: None,
+            forward_plaintext: None,
         }
     }
 }

@@ -67,6 +67,23 @@ impl IdApi {
     }
 }
 
+/// Whether `request` is a tso follower's forwarded call: its `snowdrift-forwarded` metadata
+/// is `1`. Any other value is refused rather than guessed at (a "0" meant as "not
+/// forwarded" once counted as forwarded).
+fn forwarded<T>(request: &Request<T>) -> Result<bool, Status> {
+    match request.metadata().get(crate::tso::FORWARDED_HEADER) {
+        None => Ok(false),
+        Some(v) if v.as_bytes() == crate::tso::FORWARDED_VALUE.as_bytes() => Ok(true),
+        Some(v) => Err(Status::invalid_argument(format!(
+            "{} metadata is {:?}; only {:?} is allowed (a tso follower sets it on a call it \
+             forwards to the leader); leave it out otherwise",
+            crate::tso::FORWARDED_HEADER,
+            String::from_utf8_lossy(v.as_bytes()),
+            crate::tso::FORWARDED_VALUE
+        ))),
+    }
+}
+
 #[tonic::async_trait]
 impl IdService for IdApi {
     async fn next(
@@ -75,18 +92,25 @@ impl IdService for IdApi {
     ) -> Result<Response<pb::IdBatch>, Status> {
         self.authorize(&request, &request.get_ref().name)?;
         // A tso follower's call on behalf of its client: answered here or refused.
-        let forwarded = request
-            .metadata()
-            .contains_key(crate::tso::FORWARDED_HEADER);
+        let forwarded = forwarded(&request)?;
         let r = request.into_inner();
         let count = bounded("count", r.count.unwrap_or(1), self.state.max_count)?;
         let source = self.state.generators.get(&r.name)?;
         let codec = self.codec(&r.name, &source, r.format.as_deref())?;
+        let mut term = None;
         let ids = match source.as_ref() {
             // Counted as issued by the follower that asked, which answers its client: the
-            // cluster's sum of snowdrift_ids_issued_total counts each ID once.
-            Source::Tso(_) if forwarded && r.input.is_none() => {
-                crate::tso::serve_forwarded(true, source.next(count)).await?
+            // cluster's sum of snowdrift_ids_issued_total counts each ID once. The answer
+            // names the term, which the follower checks against the leader key it read.
+            Source::Tso(tso) if forwarded && r.input.is_none() => {
+                let (range, t) =
+                    crate::tso::serve_forwarded(true, tso.tso().next_in_term(count)).await?;
+                term = Some(t);
+                crate::source::Ids::Runs(vec![crate::source::IdRun {
+                    first: range.start,
+                    count: range.len(),
+                    stride: 1,
+                }])
             }
             _ => {
                 let issuing = issue(&r.name, &source, count, r.input.as_deref());
@@ -94,7 +118,14 @@ impl IdService for IdApi {
             }
         };
         let batch = convert::batch(&r.name, source.kind(), ids, codec.as_ref())?;
-        Ok(Response::new(batch))
+        let mut response = Response::new(batch);
+        if let Some(term) = term {
+            response.metadata_mut().insert(
+                crate::tso::TERM_HEADER,
+                tonic::metadata::MetadataValue::from(term),
+            );
+        }
+        Ok(response)
     }
 
     type StreamStream = IdStream;

@@ -131,6 +131,17 @@ fn tso_json(t: &crate::tso::Tso) -> Value {
         "forwards": r.forwards,
         "forward_calls": r.forward_calls,
         "forward_errors": r.forward_errors,
+        "forward_refused": crate::tso::Refusal::ALL
+            .iter()
+            .zip(r.refused)
+            .map(|(why, n)| (why.label().to_string(), Value::from(n)))
+            .collect::<serde_json::Map<_, _>>(),
+        "leader_keys_refused": crate::tso::KEY_FAULTS
+            .iter()
+            .zip(r.forged_keys)
+            .map(|(fault, n)| (fault.to_string(), Value::from(n)))
+            .collect::<serde_json::Map<_, _>>(),
+        "leader_keys_replaced": r.keys_replaced,
     });
     match r.role {
         Role::Leader { term } => {
@@ -145,9 +156,10 @@ fn tso_json(t: &crate::tso::Tso) -> Value {
                 v["lease_ms_left"] = (left.as_millis() as u64).into();
             }
         }
-        Role::Follower { leader } => {
+        Role::Follower { leader, term } => {
             v["role"] = "follower".into();
             v["leader"] = leader.into();
+            v["leader_term"] = term.into();
         }
         Role::Electing { error } => {
             v["role"] = "electing".into();

@@ -100,6 +100,22 @@ fn tso_gauges(name: &str, r: &crate::tso::TsoReport) {
     metrics::counter!("snowdrift_tso_forwards_total", &labels).absolute(r.forwards);
     metrics::counter!("snowdrift_tso_forward_calls_total", &labels).absolute(r.forward_calls);
     metrics::counter!("snowdrift_tso_forward_errors_total", &labels).absolute(r.forward_errors);
+    for (why, n) in crate::tso::Refusal::ALL.iter().zip(r.refused) {
+        let labels = [
+            ("generator", name.to_string()),
+            ("reason", why.label().to_string()),
+        ];
+        metrics::counter!("snowdrift_tso_forward_refused_total", &labels).absolute(n);
+    }
+    for (fault, n) in crate::tso::KEY_FAULTS.iter().zip(r.forged_keys) {
+        let labels = [
+            ("generator", name.to_string()),
+            ("fault", (*fault).to_string()),
+        ];
+        metrics::counter!("snowdrift_tso_leader_key_refused_total", &labels).absolute(n);
+    }
+    metrics::counter!("snowdrift_tso_leader_keys_replaced_total", &labels)
+        .absolute(r.keys_replaced);
     if let Some(st) = r.status {
         metrics::counter!("snowdrift_tso_clock_steps_back_total", &labels)
             .absolute(st.clock_steps_back);

@@ -174,6 +174,18 @@ fn describe_tso() {
         "Forwarded requests that failed (the leader gone, or refusing)."
     );
     describe_counter!(
+        "snowdrift_tso_forward_refused_total",
+        "Forwards refused by reason: plaintext_token (the leader is plain http and forward_plaintext is off), term (the answer names another term than the leader key), shape (not one run of the count asked), out_of_range (wraps, not a tso ID, or too far ahead), not_above_served (not above what this node served)."
+    );
+    describe_counter!(
+        "snowdrift_tso_leader_key_refused_total",
+        "Leader keys found that no campaign wrote, by fault (no_lease, lease_not_named, lease_expired): not forwarded to."
+    );
+    describe_counter!(
+        "snowdrift_tso_leader_keys_replaced_total",
+        "Leader keys bound to no lease that this node took over after they stayed a whole lease."
+    );
+    describe_counter!(
         "snowdrift_tso_clock_steps_back_total",
         "Clock readings below the one before, while leading; IDs kept going up regardless."
     );

@@ -123,6 +123,8 @@ pub struct TsoPlan {
     pub advertise: String,
     /// The token presented to the leader when forwarding, with auth on.
     pub forward_token: Option<String>,
+    /// Whether that token may go to a plain `http://` leader.
+    pub forward_plaintext: bool,
     /// Most IDs one forwarded call asks of the leader: `limits.max_count` (the leader's, when
     /// nodes share one config).
     pub max_count: u64,
@@ -536,6 +538,18 @@ fn tso_plan(config: &Config, g: &GeneratorConfig) -> Result<TsoPlan, (&'static s
                 .into(),
         ));
     }
+    let forward_plaintext = g.forward_plaintext.unwrap_or(false);
+    if auth_on && !forward_plaintext && !advertise.starts_with("https://") {
+        return Err((
+            "forward_plaintext",
+            format!(
+                "auth is on and this node is reached at {advertise}, plain http: followers \
+                 would send their forward_token in cleartext, which they refuse to do; serve \
+                 over TLS (server.tls_cert, or server.advertise = \"https://...\" behind a TLS \
+                 proxy), or set forward_plaintext = true if the network is trusted"
+            ),
+        ));
+    }
     Ok(TsoPlan {
         url,
         oracle,
@@ -543,6 +557,7 @@ fn tso_plan(config: &Config, g: &GeneratorConfig) -> Result<TsoPlan, (&'static s
         margin: ttl / 5,
         advertise,
         forward_token: g.forward_token.clone(),
+        forward_plaintext,
         max_count,
         forward_ca: config.server.tls_cert.clone(),
     })
@@ -645,7 +660,7 @@ fn check_keys(g: &GeneratorConfig) -> Result<(), ConfigError> {
     ];
     const GREGORIAN: &[Kind] = &[Kind::Uuid1, Kind::Uuid2, Kind::Uuid6];
     const NAMED: &[Kind] = &[Kind::Uuid3, Kind::Uuid5];
-    let set: [(&str, bool, &[Kind]); 26] = [
+    let set: [(&str, bool, &[Kind]); 27] = [
         (
             "layout",
             g.layout.is_some(),
@@ -688,6 +703,11 @@ fn check_keys(g: &GeneratorConfig) -> Result<(), ConfigError> {
         ("logical_bits", g.logical_bits.is_some(), &[Kind::Tso]),
         ("ttl", g.ttl.is_some(), &[Kind::Tso]),
         ("forward_token", g.forward_token.is_some(), &[Kind::Tso]),
+        (
+            "forward_plaintext",
+            g.forward_plaintext.is_some(),
+            &[Kind::Tso],
+        ),
     ];
     for (key, present, kinds) in set {
         if present && !kinds.contains(&g.kind) {

@@ -3,24 +3,43 @@
 //! waiting together go in one call for their total (PD's clients batch the same way), and
 //! each gets its slice: the IDs were allocated at one instant on the leader, within every
 //! such request's time.
+//!
+//! Nothing the leader answers is taken on trust: the leader key was checked when it was
+//! read (a live lease of a campaign, `snowdrift_store::tso`), the answer must name the same
+//! term, be one run of exactly the count asked for, not wrap, not lie further ahead than a
+//! leader could be, and be above everything this node had served; the `forward_token` is
+//! never sent in cleartext unless `forward_plaintext` says so.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use snowdrift_core::clock::{Clock, MonotonicClock, OffsetClock};
 use snowdrift_core::segment::IdRange;
+use snowdrift_core::tso::TsoConfig;
 use snowdrift_proto::grpc::NextRequest;
 use snowdrift_proto::grpc::id_service_client::IdServiceClient;
 use tonic::Code;
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
-use super::{Reply, Request, Role, Shared};
+use super::{Counters, Refusal, Reply, Request, Role, Served, Shared};
 use crate::error::Error;
 use crate::plan::TsoPlan;
 
 /// The metadata key that marks a forwarded call: the leader answers it itself, or refuses.
 pub(crate) const FORWARDED_HEADER: &str = "snowdrift-forwarded";
+/// The one value of [`FORWARDED_HEADER`] a follower sends; any other is refused.
+pub(crate) const FORWARDED_VALUE: &str = "1";
+/// The response metadata key in which a leader names the term (its etcd lease, decimal)
+/// that issued the IDs of a forwarded call.
+pub(crate) const TERM_HEADER: &str = "snowdrift-tso-term";
+
+/// How far past this node's clock (beyond the window a leader saves ahead) the leader's
+/// IDs may lie: room for the nodes' clocks to disagree. An answer further ahead is no
+/// leader's, and taking it would make this node refuse the real leader until its clock
+/// caught up.
+const MAX_AHEAD_MS: u64 = 60_000;
 
 /// Why forwarding did not give IDs.
 pub(super) enum Failure {
@@ -34,6 +53,12 @@ pub(super) enum Failure {
 /// changes.
 pub(super) struct Forwarder {
     authorization: Option<MetadataValue<tonic::metadata::Ascii>>,
+    /// `forward_plaintext`: the token may go to a plain `http://` leader.
+    plaintext: bool,
+    /// The oracle's options, to read the time in an answer's IDs.
+    oracle: TsoConfig,
+    /// This node's clock, as its oracle reads it.
+    clock: OffsetClock<MonotonicClock>,
     tls: Option<ClientTlsConfig>,
     timeout: Duration,
     client: Mutex<Option<(String, IdServiceClient<Channel>)>>,
@@ -51,7 +76,10 @@ impl std::fmt::Debug for Forwarder {
 impl Forwarder {
     /// A forwarder presenting `plan.forward_token`, checking an `https://` leader against
     /// the system's roots and `plan.forward_ca`.
-    pub(super) fn new(plan: &TsoPlan) -> Result<Self, snowdrift_store::Error> {
+    pub(super) fn new(
+        plan: &TsoPlan,
+        clock_offset_ms: i64,
+    ) -> Result<Self, snowdrift_store::Error> {
         let invalid = |m: String| snowdrift_store::Error::InvalidInput(m);
         let authorization = plan
             .forward_token
@@ -74,49 +102,163 @@ impl Forwarder {
         }
         Ok(Self {
             authorization,
+            plaintext: plan.forward_plaintext,
+            oracle: plan.oracle,
+            clock: OffsetClock::new(MonotonicClock::new(), clock_offset_ms),
             tls: Some(tls),
             timeout: plan.ttl * 2,
             client: Mutex::new(None),
         })
     }
 
-    /// `count` IDs of oracle `name` from `leader` (its advertised URL).
+    /// `count` IDs of oracle `name` from `leader` (its advertised URL) in `term`, checked
+    /// against what this node has `served`; a refusal counted in `counters`.
     pub(super) async fn next(
         &self,
         leader: &str,
+        term: i64,
         name: &str,
         count: u64,
+        served: &Served,
+        counters: &Counters,
     ) -> Result<IdRange, Failure> {
+        let refuse = |why: Refusal, message: String| {
+            counters.refused[Refusal::ALL.iter().position(|r| *r == why).unwrap_or(0)]
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(generator = name, leader, reason = why.label(), "{message}");
+            message
+        };
+        if self.authorization.is_some()
+            && !self.plaintext
+            && !leader
+                .get(..8)
+                .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+        {
+            return Err(Failure::Refused(Error::unavailable(refuse(
+                Refusal::PlaintextToken,
+                format!(
+                    "the tso leader {leader} is not https://, and this node does not send its \
+                     forward_token in cleartext (anyone on the path, or a fake leader named in \
+                     etcd, would read it): serve the nodes over TLS (server.tls_cert), or set \
+                     forward_plaintext = true on generator {name:?} if the network is trusted"
+                ),
+            ))));
+        }
         let mut client = self.client(leader)?;
         let mut request = tonic::Request::new(NextRequest {
             name: name.to_string(),
             count: Some(count),
             ..Default::default()
         });
-        request
-            .metadata_mut()
-            .insert(FORWARDED_HEADER, MetadataValue::from_static("1"));
+        request.metadata_mut().insert(
+            FORWARDED_HEADER,
+            MetadataValue::from_static(FORWARDED_VALUE),
+        );
         if let Some(a) = &self.authorization {
             request.metadata_mut().insert("authorization", a.clone());
         }
-        let batch = match client.next(request).await {
-            Ok(r) => r.into_inner(),
+        let mark = served.mark();
+        let response = match client.next(request).await {
+            Ok(r) => r,
             Err(status) => return Err(failure(leader, &status)),
         };
-        // The leader answers one consecutive run of exactly `count`; anything else is a
-        // peer that is not a snowdrift tso leader of this generator.
-        match batch.runs.as_slice() {
-            [run] if run.count == count && run.stride == 1 && batch.kind == "tso" => {
-                Ok(IdRange::new(run.first, run.first + count))
+        let answered_term = response
+            .metadata()
+            .get(TERM_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<i64>().ok());
+        let batch = response.into_inner();
+        let what = |problem: &str| {
+            format!(
+                "this node refused what the tso leader {leader} answered for {count} IDs of \
+                 {name:?}: {problem}; nothing was served from it"
+            )
+        };
+        match answered_term {
+            Some(t) if t == term => {}
+            Some(t) => {
+                // A node that stopped leading, or not the one the key names: the key will
+                // change, so ask again as the election says.
+                return Err(Failure::LeaderGone(refuse(
+                    Refusal::Term,
+                    what(&format!(
+                        "it answered in term {t}, but the leader key names term {term}"
+                    )),
+                )));
             }
-            _ => Err(Failure::Refused(Error::unavailable(format!(
-                "the tso leader {leader} answered {} runs of kind {:?} for {count} IDs of \
-                 {name:?}, not one run of tso IDs: is it a snowdrift server with the same \
-                 generator?",
-                batch.runs.len(),
-                batch.kind
-            )))),
+            None => {
+                return Err(Failure::Refused(Error::unavailable(refuse(
+                    Refusal::Term,
+                    what(&format!(
+                        "it named no term (a leader answers with {TERM_HEADER}: {term}); it is \
+                         not a snowdrift leader of this version"
+                    )),
+                ))));
+            }
         }
+        // One consecutive run of exactly `count`; anything else is a peer that is not a
+        // snowdrift tso leader of this generator.
+        let first = match batch.runs.as_slice() {
+            [run] if run.count == count && run.stride == 1 && batch.kind == "tso" => run.first,
+            _ => {
+                return Err(Failure::Refused(Error::unavailable(refuse(
+                    Refusal::Shape,
+                    what(&format!(
+                        "{} runs of kind {:?} ({:?} IDs), not one run of {count} tso IDs: is \
+                         it a snowdrift server with the same generator?",
+                        batch.runs.len(),
+                        batch.kind,
+                        batch.runs.iter().map(|r| r.count).collect::<Vec<_>>()
+                    )),
+                ))));
+            }
+        };
+        let range = match first.checked_add(count) {
+            Some(end) => IdRange::new(first, end),
+            None => {
+                return Err(Failure::Refused(Error::unavailable(refuse(
+                    Refusal::OutOfRange,
+                    what(&format!("{count} IDs from {first} wrap past 2^64")),
+                ))));
+            }
+        };
+        if let Err(why) = self.in_reach(&range) {
+            return Err(Failure::Refused(Error::unavailable(refuse(
+                Refusal::OutOfRange,
+                what(&why),
+            ))));
+        }
+        if let Err(why) = served.accept(mark, &range) {
+            return Err(Failure::Refused(Error::unavailable(refuse(
+                Refusal::NotAbove,
+                what(&why),
+            ))));
+        }
+        Ok(range)
+    }
+
+    /// `Ok` when the last ID of `range` is a tso ID no further ahead of this node's clock
+    /// than a leader could be (its window, and clocks that disagree by up to a minute).
+    fn in_reach(&self, range: &IdRange) -> Result<(), String> {
+        let last = range.end - 1;
+        let parts = self
+            .oracle
+            .decode(last)
+            .map_err(|e| format!("{last} is not a tso ID ({e})"))?;
+        let reach = self
+            .clock
+            .now_ms()
+            .saturating_add(self.oracle.window_ms)
+            .saturating_add(MAX_AHEAD_MS);
+        if parts.physical_ms > reach {
+            return Err(format!(
+                "{last} is from {}, {} s past this node's clock: further ahead than any \
+                 leader could be",
+                snowdrift_core::layout::format_ms(parts.physical_ms),
+                (parts.physical_ms - self.clock.now_ms()) / 1000
+            ));
+        }
+        Ok(())
     }
 
     fn client(&self, leader: &str) -> Result<IdServiceClient<Channel>, Failure> {
@@ -179,25 +321,37 @@ pub(super) async fn run(
             }
         }
         let leader = match &*shared.role.borrow() {
-            Role::Follower { leader } => Some(leader.clone()),
+            Role::Follower { leader, term } => Some((leader.clone(), *term)),
             _ => None,
         };
         let outcome = match leader {
-            Some(leader) => {
+            Some((leader, term)) => {
                 shared
                     .counters
                     .forward_calls
                     .fetch_add(1, Ordering::Relaxed);
-                forwarder.next(&leader, &name, total).await
+                forwarder
+                    .next(
+                        &leader,
+                        term,
+                        &name,
+                        total,
+                        &shared.served,
+                        &shared.counters,
+                    )
+                    .await
+                    .map(|range| (range, term))
             }
             // The role changed while they waited: each asks again as it now says.
             None => Err(Failure::LeaderGone("this node's role changed".into())),
         };
         match outcome {
-            Ok(range) => {
+            Ok((range, term)) => {
                 let mut at = 0;
                 for r in group {
-                    let _ = r.reply.send(Reply::Issued(range.slice(at, at + r.count)));
+                    let _ = r
+                        .reply
+                        .send(Reply::Issued(range.slice(at, at + r.count), term));
                     at += r.count;
                 }
             }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use snowdrift_core::clock::{Clock, MonotonicClock, OffsetClock};
 use snowdrift_core::tso::{Allocation, TimestampOracle, WindowSave};
-use snowdrift_store::tso::{Campaign, EtcdTso, Leadership};
+use snowdrift_store::tso::{Campaign, EtcdTso, ForgedKey, KeyFault, Leadership};
 use tokio::sync::{mpsc, watch};
 
 use super::{Reply, Request, Role, Shared};
@@ -51,13 +51,41 @@ enum TermEnd {
 
 impl Task {
     pub(super) async fn run(mut self) {
+        // A leaseless leader key seen, and since when: once it has stayed unchanged for a
+        // whole lease, the next campaign takes it over.
+        let mut leaseless: Option<(i64, Instant)> = None;
         while !*self.stop.borrow() {
-            match self
-                .etcd
-                .campaign(&self.holder, self.ttl, self.margin)
-                .await
-            {
+            let replace = leaseless
+                .filter(|(_, since)| since.elapsed() >= self.ttl)
+                .map(|(revision, _)| revision);
+            let campaign = match replace {
+                Some(revision) => {
+                    self.etcd
+                        .campaign_replacing(&self.holder, self.ttl, self.margin, revision)
+                        .await
+                }
+                None => {
+                    self.etcd
+                        .campaign(&self.holder, self.ttl, self.margin)
+                        .await
+                }
+            };
+            if !matches!(campaign, Ok(Campaign::NotALeader(_))) {
+                leaseless = None;
+            }
+            match campaign {
                 Ok(Campaign::Won(leadership)) => {
+                    if replace.is_some() {
+                        self.shared
+                            .counters
+                            .keys_replaced
+                            .fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(
+                            generator = self.name.as_str(),
+                            "took over a leader key bound to no lease, which had stayed for \
+                             a whole lease (forged, or edited by hand)"
+                        );
+                    }
                     let leadership = Arc::new(leadership);
                     match self.lead(&leadership).await {
                         TermEnd::Stop => {
@@ -81,8 +109,8 @@ impl Task {
                         }
                     }
                 }
-                Ok(Campaign::Lost { leader }) => {
-                    let leader = leader_url(&leader);
+                Ok(Campaign::Lost { leader: key }) => {
+                    let leader = leader_url(&key.holder);
                     if leader == self.advertise {
                         // A term of this node that ended here (its lease not renewed in
                         // time), or an earlier run on this address: not a leader to forward to.
@@ -94,9 +122,16 @@ impl Task {
                             )),
                         });
                     } else {
-                        self.set_role(Role::Follower { leader });
+                        self.set_role(Role::Follower {
+                            leader,
+                            term: key.term,
+                        });
                     }
-                    self.follow().await;
+                    self.follow(key.mod_revision).await;
+                }
+                Ok(Campaign::NotALeader(forged)) => {
+                    self.forged(&forged, &mut leaseless);
+                    self.follow(forged.mod_revision).await;
                 }
                 Err(e) => {
                     self.set_role(Role::Electing {
@@ -109,12 +144,39 @@ impl Task {
         self.set_role(Role::Stopped);
     }
 
-    /// Waits while another node leads: until its key is gone, the lease's length passes (a
+    /// Says that the leader key is no election's (the role, a metric, the log), and
+    /// notes since when a leaseless one has stayed.
+    fn forged(&self, forged: &ForgedKey, leaseless: &mut Option<(i64, Instant)>) {
+        self.shared.counters.forged_keys[super::fault_index(forged.fault)]
+            .fetch_add(1, Ordering::Relaxed);
+        let mut why = forged.to_string();
+        if forged.fault == KeyFault::NoLease {
+            let since = match *leaseless {
+                Some((revision, since)) if revision == forged.mod_revision => since,
+                _ => Instant::now(),
+            };
+            *leaseless = Some((forged.mod_revision, since));
+            why.push_str(&format!(
+                "; the nodes take it over once it has stayed for the lease ({:?}), when \
+                 any leader it replaced has stopped",
+                self.ttl
+            ));
+        }
+        tracing::warn!(
+            generator = self.name.as_str(),
+            fault = forged.fault.label(),
+            "{why}"
+        );
+        self.set_role(Role::Electing { error: Some(why) });
+    }
+
+    /// Waits while the leader key stays as it was at `mod_revision` (another node leads, or
+    /// a key no campaign wrote is there): until it changes, the lease's length passes (a
     /// fresh campaign then also learns a leader that changed under a lost watch), or stop.
-    async fn follow(&mut self) {
+    async fn follow(&mut self, mod_revision: i64) {
         let etcd = self.etcd.clone();
         let vacancy = async move {
-            if etcd.wait_for_vacancy().await.is_err() {
+            if etcd.wait_for_change(mod_revision).await.is_err() {
                 // etcd away: do not spin on campaigns that fail at once.
                 tokio::time::sleep(RETRY).await;
             }
@@ -292,9 +354,13 @@ impl Task {
                     c.batched_requests
                         .fetch_add(group.len() as u64, Ordering::Relaxed);
                     self.group_sizes.record(group.len() as f64);
+                    self.shared.served.issued(&range);
+                    let term = leadership.term();
                     let mut at = 0;
                     for r in group {
-                        let _ = r.reply.send(Reply::Issued(range.slice(at, at + r.count)));
+                        let _ = r
+                            .reply
+                            .send(Reply::Issued(range.slice(at, at + r.count), term));
                         at += r.count;
                     }
                 }
@@ -383,21 +449,36 @@ enum Stop {
 }
 
 /// Renews the lease every third of its ttl until it is lost (then says why on `lost`).
-/// A renewal that fails for want of etcd is tried again at once and then each tick; the
-/// serving loop stops issuing by itself when `valid_until` passes.
+/// Renewals start a third of the ttl after the previous one *started*, not after it ended:
+/// under CPU load etcd answered slowly, and waiting a third after each slow answer let the
+/// validity (`ttl - margin` from when a renewal is sent) run out between two renewals that
+/// each succeeded, so leadership moved although nothing had failed. An attempt that has
+/// not answered by the time the next is due is dropped and the next sent, so one stuck
+/// call (etcd's client waits 5 s) cannot hold renewals up. A renewal that fails for want
+/// of etcd is tried again after a tick; the serving loop stops issuing by itself when
+/// `valid_until` passes.
 async fn renew(leadership: Arc<Leadership>, ttl: Duration, lost: watch::Sender<Option<String>>) {
-    let mut next = Instant::now() + ttl / 3;
+    let period = ttl / 3;
+    let mut next = Instant::now() + period;
     loop {
         tokio::time::sleep_until(next.into()).await;
-        match leadership.renew().await {
-            Ok(_) => next = Instant::now() + ttl / 3,
-            Err(e @ snowdrift_store::Error::LeadershipLost { .. }) => {
+        let started = Instant::now();
+        match tokio::time::timeout(period, leadership.renew()).await {
+            Ok(Ok(_)) => next = started + period,
+            Ok(Err(e @ snowdrift_store::Error::LeadershipLost { .. })) => {
                 let _ = lost.send(Some(e.to_string()));
                 return;
             }
-            Err(e) => {
+            Ok(Err(e)) => {
                 tracing::warn!(error = %e, "renewing the tso leader lease failed; retrying");
                 next = Instant::now() + TICK;
+            }
+            Err(_) => {
+                tracing::warn!(
+                    timeout = ?period,
+                    "renewing the tso leader lease got no answer in time; sending another"
+                );
+                next = Instant::now();
             }
         }
     }

@@ -16,6 +16,7 @@
 mod forward;
 mod leader;
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -27,7 +28,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::error::Error;
 use crate::plan::TsoPlan;
 
-pub(crate) use forward::FORWARDED_HEADER;
+pub(crate) use forward::{FORWARDED_HEADER, FORWARDED_VALUE, TERM_HEADER};
 
 /// Requests waiting for the leader's task, or for a forward; more wait in their callers (the
 /// channel's senders), so this bounds memory, not concurrency.
@@ -79,6 +80,8 @@ pub enum Role {
     Follower {
         /// The leader's advertised URL.
         leader: String,
+        /// Its term (the etcd lease its key is bound to): every answer must name it.
+        term: i64,
     },
     /// Shut down.
     Stopped,
@@ -94,6 +97,154 @@ pub(crate) struct Counters {
     pub(crate) forwards: AtomicU64,
     pub(crate) forward_calls: AtomicU64,
     pub(crate) forward_errors: AtomicU64,
+    /// Answers of the leader refused, by [`Refusal`].
+    pub(crate) refused: [AtomicU64; Refusal::ALL.len()],
+    /// Leader keys found that no campaign wrote, by [`KeyFault`](snowdrift_store::tso::KeyFault).
+    pub(crate) forged_keys: [AtomicU64; 3],
+    /// Leaseless leader keys this node took over.
+    pub(crate) keys_replaced: AtomicU64,
+}
+
+/// Why a follower refused to forward, or refused what the leader answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The leader is plain `http://` and this node would have to send its
+    /// `forward_token` in cleartext (`forward_plaintext` is off).
+    PlaintextToken,
+    /// The answer names another term than the leader key does (or none).
+    Term,
+    /// Not one run of exactly the count asked for, of kind tso.
+    Shape,
+    /// IDs that wrap past 2^64, are not tso IDs (2^63 and up), or lie further in the
+    /// future than any leader could have reached.
+    OutOfRange,
+    /// IDs not above everything this node had served when it asked.
+    NotAbove,
+}
+
+impl Refusal {
+    /// Every reason, in the order of [`Counters::refused`].
+    pub const ALL: [Refusal; 5] = [
+        Refusal::PlaintextToken,
+        Refusal::Term,
+        Refusal::Shape,
+        Refusal::OutOfRange,
+        Refusal::NotAbove,
+    ];
+
+    /// The metrics label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Refusal::PlaintextToken => "plaintext_token",
+            Refusal::Term => "term",
+            Refusal::Shape => "shape",
+            Refusal::OutOfRange => "out_of_range",
+            Refusal::NotAbove => "not_above_served",
+        }
+    }
+}
+
+/// The index of a leader key's fault in [`Counters::forged_keys`].
+pub(crate) fn fault_index(fault: snowdrift_store::tso::KeyFault) -> usize {
+    use snowdrift_store::tso::KeyFault;
+    match fault {
+        KeyFault::NoLease => 0,
+        KeyFault::LeaseNotNamed => 1,
+        KeyFault::LeaseExpired => 2,
+    }
+}
+
+/// The labels of [`Counters::forged_keys`], in order.
+pub const KEY_FAULTS: [&str; 3] = ["no_lease", "lease_not_named", "lease_expired"];
+
+/// What this node has served of one oracle, to check the leader's answers against: an
+/// answer must be above everything served before it was asked for (a leader allocates
+/// after it is asked), and must not overlap anything served while it was on its way
+/// (two calls are in flight at once, and their answers may arrive in either order).
+#[derive(Debug, Default)]
+pub(crate) struct Served {
+    /// One past the largest ID this node served, as leader or follower (0: none yet).
+    top: AtomicU64,
+    /// The runs accepted from the leader, newest last, numbered.
+    recent: Mutex<Accepted>,
+}
+
+#[derive(Debug, Default)]
+struct Accepted {
+    /// How many runs were ever accepted.
+    count: u64,
+    /// The last few: (number, start, end).
+    runs: VecDeque<(u64, u64, u64)>,
+}
+
+/// Runs kept to check concurrent answers against; an answer whose call outlived more
+/// accepted runs than this must be above all of them.
+const RECENT_RUNS: usize = 64;
+
+/// What a call saw when it was sent: [`Served::mark`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ServedMark {
+    top: u64,
+    accepted: u64,
+}
+
+impl Served {
+    /// Records IDs this node issued as leader.
+    pub(crate) fn issued(&self, range: &IdRange) {
+        self.top.fetch_max(range.end, Ordering::Relaxed);
+    }
+
+    /// Before a call to the leader is sent.
+    pub(crate) fn mark(&self) -> ServedMark {
+        let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        ServedMark {
+            top: self.top.load(Ordering::Relaxed),
+            accepted: recent.count,
+        }
+    }
+
+    /// Accepts `range`, the answer to a call sent at `mark`, or says why not.
+    pub(crate) fn accept(&self, mark: ServedMark, range: &IdRange) -> Result<(), String> {
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if range.start < mark.top {
+            return Err(format!(
+                "it starts at {}, not above {}, the largest ID this node had served when it asked",
+                range.start,
+                mark.top - 1
+            ));
+        }
+        let since = recent.count - mark.accepted;
+        if since as usize > recent.runs.len() {
+            // Too many answers came meanwhile to check against each: above them all.
+            let top = self.top.load(Ordering::Relaxed);
+            if range.start < top {
+                return Err(format!(
+                    "it starts at {}, not above {}, the largest ID this node has served",
+                    range.start,
+                    top - 1
+                ));
+            }
+        } else if let Some((_, s, e)) = recent
+            .runs
+            .iter()
+            .rev()
+            .take(since as usize)
+            .find(|(_, s, e)| range.start < *e && *s < range.end)
+        {
+            return Err(format!(
+                "its IDs {}..{} overlap {s}..{e}, which this node served meanwhile",
+                range.start, range.end
+            ));
+        }
+        recent.count += 1;
+        let n = recent.count;
+        recent.runs.push_back((n, range.start, range.end));
+        if recent.runs.len() > RECENT_RUNS {
+            recent.runs.pop_front();
+        }
+        self.top.fetch_max(range.end, Ordering::Relaxed);
+        Ok(())
+    }
 }
 
 /// What the leader's task and the request side share.
@@ -107,6 +258,8 @@ pub(crate) struct Shared {
     pub(crate) leadership: Mutex<Option<Arc<snowdrift_store::tso::Leadership>>>,
     /// Why the last forward that found no leader failed.
     pub(crate) forward_error: Mutex<String>,
+    /// What this node has served.
+    pub(crate) served: Served,
 }
 
 impl Shared {
@@ -127,7 +280,8 @@ pub(crate) struct Request {
 /// The leader's task's answer.
 #[derive(Clone)]
 pub(crate) enum Reply {
-    Issued(IdRange),
+    /// The IDs, and the term (the leader's etcd lease) they were issued in.
+    Issued(IdRange, i64),
     Failed(Error),
     /// The term ended before the request was served: ask again as the new role says.
     NotLeading,
@@ -169,6 +323,12 @@ pub struct TsoReport {
     pub forward_calls: u64,
     /// Forwarded requests that failed (leader gone, or it refused).
     pub forward_errors: u64,
+    /// Leader answers (or forwards) refused, by reason, as [`Refusal::ALL`] lists them.
+    pub refused: [u64; Refusal::ALL.len()],
+    /// Leader keys found that no campaign wrote, by fault, as [`KEY_FAULTS`] lists them.
+    pub forged_keys: [u64; 3],
+    /// Leaseless leader keys this node took over.
+    pub keys_replaced: u64,
 }
 
 /// One `tso` generator on this node: the handle of its leader's task, and its forwarder.
@@ -210,7 +370,7 @@ impl Tso {
                     )
                 })??
         };
-        let forwarder = Arc::new(forward::Forwarder::new(plan)?);
+        let forwarder = Arc::new(forward::Forwarder::new(plan, clock_offset_ms)?);
         let (requests, queue) = mpsc::channel(QUEUE);
         let (forwards, forward_queue) = mpsc::channel(QUEUE);
         let (stop, stopped) = watch::channel(false);
@@ -220,6 +380,7 @@ impl Tso {
             status: Mutex::new(None),
             leadership: Mutex::new(None),
             forward_error: Mutex::new(String::new()),
+            served: Served::default(),
         });
         let clock = snowdrift_core::clock::OffsetClock::new(
             snowdrift_core::clock::MonotonicClock::new(),
@@ -281,6 +442,12 @@ impl Tso {
     /// from this node's task when it leads, else from the leader (forwarded). While no
     /// leader is known the request waits, up to twice the lease, for an election.
     pub async fn next(&self, count: u64) -> Result<IdRange, Error> {
+        self.next_in_term(count).await.map(|(range, _)| range)
+    }
+
+    /// [`next`](Self::next), and the term the IDs were issued in (the leader's etcd lease),
+    /// which a leader names in its answer to a follower.
+    pub async fn next_in_term(&self, count: u64) -> Result<(IdRange, i64), Error> {
         let forwarded = FORWARDED.try_with(|_| ()).is_ok();
         let deadline = tokio::time::Instant::now() + self.leader_wait;
         let mut role = self.shared.role.subscribe();
@@ -292,7 +459,7 @@ impl Tso {
             let step = match &*role.borrow_and_update() {
                 Role::Leader { .. } => Step::Lead,
                 Role::Follower { .. } if !forwarded => Step::Forward,
-                Role::Follower { leader } => Step::Refuse(format!(
+                Role::Follower { leader, .. } => Step::Refuse(format!(
                     "this node does not lead, {leader} does; a forwarded request is not \
                      forwarded again (the nodes disagree on the leader for a moment)"
                 )),
@@ -330,7 +497,7 @@ impl Tso {
                 return Err(self.stopped());
             }
             match answer.await {
-                Ok(Reply::Issued(range)) => return Ok(range),
+                Ok(Reply::Issued(range, term)) => return Ok((range, term)),
                 Ok(Reply::Failed(e)) => return Err(e),
                 // This node's term ended (its role has changed already: ask again at once),
                 // or the leader a forward went to is gone or no longer leads (wait for the
@@ -405,6 +572,9 @@ impl Tso {
             forwards: c.forwards.load(Ordering::Relaxed),
             forward_calls: c.forward_calls.load(Ordering::Relaxed),
             forward_errors: c.forward_errors.load(Ordering::Relaxed),
+            refused: std::array::from_fn(|i| c.refused[i].load(Ordering::Relaxed)),
+            forged_keys: std::array::from_fn(|i| c.forged_keys[i].load(Ordering::Relaxed)),
+            keys_replaced: c.keys_replaced.load(Ordering::Relaxed),
         }
     }
 

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use etcd_client as etcd;
 use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, KeyValue, PutOptions, Txn,
-    TxnOp, WatchOptions,
+    TxnOp, TxnOpResponse, WatchOptions,
 };
 
 use crate::error::{Error, Result};
@@ -44,11 +44,112 @@ impl std::fmt::Debug for EtcdTso {
 pub enum Campaign {
     /// This node leads now.
     Won(Leadership),
-    /// Another node leads; try again when its key is gone.
+    /// Another node leads; try again when its key changes
+    /// ([`EtcdTso::wait_for_change`]).
     Lost {
-        /// The holder name the leader wrote.
-        leader: String,
+        /// The leader's key, checked: bound to a live lease that its value names.
+        leader: LeaderKey,
     },
+    /// A leader key exists but no campaign wrote it as it is (forged, or edited by hand):
+    /// nobody leads. Forward to nobody; see [`KeyFault`] for what to do.
+    NotALeader(ForgedKey),
+}
+
+/// A leader key that elected [`EtcdTso::campaign`] found and checked: another node leads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderKey {
+    /// The holder name the leader campaigned with.
+    pub holder: String,
+    /// The leader's term: the ID of the etcd lease its key is bound to. The campaign writes
+    /// it in the key's value too, and a snowdrift leader names it in every answer it gives
+    /// a follower, which checks it against this.
+    pub term: i64,
+    /// The key's create revision.
+    pub create_revision: i64,
+    /// The key's mod revision: any later change (a put, a delete) is a change of leader.
+    pub mod_revision: i64,
+}
+
+/// A leader key that is not an election's, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForgedKey {
+    /// The key (`/{namespace}/tso/{name}/leader`).
+    pub key: String,
+    /// What it holds, as text.
+    pub value: String,
+    /// Its lease (0: none).
+    pub lease: i64,
+    /// Its mod revision: pass it to [`EtcdTso::campaign_replacing`] once a whole lease
+    /// has passed with the key unchanged.
+    pub mod_revision: i64,
+    /// What is wrong with it.
+    pub fault: KeyFault,
+}
+
+/// What makes a leader key no election's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyFault {
+    /// It is bound to no lease: a plain `put`. A campaign always binds its key to a lease,
+    /// so no leader holds it; once it has stayed unchanged for a whole lease (any leader
+    /// it replaced has stopped issuing by then), [`EtcdTso::campaign_replacing`] takes it.
+    NoLease,
+    /// Its value does not name the lease it is bound to (`HOLDER term=LEASE`): written
+    /// with someone else's lease, or by an earlier version. Its lease may be renewed by
+    /// whoever granted it, so it is never taken over: it goes when that lease does, or
+    /// when an operator deletes it.
+    LeaseNotNamed,
+    /// Its lease has expired (etcd deletes the key within moments).
+    LeaseExpired,
+}
+
+impl KeyFault {
+    /// A short name for metrics labels.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::NoLease => "no_lease",
+            Self::LeaseNotNamed => "lease_not_named",
+            Self::LeaseExpired => "lease_expired",
+        }
+    }
+}
+
+impl std::fmt::Display for ForgedKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = match self.fault {
+            KeyFault::NoLease => "is bound to no lease, so no campaign wrote it".to_string(),
+            KeyFault::LeaseNotNamed => format!(
+                "is bound to lease {:x} but its value does not name it (a campaign writes \
+                 \"HOLDER term=LEASE\"), so no campaign wrote it",
+                self.lease
+            ),
+            KeyFault::LeaseExpired => format!("is bound to lease {:x}, which expired", self.lease),
+        };
+        write!(
+            f,
+            "the tso leader key {} (holding {:?}) {what}: it is not a leader, and this node \
+             forwards to nobody; delete it (etcdctl del {}) if it stays",
+            self.key, self.value, self.key
+        )
+    }
+}
+
+/// The key that the `i`th operation of a transaction read, if it read one.
+fn kv_at(responses: &[TxnOpResponse], i: usize) -> Option<&KeyValue> {
+    match responses.get(i) {
+        Some(TxnOpResponse::Get(g)) => g.kvs().first(),
+        _ => None,
+    }
+}
+
+/// The leader key's value for `holder` leading with `lease`.
+fn leader_value(holder: &str, lease: i64) -> String {
+    format!("{holder} term={lease}")
+}
+
+/// The holder and term in a leader key's value, `None` when it holds no term.
+fn parse_leader_value(value: &str) -> Option<(&str, i64)> {
+    let (holder, term) = value.rsplit_once(" term=")?;
+    Some((holder, term.parse().ok()?))
 }
 
 /// This node's hold on the leader key. Dropping it does not give leadership up (the lease
@@ -117,8 +218,11 @@ impl EtcdTso {
     }
 
     /// Tries once to lead: grants a lease of `ttl` (whole seconds, rounded up) and writes
-    /// the leader key under it if no key exists. The winner stops issuing `margin` before
-    /// its lease could expire, counted from when the grant (later, each renewal) was sent.
+    /// the leader key under it (its value `HOLDER term=LEASE`) if no key exists. The winner
+    /// stops issuing `margin` before its lease could expire, counted from when the grant
+    /// (later, each renewal) was sent. A key that exists is checked before it is taken for
+    /// a leader: bound to a live lease that its value names ([`Campaign::NotALeader`]
+    /// otherwise).
     ///
     /// `holder` must be unique per process (host, port, start nonce): a key left by an
     /// earlier run of the same holder is another node's until its lease runs out.
@@ -127,6 +231,32 @@ impl EtcdTso {
         holder: &str,
         ttl: Duration,
         margin: Duration,
+    ) -> Result<Campaign> {
+        self.campaign_inner(holder, ttl, margin, None).await
+    }
+
+    /// [`campaign`](Self::campaign), and if the leader key is still the leaseless one seen
+    /// at `mod_revision` ([`KeyFault::NoLease`]), takes it over in one transaction. Call it
+    /// only after that key has stayed unchanged for at least a whole lease (`ttl`): a
+    /// leader whose key was overwritten stops issuing by then (its renewals find the key
+    /// no longer its own), so the new leader cannot overlap it.
+    pub async fn campaign_replacing(
+        &self,
+        holder: &str,
+        ttl: Duration,
+        margin: Duration,
+        mod_revision: i64,
+    ) -> Result<Campaign> {
+        self.campaign_inner(holder, ttl, margin, Some(mod_revision))
+            .await
+    }
+
+    async fn campaign_inner(
+        &self,
+        holder: &str,
+        ttl: Duration,
+        margin: Duration,
+        replace: Option<i64>,
     ) -> Result<Campaign> {
         validate_holder(holder)?;
         if margin >= ttl {
@@ -152,55 +282,119 @@ impl EtcdTso {
         }
         let leader_key = self.leader_key();
         let window_key = self.window_key();
-        let txn = Txn::new()
-            .when([Compare::create_revision(
-                leader_key.clone(),
-                CompareOp::Equal,
-                0,
-            )])
-            .and_then([
-                TxnOp::put(
-                    leader_key.clone(),
-                    holder,
-                    Some(PutOptions::new().with_lease(lease)),
-                ),
-                // In the same transaction: no earlier leader can save after this read,
-                // since its key is gone and its saves are conditioned on it.
-                TxnOp::get(window_key.clone(), None),
-            ])
-            .or_else([TxnOp::get(leader_key.clone(), None)]);
-        let answer = match self.client.kv_client().txn(txn).await {
-            Ok(a) => a,
-            Err(e) => {
-                // Whether the key was written is unknown: revoking deletes it if it was.
-                let _ = leases.revoke(lease).await;
-                return Err(unavailable(e));
-            }
+        let value = leader_value(holder, lease);
+        let take = |when: Vec<Compare>| {
+            Txn::new()
+                .when(when)
+                .and_then([
+                    TxnOp::put(
+                        leader_key.clone(),
+                        value.clone(),
+                        Some(PutOptions::new().with_lease(lease)),
+                    ),
+                    // In the same transaction: no earlier leader can save after this read,
+                    // since its key is gone (or no longer bound to its lease) and its saves
+                    // are conditioned on it.
+                    TxnOp::get(window_key.clone(), None),
+                    TxnOp::get(leader_key.clone(), None),
+                ])
+                .or_else([TxnOp::get(leader_key.clone(), None)])
         };
-        if !answer.succeeded() {
+        let mut txn = take(vec![Compare::create_revision(
+            leader_key.clone(),
+            CompareOp::Equal,
+            0,
+        )]);
+        let mut replacing = false;
+        loop {
+            let answer = match self.client.kv_client().txn(txn).await {
+                Ok(a) => a,
+                Err(e) => {
+                    // Whether the key was written is unknown: revoking deletes it if it was.
+                    let _ = leases.revoke(lease).await;
+                    return Err(unavailable(e));
+                }
+            };
+            let responses = answer.op_responses();
+            if answer.succeeded() {
+                let previous_window_ms = kv_at(&responses, 1)
+                    .map(|kv| window_of(&window_key, kv))
+                    .transpose()?;
+                // The key as written: a key taken over keeps its create revision.
+                let revision = kv_at(&responses, 2).map_or(0, KeyValue::create_revision);
+                return Ok(Campaign::Won(Leadership {
+                    client: Arc::clone(&self.client),
+                    name: self.name.clone(),
+                    holder: holder.to_string(),
+                    leader_key,
+                    window_key,
+                    lease,
+                    revision,
+                    ttl,
+                    margin,
+                    previous_window_ms,
+                    valid_until: Mutex::new(sent_at + (ttl - margin)),
+                }));
+            }
+            let Some(kv) = kv_at(&responses, 0).cloned() else {
+                let _ = leases.revoke(lease).await;
+                return Err(Error::Unavailable(
+                    "the tso leader key was deleted during the campaign; campaign again".into(),
+                ));
+            };
+            match (replace, kv.lease()) {
+                (Some(seen), 0) if seen == kv.mod_revision() && !replacing => {
+                    replacing = true;
+                    txn = take(vec![
+                        Compare::mod_revision(leader_key.clone(), CompareOp::Equal, seen),
+                        Compare::lease(leader_key.clone(), CompareOp::Equal, 0),
+                    ]);
+                    continue;
+                }
+                _ => {}
+            }
             let _ = leases.revoke(lease).await;
-            let leader = first_kv(answer.op_responses())
-                .map(|kv| text(kv.value()))
-                .unwrap_or_default();
-            return Ok(Campaign::Lost { leader });
+            return self.check_leader(&leader_key, &kv).await;
         }
-        let revision = answer.header().map_or(0, |h| h.revision());
-        let previous_window_ms = first_kv(answer.op_responses())
-            .map(|kv| window_of(&window_key, &kv))
-            .transpose()?;
-        Ok(Campaign::Won(Leadership {
-            client: Arc::clone(&self.client),
-            name: self.name.clone(),
-            holder: holder.to_string(),
-            leader_key,
-            window_key,
-            lease,
-            revision,
-            ttl,
-            margin,
-            previous_window_ms,
-            valid_until: Mutex::new(sent_at + (ttl - margin)),
-        }))
+    }
+
+    /// Whether `kv`, the leader key, is an election's: bound to a lease, which its value
+    /// names and which is alive.
+    async fn check_leader(&self, key: &str, kv: &KeyValue) -> Result<Campaign> {
+        let value = text(kv.value());
+        let forged = |fault| {
+            Ok(Campaign::NotALeader(ForgedKey {
+                key: key.to_string(),
+                value: value.clone(),
+                lease: kv.lease(),
+                mod_revision: kv.mod_revision(),
+                fault,
+            }))
+        };
+        if kv.lease() == 0 {
+            return forged(KeyFault::NoLease);
+        }
+        let holder = match parse_leader_value(&value) {
+            Some((holder, term)) if term == kv.lease() => holder.to_string(),
+            _ => return forged(KeyFault::LeaseNotNamed),
+        };
+        let alive = self
+            .client
+            .lease_client()
+            .time_to_live(kv.lease(), None)
+            .await
+            .map_err(unavailable)?;
+        if alive.ttl() <= 0 {
+            return forged(KeyFault::LeaseExpired);
+        }
+        Ok(Campaign::Lost {
+            leader: LeaderKey {
+                holder,
+                term: kv.lease(),
+                create_revision: kv.create_revision(),
+                mod_revision: kv.mod_revision(),
+            },
+        })
     }
 
     /// The current leader's holder name, `None` when nobody leads.
@@ -211,7 +405,10 @@ impl EtcdTso {
             .get(self.leader_key(), None)
             .await
             .map_err(unavailable)?;
-        Ok(answer.kvs().first().map(|kv| text(kv.value())))
+        Ok(answer.kvs().first().map(|kv| {
+            let value = text(kv.value());
+            parse_leader_value(&value).map_or(value.clone(), |(h, _)| h.to_string())
+        }))
     }
 
     /// Returns once nobody leads: at once if no leader key exists, else when etcd deletes
@@ -259,6 +456,44 @@ impl EtcdTso {
         }
     }
 
+    /// Returns once the leader key is no longer the one seen at `mod_revision`: deleted
+    /// (the leader resigned or its lease expired), or written again (a new leader, or
+    /// someone's put). Check it again right after ([`campaign`](Self::campaign)). It waits
+    /// as long as the key stays: bound it with a timeout, or race it with shutdown.
+    pub async fn wait_for_change(&self, mod_revision: i64) -> Result<()> {
+        let leader_key = self.leader_key();
+        loop {
+            let answer = self
+                .client
+                .kv_client()
+                .get(leader_key.clone(), None)
+                .await
+                .map_err(unavailable)?;
+            match answer.kvs().first() {
+                Some(kv) if kv.mod_revision() == mod_revision => {}
+                _ => return Ok(()),
+            }
+            let from = answer.header().map_or(0, |h| h.revision()) + 1;
+            let mut stream = self
+                .client
+                .watch_client()
+                .watch(
+                    leader_key.clone(),
+                    Some(WatchOptions::new().with_start_revision(from)),
+                )
+                .await
+                .map_err(unavailable)?;
+            while let Some(response) = stream.message().await.map_err(unavailable)? {
+                if response.canceled() {
+                    break;
+                }
+                if !response.events().is_empty() {
+                    return Ok(());
+                }
+            }
+        }
+    }
+
     /// The saved window end (ms since 1970), `None` if no leader ever saved one.
     pub async fn window(&self) -> Result<Option<u64>> {
         let window_key = self.window_key();
@@ -288,6 +523,12 @@ impl Leadership {
         &self.holder
     }
 
+    /// This term's ID: the lease the leader key is bound to, also written in its value.
+    /// A follower checks it in each answer against the key it read ([`LeaderKey::term`]).
+    pub fn term(&self) -> i64 {
+        self.lease
+    }
+
     /// Until when (on this process's monotonic clock) this node may issue: the last
     /// renewal (or the grant) sent, plus ttl, minus margin. etcd cannot expire the lease
     /// before then, so no other node can lead before then.
@@ -306,7 +547,17 @@ impl Leadership {
     /// [`Error::LeadershipLost`] when the lease expired or the key is gone or another's.
     pub async fn renew(&self) -> Result<Instant> {
         let sent_at = Instant::now();
-        match self.client.lease_client().keep_alive(self.lease).await {
+        // Side by side, both sent after `sent_at`: a renewal costs one round trip, not two
+        // (under load each took long enough that two in a row let the lease lapse). The
+        // keep-alive proves the lease alive when etcd got it, the read that the key was
+        // still this term's when etcd read it; together, as in turn, no other node can
+        // lead before `sent_at + ttl`.
+        let (mut leases, mut kv) = (self.client.lease_client(), self.client.kv_client());
+        let (alive, answer) = tokio::join!(
+            leases.keep_alive(self.lease),
+            kv.get(self.leader_key.clone(), None)
+        );
+        match alive {
             Ok(_) => {}
             // The client's own answer when etcd reports a TTL of 0: the lease is gone.
             Err(etcd::Error::LeaseKeepAliveError(_)) => {
@@ -314,12 +565,7 @@ impl Leadership {
             }
             Err(e) => return Err(unavailable(e)),
         }
-        let answer = self
-            .client
-            .kv_client()
-            .get(self.leader_key.clone(), None)
-            .await
-            .map_err(unavailable)?;
+        let answer = answer.map_err(unavailable)?;
         self.check_key(answer.kvs().first())?;
         let until = sent_at + (self.ttl - self.margin);
         let mut valid = self.valid_until.lock().unwrap_or_else(|e| e.into_inner());
@@ -406,7 +652,15 @@ impl Leadership {
     fn check_key(&self, key: Option<&KeyValue>) -> Result<()> {
         match key {
             Some(k) if k.create_revision() == self.revision && k.lease() == self.lease => Ok(()),
-            Some(k) => Err(self.lost(&format!("{:?} leads now", text(k.value())))),
+            Some(k) if k.lease() == 0 => Err(self.lost(&format!(
+                "the leader key was overwritten without a lease (holding {:?})",
+                text(k.value())
+            ))),
+            Some(k) => {
+                let value = text(k.value());
+                let holder = parse_leader_value(&value).map_or(value.as_str(), |(h, _)| h);
+                Err(self.lost(&format!("{holder:?} leads now")))
+            }
             None => {
                 Err(self
                     .lost("no leader key: the lease expired or was revoked (etcd deleted the key)"))

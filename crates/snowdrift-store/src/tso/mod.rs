@@ -13,9 +13,14 @@
 //! - [`Leadership::renew`] and [`Leadership::is_valid`]: the leader stops issuing at `last
 //!   renewal sent + ttl - margin` on its monotonic clock, before etcd can expire its lease
 //!   and let another node lead (the same fencing as the worker leases);
-//! - [`EtcdTso::wait_for_vacancy`]: a follower watches the leader key and campaigns as soon
-//!   as etcd deletes it, rather than polling; [`EtcdTso::leader`] names the leader to
-//!   forward to.
+//! - [`EtcdTso::wait_for_change`]: a follower watches the leader key and campaigns again as
+//!   soon as etcd deletes or rewrites it, rather than polling;
+//! - what a campaign finds is checked: a leader key is a leader's only when it is bound to a
+//!   live lease that its value names ([`LeaderKey::term`], which the leader names in its
+//!   answers too); otherwise [`Campaign::NotALeader`] says what is wrong with it, and a key
+//!   bound to no lease is taken over ([`EtcdTso::campaign_replacing`]) once it has stayed
+//!   a whole lease. Anyone who can write the key can still name a leader that passes these
+//!   checks: etcd is the trust root, and the server checks what the named leader answers.
 //!
 //! What is not here: the task that runs campaigns, renewals and window saves around the
 //! oracle, batching, and forwarding from followers (the server does those).
@@ -24,4 +29,4 @@
 mod etcd;
 
 #[cfg(feature = "etcd")]
-pub use etcd::{Campaign, EtcdTso, Leadership};
+pub use etcd::{Campaign, EtcdTso, ForgedKey, KeyFault, LeaderKey, Leadership};

@@ -22,7 +22,7 @@ async fn oracle_store(ns: &str) -> EtcdTso {
 async fn win(tso: &EtcdTso, holder: &str) -> Leadership {
     match tso.campaign(holder, TTL, MARGIN).await.unwrap() {
         Campaign::Won(l) => l,
-        Campaign::Lost { leader } => panic!("{holder} lost to {leader}"),
+        other => panic!("{holder} did not win: {other:?}"),
     }
 }
 
@@ -49,8 +49,11 @@ async fn one_leader_at_a_time_and_the_next_sees_the_saved_window() {
     let a = win(&tso, "node-a").await;
     assert_eq!(a.previous_window_ms(), None, "a new cluster");
     match tso.campaign("node-b", TTL, MARGIN).await.unwrap() {
-        Campaign::Lost { leader } => assert_eq!(leader, "node-a"),
-        Campaign::Won(_) => panic!("two leaders"),
+        Campaign::Lost { leader } => {
+            assert_eq!(leader.holder, "node-a");
+            assert_eq!(leader.term, a.term(), "{leader:?}");
+        }
+        other => panic!("two leaders, or a or a's key refused: {other:?}"),
     }
     assert_eq!(tso.leader().await.unwrap().as_deref(), Some("node-a"));
 
@@ -273,5 +276,101 @@ async fn ids_keep_increasing_across_a_failover_to_a_node_whose_clock_is_behind()
     let report = history.check();
     assert_eq!(report.operations, 400);
     assert!(report.is_clean(), "{report}");
+    cleanup(&ns).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_key_no_campaign_wrote_is_not_a_leader() {
+    use snowdrift_store::tso::KeyFault;
+    let ns = unique_name("tso_forged");
+    let tso = oracle_store(&ns).await;
+    let mut etcd = etcd_client::Client::connect([urls::etcd().replace("etcd://", "http://")], None)
+        .await
+        .unwrap();
+    let key = format!("/{ns}/tso/ts/leader");
+    let a = win(&tso, "node-a").await;
+    a.save_window(1_700_000_003_000).await.unwrap();
+
+    // The attack: one put of the leader key, no lease, naming a fake.
+    etcd.put(key.clone(), "http://127.0.0.1:1 x term=1", None)
+        .await
+        .unwrap();
+    // The leader it replaced learns at its next renewal.
+    let e = a.renew().await.unwrap_err();
+    assert!(e.to_string().contains("without a lease"), "{e}");
+    let seen = match tso.campaign("node-b", TTL, MARGIN).await.unwrap() {
+        Campaign::NotALeader(f) => {
+            assert_eq!(f.fault, KeyFault::NoLease, "{f:?}");
+            let text = f.to_string();
+            assert!(text.contains(&key) && text.contains("no lease"), "{text}");
+            f.mod_revision
+        }
+        other => panic!("a leaseless key taken for a leader: {other:?}"),
+    };
+    // Taken over only while it is the key that was seen.
+    etcd.put(key.clone(), "http://127.0.0.1:2 y", None)
+        .await
+        .unwrap();
+    assert!(matches!(
+        tso.campaign_replacing("node-b", TTL, MARGIN, seen)
+            .await
+            .unwrap(),
+        Campaign::NotALeader(_)
+    ));
+    let seen = match tso.campaign("node-b", TTL, MARGIN).await.unwrap() {
+        Campaign::NotALeader(f) => f.mod_revision,
+        other => panic!("{other:?}"),
+    };
+    let b = match tso
+        .campaign_replacing("node-b", TTL, MARGIN, seen)
+        .await
+        .unwrap()
+    {
+        Campaign::Won(l) => l,
+        other => panic!("the leaseless key was not taken over: {other:?}"),
+    };
+    // The window the last real leader saved carries over.
+    assert_eq!(b.previous_window_ms(), Some(1_700_000_003_000));
+    b.renew().await.unwrap();
+    assert_eq!(tso.leader().await.unwrap().as_deref(), Some("node-b"));
+    b.resign().await.unwrap();
+
+    // A key under a lease the writer granted itself, its value not naming it.
+    let lease = etcd.lease_grant(30, None).await.unwrap().id();
+    let with_lease = Some(etcd_client::PutOptions::new().with_lease(lease));
+    etcd.put(key.clone(), "http://127.0.0.1:1 x", with_lease.clone())
+        .await
+        .unwrap();
+    match tso.campaign("node-c", TTL, MARGIN).await.unwrap() {
+        Campaign::NotALeader(f) => {
+            assert_eq!(
+                (f.fault, f.lease),
+                (KeyFault::LeaseNotNamed, lease),
+                "{f:?}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    // Never taken over: whoever granted the lease may be renewing it.
+    assert!(matches!(
+        tso.campaign_replacing("node-c", TTL, MARGIN, seen)
+            .await
+            .unwrap(),
+        Campaign::NotALeader(_)
+    ));
+    // Written in a campaign's form, it passes etcd's checks: only what the leader answers
+    // (its term, its certificate) tells it from a real one.
+    etcd.put(
+        key.clone(),
+        format!("http://127.0.0.1:1 x term={lease}"),
+        with_lease,
+    )
+    .await
+    .unwrap();
+    match tso.campaign("node-c", TTL, MARGIN).await.unwrap() {
+        Campaign::Lost { leader } => assert_eq!(leader.term, lease),
+        other => panic!("{other:?}"),
+    }
+    etcd.lease_revoke(lease).await.unwrap();
     cleanup(&ns).await;
 }
