@@ -17,6 +17,7 @@ mod segment_options;
 mod support;
 mod tls;
 mod tso;
+mod tso_trust;
 mod ui_chromium;
 mod uuid_kinds;
 mod worker_lease;

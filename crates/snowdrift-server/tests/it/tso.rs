@@ -15,15 +15,15 @@ use tokio::sync::Mutex;
 use crate::support::{Running, TempDir, load, try_load};
 
 /// One node: its directory, its address and the running server.
-struct Node {
-    running: Option<Running>,
-    base: String,
+pub(crate) struct Node {
+    pub(crate) running: Option<Running>,
+    pub(crate) base: String,
     _dir: TempDir,
 }
 
 /// Starts a node serving tso generator `name` on etcd `etcd` with leader lease `ttl`,
 /// advertising its own address.
-async fn node(name: &str, etcd: &str, ttl: &str) -> Node {
+pub(crate) async fn node(name: &str, etcd: &str, ttl: &str) -> Node {
     let dir = TempDir::new("tso");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -54,11 +54,11 @@ async fn node(name: &str, etcd: &str, ttl: &str) -> Node {
 }
 
 /// GET `url` as JSON.
-async fn get_json(http: &reqwest::Client, url: String) -> Value {
+pub(crate) async fn get_json(http: &reqwest::Client, url: String) -> Value {
     http.get(url).send().await.unwrap().json().await.unwrap()
 }
 
-fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()
@@ -66,7 +66,7 @@ fn client() -> reqwest::Client {
 }
 
 /// The generator's entry in `/v1/generators` of `base`.
-async fn tso_status(http: &reqwest::Client, base: &str, name: &str) -> Value {
+pub(crate) async fn tso_status(http: &reqwest::Client, base: &str, name: &str) -> Value {
     let all: Value = get_json(http, format!("{base}/v1/generators")).await;
     all["generators"]
         .as_array()
@@ -79,7 +79,7 @@ async fn tso_status(http: &reqwest::Client, base: &str, name: &str) -> Value {
 
 /// The index of the node that leads, once exactly one of `bases` says it does and every
 /// other names it.
-async fn leader(http: &reqwest::Client, bases: &[&str], name: &str) -> usize {
+pub(crate) async fn leader(http: &reqwest::Client, bases: &[&str], name: &str) -> usize {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let mut roles = Vec::new();
@@ -106,14 +106,19 @@ async fn leader(http: &reqwest::Client, bases: &[&str], name: &str) -> usize {
 }
 
 /// Clients that ask every node in turn, recording each request, until `stop`.
-struct Load {
+pub(crate) struct Load {
     history: Arc<Mutex<History>>,
     stop: Arc<AtomicBool>,
     tasks: Vec<tokio::task::JoinHandle<(u64, u64, Duration)>>,
 }
 
 impl Load {
-    fn start(bases: Vec<String>, name: &str, clients: usize, base_time: Instant) -> Self {
+    pub(crate) fn start(
+        bases: Vec<String>,
+        name: &str,
+        clients: usize,
+        base_time: Instant,
+    ) -> Self {
         let history = Arc::new(Mutex::new(History::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let tasks = (0..clients)
@@ -175,7 +180,7 @@ impl Load {
 
     /// Stops the clients; the history, the requests that got IDs and that failed, and the
     /// slowest request.
-    async fn finish(self) -> (History, u64, u64, Duration) {
+    pub(crate) async fn finish(self) -> (History, u64, u64, Duration) {
         self.stop.store(true, Ordering::Relaxed);
         let (mut ok, mut failed, mut slowest) = (0, 0, Duration::ZERO);
         for t in self.tasks {
@@ -190,7 +195,7 @@ impl Load {
 }
 
 /// The counts of a report and its first violations (a broken build finds hundreds).
-fn summary(report: &snowdrift_testkit::history::HistoryReport) -> String {
+pub(crate) fn summary(report: &snowdrift_testkit::history::HistoryReport) -> String {
     format!(
         "{} operations, {} IDs: {} duplicates, {} gaps, {} real-time order violations; first: {:#?}",
         report.operations,

@@ -1,0 +1,560 @@
+//! A tso follower hands out nothing it cannot check (issue 27): the attack of one `put` of
+//! the leader key in etcd naming a fake gRPC server, without a lease and under a lease the
+//! attacker granted, against three real nodes on the real etcd. The fake answers whatever
+//! the attack needs (the same run every time, a run that wraps at 2^64, one below what
+//! was served, one without or with another term); the clients' history from all nodes must
+//! hold no duplicate and no order violation, the nodes must say what happened (503 body,
+//! `/v1/generators`, metrics), and the fake must never see a `forward_token` in cleartext.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use snowdrift_proto::grpc::id_service_server::{IdService, IdServiceServer};
+use snowdrift_proto::grpc::{
+    DecodeRequest, DecodeResponse, IdBatch, IdRun, NextRequest, StreamRequest,
+};
+use tonic::{Request, Response, Status};
+
+use crate::support::{TempDir, load};
+use crate::tso::{Load, client, get_json, leader, node, summary, tso_status};
+
+/// What the fake leader answers to `Next`.
+#[derive(Debug, Clone, Copy)]
+enum Answer {
+    /// One run of the count asked for, from `first`, every time.
+    Same(u64),
+    /// A run starting 2 below 2^64: it wraps.
+    NearMax,
+    /// No runs at all.
+    Empty,
+}
+
+/// A gRPC IdService that is not snowdrift: it answers `answer`, names `term` (0: none) in
+/// its metadata as a leader does, and records every call and every token it was sent.
+#[derive(Clone)]
+struct Fake {
+    answer: Arc<Mutex<Answer>>,
+    term: Arc<AtomicI64>,
+    calls: Arc<AtomicU64>,
+    tokens: Arc<Mutex<Vec<String>>>,
+}
+
+#[tonic::async_trait]
+impl IdService for Fake {
+    async fn next(&self, request: Request<NextRequest>) -> Result<Response<IdBatch>, Status> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if let Some(token) = request.metadata().get("authorization") {
+            let token = String::from_utf8_lossy(token.as_bytes()).to_string();
+            self.tokens.lock().unwrap().push(token);
+        }
+        let r = request.into_inner();
+        let count = r.count.unwrap_or(1);
+        let runs = match *self.answer.lock().unwrap() {
+            Answer::Same(first) => vec![IdRun {
+                first,
+                count,
+                stride: 1,
+            }],
+            Answer::NearMax => vec![IdRun {
+                first: u64::MAX - 2,
+                count,
+                stride: 1,
+            }],
+            Answer::Empty => Vec::new(),
+        };
+        let mut response = Response::new(IdBatch {
+            name: r.name,
+            kind: "tso".into(),
+            count,
+            runs,
+            text: Vec::new(),
+        });
+        let term = self.term.load(Ordering::SeqCst);
+        if term != 0 {
+            response
+                .metadata_mut()
+                .insert("snowdrift-tso-term", term.to_string().parse().unwrap());
+        }
+        Ok(response)
+    }
+
+    type StreamStream = futures_util::stream::BoxStream<'static, Result<IdBatch, Status>>;
+
+    async fn stream(
+        &self,
+        _: Request<StreamRequest>,
+    ) -> Result<Response<Self::StreamStream>, Status> {
+        Err(Status::unimplemented("a fake"))
+    }
+
+    async fn decode(&self, _: Request<DecodeRequest>) -> Result<Response<DecodeResponse>, Status> {
+        Err(Status::unimplemented("a fake"))
+    }
+}
+
+impl Fake {
+    /// Serves a fake answering `answer` on a port of its own; its `http://` URL.
+    async fn start(answer: Answer) -> (Self, String) {
+        let fake = Self {
+            answer: Arc::new(Mutex::new(answer)),
+            term: Arc::new(AtomicI64::new(0)),
+            calls: Arc::new(AtomicU64::new(0)),
+            tokens: Arc::new(Mutex::new(Vec::new())),
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let router = axum::Router::new().route_service(
+            "/snowdrift.v1.IdService/{*method}",
+            IdServiceServer::new(fake.clone()),
+        );
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        (fake, url)
+    }
+
+    fn set(&self, answer: Answer, term: i64) {
+        *self.answer.lock().unwrap() = answer;
+        self.term.store(term, Ordering::SeqCst);
+    }
+}
+
+/// An etcd client, as the attacker has one.
+async fn etcd() -> etcd_client::Client {
+    let url = snowdrift_testkit::urls::etcd().replace("etcd://", "http://");
+    etcd_client::Client::connect([url], None).await.unwrap()
+}
+
+fn leader_key(name: &str) -> String {
+    format!("/snowdrift/tso/{name}/leader")
+}
+
+/// A run of tso IDs 10 s ahead of now: above anything the nodes served, and within what a
+/// leader could have issued, so only the checks on who answered keep it out.
+fn ahead() -> u64 {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    (now_ms + 10_000) << 18
+}
+
+/// Polls `check` on every node's status until one passes (or 20 s).
+async fn until_a_node(
+    http: &reqwest::Client,
+    bases: &[String],
+    name: &str,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        for base in bases {
+            let status = tso_status(http, base, name).await;
+            if check(&status) {
+                return status;
+            }
+        }
+        assert!(Instant::now() < deadline, "no node {what} within 20 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leaseless_leader_key_naming_a_fake_serves_nothing_and_is_taken_over() {
+    let name = snowdrift_testkit::unique_name("tsf");
+    let url = snowdrift_testkit::urls::etcd();
+    let mut nodes = Vec::new();
+    for _ in 0..3 {
+        nodes.push(node(&name, &url, "2s").await);
+    }
+    let http = client();
+    let bases: Vec<String> = nodes.iter().map(|n| n.base.clone()).collect();
+    let refs: Vec<&str> = bases.iter().map(String::as_str).collect();
+    leader(&http, &refs, &name).await;
+    let (fake, fake_url) = Fake::start(Answer::Same(ahead())).await;
+    fake.set(Answer::Same(ahead()), 1);
+
+    let base_time = Instant::now();
+    let load = Load::start(bases.clone(), &name, 6, base_time);
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // The attack: one unauthenticated put, no lease.
+    let mut etcd = etcd().await;
+    etcd.put(leader_key(&name), format!("{fake_url} x term=1"), None)
+        .await
+        .unwrap();
+    let refused = until_a_node(&http, &bases, &name, "refused the leaseless key", |s| {
+        s["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("bound to no lease"))
+    })
+    .await;
+    assert!(
+        refused["last_error"]
+            .as_str()
+            .unwrap()
+            .contains(&leader_key(&name)),
+        "{refused}"
+    );
+    // The nodes take the key over once it has stayed a whole lease, and lead again.
+    until_a_node(&http, &bases, &name, "took the key over", |s| {
+        s["leader_keys_replaced"].as_u64() >= Some(1)
+    })
+    .await;
+    leader(&http, &refs, &name).await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let (history, ok, failed, slowest) = load.finish().await;
+
+    let report = history.check();
+    assert!(report.is_clean(), "{}", summary(&report));
+    assert!(ok > 100, "only {ok} requests got IDs ({failed} failed)");
+    assert_eq!(fake.calls.load(Ordering::SeqCst), 0, "the fake was asked");
+    let key = etcd.get(leader_key(&name), None).await.unwrap();
+    assert_ne!(key.kvs()[0].lease(), 0, "the key is a campaign's again");
+    let mut seen = 0;
+    for base in &bases {
+        let status = tso_status(&http, base, &name).await;
+        seen += status["leader_keys_refused"]["no_lease"].as_u64().unwrap();
+        let metrics = http
+            .get(format!("{base}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let series = format!(
+            "snowdrift_tso_leader_key_refused_total{{generator=\"{name}\",fault=\"no_lease\"}}"
+        );
+        assert!(metrics.contains(&series), "{metrics}");
+        crate::metrics::promtool_check(&metrics);
+    }
+    assert!(seen >= 1, "no node counted the leaseless key");
+    eprintln!(
+        "leaseless key: {ok} requests answered, {failed} failed, slowest {slowest:?}, the \
+         fake asked 0 times"
+    );
+    for n in &mut nodes {
+        if let Some(r) = n.running.take() {
+            r.shutdown().await.unwrap();
+        }
+    }
+}
+
+/// GET `/v1/ids/{name}?count=count` on `base`: (status, body).
+async fn ask(http: &reqwest::Client, base: &str, name: &str, count: u64) -> (u16, String) {
+    let r = http
+        .get(format!("{base}/v1/ids/{name}?count={count}"))
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_fake_under_the_attackers_own_lease_gets_no_answer_past_the_checks() {
+    let name = snowdrift_testkit::unique_name("tsf");
+    let url = snowdrift_testkit::urls::etcd();
+    let mut nodes = Vec::new();
+    for _ in 0..3 {
+        nodes.push(node(&name, &url, "2s").await);
+    }
+    let http = client();
+    let bases: Vec<String> = nodes.iter().map(|n| n.base.clone()).collect();
+    let refs: Vec<&str> = bases.iter().map(String::as_str).collect();
+    leader(&http, &refs, &name).await;
+    // What every node served before the attack.
+    let mut served: Vec<u64> = Vec::new();
+    for base in &bases {
+        let v = get_json(&http, format!("{base}/v1/ids/{name}?count=5")).await;
+        served.extend(crate::support::ids_of::<u64>(&v));
+    }
+    let below = served[0];
+
+    // The attacker grants a lease and writes the key as a campaign would, naming the fake,
+    // which names that lease as its term.
+    let (fake, fake_url) = Fake::start(Answer::NearMax).await;
+    let mut etcd = etcd().await;
+    let lease = etcd.lease_grant(60, None).await.unwrap().id();
+    etcd.put(
+        leader_key(&name),
+        format!("{fake_url} x term={lease}"),
+        Some(etcd_client::PutOptions::new().with_lease(lease)),
+    )
+    .await
+    .unwrap();
+    // Every node follows it (the real leader's key is gone from under it).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for base in &bases {
+        loop {
+            let s = tso_status(&http, base, &name).await;
+            if s["role"] == "follower" && s["leader"] == fake_url.as_str() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{s}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    // Each kind of lie, to every node: refused with a 503 that says what was wrong.
+    let lies: [(Answer, i64, &str, &str); 5] = [
+        (Answer::NearMax, lease, "wrap past 2^64", "out_of_range"),
+        (Answer::Empty, lease, "0 runs", "shape"),
+        (Answer::Same(below), lease, "not above", "not_above_served"),
+        (Answer::Same(ahead()), 0, "named no term", "term"),
+        (
+            Answer::Same(ahead()),
+            lease + 1,
+            "the leader key names term",
+            "term",
+        ),
+    ];
+    for (answer, term, says, _) in lies {
+        fake.set(answer, term);
+        for base in &bases {
+            let (status, body) = ask(&http, base, &name, 3).await;
+            assert_eq!(status, 503, "{answer:?} term {term} from {base}: {body}");
+            assert!(body.contains(says), "{answer:?}: {body}");
+        }
+    }
+    for (_, _, _, reason) in lies {
+        let mut n = 0;
+        for base in &bases {
+            n += tso_status(&http, base, &name).await["forward_refused"][reason]
+                .as_u64()
+                .unwrap();
+        }
+        assert!(n >= 3, "{reason}: {n}");
+    }
+    let metrics = http
+        .get(format!("{}/metrics", bases[0]))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let series = format!(
+        "snowdrift_tso_forward_refused_total{{generator=\"{name}\",reason=\"out_of_range\"}}"
+    );
+    assert!(metrics.contains(&series), "{metrics}");
+
+    // A lie that passes every check a node can make alone (its term right, above all it
+    // served, within reach) is served once by a node, and refused when repeated to it:
+    // without TLS and auth nothing tells such a fake from the leader (see README).
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let run = now_ms << 18;
+    fake.set(Answer::Same(run), lease);
+    let (status, body) = ask(&http, &bases[0], &name, 3).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = ask(&http, &bases[0], &name, 3).await;
+    assert_eq!(status, 503, "the same run twice from one node: {body}");
+    assert!(body.contains("not above"), "{body}");
+
+    // Once the attacker's lease goes, the nodes elect one of themselves and serve above
+    // everything, the fake's run included.
+    etcd.lease_revoke(lease).await.unwrap();
+    leader(&http, &refs, &name).await;
+    let v = get_json(&http, format!("{}/v1/ids/{name}?count=3", bases[0])).await;
+    let after: Vec<u64> = crate::support::ids_of(&v);
+    assert!(after[0] > run + 2, "{after:?} after the fake's {run}");
+    assert!(
+        fake.tokens.lock().unwrap().is_empty(),
+        "auth is off: no token"
+    );
+    for n in &mut nodes {
+        if let Some(r) = n.running.take() {
+            r.shutdown().await.unwrap();
+        }
+    }
+}
+
+/// `curl` over TLS trusting `cert`, with `token`: (status, body).
+fn curl_tls(cert: &std::path::Path, token: &str, url: &str) -> (u16, String) {
+    let out = std::process::Command::new("curl")
+        .args(["-sS", "--max-time", "30", "--cacert"])
+        .arg(cert)
+        .args(["-H", &format!("Authorization: Bearer {token}")])
+        .args(["-w", "\n%{http_code}"])
+        .arg(url)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (code.trim().parse().unwrap_or(0), body.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_fake_leader_on_plain_http_never_gets_the_forward_token() {
+    use snowdrift_server::auth::{TokenHash, generate_token};
+    let name = snowdrift_testkit::unique_name("tsf");
+    let dir = TempDir::new("tso-trust-tls");
+    let pair = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    std::fs::write(dir.0.join("cert.pem"), pair.cert.pem()).unwrap();
+    std::fs::write(dir.0.join("key.pem"), pair.key_pair.serialize_pem()).unwrap();
+    let cert = dir.0.join("cert.pem");
+    let (app, fwd) = (generate_token().unwrap(), generate_token().unwrap());
+    let tokens = format!(
+        "[[auth.token]]\nname = \"app\"\nhash = \"{}\"\ngenerators = [\"*\"]\nrole = \"admin\"\n\n\
+         [[auth.token]]\nname = \"forward\"\nhash = \"{}\"\ngenerators = [\"{name}\"]\nrole = \"read\"\n",
+        TokenHash::of(&app),
+        TokenHash::of(&fwd)
+    );
+    let mut bases = Vec::new();
+    let mut running = Vec::new();
+    for i in 0..3 {
+        let node_dir = dir.0.join(format!("n{i}"));
+        std::fs::create_dir_all(&node_dir).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let config = load(
+            &node_dir,
+            &format!(
+                "[server]\nlisten = \"127.0.0.1:{port}\"\nadvertise = \"https://localhost:{port}\"\n\
+                 tls_cert = \"{c}/cert.pem\"\ntls_key = \"{c}/key.pem\"\n\n{tokens}\n\
+                 [[generator]]\nname = \"{name}\"\nkind = \"tso\"\nurl = \"{}\"\nttl = \"2s\"\n\
+                 forward_token = \"{fwd}\"\n",
+                snowdrift_testkit::urls::etcd(),
+                c = dir.0.display()
+            ),
+        );
+        let server = snowdrift_server::Server::start(&config).await.unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(snowdrift_server::run(listener, server, async move {
+            let _ = stopped.await;
+        }));
+        bases.push(format!("https://localhost:{port}"));
+        running.push((stop, task));
+    }
+    let status = |base: &str| {
+        let (code, body) = curl_tls(&cert, &app, &format!("{base}/v1/generators"));
+        assert_eq!(code, 200, "{body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        v["generators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == name.as_str())
+            .unwrap()["tso"]
+            .clone()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !bases.iter().any(|b| status(b)["role"] == "leader") {
+        assert!(Instant::now() < deadline, "no leader");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut ids: Vec<u64> = Vec::new();
+    let take = |base: &str, ids: &mut Vec<u64>| {
+        let (code, body) = curl_tls(&cert, &app, &format!("{base}/v1/ids/{name}?count=3"));
+        if code == 200 {
+            let v: Value = serde_json::from_str(&body).unwrap();
+            ids.extend(crate::support::ids_of::<u64>(&v));
+        }
+        (code, body)
+    };
+    for base in &bases {
+        let (code, body) = take(base, &mut ids);
+        assert_eq!(code, 200, "{body}");
+    }
+
+    // The attacker's key, in a campaign's form under its own lease, names a plain-http
+    // fake that answers a run above everything, in the right term.
+    let (fake, fake_url) = Fake::start(Answer::Same(ahead())).await;
+    let mut etcd = etcd().await;
+    let lease = etcd.lease_grant(60, None).await.unwrap().id();
+    fake.set(Answer::Same(ahead()), lease);
+    etcd.put(
+        leader_key(&name),
+        format!("{fake_url} x term={lease}"),
+        Some(etcd_client::PutOptions::new().with_lease(lease)),
+    )
+    .await
+    .unwrap();
+    for base in &bases {
+        while status(base)["leader"] != fake_url.as_str() {
+            assert!(
+                Instant::now() < deadline + Duration::from_secs(20),
+                "{}",
+                status(base)
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for _ in 0..5 {
+            let (code, body) = take(base, &mut ids);
+            assert_eq!(code, 503, "{body}");
+            assert!(body.contains("forward_token in cleartext"), "{body}");
+        }
+        let refused = status(base)["forward_refused"]["plaintext_token"]
+            .as_u64()
+            .unwrap();
+        assert!(refused >= 5, "{}", status(base));
+    }
+    assert!(
+        fake.tokens.lock().unwrap().is_empty(),
+        "the fake got a token: {:?}",
+        fake.tokens.lock().unwrap()
+    );
+    assert_eq!(fake.calls.load(Ordering::SeqCst), 0);
+    let unique: std::collections::BTreeSet<u64> = ids.iter().copied().collect();
+    assert_eq!(unique.len(), ids.len(), "duplicates in {ids:?}");
+
+    etcd.lease_revoke(lease).await.unwrap();
+    for (stop, task) in running {
+        let _ = stop.send(());
+        task.await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_forwarded_value_of_1_marks_a_call_forwarded() {
+    use snowdrift_proto::grpc::id_service_client::IdServiceClient;
+    let name = snowdrift_testkit::unique_name("tsf");
+    let url = snowdrift_testkit::urls::etcd();
+    let mut leader_node = node(&name, &url, "2s").await;
+    let http = client();
+    leader(&http, &[leader_node.base.as_str()], &name).await;
+    let mut follower = node(&name, &url, "2s").await;
+    let bases = [leader_node.base.as_str(), follower.base.as_str()];
+    assert_eq!(leader(&http, &bases, &name).await, 0);
+    let channel = tonic::transport::Endpoint::from_shared(follower.base.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = IdServiceClient::new(channel);
+    let call = |value: Option<&'static str>| {
+        let mut request = Request::new(NextRequest {
+            name: name.clone(),
+            count: Some(2),
+            ..Default::default()
+        });
+        if let Some(v) = value {
+            request
+                .metadata_mut()
+                .insert("snowdrift-forwarded", v.parse().unwrap());
+        }
+        request
+    };
+    // A client's call to a follower is forwarded to the leader and answered.
+    let answer = grpc.next(call(None)).await.unwrap();
+    assert_eq!(answer.get_ref().runs[0].count, 2);
+    // "0" (or anything but "1") is refused, saying what is allowed; it used to count as
+    // forwarded, so the follower refused to forward it.
+    for value in ["0", "true", "yes", ""] {
+        let e = grpc.next(call(Some(value))).await.unwrap_err();
+        assert_eq!(e.code(), tonic::Code::InvalidArgument, "{value:?}: {e:?}");
+        assert!(e.message().contains("only \"1\""), "{value:?}: {e:?}");
+    }
+    // "1" is a forwarded call: a follower answers it itself or refuses, never forwards it.
+    let e = grpc.next(call(Some("1"))).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::Unavailable, "{e:?}");
+    assert!(e.message().contains("not forwarded again"), "{e:?}");
+    for n in [&mut follower, &mut leader_node] {
+        if let Some(r) = n.running.take() {
+            r.shutdown().await.unwrap();
+        }
+    }
+}
