@@ -146,16 +146,18 @@ async fn until_a_node(
     name: &str,
     what: &str,
     check: impl Fn(&Value) -> bool,
-) -> Value {
+) -> Result<Value, String> {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         for base in bases {
             let status = tso_status(http, base, name).await;
             if check(&status) {
-                return status;
+                return Ok(status);
             }
         }
-        assert!(Instant::now() < deadline, "no node {what} within 20 s");
+        if Instant::now() > deadline {
+            return Err(format!("no node {what} within 20 s"));
+        }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -189,6 +191,17 @@ async fn a_leaseless_leader_key_naming_a_fake_serves_nothing_and_is_taken_over()
             .is_some_and(|e| e.contains("bound to no lease"))
     })
     .await;
+    let refused = match refused {
+        Ok(status) => status,
+        Err(e) => {
+            let (history, ok, _, _) = load.finish().await;
+            panic!(
+                "{e}; the clients got {ok} answers: {}; the fake was asked {} times",
+                summary(&history.check()),
+                fake.calls.load(Ordering::SeqCst)
+            );
+        }
+    };
     assert!(
         refused["last_error"]
             .as_str()
@@ -200,7 +213,8 @@ async fn a_leaseless_leader_key_naming_a_fake_serves_nothing_and_is_taken_over()
     until_a_node(&http, &bases, &name, "took the key over", |s| {
         s["leader_keys_replaced"].as_u64() >= Some(1)
     })
-    .await;
+    .await
+    .unwrap();
     leader(&http, &refs, &name).await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let (history, ok, failed, slowest) = load.finish().await;
