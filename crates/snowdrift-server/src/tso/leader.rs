@@ -217,7 +217,7 @@ impl Task {
         let (lost_tx, mut lost) = watch::channel(None::<String>);
         let renewer = self
             .keepers
-            .spawn(renew(leadership.clone(), self.ttl, lost_tx));
+            .spawn(renew(leadership.clone(), self.ttl, self.margin, lost_tx));
         // Saves ahead of need run beside the requests too; one at a time.
         let (saved_tx, mut saved) = mpsc::channel::<(WindowSave, Result<(), String>)>(1);
         let mut saving = false;
@@ -306,7 +306,10 @@ impl Task {
         end
     }
 
-    /// Saves the term's first window, retrying while the lease allows.
+    /// Saves the term's first window, retrying while the lease allows. One save is
+    /// enough: the serving loop saves ahead of need from then on (when etcd took longer to
+    /// answer than half the window, waiting here until a save left half of it had the
+    /// leader save forever and never serve).
     async fn first_save(&mut self, leadership: &Leadership) -> Result<(), String> {
         loop {
             let Some(save) = self.oracle.window_wanted() else {
@@ -316,7 +319,7 @@ impl Task {
                 return Err("the lease ran out before the first window was saved".into());
             }
             match leadership.save_window(save.up_to_ms).await {
-                Ok(()) => self.window_saved(save)?,
+                Ok(()) => return self.window_saved(save),
                 Err(e @ snowdrift_store::Error::LeadershipLost { .. }) => return Err(e.to_string()),
                 Err(e) => {
                     tracing::warn!(generator = self.name.as_str(), error = %e, "saving the tso window failed; retrying");
@@ -449,36 +452,45 @@ enum Stop {
 }
 
 /// Renews the lease every third of its ttl until it is lost (then says why on `lost`).
-/// Renewals start a third of the ttl after the previous one *started*, not after it ended:
-/// under CPU load etcd answered slowly, and waiting a third after each slow answer let the
-/// validity (`ttl - margin` from when a renewal is sent) run out between two renewals that
-/// each succeeded, so leadership moved although nothing had failed. An attempt that has
+/// Renewals start a third of the ttl after the previous successful one was *sent*, not
+/// after it was answered: when etcd answers slowly (a loaded machine), waiting a third
+/// after each slow answer let the validity (`ttl - margin` from when a renewal is sent) run
+/// out between two renewals that each succeeded, and leadership moved although nothing had
+/// failed (with etcd answering 1 s late and a 5 s lease, every term ended). An attempt that has
 /// not answered by the time the next is due is dropped and the next sent, so one stuck
 /// call (etcd's client waits 5 s) cannot hold renewals up. A renewal that fails for want
 /// of etcd is tried again after a tick; the serving loop stops issuing by itself when
 /// `valid_until` passes.
-async fn renew(leadership: Arc<Leadership>, ttl: Duration, lost: watch::Sender<Option<String>>) {
+async fn renew(
+    leadership: Arc<Leadership>,
+    ttl: Duration,
+    margin: Duration,
+    lost: watch::Sender<Option<String>>,
+) {
     let period = ttl / 3;
-    let mut next = Instant::now() + period;
+    let validity = ttl - margin;
+    let mut retry_at = Instant::now();
     loop {
-        tokio::time::sleep_until(next.into()).await;
-        let started = Instant::now();
+        // A third of the ttl after the last renewal that succeeded was sent (at first, the
+        // grant: a campaign and a first save that took long leave less of it).
+        let last_sent = leadership.valid_until() - validity;
+        tokio::time::sleep_until((last_sent + period).max(retry_at).into()).await;
         match tokio::time::timeout(period, leadership.renew()).await {
-            Ok(Ok(_)) => next = started + period,
+            Ok(Ok(_)) => {}
             Ok(Err(e @ snowdrift_store::Error::LeadershipLost { .. })) => {
                 let _ = lost.send(Some(e.to_string()));
                 return;
             }
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "renewing the tso leader lease failed; retrying");
-                next = Instant::now() + TICK;
+                retry_at = Instant::now() + TICK;
             }
             Err(_) => {
                 tracing::warn!(
                     timeout = ?period,
                     "renewing the tso leader lease got no answer in time; sending another"
                 );
-                next = Instant::now();
+                retry_at = Instant::now();
             }
         }
     }

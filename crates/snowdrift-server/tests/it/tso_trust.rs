@@ -572,3 +572,47 @@ async fn only_a_forwarded_value_of_1_marks_a_call_forwarded() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leader_whose_etcd_answers_a_second_late_keeps_leading() {
+    // Every answer from etcd to the leader arrives 1 s late (as on a loaded machine: etcd
+    // slow to answer, requests still reaching it): each renewal succeeds, but renewals
+    // scheduled a third of the lease after the previous one was answered, each two round
+    // trips long, let the leader's validity (4 s of a 5 s lease) lapse between them.
+    let name = snowdrift_testkit::unique_name("tsf");
+    let url = snowdrift_testkit::urls::etcd();
+    let (proxy, through_proxy) = snowdrift_testkit::FaultProxy::start_for_url(&url)
+        .await
+        .unwrap();
+    proxy.delay(Duration::from_secs(1));
+    let slow = node(&name, &through_proxy, "5s").await;
+    let http = client();
+    leader(&http, &[slow.base.as_str()], &name).await;
+    let other = node(&name, &url, "5s").await;
+    let bases = vec![slow.base.clone(), other.base.clone()];
+    let refs: Vec<&str> = bases.iter().map(String::as_str).collect();
+    assert_eq!(leader(&http, &refs, &name).await, 0);
+
+    let base_time = Instant::now();
+    let load = Load::start(bases.clone(), &name, 4, base_time);
+    let watched = Instant::now();
+    while watched.elapsed() < Duration::from_secs(15) {
+        let s = tso_status(&http, &slow.base, &name).await;
+        assert!(
+            s["role"] == "leader" && s["terms"] == 1,
+            "after {:?} with etcd 1 s late: {s}",
+            watched.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (history, ok, failed, _) = load.finish().await;
+    let report = history.check();
+    assert!(report.is_clean(), "{}", summary(&report));
+    assert!(ok > 50, "only {ok} requests got IDs ({failed} failed)");
+    proxy.heal();
+    for mut n in [other, slow] {
+        if let Some(r) = n.running.take() {
+            r.shutdown().await.unwrap();
+        }
+    }
+}
