@@ -46,7 +46,9 @@ if [[ -n ${AUTH:-} ]]; then
     TOKEN_OUT=$("$SD" token create --name bench --role admin)
     TOKEN=$(echo "$TOKEN_OUT" | sed -n 's/^ *\(sd_[A-Za-z0-9]*\)$/\1/p')
     TOKEN_TOML=$(echo "$TOKEN_OUT" | sed -n '/^\[\[auth.token\]\]/,/^$/p')
-    FORWARD="forward_token = \"$TOKEN\""
+    # Plain http on loopback: the nodes may send the token in cleartext.
+    FORWARD="forward_token = \"$TOKEN\"
+forward_plaintext = true"
     BENCH_AUTH=(--token "$TOKEN")
     CURL_AUTH=(-H "Authorization: Bearer $TOKEN")
 fi

@@ -402,6 +402,21 @@ fn tso_configuration_mistakes_are_refused_with_the_key() {
     let token = "[[auth.token]]\nname = \"app\"\nhash = \"sha256:0000000000000000000000000000000000000000000000000000000000000000\"\ngenerators = [\"*\"]\nrole = \"read\"\n";
     let e = refused(&format!("{listen}{token}{generator}{etcd}"));
     assert!(e.contains("forward_token"), "{e}");
+    // With auth on over plain http, the forward token would travel in cleartext.
+    let forward = "forward_token = \"sd_x\"\n";
+    let e = refused(&format!("{listen}{token}{generator}{etcd}{forward}"));
+    assert!(
+        e.contains("forward_plaintext") && e.contains("cleartext"),
+        "{e}"
+    );
+    load(
+        &dir.0,
+        &format!("{listen}{token}{generator}{etcd}{forward}forward_plaintext = true\n"),
+    );
+    let e = refused(&format!(
+        "{listen}[[generator]]\nname = \"sf\"\nkind = \"snowflake\"\nforward_plaintext = true\n"
+    ));
+    assert!(e.contains("\"forward_plaintext\" does not apply"), "{e}");
     let e = refused(&format!("{listen}{generator}{etcd}window = \"0s\"\n"));
     assert!(e.contains("window"), "{e}");
     let e = refused(&format!(
