@@ -630,3 +630,46 @@ fn nonce() -> String {
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_must_be_above_what_was_served_when_it_was_asked_for() {
+        let served = Served::default();
+        served.issued(&IdRange::new(100, 110));
+        let mark = served.mark();
+        let e = served.accept(mark, &IdRange::new(105, 115)).unwrap_err();
+        assert!(e.contains("not above 109"), "{e}");
+        served.accept(mark, &IdRange::new(110, 120)).unwrap();
+        // The same run again, asked for after it was served.
+        let e = served
+            .accept(served.mark(), &IdRange::new(110, 120))
+            .unwrap_err();
+        assert!(e.contains("not above 119"), "{e}");
+    }
+
+    #[test]
+    fn concurrent_answers_may_arrive_in_either_order_but_never_overlap() {
+        let served = Served::default();
+        // Two calls in flight at once; the leader allocates the first before the second,
+        // but the second's answer arrives first.
+        let (first, second) = (served.mark(), served.mark());
+        served.accept(second, &IdRange::new(20, 30)).unwrap();
+        served.accept(first, &IdRange::new(10, 20)).unwrap();
+        // A third call, in flight with both, answered with IDs one of them got.
+        let third = first;
+        let e = served.accept(third, &IdRange::new(25, 35)).unwrap_err();
+        assert!(e.contains("overlap 20..30"), "{e}");
+        // A call that outlived more answers than are kept must be above them all.
+        let old = served.mark();
+        for i in 0..RECENT_RUNS as u64 + 1 {
+            served
+                .accept(served.mark(), &IdRange::new(1000 + i * 10, 1010 + i * 10))
+                .unwrap();
+        }
+        let e = served.accept(old, &IdRange::new(40, 50)).unwrap_err();
+        assert!(e.contains("largest ID this node has served"), "{e}");
+    }
+}
