@@ -27,7 +27,7 @@ fn private_dir() -> PathBuf {
 }
 
 fn config(dir: &Path, ns: &str, source: WorkerSource) -> LeaseConfig {
-    let mut c = LeaseConfig::new(&format!("file://{}", dir.display()), source);
+    let mut c = LeaseConfig::new(format!("file://{}", dir.display()), source);
     c.namespace = ns.to_string();
     c.ttl = Duration::from_millis(1500);
     c.window = Duration::from_millis(400);
@@ -48,7 +48,7 @@ fn issue(
             let epoch = node.epoch();
             match epoch.generator().next_block(64) {
                 Ok(block) => {
-                    issued += block.len() as u64;
+                    issued += block.len();
                     checker.record(&format!("{name}/{}", epoch.number()), block.iter());
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(1)),
@@ -58,14 +58,15 @@ fn issue(
     })
 }
 
+/// What the attacker deletes.
 #[derive(Debug, Clone, Copy)]
-enum Attack {
+enum Deleted {
     /// `rm DIR/ns-0.lock`: the mark stays.
-    DeleteLock,
+    Lock,
     /// `rm DIR/*`: lock and mark.
-    DeleteLockAndMark,
+    LockAndMark,
     /// `rm -rf DIR`: the second node makes the directory again.
-    DeleteDirectory,
+    Directory,
 }
 
 /// The attack of issue 27: delete a running server's lock, start a second server on the
@@ -73,11 +74,7 @@ enum Attack {
 /// `verified` state: millions of identical IDs in seconds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_lock_stops_its_holder_before_a_second_node_issues_under_its_id() {
-    for attack in [
-        Attack::DeleteLock,
-        Attack::DeleteLockAndMark,
-        Attack::DeleteDirectory,
-    ] {
+    for attack in [Deleted::Lock, Deleted::LockAndMark, Deleted::Directory] {
         let dir = private_dir();
         let ns = unique_name("wf");
         let twitter = || SnowflakeGenerator::builder(Layout::preset("twitter").unwrap());
@@ -97,13 +94,13 @@ async fn a_deleted_lock_stops_its_holder_before_a_second_node_issues_under_its_i
         tokio::time::sleep(Duration::from_millis(300)).await;
 
         match attack {
-            Attack::DeleteLock => std::fs::remove_file(dir.join(format!("{ns}-0.lock"))).unwrap(),
-            Attack::DeleteLockAndMark => {
+            Deleted::Lock => std::fs::remove_file(dir.join(format!("{ns}-0.lock"))).unwrap(),
+            Deleted::LockAndMark => {
                 for entry in std::fs::read_dir(&dir).unwrap() {
                     std::fs::remove_file(entry.unwrap().path()).unwrap();
                 }
             }
-            Attack::DeleteDirectory => std::fs::remove_dir_all(&dir).unwrap(),
+            Deleted::Directory => std::fs::remove_dir_all(&dir).unwrap(),
         }
         // At once, as a script would: the second node starts on the same path and takes
         // worker 0, whose lock file no process holds now.
