@@ -40,6 +40,7 @@ mod endpoints;
 mod error;
 mod fetch;
 mod generate;
+mod guard;
 mod health;
 mod local;
 mod runs;
