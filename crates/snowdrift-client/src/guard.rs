@@ -21,8 +21,7 @@
 //! Chinese remainder theorem, only where the intervals meet. The check runs once per fetched
 //! batch, never per ID; the warm `next()` never touches it. Memory is bounded: past
 //! [`MAX_ENTRIES`] disjoint ranges per name the lowest are forgotten first (the oldest for
-//! every increasing kind), so only a repeat of IDs below all that is still remembered can
-//! pass.
+//! every increasing kind): only a repeat of a run it has forgotten can pass.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
