@@ -125,7 +125,9 @@ impl Forwarder {
         let refuse = |why: Refusal, message: String| {
             counters.refused[Refusal::ALL.iter().position(|r| *r == why).unwrap_or(0)]
                 .fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(generator = name, leader, reason = why.label(), "{message}");
+            // Not a warning per answer: a fake answers as often as it is asked, and the
+            // metric and each 503 already say it.
+            tracing::debug!(generator = name, leader, reason = why.label(), "{message}");
             message
         };
         if self.authorization.is_some()
