@@ -128,9 +128,12 @@ async fn a_run_that_would_wrap_past_2_64_is_refused() {
         seen.iter().max()
     );
     let stats = client.stats("order").unwrap();
+    // Every liar answer the client took in was refused; a prefetch may still be on its way
+    // to the liar when the last ID is collected, so one call may not be answered yet.
     assert!(
-        liar.calls() >= 1 && stats.refused >= liar.calls(),
-        "{stats:?}"
+        liar.calls() >= 1 && stats.refused >= 1 && stats.refused + 1 >= liar.calls(),
+        "{stats:?}, {} liar calls",
+        liar.calls()
     );
     eprintln!(
         "wrap liar + honest: {} IDs, 0 duplicates, {} liar calls, {} batches refused",
