@@ -46,6 +46,12 @@ impl ZkVersion {
         };
         let client = this.session.client().await?;
         let target = this.session.target();
+        // Whoever may delete the znode may create it again at version 0, and IDs repeat:
+        // its parent must keep unauthenticated clients out too.
+        let parent = &path[..path.rfind('/').unwrap_or(0)];
+        if parent.is_empty() {
+            this.refuse_under_open_root(&client).await?;
+        }
         let mut at = String::new();
         for part in path.split('/').skip(1) {
             at.push('/');
@@ -55,12 +61,7 @@ impl ZkVersion {
                 Err(e) => return Err(this.session.failed_on(&at, e).await),
             }
         }
-        // Whoever may delete the znode may create it again at version 0, and IDs repeat:
-        // its parent must keep unauthenticated clients out too.
-        let parent = &path[..path.rfind('/').unwrap_or(0)];
-        if parent.is_empty() {
-            this.refuse_under_open_root(&client).await?;
-        } else {
+        if !parent.is_empty() {
             target.secure(&client, parent).await?;
         }
         target.secure(&client, path).await?;

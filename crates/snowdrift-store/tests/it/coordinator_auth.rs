@@ -531,15 +531,22 @@ async fn zookeeper_znodes_are_writable_only_with_the_digest() {
     assert_eq!(versions.next(3).await.unwrap().len(), 3);
     outsiders_cannot_write(&version_path, &format!("/{ns}_v/ids")).await;
     // Right under /, anyone could delete it and start its version at 0 again.
-    let e = ZkVersion::connect(&url, &format!("/{ns}_top"))
-        .await
-        .unwrap_err();
+    let top = format!("/{ns}_top");
+    let e = ZkVersion::connect(&url, &top).await.unwrap_err();
     assert!(e.to_string().contains("one level down"), "{e}");
+    assert!(
+        zk_client(None)
+            .await
+            .check_stat(&top)
+            .await
+            .unwrap()
+            .is_none(),
+        "created before refusing"
+    );
 
     for root in [format!("/{ns}"), format!("/{table}"), format!("/{ns}_v")] {
         zk_remove(&root).await;
     }
-    zk_remove(&format!("/{ns}_top")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
