@@ -191,7 +191,7 @@ pub(crate) fn failed(e: etcd::Error) -> Error {
         && s.message().contains("permission denied")
     {
         return Error::AccessDenied(format!(
-            "etcd refused the request ({}): the URL's user needs a role with readwrite on snowdrift's keys (the prefix /NAMESPACE/, e.g. /snowdrift/)",
+            "etcd refused the request ({}): the URL's user needs a role with readwrite on snowdrift's keys (the prefix /snowdrift covers the server's)",
             s.message()
         ));
     }

@@ -154,7 +154,12 @@ pub fn print(
     let builder = SnowflakeGenerator::builder(layout.clone());
     let node = rt
         .block_on(WorkerNode::start(config, builder, clock))
-        .with_context(|| format!("taking a worker ID on {url}"))?;
+        .with_context(|| {
+            format!(
+                "taking a worker ID on {}",
+                snowdrift_server::config::mask_url(url)
+            )
+        })?;
     let node = Arc::new(node);
     eprintln!(
         "snowdrift: worker ID {} leased as {}",
