@@ -128,6 +128,8 @@ impl SecureEtcd {
             .arg(format!("--initial-advertise-peer-urls={peer_url}"))
             .arg(format!("--initial-cluster=tls={peer_url}"))
             .arg("--client-cert-auth")
+            // Tokens die after a second idle, so the tests see snowdrift log in again.
+            .arg("--auth-token-ttl=1")
             .arg(format!("--trusted-ca-file={}", dir.join("etcd-ca.pem").display()))
             .arg(format!("--cert-file={}", server_cert.display()))
             .arg(format!("--key-file={}", server_key.display()))
@@ -264,6 +266,13 @@ async fn etcd_with_tls_client_certs_and_rbac_serves_snowdrift_and_refuses_everyo
         Some(1_700_000_000_000)
     );
     registry.renew(id, "node-a", TTL).await.unwrap();
+    // Past the token's life: the next requests log in again rather than fail.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    registry.renew(id, "node-a", TTL).await.unwrap();
+    registry
+        .write_mark(id, "node-a", 1_700_000_000_001)
+        .await
+        .unwrap();
     let through_dispatch = WorkerRegistry::connect(&url, &ns).await.unwrap();
     assert_eq!(through_dispatch.backend(), "etcd");
     let tso = EtcdTso::connect(&url, &ns, "ts").await.unwrap();
@@ -317,7 +326,7 @@ async fn etcd_with_tls_client_certs_and_rbac_serves_snowdrift_and_refuses_everyo
     );
     assert_eq!(
         registry.read_mark(id).await.unwrap(),
-        Some(1_700_000_000_000)
+        Some(1_700_000_000_001)
     );
     registry.release(id, "node-a").await.unwrap();
 }
