@@ -561,7 +561,7 @@ async fn zookeeper_znodes_are_writable_only_with_the_digest() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zookeeper_znodes_left_open_get_the_users_acl() {
     let ns = unique_name("zkopen");
-    // A registry run without a user leaves open znodes behind.
+    // A registry run without a user leaves open znodes behind; it still holds a lease.
     let open = ZkRegistry::connect(&snowdrift_testkit::urls::zookeeper(), &ns)
         .await
         .unwrap();
@@ -569,8 +569,6 @@ async fn zookeeper_znodes_left_open_get_the_users_acl() {
     open.write_mark(id, "node-a", 1_700_000_000_000)
         .await
         .unwrap();
-    open.release(id, "node-a").await.unwrap();
-    drop(open);
     let mark = format!("/{ns}/mark/{id}");
     let anyone = zk_client(None).await;
     let (_, stat) = anyone.get_data(&mark).await.unwrap();
@@ -586,16 +584,31 @@ async fn zookeeper_znodes_left_open_get_the_users_acl() {
         .await
         .unwrap();
 
-    // The first start with a user takes them over.
+    // The first start with a user takes them over, the running node's lease included.
     let url = zk_url(&format!("snowdrift:{PASSWORD_IN_URL}"));
     let registry = ZkRegistry::connect(&url, &ns).await.unwrap();
     outsiders_cannot_write(&mark, &format!("/{ns}/mark")).await;
     outsiders_cannot_write(&format!("/{ns}/lease"), &format!("/{ns}")).await;
-    let id = registry.claim_lowest(16, "node-b", TTL).await.unwrap();
+    // The node without the user can write neither its mark (so it stops issuing at the end
+    // of its durable window) nor its clock report; its ID stays held while its session
+    // lives (a renew is a version check, which needs no right).
+    for result in [
+        open.write_mark(id, "node-a", 1_700_000_000_005).await,
+        open.publish_time(id, "node-a", 1_700_000_000_005).await,
+    ] {
+        assert!(matches!(result, Err(Error::AccessDenied(_))), "{result:?}");
+    }
+    let other = registry.claim_lowest(16, "node-b", TTL).await.unwrap();
+    assert_ne!(other, id, "an ID still held was given out");
     registry
-        .write_mark(id, "node-b", 1_700_000_000_001)
+        .write_mark(other, "node-b", 1_700_000_000_001)
         .await
         .unwrap();
+    assert_eq!(
+        registry.read_mark(id).await.unwrap(),
+        Some(1_700_000_000_000)
+    );
+    drop(open);
     drop(registry);
     zk_remove(&format!("/{ns}")).await;
 }
