@@ -196,6 +196,11 @@ pub enum Error {
         /// What the coordinator said.
         reason: String,
     },
+    /// A coordinator refused this node's credentials or rights: a wrong password, a user
+    /// without a role on snowdrift's keys, a znode whose ACL is another user's. Retrying
+    /// does not help; the message says what to check.
+    #[error("{0}")]
+    AccessDenied(String),
     /// The store could not be reached or failed; the operation may be retried.
     #[error("store unavailable: {0}")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -231,7 +236,15 @@ impl From<redis::RedisError> for Error {
 #[cfg(feature = "zookeeper")]
 impl From<zookeeper_client::Error> for Error {
     fn from(e: zookeeper_client::Error) -> Self {
-        Error::Unavailable(Box::new(e))
+        match e {
+            zookeeper_client::Error::NoAuth => Error::AccessDenied(
+                "ZooKeeper refused the request (NoAuth): the znode's ACL does not let this client write it; give the user and password that created snowdrift's znodes in the URL (zookeeper://USER:PASSWORD@HOST:PORT)".into(),
+            ),
+            zookeeper_client::Error::AuthFailed => Error::AccessDenied(
+                "ZooKeeper refused the URL's credentials (AuthFailed): check the user and password in the zookeeper URL".into(),
+            ),
+            e => Error::Unavailable(Box::new(e)),
+        }
     }
 }
 

@@ -17,9 +17,13 @@
 //!   [`snowdrift_core::tso::TimestampOracle`].
 #![deny(missing_docs)]
 
+#[cfg(any(feature = "zookeeper", feature = "etcd"))]
+mod coordinator_url;
 #[cfg(feature = "redis")]
 pub mod counter;
 pub mod error;
+#[cfg(feature = "etcd")]
+mod etcd_connection;
 #[cfg(feature = "redis")]
 mod redis_connection;
 pub mod segment;

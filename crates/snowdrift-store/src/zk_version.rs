@@ -11,7 +11,7 @@
 use zookeeper_client as zk;
 
 use crate::error::{Error, Result};
-use crate::zk_connection::{Session, cluster, persistent};
+use crate::zk_connection::{Session, Target};
 
 /// Most writes one call keeps in flight: ZooKeeper pipelines them on the session.
 const IN_FLIGHT: usize = 64;
@@ -41,20 +41,51 @@ impl ZkVersion {
             )));
         }
         let this = Self {
-            session: Session::new(cluster(url)?),
+            session: Session::new(Target::parse(url)?),
             path: path.to_string(),
         };
         let client = this.session.client().await?;
+        let target = this.session.target();
+        // Whoever may delete the znode may create it again at version 0, and IDs repeat:
+        // its parent must keep unauthenticated clients out too.
+        let parent = &path[..path.rfind('/').unwrap_or(0)];
+        if parent.is_empty() {
+            this.refuse_under_open_root(&client).await?;
+        }
         let mut at = String::new();
         for part in path.split('/').skip(1) {
             at.push('/');
             at.push_str(part);
-            match client.create(&at, b"", &persistent()).await {
+            match client.create(&at, b"", &target.persistent()).await {
                 Ok(_) | Err(zk::Error::NodeExists) => {}
-                Err(e) => return Err(this.session.failed(e).await),
+                Err(e) => return Err(this.session.failed_on(&at, e).await),
             }
         }
+        if !parent.is_empty() {
+            target.secure(&client, parent).await?;
+        }
+        target.secure(&client, path).await?;
         Ok(this)
+    }
+
+    /// With a user, refuses a znode right under `/` when anyone may delete `/`'s children.
+    async fn refuse_under_open_root(&self, client: &zk::Client) -> Result<()> {
+        if !self.session.target().has_user() {
+            return Ok(());
+        }
+        let (acls, _) = client.get_acl("/").await.map_err(Error::from)?;
+        let deletable = acls.iter().any(|a| {
+            a.scheme() == "world"
+                && a.id() == "anyone"
+                && a.permission().has(zk::Permission::DELETE)
+        });
+        if deletable {
+            return Err(Error::InvalidInput(format!(
+                "znode {} sits right under /, which lets any client delete it and create it again at version 0, so IDs would repeat; put it one level down (e.g. /snowdrift{}), where snowdrift keeps the parent to its user",
+                self.path, self.path
+            )));
+        }
+        Ok(())
     }
 
     /// The znode.
@@ -81,7 +112,7 @@ impl ZkVersion {
                             path: self.path.clone(),
                         });
                     }
-                    Err(e) => return Err(self.session.failed(e).await),
+                    Err(e) => return Err(self.session.failed_on(&self.path, e).await),
                 }
             }
             left -= n;

@@ -7,7 +7,8 @@ use snowdrift_store::segment::SegmentStore;
 #[derive(Debug, Clone, clap::Args)]
 pub struct StoreArgs {
     /// The segment store: sqlite://FILE, postgres://USER@HOST/DB, mysql://USER@HOST/DB,
-    /// redis://HOST:PORT or zookeeper://HOST:PORT. Same as `[store] url` in the config.
+    /// redis://HOST:PORT or zookeeper://[USER:PASSWORD@]HOST:PORT. Same as `[store] url` in
+    /// the config.
     #[arg(long = "store", value_name = "URL", env = "SNOWDRIFT_STORE__URL")]
     pub url: Option<String>,
     /// The table of tags (Leaf's `leaf_alloc`); for Redis the key prefix, for ZooKeeper

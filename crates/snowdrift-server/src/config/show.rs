@@ -32,10 +32,10 @@ pub fn mask_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
-    let (authority, tail) = match rest.find('/') {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
+    // The authority ends at the path, the query or the fragment: an etcd URL's options
+    // (`?ca=/etc/ca.pem`) may hold '/' and '@' of their own.
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
     let Some((userinfo, host)) = authority.rsplit_once('@') else {
         return url.to_string();
     };
@@ -58,5 +58,14 @@ mod tests {
         assert_eq!(mask_url("redis://db:6379"), "redis://db:6379");
         assert_eq!(mask_url("mysql://root@db/test"), "mysql://root@db/test");
         assert_eq!(mask_url("sqlite://ids.db"), "sqlite://ids.db");
+        assert_eq!(
+            mask_url("https://sd:pw@a:2379,b:2379?ca=/etc/ca.pem&key=/k@x"),
+            "https://sd:***@a:2379,b:2379?ca=/etc/ca.pem&key=/k@x"
+        );
+        assert_eq!(
+            mask_url("zookeeper://sd:pw@a:2181,b:2181"),
+            "zookeeper://sd:***@a:2181,b:2181"
+        );
+        assert_eq!(mask_url("etcd://a:2379?key=k@x"), "etcd://a:2379?key=k@x");
     }
 }

@@ -320,8 +320,8 @@ pub fn plan(
             if !url.starts_with("zookeeper://") {
                 return Err(fail(format!(
                     "url {} is not a ZooKeeper URL; a zk-version generator writes a znode: url \
-                     = \"zookeeper://HOST:2181[,HOST:2181...]\"",
-                    crate::error::quoted(&url)
+                     = \"zookeeper://[USER:PASSWORD@]HOST:2181[,HOST:2181...]\"",
+                    crate::error::quoted(&crate::config::mask_url(&url))
                 )));
             }
             let znode = g
@@ -517,13 +517,17 @@ fn tso_plan(config: &Config, g: &GeneratorConfig) -> Result<TsoPlan, (&'static s
         ));
     }
     let url = g.url.clone().unwrap_or_default();
-    if !(url.starts_with("etcd://") || url.starts_with("http://")) {
+    if !["etcd://", "http://", "https://"]
+        .iter()
+        .any(|scheme| url.starts_with(scheme))
+    {
         return Err((
             "url",
             format!(
                 "{} is not an etcd URL; the leader is elected on etcd: \
-                 url = \"etcd://HOST:2379[,HOST:2379...]\"",
-                crate::error::quoted(&url)
+                 url = \"etcd://[USER:PASSWORD@]HOST:2379[,HOST:2379...]\", or \
+                 \"https://...?ca=FILE&cert=FILE&key=FILE\" for TLS",
+                crate::error::quoted(&crate::config::mask_url(&url))
             ),
         ));
     }

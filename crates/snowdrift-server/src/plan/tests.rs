@@ -311,3 +311,30 @@ fn store_step_cap_and_prefetch_share_are_checked_and_resolved() {
     assert_eq!(default.chain.prefetch_percent, 10);
     assert_eq!(default.step.max_step, 1_000_000);
 }
+
+#[test]
+fn coordinator_credentials_and_tls_files_pass_through_and_are_masked() {
+    let etcd = "https://sd:hunter2@10.0.0.1:2379,10.0.0.2:2379?ca=/etc/sd/ca.pem&cert=/etc/sd/c.pem&key=/etc/sd/k.pem";
+    let zk = "zookeeper://sd:hunter2@10.0.0.3:2181";
+    let c = load(
+        &format!(
+            "[server]\nlisten = \"127.0.0.1:9000\"\n\
+             [worker]\nregistry = \"etcd\"\nurl = \"{etcd}\"\n\
+             [[generator]]\nname = \"sf\"\nkind = \"snowflake\"\n\
+             [[generator]]\nname = \"ts\"\nkind = \"tso\"\nurl = \"{etcd}\"\n\
+             [[generator]]\nname = \"zv\"\nkind = \"zk-version\"\nurl = \"{zk}\"\nznode = \"/snowdrift/zv\"\n"
+        ),
+        &[],
+    )
+    .unwrap();
+    let text = c.to_masked_toml();
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(
+        text.contains(
+            "https://sd:***@10.0.0.1:2379,10.0.0.2:2379?ca=/etc/sd/ca.pem&cert=/etc/sd/c.pem&key=/etc/sd/k.pem"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("zookeeper://sd:***@10.0.0.3:2181"), "{text}");
+    load(&text, &[]).unwrap();
+}

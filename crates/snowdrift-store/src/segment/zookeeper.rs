@@ -6,7 +6,7 @@ use zookeeper_client as zk;
 
 use super::tag::{Claim, NewTag, Tag, TagUpdate, validate_claim, validate_table, validate_tag};
 use crate::error::{Error, Result};
-use crate::zk_connection::{Session, cluster, persistent};
+use crate::zk_connection::{Session, Target};
 
 /// How often a claim or update retries after another node changed the znode first.
 const MAX_RACES: usize = 64;
@@ -36,19 +36,23 @@ pub struct ZkSegmentStore {
 }
 
 impl ZkSegmentStore {
-    /// Connects to `zookeeper://HOST:PORT[,HOST:PORT...]` and creates the znode `/root` if
-    /// it is missing.
+    /// Connects to `zookeeper://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...]` and creates the
+    /// znode `/root` if it is missing. With a user, every znode gets the ACL "this user
+    /// writes, anyone reads", and `/root` and its tags found writable by anyone get it too.
     pub async fn connect(url: &str, root: &str) -> Result<Self> {
         validate_table(root)?;
         let store = Self {
-            session: Session::new(cluster(url)?),
+            session: Session::new(Target::parse(url)?),
             root: format!("/{root}"),
         };
         let client = store.session.client().await?;
-        match client.create(&store.root, b"", &persistent()).await {
-            Ok(_) | Err(zk::Error::NodeExists) => Ok(store),
-            Err(e) => Err(store.session.failed(e).await),
+        let target = store.session.target();
+        match client.create(&store.root, b"", &target.persistent()).await {
+            Ok(_) | Err(zk::Error::NodeExists) => {}
+            Err(e) => return Err(store.session.failed_on(&store.root, e).await),
         }
+        target.secure_tree(&client, &store.root).await?;
+        Ok(store)
     }
 
     fn path(&self, tag: &str) -> String {
@@ -88,7 +92,7 @@ impl ZkSegmentStore {
                 Ok(_) => return Ok(out),
                 Err(zk::Error::BadVersion) => continue,
                 Err(zk::Error::NoNode) => return Err(Error::TagNotFound(tag.to_string())),
-                Err(e) => return Err(self.session.failed(e).await),
+                Err(e) => return Err(self.session.failed_on(&self.path(tag), e).await),
             }
         }
         Err(Error::Unavailable(
@@ -106,13 +110,17 @@ impl ZkSegmentStore {
         };
         let data = serde_json::to_vec(&stored).map_err(|e| Error::InvalidInput(e.to_string()))?;
         let client = self.session.client().await?;
+        let target = self.session.target();
+        // An empty root can be deleted and planted again open by anyone its parent lets
+        // (/ by default); a tag created under it could then be replaced.
+        target.secure(&client, &self.root).await?;
         match client
-            .create(&self.path(&new.tag), &data, &persistent())
+            .create(&self.path(&new.tag), &data, &target.persistent())
             .await
         {
             Ok(_) => Ok(tag_of(&new.tag, stored)),
             Err(zk::Error::NodeExists) => Err(Error::TagExists(new.tag.clone())),
-            Err(e) => Err(self.session.failed(e).await),
+            Err(e) => Err(self.session.failed_on(&self.path(&new.tag), e).await),
         }
     }
 

@@ -5,12 +5,12 @@ use std::time::{Duration, Instant};
 
 use etcd_client as etcd;
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, KeyValue, PutOptions, Txn,
-    TxnOp, TxnOpResponse, WatchOptions,
+    Client, Compare, CompareOp, EventType, KeyValue, PutOptions, Txn, TxnOp, TxnOpResponse,
+    WatchOptions,
 };
 
 use crate::error::{Error, Result};
-use crate::worker::etcd::{endpoints, first_kv, text, ttl_seconds, unavailable};
+use crate::worker::etcd::{first_kv, text, ttl_seconds, unavailable};
 use crate::worker::sql::{validate_holder, validate_namespace};
 
 /// How many times a window save starts over when another save of the same leader moved
@@ -183,30 +183,21 @@ impl std::fmt::Debug for Leadership {
 }
 
 impl EtcdTso {
-    /// Connects to `etcd://HOST:PORT[,HOST:PORT...]` (or `http://` with the same hosts) and
-    /// checks that etcd answers. Keys live under `/{namespace}/tso/{name}/`. Each request
-    /// gives up after 5 s.
+    /// Connects to `url` (the forms of [`EtcdRegistry::connect`](crate::worker::etcd::EtcdRegistry::connect):
+    /// TLS, client certificate and user included) and checks that etcd answers. Keys live
+    /// under `/{namespace}/tso/{name}/`. Each request gives up after 5 s.
     pub async fn connect(url: &str, namespace: &str, name: &str) -> Result<Self> {
         validate_namespace(namespace)?;
         validate_name(name)?;
-        let options = ConnectOptions::new()
-            .with_connect_timeout(Duration::from_secs(5))
-            .with_timeout(Duration::from_secs(5));
-        let client = Client::connect(endpoints(url)?, Some(options))
-            .await
-            .map_err(unavailable)?;
-        let tso = Self {
+        let root = format!("/{namespace}/tso/{name}");
+        let client = crate::etcd_connection::Target::parse(url)?
+            .connect(&format!("{root}/"))
+            .await?;
+        Ok(Self {
             client: Arc::new(client),
             name: name.to_string(),
-            root: format!("/{namespace}/tso/{name}"),
-        };
-        // The client connects lazily: ask once, so a wrong address fails here.
-        tso.client
-            .kv_client()
-            .get(tso.root.clone(), Some(GetOptions::new().with_count_only()))
-            .await
-            .map_err(unavailable)?;
-        Ok(tso)
+            root,
+        })
     }
 
     fn leader_key(&self) -> String {

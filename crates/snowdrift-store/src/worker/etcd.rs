@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use etcd_client as etcd;
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, GetOptions, KeyValue, LeaseTimeToLiveOptions,
-    PutOptions, Txn, TxnOp, TxnOpResponse,
+    Client, Compare, CompareOp, GetOptions, KeyValue, LeaseTimeToLiveOptions, PutOptions, Txn,
+    TxnOp, TxnOpResponse,
 };
 
 use super::PeerTime;
@@ -51,33 +51,21 @@ impl std::fmt::Debug for EtcdRegistry {
 }
 
 impl EtcdRegistry {
-    /// Connects to `etcd://HOST:PORT[,HOST:PORT...]` (or `http://` with the same hosts) and
-    /// checks that etcd answers. `namespace` roots every key (see the type's docs). Each
-    /// request gives up after 5 s.
+    /// Connects to `url` and checks that etcd answers: `etcd://HOST:PORT[,HOST:PORT...]`
+    /// (or `http://`), `https://...?ca=FILE&cert=FILE&key=FILE` for TLS, with
+    /// `USER:PASSWORD@` before the hosts for etcd's RBAC (the user needs readwrite on
+    /// `/{namespace}/`). `namespace` roots every key (see the type's docs). Each request
+    /// gives up after 5 s.
     pub async fn connect(url: &str, namespace: &str) -> Result<Self> {
         validate_namespace(namespace)?;
-        let endpoints = endpoints(url)?;
-        let options = ConnectOptions::new()
-            .with_connect_timeout(Duration::from_secs(5))
-            .with_timeout(Duration::from_secs(5));
-        let client = Client::connect(&endpoints, Some(options))
-            .await
-            .map_err(unavailable)?;
-        let registry = Self {
+        let root = format!("/{namespace}");
+        let client = crate::etcd_connection::Target::parse(url)?
+            .connect(&format!("{root}/"))
+            .await?;
+        Ok(Self {
             client: std::sync::Arc::new(client),
-            root: format!("/{namespace}"),
-        };
-        // The client connects lazily: ask once, so a wrong address fails here.
-        registry
-            .client
-            .kv_client()
-            .get(
-                registry.root.clone(),
-                Some(GetOptions::new().with_count_only()),
-            )
-            .await
-            .map_err(unavailable)?;
-        Ok(registry)
+            root,
+        })
     }
 
     fn lease_key(&self, worker_id: u64) -> String {
@@ -524,38 +512,6 @@ impl EtcdRegistry {
     }
 }
 
-/// `etcd://a:1,b:2` or `http://a:1,b:2` as the client's endpoint list.
-pub(crate) fn endpoints(url: &str) -> Result<Vec<String>> {
-    let bad = |reason: &str| Error::InvalidUrl {
-        url: url.to_string(),
-        reason: reason.to_string(),
-    };
-    let (scheme, rest) = url
-        .split_once("://")
-        .ok_or_else(|| bad("use etcd://HOST:PORT[,HOST:PORT...]"))?;
-    match scheme {
-        "etcd" | "http" => {}
-        "https" => {
-            return Err(bad(
-                "TLS to etcd is not built in; use etcd://HOST:PORT over a trusted network",
-            ));
-        }
-        _ => return Err(bad("use etcd://HOST:PORT[,HOST:PORT...]")),
-    }
-    let hosts: Vec<String> = rest
-        .trim_end_matches('/')
-        .split(',')
-        .map(|h| format!("http://{}", h.trim()))
-        .collect();
-    if rest.trim_end_matches('/').is_empty()
-        || rest.trim_end_matches('/').contains('/')
-        || rest.split(',').any(|h| h.trim().is_empty())
-    {
-        return Err(bad("use etcd://HOST:PORT[,HOST:PORT...], without a path"));
-    }
-    Ok(hosts)
-}
-
 /// A ttl in whole seconds, rounded up (etcd's unit).
 pub(crate) fn ttl_seconds(ttl: Duration) -> Result<i64> {
     Ok((ttl_millis(ttl)? + 999) / 1000)
@@ -582,5 +538,5 @@ fn lost(worker_id: u64, holder: &str, reason: String) -> Error {
 }
 
 pub(crate) fn unavailable(e: etcd::Error) -> Error {
-    Error::Unavailable(Box::new(e))
+    crate::etcd_connection::failed(e)
 }

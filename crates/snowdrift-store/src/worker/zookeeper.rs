@@ -10,7 +10,7 @@ use zookeeper_client as zk;
 use super::PeerTime;
 use super::sql::{ttl_millis, validate_holder, validate_namespace, validate_space};
 use crate::error::{Error, Result};
-use crate::zk_connection::{Session, cluster, persistent, terminal};
+use crate::zk_connection::{Session, Target, terminal};
 
 /// How many times an operation starts over after another write to the same znode came
 /// first (a clock report racing a renew, two mark writes, nodes racing for free IDs).
@@ -57,26 +57,34 @@ pub struct ZkRegistry {
 }
 
 impl ZkRegistry {
-    /// Connects to `zookeeper://HOST:PORT[,HOST:PORT...]` and creates the znodes
-    /// `/{namespace}`, `/{namespace}/lease` and `/{namespace}/mark` if they are missing.
+    /// Connects to `zookeeper://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...]` and creates the
+    /// znodes `/{namespace}`, `/{namespace}/lease` and `/{namespace}/mark` if they are
+    /// missing. With a user, every session authenticates with it (digest) and every znode
+    /// gets the ACL "this user writes, anyone reads"; those znodes (and the marks and
+    /// leases in them) found writable by anyone get that ACL too.
     pub async fn connect(url: &str, namespace: &str) -> Result<Self> {
         validate_namespace(namespace)?;
         let registry = Self {
-            reader: Session::new(cluster(url)?),
+            reader: Session::new(Target::parse(url)?),
             root: format!("/{namespace}"),
             leases: Default::default(),
         };
         let client = registry.reader.client().await?;
+        let target = registry.reader.target();
+        let mark_dir = format!("{}/mark", registry.root);
         for path in [
             registry.root.clone(),
             registry.lease_dir(),
-            format!("{}/mark", registry.root),
+            mark_dir.clone(),
         ] {
-            match client.create(&path, b"", &persistent()).await {
+            match client.create(&path, b"", &target.persistent()).await {
                 Ok(_) | Err(zk::Error::NodeExists) => {}
-                Err(e) => return Err(registry.reader.failed(e).await),
+                Err(e) => return Err(registry.reader.failed_on(&path, e).await),
             }
         }
+        target.secure(&client, &registry.root).await?;
+        target.secure_tree(&client, &registry.lease_dir()).await?;
+        target.secure_tree(&client, &mark_dir).await?;
         Ok(registry)
     }
 
@@ -101,9 +109,11 @@ impl ZkRegistry {
             check_timeout(client, ttl, "this registry's ZooKeeper session")?;
             return Ok(client.clone());
         }
-        let client = zk::Client::connector()
+        let target = self.reader.target();
+        let client = target
+            .connector()
             .with_session_timeout(timeout)
-            .connect(self.reader.cluster())
+            .connect(target.cluster())
             .await?;
         check_timeout(&client, ttl, "the ZooKeeper server's maxSessionTimeout")?;
         *slot = Some(client.clone());
@@ -213,9 +223,13 @@ impl ZkRegistry {
         })?;
         let path = self.lease_path(worker_id);
         for _ in 0..MAX_RACES {
-            match client.create(&path, &data, &ephemeral()).await {
+            match client
+                .create(&path, &data, &self.reader.target().ephemeral())
+                .await
+            {
                 Ok(_) => return Ok(None),
                 Err(zk::Error::NodeExists) => {}
+                Err(e @ zk::Error::NoAuth) => return Err(self.reader.target().refused(&path, e)),
                 Err(e) => return Err(self.claim_failed(e).await),
             }
             match client.get_data(&path).await {
@@ -433,7 +447,11 @@ impl ZkRegistry {
                 Some((_, version)) => {
                     write.add_set_data(&mark_path, data.as_bytes(), Some(version))?
                 }
-                None => write.add_create(&mark_path, data.as_bytes(), &persistent())?,
+                None => write.add_create(
+                    &mark_path,
+                    data.as_bytes(),
+                    &self.reader.target().persistent(),
+                )?,
             }
             match write.commit().await {
                 Ok(_) => return Ok(()),
@@ -515,8 +533,4 @@ fn race(path: &str) -> Error {
     Error::Unavailable(
         format!("znode {path} changed under each of {MAX_RACES} writes in a row; retry").into(),
     )
-}
-
-fn ephemeral() -> zk::CreateOptions<'static> {
-    zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all())
 }

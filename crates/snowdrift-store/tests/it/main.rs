@@ -2,6 +2,7 @@
 //! links the whole dependency tree, and linking was much of CI's time.
 
 mod common;
+mod coordinator_auth;
 mod counter_redis;
 mod segment_buffer;
 mod segment_faults;

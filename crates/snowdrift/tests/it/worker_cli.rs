@@ -364,6 +364,19 @@ fn a_full_node_space_is_a_clear_error() {
     assert!(err.contains("all 2 worker IDs are held"), "{err}");
 }
 
+#[test]
+fn a_refused_password_is_named_and_never_printed() {
+    let ns = unique_name("cli_w");
+    // The local etcd has no auth: it refuses any user, which the error must say without
+    // the password.
+    let registry = urls::etcd().replacen("etcd://", "etcd://snowdrift:hunter2@", 1);
+    let (ok, _, err) = run(command(&registry, &ns, &["-n", "1"]));
+    assert!(!ok);
+    assert!(err.contains("etcd://snowdrift:***@"), "{err}");
+    assert!(err.contains("authentication"), "{err}");
+    assert!(!err.contains("hunter2"), "the password is printed: {err}");
+}
+
 /// The end-to-end run: 3 processes x 2 threads on one etcd reached through a fault proxy,
 /// one process killed with -9 and restarted, then the coordinator frozen (black hole)
 /// for longer than the lease, then healed. At least 10 million IDs: no duplicate, strictly

@@ -36,8 +36,10 @@ pub enum Source {
 #[derive(Debug, Clone, clap::Args)]
 pub struct LeaseArgs {
     /// Hold the worker ID under a lease on this registry while generating:
-    /// file://DIR (lock files on this machine), etcd://HOST:2379 (or http://HOST:2379),
-    /// zookeeper://HOST:2181, sqlite://FILE, postgres://..., mysql://..., redis://HOST:6379.
+    /// file://DIR (lock files on this machine), etcd://HOST:2379 (or http://HOST:2379, or
+    /// https://HOST:2379?ca=FILE&cert=FILE&key=FILE for TLS), zookeeper://HOST:2181 (etcd and
+    /// ZooKeeper take USER:PASSWORD@ before the host), sqlite://FILE, postgres://...,
+    /// mysql://..., redis://HOST:6379.
     #[arg(long, value_name = "URL")]
     pub registry: Option<String>,
     /// Where the worker ID comes from. Default: static when --worker is given, else lowest.
@@ -154,7 +156,12 @@ pub fn print(
     let builder = SnowflakeGenerator::builder(layout.clone());
     let node = rt
         .block_on(WorkerNode::start(config, builder, clock))
-        .with_context(|| format!("taking a worker ID on {url}"))?;
+        .with_context(|| {
+            format!(
+                "taking a worker ID on {}",
+                snowdrift_server::config::mask_url(url)
+            )
+        })?;
     let node = Arc::new(node);
     eprintln!(
         "snowdrift: worker ID {} leased as {}",
