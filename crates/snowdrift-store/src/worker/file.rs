@@ -18,9 +18,19 @@ use super::sql::{validate_holder, validate_namespace, validate_space};
 use crate::error::{Error, Result};
 
 /// How often a holder proves that its lock file is still the one on disk
-/// ([`FileRegistry::check_every`]): a few `fstat` calls, cheap enough to run often, and
-/// the bound on how long a deleted or replaced lock goes unnoticed.
+/// ([`FileRegistry::check_every`]): a few `fstat` calls, cheap enough to run often.
 pub const CHECK_EVERY: Duration = Duration::from_millis(20);
+
+/// How long one proof lets a holder issue ([`FileRegistry::proof_valid`]): its fence
+/// closes this long after the last proof that succeeded was started, even if the keeper
+/// that proves it is held up. Fifteen checks, so a busy machine does not close it.
+pub const PROOF_VALID: Duration = Duration::from_millis(300);
+
+/// How long a claim that had to create its lock file, with no mark beside it, waits
+/// before it returns: a lock and mark deleted under a live holder leave nothing to wait
+/// for, and that holder's fence closes within [`PROOF_VALID`] of the deletion. The rest
+/// covers clock reads rounded to milliseconds.
+pub const FRESH_GUARD: Duration = Duration::from_millis(350);
 
 /// Worker leases in a local directory, for nodes without a coordinator (`static` and
 /// `derived` sources on one machine) and for several processes sharing one machine.
@@ -40,9 +50,10 @@ pub const CHECK_EVERY: Duration = Duration::from_millis(20);
 /// that the held file is still linked under its name in the same directory (same device
 /// and inode) and that the directory is still the one at its path; otherwise the lease is
 /// lost ([`Error::LeaseLost`]) and the node stops issuing at once, as when a coordinator
-/// fences it. A claim that had to create its lock file and finds no mark waits
-/// [`fresh_claim_guard`](Self::fresh_claim_guard) before its first ID, the time a holder
-/// whose files were deleted needs to notice it.
+/// fences it. A proof lets a holder issue for [`PROOF_VALID`] only, so a holder whose
+/// keeper is held up stops too. A claim that had to create its lock file and finds no
+/// mark returns only after [`FRESH_GUARD`], when a holder whose files were deleted has
+/// stopped for certain.
 ///
 /// The directory must be owned by this process's user and not writable by group or
 /// others (checked at [`connect`](Self::connect)): anyone who can write it can delete a
@@ -134,17 +145,38 @@ impl FileRegistry {
         CHECK_EVERY
     }
 
-    /// How long a claim of `worker_id` must wait before its first ID when the ID has no
-    /// high-water mark: `None` when its lock file was there already (a mark, if any, is
-    /// what to wait for), and three [`CHECK_EVERY`] periods when this claim created it. A
-    /// missing lock and mark may mean that someone deleted them under a running holder,
-    /// which stops issuing within one check; IDs it issued until then are at or before its
-    /// clock then (plus any `max_lead`, which the caller adds).
-    pub fn fresh_claim_guard(&self, worker_id: u64) -> Option<Duration> {
-        self.held()
-            .get(&worker_id)
-            .filter(|l| l.created)
-            .map(|_| CHECK_EVERY * 3)
+    /// How long after a proof was started its holder may issue: [`PROOF_VALID`], in place
+    /// of a coordinator lease's TTL.
+    pub fn proof_valid(&self) -> Duration {
+        PROOF_VALID
+    }
+
+    /// Whether this registry's claim of `worker_id` created its lock file (no earlier
+    /// holder left one). Such a claim waited out [`FRESH_GUARD`] if it found no mark; IDs
+    /// an earlier holder issued ahead of its clock (`max_lead`) are the caller's to wait
+    /// out.
+    pub fn created_lock(&self, worker_id: u64) -> bool {
+        self.held().get(&worker_id).is_some_and(|l| l.created)
+    }
+
+    /// After a claim that created its lock file: waits out [`FRESH_GUARD`] when there is
+    /// no mark either (see the type's docs).
+    /// On failure (an unreadable or planted mark) the lock is given back.
+    async fn guard_fresh(&self, worker_id: u64, holder: &str) -> Result<()> {
+        if !self.created_lock(worker_id) {
+            return Ok(());
+        }
+        match self.read_mark(worker_id).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => {
+                tokio::time::sleep(FRESH_GUARD).await;
+                Ok(())
+            }
+            Err(e) => {
+                self.release(worker_id, holder).await?;
+                Err(e)
+            }
+        }
     }
 
     fn lock_name(&self, worker_id: u64) -> String {
@@ -216,14 +248,18 @@ impl FileRegistry {
 
     /// Leases the lowest worker ID in `0..space` whose lock file no process holds;
     /// [`Error::WorkersExhausted`] when every one is held. `ttl` is unused: a file lock lasts
-    /// as long as the process.
+    /// as long as the process, proved every [`CHECK_EVERY`]. Returns after
+    /// [`FRESH_GUARD`] when it had to create the lock file and there is no mark.
     pub async fn claim_lowest(&self, space: u64, holder: &str, _ttl: Duration) -> Result<u64> {
         validate_space(space)?;
         validate_holder(holder)?;
         let mut holders = Vec::new();
         for id in 0..space {
             match self.try_claim(id, holder) {
-                Ok(()) => return Ok(id),
+                Ok(()) => {
+                    self.guard_fresh(id, holder).await?;
+                    return Ok(id);
+                }
                 Err(Error::WorkerTaken { holder: other, .. }) => holders.push((id, other)),
                 Err(e) => return Err(e),
             }
@@ -236,7 +272,8 @@ impl FileRegistry {
     /// already holds for `holder` succeeds.
     pub async fn claim(&self, worker_id: u64, holder: &str, _ttl: Duration) -> Result<()> {
         validate_holder(holder)?;
-        self.try_claim(worker_id, holder)
+        self.try_claim(worker_id, holder)?;
+        self.guard_fresh(worker_id, holder).await
     }
 
     fn try_claim(&self, worker_id: u64, holder: &str) -> Result<()> {

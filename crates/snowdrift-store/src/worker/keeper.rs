@@ -57,8 +57,15 @@ impl<C: Clock + Clone + 'static> Shared<C> {
         self.registry.check_every().map_or(every, |c| c.min(every))
     }
 
+    /// When issuing stops unless a later renewal succeeds: `ttl - margin` after it was
+    /// sent, or sooner when the registry says so (a file registry's proof).
     fn deadline(&self, sent_ms: u64) -> u64 {
-        sent_ms.saturating_add(ms(self.config.ttl) - ms(self.config.margin()))
+        let lease = ms(self.config.ttl) - ms(self.config.margin());
+        let valid = self
+            .registry
+            .proof_valid()
+            .map_or(lease, |v| ms(v).min(lease));
+        sent_ms.saturating_add(valid)
     }
 
     fn note_error(&self, e: &Error) {
@@ -158,15 +165,15 @@ impl<C: Clock + Clone + 'static> Shared<C> {
             )
             .await?;
         let now = self.clock.now_ms();
-        let mark = match (stored, self.registry.fresh_claim_guard(worker_id)) {
-            (Some(stored), _) => Mark::from_stored(stored),
-            // No lock and no mark: maybe deleted under a live holder, which stops within
-            // the guard; its IDs lie at most its lead ahead of its clock.
-            (None, Some(guard)) => Mark {
+        let mark = match stored {
+            Some(stored) => Mark::from_stored(stored),
+            // No lock and no mark: maybe deleted under a live holder. The registry waited
+            // until it stopped; its IDs may lie up to a lead ahead of its clock then.
+            None if self.registry.created_lock(worker_id) => Mark {
                 extension: 0,
-                ms: now.saturating_add(ms(guard + self.builder.lead_bound())),
+                ms: now.saturating_add(ms(self.builder.lead_bound())),
             },
-            (None, None) => Mark::from_stored(0),
+            None => Mark::from_stored(0),
         };
         let policy = self.builder.backward_policy();
         let bound = bound.map(|b| match policy {
@@ -238,11 +245,16 @@ impl<C: Clock + Clone + 'static> Shared<C> {
         let renew_every = self.renew_every();
         loop {
             let now = self.clock.now_ms();
-            if now >= mark.ms {
+            // Also once the mark is passed: a claim may have taken longer than a renewal
+            // period (a file registry's claim waits out an earlier holder), and the fence
+            // opens until a deadline counted from the latest renewal.
+            if now >= mark.ms && sent_at.elapsed() < renew_every {
                 break;
             }
-            let left = Duration::from_millis(mark.ms - now);
-            tokio::time::sleep(left.min(renew_every)).await;
+            if now < mark.ms {
+                let left = Duration::from_millis(mark.ms - now);
+                tokio::time::sleep(left.min(renew_every)).await;
+            }
             if sent_at.elapsed() >= renew_every {
                 let (at, now_ms) = (Instant::now(), self.clock.now_ms());
                 self.call(

@@ -140,13 +140,23 @@ impl WorkerRegistry {
         }
     }
 
-    /// How long a claim of `worker_id` that found no high-water mark waits before its
-    /// first ID (see [`FileRegistry::fresh_claim_guard`]); `None` for coordinators, whose
-    /// marks cannot vanish under a live holder.
-    pub fn fresh_claim_guard(&self, worker_id: u64) -> Option<Duration> {
+    /// How long after a renewal was sent the holder may issue, when the backend sets it
+    /// instead of `ttl - margin`: a file registry's proof is valid for
+    /// [`PROOF_VALID`](super::file::PROOF_VALID).
+    pub fn proof_valid(&self) -> Option<Duration> {
         match self {
-            WorkerRegistry::File(r) => r.fresh_claim_guard(worker_id),
+            WorkerRegistry::File(r) => Some(r.proof_valid()),
             _ => None,
+        }
+    }
+
+    /// Whether the claim of `worker_id` created its lock file (see
+    /// [`FileRegistry::created_lock`]); always false for coordinators, whose marks cannot
+    /// vanish under a live holder.
+    pub fn created_lock(&self, worker_id: u64) -> bool {
+        match self {
+            WorkerRegistry::File(r) => r.created_lock(worker_id),
+            _ => false,
         }
     }
 

@@ -167,8 +167,8 @@ async fn renew_fails_once_the_lock_file_is_replaced_and_stays_failed() {
     assert!(matches!(err, Error::LeaseLost { .. }), "{err}");
     assert_eq!(b.read_mark(0).await.unwrap(), Some(1_000));
     b.renew(0, "b", ttl).await.unwrap();
-    // B made the lock afresh; its keeper waits for the mark that is still there.
-    assert!(b.fresh_claim_guard(0).is_some());
+    // B made the lock afresh; the mark is still there for its keeper to wait out.
+    assert!(b.created_lock(0));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -185,9 +185,11 @@ async fn a_deleted_directory_is_noticed_even_when_made_again() {
     assert!(err.to_string().contains("deleted"), "{err}");
     std::fs::create_dir(&dir).unwrap();
     let b = FileRegistry::connect(&url, &ns).unwrap();
+    let started = std::time::Instant::now();
     b.claim(3, "b", ttl).await.unwrap();
-    // B found no lock and no mark: its first ID waits until A has surely noticed.
-    assert!(b.fresh_claim_guard(3).is_some());
+    // B found no lock and no mark: its claim returns only once A has surely stopped.
+    assert!(b.created_lock(3));
+    assert!(started.elapsed() >= snowdrift_store::worker::file::FRESH_GUARD);
     assert!(a.renew(3, "a", ttl).await.is_err());
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -240,10 +242,13 @@ async fn planted_symlinks_are_never_followed() {
     assert!(mark.file_type().is_file());
     assert_eq!(mark.mode() & 0o777, 0o600);
 
-    r.claim(2, "a", ttl).await.unwrap();
+    // A planted mark is refused at the claim, which gives the lock back.
+    let err = r.claim(2, "a", ttl).await.unwrap_err();
+    assert!(err.to_string().contains("symbolic link"), "{err}");
     let err = r.read_mark(2).await.unwrap_err();
     assert!(err.to_string().contains("symbolic link"), "{err}");
     assert!(r.write_mark(2, "a", 99).await.is_err());
+    assert!(!r.holders().await.unwrap().iter().any(|(id, _)| *id == 2));
 
     let lock = std::fs::metadata(dir.join(format!("{ns}-1.lock"))).unwrap();
     assert_eq!(lock.mode() & 0o777, 0o600, "lock files are private");
