@@ -115,11 +115,11 @@ async fn accept(
                     };
                     let session = Session::new(state.clone(), next_id, peer, local);
                     next_id += 1;
-                    let header_timeout = state.conns.limits().header_timeout;
+                    let timeout = state.conns.limits().resp_timeout();
                     connections.spawn(connection::serve(
                         stream,
                         session,
-                        header_timeout,
+                        timeout,
                         stop.clone(),
                     ));
                 }
