@@ -68,15 +68,18 @@ fn serve(prefix: &str, extra: &str) -> (TempDir, Served) {
     (dir, served)
 }
 
-/// The resident memory of process `pid`, in MB.
-fn rss_mb(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+/// The resident memory of process `pid`, in MB; `None` once it has exited.
+fn try_rss_mb(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let kb: f64 = status
         .lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("no VmRSS in /proc/{pid}/status"));
-    kb / 1024.0
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())?;
+    Some(kb / 1024.0)
+}
+
+fn rss_mb(pid: u32) -> f64 {
+    try_rss_mb(pid).unwrap_or_else(|| panic!("no VmRSS in /proc/{pid}/status"))
 }
 
 /// The largest RSS of `pid` (in MB) from now until the sampler is stopped, read every
@@ -93,10 +96,14 @@ impl Peak {
         let thread = std::thread::spawn(move || {
             let mut peak: f64 = 0.0;
             while !stopped.load(Ordering::Relaxed) {
-                peak = peak.max(rss_mb(pid));
+                // Gone: a failed test dropped (and so killed) the server.
+                let Some(now) = try_rss_mb(pid) else {
+                    break;
+                };
+                peak = peak.max(now);
                 std::thread::sleep(Duration::from_millis(20));
             }
-            peak.max(rss_mb(pid))
+            peak.max(try_rss_mb(pid).unwrap_or(0.0))
         });
         Self { stop, thread }
     }
@@ -231,8 +238,9 @@ async fn grpc_calls_without_a_token_cannot_make_the_server_hold_their_messages()
                 .unwrap();
             std::future::poll_fn(|cx| channel.poll_ready(cx))
                 .await
-                .unwrap();
-            let response = channel.call(request).await.unwrap();
+                .ok()?;
+            // A transport error (the server gone after a failed assertion) is no answer.
+            let response = channel.call(request).await.ok()?;
             progress.finish();
             tonic::Status::from_header_map(response.headers()).map(|s| s.code())
         }));
