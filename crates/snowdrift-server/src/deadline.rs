@@ -213,8 +213,6 @@ where
 
 #[cfg(test)]
 mod tests {
-    use http_body::Body as _;
-
     use super::*;
 
     async fn frame<B: http_body::Body + Unpin>(
