@@ -13,6 +13,7 @@ use snowdrift_proto::grpc::IdBatch;
 
 use crate::error::{Error, ErrorKind};
 use crate::generate::Local;
+use crate::guard::Guard;
 use crate::runs::Runs;
 use crate::text::Texts;
 
@@ -40,10 +41,10 @@ impl Batch {
             };
         }
         Batch::Runs {
+            // Runs of 0 IDs are kept, so the check refuses such a broken answer.
             runs: message
                 .runs
                 .iter()
-                .filter(|r| r.count > 0)
                 .map(|r| (r.first, r.count, r.stride))
                 .collect(),
             expires: message.kind == "snowflake",
@@ -64,7 +65,7 @@ impl Batch {
     /// How many IDs.
     pub(crate) fn len(&self) -> u64 {
         match self {
-            Batch::Runs { runs, .. } => runs.iter().map(|r| r.1).sum(),
+            Batch::Runs { runs, .. } => runs.iter().fold(0, |n, r| n.saturating_add(r.1)),
             Batch::Text { ids, .. } => ids.len() as u64,
         }
     }
@@ -89,6 +90,10 @@ pub struct Stats {
     pub cached: u64,
     /// The size of the next fetch, as adapted to the rate of use.
     pub batch: u64,
+    /// Batches refused: IDs this client had already received for the name (a server that
+    /// repeats IDs), a run that wraps past 2^64 - 1, or another broken answer. Each one's
+    /// endpoint was left out for its backoff and another asked instead.
+    pub refused: u64,
 }
 
 /// How a name's cache behaves.
@@ -120,6 +125,8 @@ struct Sizing {
 #[derive(Debug)]
 pub(crate) struct NameCache {
     pub(crate) runs: Runs,
+    /// Checks every fetched batch and remembers the IDs received (see [`crate::guard`]).
+    pub(crate) guard: Guard,
     pub(crate) texts: Texts,
     /// Once a fetch showed the name's kind needs no coordination (and the builder allows
     /// it): where its IDs are made from then on.
@@ -145,6 +152,7 @@ impl NameCache {
     pub(crate) fn new(policy: Policy) -> Self {
         Self {
             runs: Runs::new(policy.prefetch_at, policy.max_age),
+            guard: Guard::default(),
             texts: Texts::new(policy.prefetch_at),
             local: OnceLock::new(),
             kind: AtomicU8::new(UNKNOWN),
@@ -276,6 +284,7 @@ impl NameCache {
                 + self.abandoned.load(Ordering::Relaxed),
             cached: self.runs.cached() + self.texts.cached(),
             batch: self.sizing().size,
+            refused: self.guard.refused(),
         }
     }
 
@@ -314,6 +323,7 @@ impl NameCache {
         metrics::counter!("snowdrift_client_wasted_total", &labels).absolute(s.wasted);
         metrics::gauge!("snowdrift_client_cached", &labels).set(s.cached as f64);
         metrics::gauge!("snowdrift_client_batch", &labels).set(s.batch as f64);
+        // `snowdrift_client_refused_total` is counted at each refusal, by endpoint.
     }
 }
 

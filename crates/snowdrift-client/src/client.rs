@@ -178,7 +178,7 @@ impl Client {
         cache: &NameCache,
         n: usize,
     ) -> Result<Vec<u64>, Error> {
-        let batch = self.shared.fetch(name, n as u64).await?;
+        let batch = self.shared.fetch(name, n as u64, &cache.guard).await?;
         let Batch::Runs { runs, .. } = batch else {
             return Err(Error::new(
                 ErrorKind::WrongKind,
@@ -233,7 +233,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn next_named(&self, name: &str, input: &str) -> Result<String, Error> {
-        match self.shared.fetch_with(name, 1, Some(input)).await? {
+        match self.shared.fetch_with(name, 1, Some(input), None).await? {
             Batch::Text { mut ids, .. } if ids.len() == 1 => Ok(ids.remove(0)),
             Batch::Text { ids, .. } => Err(Error::new(
                 ErrorKind::Unavailable,
@@ -282,7 +282,7 @@ impl Client {
         let _fetching = cache.fetch.lock().await;
         if !cache.has_ids(text) {
             let size = cache.next_size(demand as u64);
-            let batch = self.shared.fetch(name, size).await?;
+            let batch = self.shared.fetch(name, size, &cache.guard).await?;
             cache.install(name, batch);
         }
         cache.check_kind(text)
@@ -297,7 +297,7 @@ impl Client {
         self.shared.runtime.spawn(async move {
             let fetching = cache.fetch.lock().await;
             let size = cache.next_size(1);
-            match shared.fetch(&name, size).await {
+            match shared.fetch(&name, size, &cache.guard).await {
                 Ok(batch) => cache.install(&name, batch),
                 // A caller that runs dry fetches again and gets the error itself.
                 Err(e) => tracing::debug!(name, error = %e, "snowdrift prefetch failed"),

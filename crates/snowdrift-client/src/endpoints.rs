@@ -177,6 +177,17 @@ impl Endpoints {
         wait
     }
 
+    /// Records a refused answer (IDs repeated, a run that wraps): a failure that leaves the
+    /// endpoint out at once for its backoff, without the second chance a failed call gets,
+    /// so the next fetch goes elsewhere. Returns how long to wait before the next try.
+    pub(crate) fn refused(&self, e: &Endpoint, error: &Error) -> Duration {
+        {
+            let mut h = e.health();
+            h.failures = h.failures.max(DOWN_AFTER - 1);
+        }
+        self.failed(e, error)
+    }
+
     /// Every endpoint with its last error and since when it is down, for the error of a
     /// fetch that found none.
     pub(crate) fn describe(&self) -> String {

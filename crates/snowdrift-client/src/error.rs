@@ -20,6 +20,11 @@ pub enum ErrorKind {
     /// No server could be reached (or none could issue) and the cache is empty. The message
     /// names the endpoints, their last errors and since when.
     Unavailable,
+    /// The servers answered IDs this client refused: IDs it had already received for the
+    /// name (a server that repeats IDs), a run that wraps past 2^64 - 1, or another broken
+    /// answer. The message says which endpoint sent what. Not final: the client asks the
+    /// other endpoints, and the refusing one again after its backoff.
+    Refused,
 }
 
 /// An error from the client.
@@ -49,9 +54,9 @@ impl Error {
     }
 
     /// True when asking again cannot help until something changes (a name, a token, the
-    /// code); false for outages, which the client rides out by itself.
+    /// code); false for outages and refused answers, which the client rides out by itself.
     pub fn is_final(&self) -> bool {
-        self.kind != ErrorKind::Unavailable
+        !matches!(self.kind, ErrorKind::Unavailable | ErrorKind::Refused)
     }
 
     /// The error a gRPC status stands for.

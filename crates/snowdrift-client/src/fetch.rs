@@ -10,26 +10,39 @@ use crate::cache::Batch;
 use crate::client::Shared;
 use crate::endpoints::Endpoint;
 use crate::error::{Error, ErrorKind};
+use crate::guard::{Guard, Refusal, check_shape};
 
 /// The largest batch asked for with one `Next` call: the servers' default
 /// `limits.max_count`. Larger batches are streamed in messages of that size.
 pub(crate) const NEXT_MAX: u64 = 10_000;
 
 impl Shared {
-    /// One batch of `count` IDs of `name`.
-    pub(crate) async fn fetch(&self, name: &str, count: u64) -> Result<Batch, Error> {
-        self.fetch_with(name, count, None).await
+    /// One batch of `count` IDs of `name`, checked by `guard` (and recorded there) before it
+    /// is returned.
+    pub(crate) async fn fetch(
+        &self,
+        name: &str,
+        count: u64,
+        guard: &Guard,
+    ) -> Result<Batch, Error> {
+        self.fetch_with(name, count, None, Some(guard)).await
     }
 
     /// One batch of `count` IDs of `name`, made of `input` (the name a uuid3 or uuid5
-    /// generator hashes) when given.
+    /// generator hashes) when given. An answer that fails the checks of [`crate::guard`]
+    /// (with `guard`, also against what the name received before) is refused: counted,
+    /// its endpoint marked failed at once (left out for its backoff), and the next endpoint
+    /// asked; when no endpoint gives an acceptable batch the error says what each sent.
     pub(crate) async fn fetch_with(
         &self,
         name: &str,
         count: u64,
         input: Option<&str>,
+        guard: Option<&Guard>,
     ) -> Result<Batch, Error> {
         let mut last = None;
+        // The last refusal of each endpoint, in the order they were first refused.
+        let mut refusals: Vec<(&str, String)> = Vec::new();
         for _ in 0..self.attempts {
             let endpoint = self.endpoints.pick();
             let started = Instant::now();
@@ -37,10 +50,41 @@ impl Shared {
                 tokio::time::timeout(self.deadline, self.call(endpoint, name, count, input)).await;
             let error = match answer {
                 Ok(Ok(batch)) => {
-                    self.endpoints.succeeded(endpoint);
-                    metrics::histogram!("snowdrift_client_fetch_seconds", "name" => name.to_string())
-                        .record(started.elapsed().as_secs_f64());
-                    return Ok(batch);
+                    let checked = match guard {
+                        Some(g) => g.admit(&endpoint.url, name, &batch, count),
+                        None => check_shape(&endpoint.url, name, &batch, count),
+                    };
+                    match checked {
+                        Ok(()) => {
+                            self.endpoints.succeeded(endpoint);
+                            metrics::histogram!("snowdrift_client_fetch_seconds", "name" => name.to_string())
+                                .record(started.elapsed().as_secs_f64());
+                            return Ok(batch);
+                        }
+                        Err(Refusal(why)) => {
+                            tracing::warn!(endpoint = %endpoint.url, name, "snowdrift client refused a batch: {why}");
+                            if let Some(g) = guard {
+                                g.count_refusal();
+                            }
+                            metrics::counter!(
+                                "snowdrift_client_refused_total",
+                                "name" => name.to_string(),
+                                "endpoint" => endpoint.url.clone()
+                            )
+                            .increment(1);
+                            match refusals.iter_mut().find(|(url, _)| *url == endpoint.url) {
+                                Some((_, old)) => old.clone_from(&why),
+                                None => refusals.push((&endpoint.url, why.clone())),
+                            }
+                            let error = Error::new(ErrorKind::Refused, why);
+                            let wait = self.endpoints.refused(endpoint, &error);
+                            last = Some(error);
+                            if self.endpoints.len() == 1 {
+                                tokio::time::sleep(wait).await;
+                            }
+                            continue;
+                        }
+                    }
                 }
                 Ok(Err(e)) => e,
                 Err(_) => Error::new(
@@ -58,6 +102,22 @@ impl Shared {
             if self.endpoints.len() == 1 {
                 tokio::time::sleep(wait).await;
             }
+        }
+        if !refusals.is_empty() {
+            return Err(Error::new(
+                ErrorKind::Refused,
+                format!(
+                    "{name:?}: no server gave IDs this client could accept after {} tries; \
+                     refused: {}; endpoints: {}",
+                    self.attempts,
+                    refusals
+                        .iter()
+                        .map(|(_, why)| why.as_str())
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                    self.endpoints.describe()
+                ),
+            ));
         }
         let last = last.map(|e| e.message().to_string()).unwrap_or_default();
         Err(Error::new(

@@ -26,6 +26,13 @@
 //! than handed out late. Order holds within a fetched batch (increasing for 64-bit kinds);
 //! a later batch from another server may go back.
 //!
+//! Servers are not trusted to be right: a fetched batch that shares an ID with what the
+//! client already received for the name (from any endpoint), or whose runs wrap past
+//! 2^64 - 1 or are otherwise broken, is refused before any of its IDs is held: counted in
+//! [`Stats::refused`], its endpoint left out for its backoff, the next endpoint asked. With
+//! no acceptable batch from any endpoint the call fails with [`ErrorKind::Refused`], saying
+//! what each endpoint sent.
+//!
 //! Errors the servers say are final (unknown name, refused token, bad request) come back
 //! at once. While no server answers, callers are served from the cache; once it is empty
 //! they get [`ErrorKind::Unavailable`] naming the endpoints, their last errors and since
@@ -40,6 +47,7 @@ mod endpoints;
 mod error;
 mod fetch;
 mod generate;
+mod guard;
 mod health;
 mod local;
 mod runs;

@@ -4,16 +4,21 @@
 //! fault-injecting TCP proxy (`FaultProxy`: cut, black-hole, delay; feature `proxy`, on by
 //! default), a checker for collected IDs ([`IdChecker`]: duplicates across sources, order
 //! per source), and a linearizability checker of recorded histories ([`history`]), which
-//! `snowdrift verify` runs on users' own recordings.
+//! `snowdrift verify` runs on users' own recordings, and a lying gRPC server ([`Liar`],
+//! feature `liar`) that repeats its IDs or answers a run that wraps.
 #![deny(missing_docs)]
 
 mod checker;
 pub mod history;
+#[cfg(feature = "liar")]
+mod liar;
 #[cfg(feature = "proxy")]
 mod proxy;
 pub mod urls;
 
 pub use checker::{Duplicate, IdChecker, IdValue, Negative, OrderViolation, Report};
+#[cfg(feature = "liar")]
+pub use liar::{Liar, Lie};
 #[cfg(feature = "proxy")]
 pub use proxy::{FaultProxy, Mode};
 

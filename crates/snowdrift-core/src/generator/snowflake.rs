@@ -188,6 +188,12 @@ impl Builder {
         self.backward_wait
     }
 
+    /// The bound set by [`max_lead`](Self::max_lead): how far ahead of the clock an ID's
+    /// time may be.
+    pub fn lead_bound(&self) -> Duration {
+        self.max_lead
+    }
+
     /// Issues under extension value `value` from the first ID on (default 0): how a node
     /// that restarts behind its durable high-water mark goes on at once, above every ID
     /// issued under the values before. Refused by [`build`](Self::build) if the layout's

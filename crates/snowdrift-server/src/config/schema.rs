@@ -256,8 +256,11 @@ pub struct WorkerConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify_with: Option<String>,
     /// The directory of lock and high-water-mark files when there is no coordinator.
-    /// Default machine-wide: `/var/lib/snowdrift/workers` when writable, else
-    /// `/tmp/snowdrift-workers`. A relative path is per working directory (warned at start).
+    /// Default per machine and user: `/var/lib/snowdrift/workers` when writable, else the
+    /// user's runtime directory (`$RUNTIME_DIRECTORY`, `/run/snowdrift`,
+    /// `$XDG_RUNTIME_DIR/snowdrift`), else `/tmp/snowdrift-workers-UID`. It must belong to
+    /// the server's user and not be writable by others. A relative path is per working
+    /// directory (warned at start).
     pub path: String,
     /// Table, key prefix, root znode or file prefix on the registry; each snowflake
     /// generator leases under `{namespace}_{generator}`.
@@ -299,10 +302,20 @@ impl Default for WorkerConfig {
     }
 }
 
-/// The default `worker.path`: one directory for the whole machine, so every server on it
-/// sees every other's worker leases whatever directory it was started from.
-/// `/var/lib/snowdrift/workers` when this process may write there (root, or a directory a
-/// package made for the service user), else `/tmp/snowdrift-workers`.
+/// The default `worker.path`: one directory per machine and user, so every server of that
+/// user sees every other's worker leases whatever directory it was started from, and no
+/// other user can delete its locks or plant links in it (the directory must be the
+/// server user's and not writable by others; see `FileRegistry`). The first that applies:
+///
+/// 1. `/var/lib/snowdrift/workers` when this process may write there (root, or a directory
+///    a package made for the service user); it survives reboots, and so do its marks;
+/// 2. `$RUNTIME_DIRECTORY/workers` (systemd's `RuntimeDirectory=snowdrift`);
+/// 3. `/run/snowdrift/workers` when `/run/snowdrift` is writable;
+/// 4. `$XDG_RUNTIME_DIR/snowdrift/workers` (the user's own runtime directory);
+/// 5. `/tmp/snowdrift-workers-UID`, this user's own (refused at start if another user made it).
+///
+/// Earlier versions used a shared `/tmp/snowdrift-workers` where any local user could
+/// delete a lock; it is no longer a default.
 pub fn machine_state_dir() -> String {
     const SYSTEM: &str = "/var/lib/snowdrift/workers";
     let writable = |path: &str| {
@@ -312,19 +325,98 @@ pub fn machine_state_dir() -> String {
             unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
         })
     };
-    let system_ok = if std::path::Path::new(SYSTEM).exists() {
+    let exists = |p: &str| std::path::Path::new(p).exists();
+    let system_ok = if exists(SYSTEM) {
         writable(SYSTEM)
     } else {
         // Creatable: /var/lib/snowdrift writable, or /var/lib itself for a first start.
         ["/var/lib/snowdrift", "/var/lib"]
             .into_iter()
-            .find(|p| std::path::Path::new(p).exists())
+            .find(|p| exists(p))
             .is_some_and(writable)
     };
-    if system_ok {
-        SYSTEM.into()
-    } else {
-        "/tmp/snowdrift-workers".into()
+    StateDirFacts {
+        system_writable: system_ok,
+        runtime_directory: std::env::var("RUNTIME_DIRECTORY").ok(),
+        run_writable: exists("/run/snowdrift") && writable("/run/snowdrift"),
+        xdg_runtime_dir: std::env::var("XDG_RUNTIME_DIR").ok(),
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        uid: unsafe { libc::geteuid() },
+    }
+    .choose(SYSTEM)
+}
+
+/// What [`machine_state_dir`] looks at, apart, so the order can be tested.
+struct StateDirFacts {
+    system_writable: bool,
+    runtime_directory: Option<String>,
+    run_writable: bool,
+    xdg_runtime_dir: Option<String>,
+    uid: u32,
+}
+
+impl StateDirFacts {
+    fn choose(self, system: &str) -> String {
+        if self.system_writable {
+            return system.into();
+        }
+        let absolute = |v: String| v.starts_with('/').then_some(v);
+        // systemd may list several runtime directories, separated by colons.
+        let runtime = self
+            .runtime_directory
+            .and_then(|v| v.split(':').next().map(str::to_string))
+            .and_then(absolute);
+        if let Some(dir) = runtime {
+            return format!("{dir}/workers");
+        }
+        if self.run_writable {
+            return "/run/snowdrift/workers".into();
+        }
+        if let Some(dir) = self.xdg_runtime_dir.and_then(absolute) {
+            return format!("{dir}/snowdrift/workers");
+        }
+        format!("/tmp/snowdrift-workers-{}", self.uid)
+    }
+}
+
+#[cfg(test)]
+mod state_dir_tests {
+    use super::StateDirFacts;
+
+    fn facts() -> StateDirFacts {
+        StateDirFacts {
+            system_writable: false,
+            runtime_directory: None,
+            run_writable: false,
+            xdg_runtime_dir: None,
+            uid: 1000,
+        }
+    }
+
+    #[test]
+    fn the_default_worker_directory_is_never_a_shared_one() {
+        let sys = "/var/lib/snowdrift/workers";
+        let with = |f: fn(&mut StateDirFacts)| {
+            let mut x = facts();
+            f(&mut x);
+            x.choose(sys)
+        };
+        assert_eq!(with(|f| f.system_writable = true), sys);
+        assert_eq!(
+            with(|f| f.runtime_directory = Some("/run/snowdrift:/run/other".into())),
+            "/run/snowdrift/workers"
+        );
+        assert_eq!(with(|f| f.run_writable = true), "/run/snowdrift/workers");
+        assert_eq!(
+            with(|f| f.xdg_runtime_dir = Some("/run/user/1000".into())),
+            "/run/user/1000/snowdrift/workers"
+        );
+        // A relative value is not a runtime directory.
+        assert_eq!(
+            with(|f| f.xdg_runtime_dir = Some("tmp".into())),
+            "/tmp/snowdrift-workers-1000"
+        );
+        assert_eq!(facts().choose(sys), "/tmp/snowdrift-workers-1000");
     }
 }
 

@@ -1,15 +1,26 @@
-//! Worker leases on one machine: a locked file per worker ID, and a mark file beside it.
+//! Worker leases on one machine: a locked file per worker ID, and a mark file beside it,
+//! in a directory only this server's user can change.
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use rustix::fs::{AtFlags, Mode, OFlags, Stat};
+use rustix::io::Errno;
 
 use super::PeerTime;
 use super::sql::{validate_holder, validate_namespace, validate_space};
 use crate::error::{Error, Result};
+
+/// How often a holder proves that its lock file is still the one on disk
+/// ([`FileRegistry::check_every`]): a few `fstat` calls, cheap enough to run often, and
+/// the bound on how long a deleted or replaced lock goes unnoticed.
+pub const CHECK_EVERY: Duration = Duration::from_millis(20);
 
 /// Worker leases in a local directory, for nodes without a coordinator (`static` and
 /// `derived` sources on one machine) and for several processes sharing one machine.
@@ -17,31 +28,61 @@ use crate::error::{Error, Result};
 /// Worker ID `N` is leased by holding an exclusive lock ([`File::try_lock`], `flock` on
 /// Linux) on `DIR/{namespace}-N.lock`, which also names the holder; a second process (or a
 /// second registry in the same process) is refused with [`Error::WorkerTaken`]. The
-/// operating system drops the lock when the process dies, even by `kill -9`, so a lease
-/// needs no renewal and has no TTL: [`renew`](Self::renew) only checks that this registry
-/// still holds it. The high-water mark is `DIR/{namespace}-N.mark` (decimal milliseconds),
-/// replaced atomically: written to a temporary file, fsynced, renamed over the old one,
-/// and the directory fsynced, so a crash leaves the old mark or the new one, never a torn
-/// file.
+/// operating system drops the lock when the process dies, even by `kill -9`. The
+/// high-water mark is `DIR/{namespace}-N.mark` (decimal milliseconds), replaced atomically:
+/// written to a temporary file, fsynced, renamed over the old one, and the directory
+/// fsynced, so a crash leaves the old mark or the new one, never a torn file.
 ///
-/// The lock files are never deleted: deleting one while another process opens it would
-/// let two processes lock two different files of the same name. The directory must be
-/// on a local file system (locks over NFS are not reliable).
+/// **Nothing on disk is trusted that was not checked.** A lock only fences while the file
+/// it is held on is the file of that name: deleting it (or the whole directory) lets a
+/// second process create and lock a new file of the same name. So every
+/// [`renew`](Self::renew) (run every [`CHECK_EVERY`]), mark write and clock report proves
+/// that the held file is still linked under its name in the same directory (same device
+/// and inode) and that the directory is still the one at its path; otherwise the lease is
+/// lost ([`Error::LeaseLost`]) and the node stops issuing at once, as when a coordinator
+/// fences it. A claim that had to create its lock file and finds no mark waits
+/// [`fresh_claim_guard`](Self::fresh_claim_guard) before its first ID, the time a holder
+/// whose files were deleted needs to notice it.
+///
+/// The directory must be owned by this process's user and not writable by group or
+/// others (checked at [`connect`](Self::connect)): anyone who can write it can delete a
+/// lock or plant a symlink. Every file in it is opened relative to the directory's
+/// descriptor with `O_NOFOLLOW` (a planted symlink is refused, never followed), created
+/// `0600`, and must be a regular file of this user. The directory must be on a local file
+/// system (locks over NFS are not reliable).
 ///
 /// All nodes of a file registry share one machine and so one clock:
 /// [`publish_time`](Self::publish_time) records nothing and
 /// [`peer_times`](Self::peer_times) is always empty.
 #[derive(Debug)]
 pub struct FileRegistry {
-    dir: PathBuf,
+    path: PathBuf,
+    dir: Arc<OwnedFd>,
+    /// The directory's device and inode when it was opened.
+    dir_id: (u64, u64),
     namespace: String,
-    /// The lock files this registry holds, with their holder.
-    held: Mutex<HashMap<u64, (File, String)>>,
+    held: Mutex<HashMap<u64, Lock>>,
+}
+
+/// A lock file this registry holds.
+#[derive(Debug)]
+struct Lock {
+    file: File,
+    holder: String,
+    /// The file's device and inode when it was locked.
+    id: (u64, u64),
+    /// This claim created the file (no earlier holder left one).
+    created: bool,
+}
+
+fn file_id(st: &Stat) -> (u64, u64) {
+    (st.st_dev, st.st_ino)
 }
 
 impl FileRegistry {
     /// Opens `file://DIR` (an absolute path, `file:///var/lib/snowdrift`, or a relative one,
-    /// `file://workers`), creating the directory if missing.
+    /// `file://workers`), creating the directory (mode 0700) if missing, and refuses a
+    /// directory another user owns or that group or others may write.
     pub fn connect(url: &str, namespace: &str) -> Result<Self> {
         validate_namespace(namespace)?;
         let Some(path) = url.strip_prefix("file://").filter(|p| !p.is_empty()) else {
@@ -50,10 +91,33 @@ impl FileRegistry {
                 reason: "use file://DIR, a directory for the lock and mark files (file:///var/lib/snowdrift or file://relative/dir)".into(),
             });
         };
-        let dir = PathBuf::from(path);
-        std::fs::create_dir_all(&dir).map_err(|e| io_error(&dir, "create the directory", e))?;
+        let path = PathBuf::from(path);
+        match std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&path)
+        {
+            Ok(()) => {}
+            Err(e) => return Err(io_error(&path, "create the directory", e)),
+        }
+        let dir = rustix::fs::open(
+            &path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| match e {
+            Errno::LOOP | Errno::NOTDIR => Error::InvalidInput(format!(
+                "the worker directory {} is a symbolic link or not a directory; snowdrift does not follow links there (someone could point it elsewhere): set worker.path to the real directory",
+                path.display()
+            )),
+            e => io_error(&path, "open the directory", e.into()),
+        })?;
+        let st = rustix::fs::fstat(&dir).map_err(|e| io_error(&path, "inspect", e.into()))?;
+        check_private_dir(&path, &st)?;
         Ok(Self {
-            dir,
+            path,
+            dir: Arc::new(dir),
+            dir_id: file_id(&st),
             namespace: namespace.to_string(),
             held: Mutex::new(HashMap::new()),
         })
@@ -61,23 +125,93 @@ impl FileRegistry {
 
     /// The directory of the lock and mark files.
     pub fn dir(&self) -> &Path {
-        &self.dir
+        &self.path
     }
 
-    fn lock_path(&self, worker_id: u64) -> PathBuf {
-        self.dir
-            .join(format!("{}-{worker_id}.lock", self.namespace))
+    /// How often a holder must [`renew`](Self::renew), which here means proving its lock
+    /// file is still in place: [`CHECK_EVERY`].
+    pub fn check_every(&self) -> Duration {
+        CHECK_EVERY
     }
 
-    fn mark_path(&self, worker_id: u64) -> PathBuf {
-        self.dir
-            .join(format!("{}-{worker_id}.mark", self.namespace))
+    /// How long a claim of `worker_id` must wait before its first ID when the ID has no
+    /// high-water mark: `None` when its lock file was there already (a mark, if any, is
+    /// what to wait for), and three [`CHECK_EVERY`] periods when this claim created it. A
+    /// missing lock and mark may mean that someone deleted them under a running holder,
+    /// which stops issuing within one check; IDs it issued until then are at or before its
+    /// clock then (plus any `max_lead`, which the caller adds).
+    pub fn fresh_claim_guard(&self, worker_id: u64) -> Option<Duration> {
+        self.held()
+            .get(&worker_id)
+            .filter(|l| l.created)
+            .map(|_| CHECK_EVERY * 3)
     }
 
-    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<u64, (File, String)>> {
+    fn lock_name(&self, worker_id: u64) -> String {
+        format!("{}-{worker_id}.lock", self.namespace)
+    }
+
+    fn mark_name(&self, worker_id: u64) -> String {
+        format!("{}-{worker_id}.mark", self.namespace)
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Lock>> {
         // A panic while holding this map cannot leave it inconsistent (single inserts and
         // removes), so a poisoned lock is still usable.
         self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Opens `name` in the directory without following a link, and checks that it is a
+    /// regular file of this user. With `create`, a missing file is created `0600`;
+    /// returns the file and whether this call created it.
+    fn open_file(&self, name: &str, write: bool, create: bool) -> Result<Option<(File, bool)>> {
+        let path = self.path.join(name);
+        let base = OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY;
+        let access = if write { OFlags::RDWR } else { OFlags::RDONLY };
+        let mut created = false;
+        let opened = if create {
+            match rustix::fs::openat(
+                self.dir.as_fd(),
+                name,
+                base | access | OFlags::CREATE | OFlags::EXCL,
+                Mode::from_raw_mode(0o600),
+            ) {
+                Ok(fd) => {
+                    created = true;
+                    Ok(fd)
+                }
+                Err(Errno::EXIST) => {
+                    rustix::fs::openat(self.dir.as_fd(), name, base | access, Mode::empty())
+                }
+                Err(e) => Err(e),
+            }
+        } else {
+            rustix::fs::openat(self.dir.as_fd(), name, base | access, Mode::empty())
+        };
+        let fd = match opened {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) if !create => return Ok(None),
+            Err(Errno::LOOP) => return Err(planted(&path, "is a symbolic link")),
+            Err(e) => return Err(io_error(&path, "open", e.into())),
+        };
+        let st = rustix::fs::fstat(&fd).map_err(|e| io_error(&path, "inspect", e.into()))?;
+        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+            return Err(planted(&path, "is not a regular file"));
+        }
+        let me = rustix::process::geteuid().as_raw();
+        if st.st_uid != me {
+            return Err(planted(
+                &path,
+                &format!("is owned by uid {}, not this server's uid {me}", st.st_uid),
+            ));
+        }
+        if st.st_mode & 0o077 != 0 {
+            // Files of older versions were 0644: a read-only handle is enough to take a
+            // flock, so nobody else may open them at all.
+            rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o600))
+                .map_err(|e| io_error(&path, "make private (chmod 0600)", e.into()))?;
+        }
+        Ok(Some((File::from(fd), created)))
     }
 
     /// Leases the lowest worker ID in `0..space` whose lock file no process holds;
@@ -106,24 +240,24 @@ impl FileRegistry {
     }
 
     fn try_claim(&self, worker_id: u64, holder: &str) -> Result<()> {
+        self.check_dir().map_err(|reason| {
+            Error::Unavailable(format!("{reason}: cannot lock worker IDs in it").into())
+        })?;
         let mut held = self.held();
-        if let Some((_, current)) = held.get(&worker_id) {
-            if current == holder {
+        if let Some(lock) = held.get(&worker_id) {
+            if lock.holder == holder {
                 return Ok(());
             }
             return Err(Error::WorkerTaken {
                 worker_id,
-                holder: current.clone(),
+                holder: lock.holder.clone(),
             });
         }
-        let path = self.lock_path(worker_id);
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| io_error(&path, "open the lock file", e))?;
+        let name = self.lock_name(worker_id);
+        let path = self.path.join(&name);
+        let Some((mut file, created)) = self.open_file(&name, true, true)? else {
+            return Err(io_error(&path, "open", std::io::ErrorKind::NotFound.into()));
+        };
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
@@ -134,6 +268,7 @@ impl FileRegistry {
             }
             Err(TryLockError::Error(e)) => return Err(io_error(&path, "lock", e)),
         }
+        let st = rustix::fs::fstat(&file).map_err(|e| io_error(&path, "inspect", e.into()))?;
         // Name the holder for whoever is refused next; the lock, not this text, is the lease.
         let named = file
             .set_len(0)
@@ -141,40 +276,102 @@ impl FileRegistry {
             .and_then(|_| file.write_all(holder.as_bytes()))
             .and_then(|()| file.sync_data());
         named.map_err(|e| io_error(&path, "write the holder into", e))?;
-        held.insert(worker_id, (file, holder.to_string()));
+        held.insert(
+            worker_id,
+            Lock {
+                file,
+                holder: holder.to_string(),
+                id: file_id(&st),
+                created,
+            },
+        );
         Ok(())
     }
 
-    /// Checks that `holder` still holds `worker_id` here; [`Error::LeaseLost`] otherwise
-    /// (released, or never claimed by this registry).
-    pub async fn renew(&self, worker_id: u64, holder: &str, _ttl: Duration) -> Result<()> {
-        self.check_holder(worker_id, holder)
+    /// The directory is still the one opened at its path (not deleted, renamed or replaced).
+    fn check_dir(&self) -> std::result::Result<(), String> {
+        match rustix::fs::fstat(self.dir.as_fd()) {
+            Ok(st) if st.st_nlink == 0 => {
+                return Err(format!("its directory {} was deleted", self.path.display()));
+            }
+            Ok(_) => {}
+            Err(e) => return Err(format!("its directory cannot be inspected: {e}")),
+        }
+        match rustix::fs::lstat(&self.path) {
+            Ok(st) if file_id(&st) == self.dir_id => Ok(()),
+            Ok(_) => Err(format!(
+                "the directory at {} was replaced by another one",
+                self.path.display()
+            )),
+            Err(e) => Err(format!(
+                "the directory {} is gone ({e})",
+                self.path.display()
+            )),
+        }
     }
 
-    fn check_holder(&self, worker_id: u64, holder: &str) -> Result<()> {
-        match self.held().get(&worker_id) {
-            Some((_, h)) if h == holder => Ok(()),
-            _ => Err(Error::LeaseLost {
-                worker_id,
-                holder: holder.to_string(),
-                reason: format!(
-                    "this process does not hold the lock on {}",
-                    self.lock_path(worker_id).display()
-                ),
-            }),
+    /// Proves that `holder` holds `worker_id` here and that the locked file is still the
+    /// one under its name; [`Error::LeaseLost`] otherwise, and the lock is dropped for good
+    /// (a second process may hold a new file of that name now).
+    fn verify(&self, worker_id: u64, holder: &str) -> Result<()> {
+        let name = self.lock_name(worker_id);
+        let lost = |reason: String| Error::LeaseLost {
+            worker_id,
+            holder: holder.to_string(),
+            reason,
+        };
+        let mut held = self.held();
+        let Some(lock) = held.get(&worker_id).filter(|l| l.holder == holder) else {
+            return Err(lost(format!(
+                "this process does not hold the lock on {}",
+                self.path.join(&name).display()
+            )));
+        };
+        let problem = self.check_dir().err().or_else(|| {
+            match rustix::fs::statat(self.dir.as_fd(), &name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) if file_id(&st) == lock.id => None,
+                Ok(_) => Some(format!(
+                    "the lock file {} was replaced by another file (someone deleted the locked one; another process may hold worker ID {worker_id} now)",
+                    self.path.join(&name).display()
+                )),
+                Err(Errno::NOENT) => Some(format!(
+                    "the lock file {} was deleted (another process may lock a new one and take worker ID {worker_id})",
+                    self.path.join(&name).display()
+                )),
+                Err(e) => Some(format!(
+                    "the lock file {} cannot be inspected: {e}",
+                    self.path.join(&name).display()
+                )),
+            }
+        });
+        match problem {
+            None => Ok(()),
+            Some(reason) => {
+                held.remove(&worker_id);
+                Err(lost(format!(
+                    "{reason}; stopped issuing under it. Nothing but snowdrift may delete files in {}",
+                    self.path.display()
+                )))
+            }
         }
+    }
+
+    /// Proves that `holder` still holds `worker_id` here: the lock is held and its file is
+    /// still the one on disk; [`Error::LeaseLost`] otherwise.
+    pub async fn renew(&self, worker_id: u64, holder: &str, _ttl: Duration) -> Result<()> {
+        self.verify(worker_id, holder)
     }
 
     /// Unlocks `worker_id` if `holder` holds it here; otherwise does nothing.
     pub async fn release(&self, worker_id: u64, holder: &str) -> Result<()> {
         let mut held = self.held();
-        if held.get(&worker_id).is_some_and(|(_, h)| h == holder)
-            && let Some((file, _)) = held.remove(&worker_id)
+        if held.get(&worker_id).is_some_and(|l| l.holder == holder)
+            && let Some(lock) = held.remove(&worker_id)
         {
             // Clear the name so a reader does not blame a stopped node; closing the file
             // drops the lock.
-            let _ = file.set_len(0);
-            let _ = file.unlock();
+            let _ = lock.file.set_len(0);
+            let _ = lock.file.unlock();
         }
         Ok(())
     }
@@ -182,7 +379,7 @@ impl FileRegistry {
     /// The worker IDs whose lock file some process holds, with their holders.
     pub async fn holders(&self) -> Result<Vec<(u64, String)>> {
         let prefix = format!("{}-", self.namespace);
-        let entries = std::fs::read_dir(&self.dir).map_err(|e| io_error(&self.dir, "list", e))?;
+        let entries = std::fs::read_dir(&self.path).map_err(|e| io_error(&self.path, "list", e))?;
         let mut out = Vec::new();
         for entry in entries.flatten() {
             let name = entry.file_name();
@@ -194,11 +391,11 @@ impl FileRegistry {
             else {
                 continue;
             };
-            if let Some((_, h)) = self.held().get(&id) {
-                out.push((id, h.clone()));
+            if let Some(lock) = self.held().get(&id) {
+                out.push((id, lock.holder.clone()));
                 continue;
             }
-            let Ok(mut file) = File::open(entry.path()) else {
+            let Ok(Some((mut file, _))) = self.open_file(&self.lock_name(id), false, false) else {
                 continue;
             };
             // A lock we can take is free; taking it here is released when `file` closes.
@@ -212,12 +409,14 @@ impl FileRegistry {
 
     /// The high-water mark of `worker_id`, if one was ever written.
     pub async fn read_mark(&self, worker_id: u64) -> Result<Option<u64>> {
-        let path = self.mark_path(worker_id);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io_error(&path, "read", e)),
+        let name = self.mark_name(worker_id);
+        let path = self.path.join(&name);
+        let Some((mut file, _)) = self.open_file(&name, false, false)? else {
+            return Ok(None);
         };
+        let mut text = String::new();
+        file.read_to_string(&mut text)
+            .map_err(|e| io_error(&path, "read", e))?;
         text.trim().parse::<u64>().map(Some).map_err(|_| {
             Error::InvalidInput(format!(
                 "the high-water mark file {} holds {:?}, not milliseconds since 1970; it was edited by hand. Put back the last time IDs were issued with worker ID {worker_id} (or a later one) and retry",
@@ -228,25 +427,39 @@ impl FileRegistry {
     }
 
     /// Raises the high-water mark of `worker_id` to `mark_ms` (never lowers it), durably,
-    /// if `holder` holds the ID here; [`Error::LeaseLost`] otherwise.
+    /// if `holder` holds the ID here; [`Error::LeaseLost`] otherwise. The lock is proved
+    /// again after the write: a mark written while the lock was being taken over must not
+    /// be used, since the new holder may have read the mark before it.
     pub async fn write_mark(&self, worker_id: u64, holder: &str, mark_ms: u64) -> Result<()> {
-        self.check_holder(worker_id, holder)?;
+        self.verify(worker_id, holder)?;
         let current = self.read_mark(worker_id).await?.unwrap_or(0);
         if mark_ms <= current {
             return Ok(());
         }
-        let path = self.mark_path(worker_id);
-        let tmp = self
-            .dir
-            .join(format!(".{}-{worker_id}.mark.tmp", self.namespace));
-        let (dir, target) = (self.dir.clone(), path.clone());
+        let target = self.mark_name(worker_id);
+        let path = self.path.join(&target);
+        let tmp = format!(".{}-{worker_id}.mark.tmp", self.namespace);
+        let dir = Arc::clone(&self.dir);
         let write = move || -> std::io::Result<()> {
-            let mut f = File::create(&tmp)?;
+            // A leftover (a crash mid-write, or something planted) is removed, never
+            // written through: the new file is created exclusively, without following links.
+            match rustix::fs::unlinkat(dir.as_fd(), &tmp, AtFlags::empty()) {
+                Ok(()) | Err(Errno::NOENT) => {}
+                Err(e) => return Err(e.into()),
+            }
+            let fd = rustix::fs::openat(
+                dir.as_fd(),
+                &tmp,
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o600),
+            )?;
+            let mut f = File::from(fd);
             f.write_all(mark_ms.to_string().as_bytes())?;
             f.sync_all()?;
-            std::fs::rename(&tmp, &target)?;
+            rustix::fs::renameat(dir.as_fd(), &tmp, dir.as_fd(), &target)?;
             // The rename is durable only once the directory is.
-            File::open(&dir)?.sync_all()
+            rustix::fs::fsync(dir.as_fd())?;
+            Ok(())
         };
         // Two fsyncs can take tens of milliseconds on a busy disk: on a runtime thread they
         // stalled every request queued behind them (p99 of single-ID requests 42-90 ms at
@@ -255,18 +468,58 @@ impl FileRegistry {
             .await
             .map_err(|e| std::io::Error::other(format!("the writing thread failed: {e}")))
             .and_then(|written| written)
-            .map_err(|e| io_error(&path, "write the high-water mark", e))
+            .map_err(|e| io_error(&path, "write the high-water mark", e))?;
+        self.verify(worker_id, holder)
     }
 
-    /// Records nothing: every node of a file registry shares this machine's clock.
+    /// Records nothing (every node of a file registry shares this machine's clock), but
+    /// proves the lock as [`renew`](Self::renew) does.
     pub async fn publish_time(&self, worker_id: u64, holder: &str, _now_ms: u64) -> Result<()> {
-        self.check_holder(worker_id, holder)
+        self.verify(worker_id, holder)
     }
 
     /// Always empty (one machine, one clock).
     pub async fn peer_times(&self) -> Result<Vec<PeerTime>> {
         Ok(Vec::new())
     }
+}
+
+/// Refuses a worker directory another user could change: one it does not own, or one
+/// group or others may write (they could delete a lock or plant a link).
+fn check_private_dir(path: &Path, st: &Stat) -> Result<()> {
+    let me = rustix::process::geteuid().as_raw();
+    let fix = format!(
+        "a user who can change it could delete a lock file or plant a link and make two servers share a worker ID. Use a directory of this server's user with mode 0700 (chown {me} {0} && chmod 0700 {0}), or set worker.path to one",
+        path.display()
+    );
+    if st.st_uid != me {
+        return Err(Error::InvalidInput(format!(
+            "the worker directory {} is owned by uid {}, not by this server's uid {me}: {fix}",
+            path.display(),
+            st.st_uid
+        )));
+    }
+    if st.st_mode & 0o022 != 0 {
+        return Err(Error::InvalidInput(format!(
+            "the worker directory {} has mode {:04o}, writable by {}: {fix}",
+            path.display(),
+            st.st_mode & 0o7777,
+            if st.st_mode & 0o002 != 0 {
+                "every user"
+            } else {
+                "its group"
+            }
+        )));
+    }
+    Ok(())
+}
+
+/// A file in the worker directory that snowdrift did not make.
+fn planted(path: &Path, what: &str) -> Error {
+    Error::InvalidInput(format!(
+        "{} {what}; snowdrift makes only regular files of its own user there, so something else put it there. It was not opened or followed: remove it and check who can write the directory",
+        path.display()
+    ))
 }
 
 /// The holder named in a lock file, or a placeholder when it cannot be read.

@@ -50,6 +50,13 @@ impl<C: Clock + Clone + 'static> Shared<C> {
         }
     }
 
+    /// How often the lease is renewed: a third of the TTL, or more often when the registry
+    /// needs it (a file registry proves its lock files are still in place).
+    fn renew_every(&self) -> Duration {
+        let every = self.config.renew_every();
+        self.registry.check_every().map_or(every, |c| c.min(every))
+    }
+
     fn deadline(&self, sent_ms: u64) -> u64 {
         sent_ms.saturating_add(ms(self.config.ttl) - ms(self.config.margin()))
     }
@@ -144,15 +151,23 @@ impl<C: Clock + Clone + 'static> Shared<C> {
     async fn read_mark(&self, worker_id: u64, bound: Option<Duration>) -> Result<Mark> {
         self.set_state(WorkerState::WaitingForMark);
         lock(&self.status).worker_id = Some(worker_id);
-        let mark = Mark::from_stored(
-            self.call(
+        let stored = self
+            .call(
                 "reading the high-water mark",
                 self.registry.read_mark(worker_id),
             )
-            .await?
-            .unwrap_or(0),
-        );
+            .await?;
         let now = self.clock.now_ms();
+        let mark = match (stored, self.registry.fresh_claim_guard(worker_id)) {
+            (Some(stored), _) => Mark::from_stored(stored),
+            // No lock and no mark: maybe deleted under a live holder, which stops within
+            // the guard; its IDs lie at most its lead ahead of its clock.
+            (None, Some(guard)) => Mark {
+                extension: 0,
+                ms: now.saturating_add(ms(guard + self.builder.lead_bound())),
+            },
+            (None, None) => Mark::from_stored(0),
+        };
         let policy = self.builder.backward_policy();
         let bound = bound.map(|b| match policy {
             // Only the window the last holder wrote ahead of its clock is waited out.
@@ -220,7 +235,7 @@ impl<C: Clock + Clone + 'static> Shared<C> {
             mut sent_at,
             mark,
         } = claimed;
-        let renew_every = self.config.renew_every();
+        let renew_every = self.renew_every();
         loop {
             let now = self.clock.now_ms();
             if now >= mark.ms {
@@ -446,7 +461,7 @@ pub(super) async fn run<C: Clock + Clone + 'static>(
     let config = &shared.config;
     // Often enough to renew on time, extend the mark half a window ahead, and notice a
     // lost lease well before the deadline.
-    let tick = (config.renew_every() / 2)
+    let tick = (shared.renew_every() / 2)
         .min(config.window / 4)
         .min(config.publish_every)
         .max(Duration::from_millis(5));
@@ -468,7 +483,7 @@ pub(super) async fn run<C: Clock + Clone + 'static>(
 async fn step<C: Clock + Clone + 'static>(shared: &Shared<C>, held: &mut Held) {
     let config = &shared.config;
     let epoch = read(&shared.current).clone();
-    if held.sent_at.elapsed() >= config.renew_every() {
+    if held.sent_at.elapsed() >= shared.renew_every() {
         let (sent, sent_at) = (shared.clock.now_ms(), Instant::now());
         let renewed = shared
             .call(

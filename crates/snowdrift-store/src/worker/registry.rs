@@ -130,6 +130,26 @@ impl WorkerRegistry {
         }
     }
 
+    /// How often the lease must be renewed at least, when the backend needs it more often
+    /// than a third of the TTL: a file registry proves its lock files every
+    /// [`CHECK_EVERY`](super::file::CHECK_EVERY).
+    pub fn check_every(&self) -> Option<Duration> {
+        match self {
+            WorkerRegistry::File(r) => Some(r.check_every()),
+            _ => None,
+        }
+    }
+
+    /// How long a claim of `worker_id` that found no high-water mark waits before its
+    /// first ID (see [`FileRegistry::fresh_claim_guard`]); `None` for coordinators, whose
+    /// marks cannot vanish under a live holder.
+    pub fn fresh_claim_guard(&self, worker_id: u64) -> Option<Duration> {
+        match self {
+            WorkerRegistry::File(r) => r.fresh_claim_guard(worker_id),
+            _ => None,
+        }
+    }
+
     /// Leases the lowest free worker ID in `0..space`; [`Error::WorkersExhausted`] when
     /// none is free.
     pub async fn claim_lowest(&self, space: u64, holder: &str, ttl: Duration) -> Result<u64> {

@@ -14,5 +14,6 @@ mod ticket;
 mod ticket_grow;
 mod tso_etcd;
 mod worker_backends;
+mod worker_file;
 mod worker_node;
 mod zk_version;

@@ -111,11 +111,12 @@ pub fn run(load: Load) -> Result<()> {
     println!("errors     {errors}{first}");
     if let Some(st) = client.stats(&load.name) {
         println!(
-            "cache      {} fetches, batch now {}, {} cached, {} wasted",
+            "cache      {} fetches, batch now {}, {} cached, {} wasted, {} batches refused",
             group_digits(st.fetches),
             group_digits(st.batch),
             group_digits(st.cached),
-            group_digits(st.wasted)
+            group_digits(st.wasted),
+            group_digits(st.refused)
         );
     }
     Ok(())

@@ -198,7 +198,11 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// `count` IDs of `name` from the servers at `endpoints`, through the client crate.
+/// `count` IDs of `name` from the servers at `endpoints`, through the client crate. Every
+/// batch passes the client's checks before an ID of it is printed (no ID the client already
+/// received for the name, no run that wraps past 2^64 - 1); a batch the client refused means
+/// a server repeated IDs or answered garbage, which ends the command with an error (exit 1)
+/// even when the other servers made up the count: whoever ran it must look at that server.
 fn from_servers(endpoints: &[String], name: &str, count: u64) -> Result<()> {
     let mut builder =
         snowdrift_client::blocking::Client::builder().endpoints(endpoints.iter().cloned());
@@ -209,6 +213,7 @@ fn from_servers(endpoints: &[String], name: &str, count: u64) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut left = count;
+    let mut printed = 0u64;
     while left > 0 {
         let n = left.min(10_000);
         match client.next_n(name, n as usize) {
@@ -223,10 +228,30 @@ fn from_servers(endpoints: &[String], name: &str, count: u64) -> Result<()> {
                     writeln!(out, "{}", client.next_text(name)?)?;
                 }
             }
-            Err(e) => return Err(e).with_context(|| format!("IDs of {name:?} from the servers")),
+            Err(e) => {
+                out.flush()?;
+                return Err(e).with_context(|| {
+                    format!("IDs of {name:?} from the servers ({printed} printed before this)")
+                });
+            }
         }
+        printed += n;
         left -= n;
     }
     out.flush()?;
+    let refused = client.stats(name).map_or(0, |s| s.refused);
+    if refused > 0 {
+        let why = client
+            .endpoints()
+            .into_iter()
+            .filter_map(|e| e.last_error)
+            .collect::<Vec<_>>()
+            .join("; ");
+        bail!(
+            "{refused} batch(es) of {name:?} were refused because a server repeated IDs or \
+             answered a broken run ({why}); the {printed} IDs printed passed the client's \
+             check, but that server must not be used"
+        );
+    }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! `snowdrift next --server URL[,URL...] NAME`: IDs from running servers through the client
-//! crate, with a server that is down in the list, and the errors of a name the servers do
-//! not have.
+//! crate, with a server that is down in the list, the errors of a name the servers do not
+//! have, and servers that lie (repeat their IDs, answer a run that wraps past 2^64).
 
 use std::collections::HashSet;
 use std::process::Command;
@@ -51,5 +51,84 @@ fn next_takes_ids_from_the_servers_through_the_client() {
     assert!(err.contains("no-such-tag"), "{err}");
     let out = next(&["--server", &base, "order", "--kind", "uuid7"]);
     assert!(!out.status.success(), "--server with --kind is refused");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn ids_of(out: &std::process::Output) -> Vec<u64> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect()
+}
+
+fn assert_no_repeat(ids: &[u64]) {
+    let mut seen = HashSet::with_capacity(ids.len());
+    for &id in ids {
+        assert!(seen.insert(id), "{id} printed twice");
+    }
+}
+
+/// Issue 27, item 4: against a server that answers the same IDs on every call,
+/// `snowdrift next --server` printed 100,000 IDs of which 10,000 unique and exited 0; one
+/// answering a run near 2^64 printed IDs that wrapped to 0, 1, 2.
+#[test]
+fn next_refuses_a_server_that_repeats_or_wraps_and_exits_non_zero() {
+    use snowdrift_testkit::{Liar, Lie};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let repeat = runtime
+        .block_on(Liar::start("segment", Lie::Repeat { first: 1 }))
+        .unwrap();
+    let wrap = runtime.block_on(Liar::start("segment", Lie::Wrap)).unwrap();
+
+    // The repeating liar alone: its first answer is new and printed, its repeats are not.
+    let out = next(&["--server", &repeat.url(), "order", "-n", "100000"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let ids = ids_of(&out);
+    assert!(!out.status.success(), "exit 0 with {} IDs", ids.len());
+    assert_no_repeat(&ids);
+    assert!(ids.len() < 100_000, "{}", ids.len());
+    assert!(
+        err.contains(&format!("endpoint {} answered IDs", repeat.url()))
+            && err.contains("a server that repeats IDs is refused"),
+        "{err}"
+    );
+    eprintln!("repeat liar alone: {} IDs printed, {err}", ids.len());
+
+    // The wrapping liar alone: not one ID.
+    let out = next(&["--server", &wrap.url(), "order", "-n", "100000"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(err.contains(&wrap.url()) && err.contains("wrap"), "{err}");
+
+    // Each liar next to an honest server: every ID asked for, none twice, none past the
+    // honest tag's range; still exit 1, naming the refusals.
+    let (dir, served) = crate::common::served_with_tag("next-liar", "order", 1000);
+    for liar in [&repeat, &wrap] {
+        let servers = format!("{},{}", liar.url(), served.url());
+        let before = liar.calls();
+        let out = next(&["--server", &servers, "order", "-n", "100000"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        let ids = ids_of(&out);
+        assert!(
+            !out.status.success(),
+            "exit 0 after {} liar calls",
+            liar.calls() - before
+        );
+        assert_eq!(ids.len(), 100_000, "{err}");
+        assert_no_repeat(&ids);
+        assert!(ids.iter().all(|&id| id < 1 << 40), "{:?}", ids.iter().max());
+        assert!(err.contains("were refused"), "{err}");
+        eprintln!(
+            "liar + honest: {} IDs printed, 0 repeated, {} liar calls: {err}",
+            ids.len(),
+            liar.calls() - before
+        );
+    }
+    drop(served);
     let _ = std::fs::remove_dir_all(&dir);
 }

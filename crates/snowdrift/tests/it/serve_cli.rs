@@ -172,6 +172,13 @@ fn the_cli_reverses_what_the_server_obfuscated() {
     cmd.args(["--listen", "127.0.0.1:0", "--config"])
         .arg(obfuscating_config(&dir));
     let served = Served::start(cmd);
+    // Not /readyz: the tag "orders" is never created. `sf` issues once its worker ID is
+    // held (a first claim on a new lock file waits out any earlier holder's check).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while served.get("/v1/ids/sf", None).0 != 200 {
+        assert!(std::time::Instant::now() < deadline, "sf never issued");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let (status, body) = served.get("/v1/ids/sf?count=20&format=obfuscated-sqids", None);
     assert_eq!(status, 200, "{body}");
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -360,4 +367,84 @@ fn a_machine_local_lease_beyond_loopback_is_flagged() {
     );
     drop(served);
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Issue 27's attack on the file registry, through two real servers: delete a running
+/// server's lock file and start a second server on the same worker directory at once.
+/// Both took worker 0 and served millions of identical IDs; now the first stops within a
+/// check (20 ms) and the two servers hold different worker IDs, and no ID is served twice.
+#[test]
+fn a_deleted_lock_file_never_lets_two_servers_serve_the_same_ids() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    let root = std::env::temp_dir().join(snowdrift_testkit::unique_name("serve-rmlock"));
+    let workers = root.join("workers");
+    let start = |name: &str| {
+        let cwd = root.join(name);
+        std::fs::create_dir_all(&cwd).unwrap();
+        let mut cmd = crate::common::serve_command();
+        cmd.args(["--listen", "127.0.0.1:0"])
+            .env("SNOWDRIFT_WORKER__PATH", &workers)
+            .current_dir(cwd);
+        let served = Served::start(cmd);
+        served.wait_ready();
+        Arc::new(served)
+    };
+    let a = start("a");
+    assert_eq!(generator_worker(&a)["worker_id"], 0);
+    let seen = Arc::new(Mutex::new(HashSet::new()));
+    let duplicates = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    // Each server is asked for IDs continuously, as a busy application would.
+    let hammer = |served: Arc<Served>| {
+        let (seen, duplicates, stop) = (seen.clone(), duplicates.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut served_ids = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let (status, body) = served.get("/v1/ids/snowflake?count=1000", None);
+                if status != 200 {
+                    continue;
+                }
+                let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+                let mut seen = seen.lock().unwrap();
+                for id in v["ids"].as_array().unwrap() {
+                    served_ids += 1;
+                    if !seen.insert(id.as_str().unwrap().to_string()) {
+                        duplicates.lock().unwrap().push(id.to_string());
+                    }
+                }
+            }
+            served_ids
+        })
+    };
+    let a_thread = hammer(a.clone());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for entry in std::fs::read_dir(&workers).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "lock") {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    let b = start("b");
+    let b_thread = hammer(b.clone());
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    stop.store(true, Ordering::Relaxed);
+    let (a_ids, b_ids) = (a_thread.join().unwrap(), b_thread.join().unwrap());
+    assert!(a_ids > 0 && b_ids > 0, "a served {a_ids}, b {b_ids}");
+    let duplicates = duplicates.lock().unwrap();
+    assert!(
+        duplicates.is_empty(),
+        "{} IDs served twice (a served {a_ids}, b {b_ids}), first {:?}",
+        duplicates.len(),
+        duplicates.first()
+    );
+    // Whichever took worker 0 again first (the first server noticing the lost lock within a
+    // check, or the second), the two hold different IDs now.
+    assert_ne!(
+        generator_worker(&a)["worker_id"],
+        generator_worker(&b)["worker_id"],
+        "two servers issue under one worker ID"
+    );
+    drop((a, b));
+    std::fs::remove_dir_all(&root).ok();
 }

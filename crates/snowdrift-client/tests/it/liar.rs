@@ -1,0 +1,189 @@
+//! The client against a server that lies (issue 27, item 4): one that answers the same IDs
+//! on every call, and one that answers a run near 2^64 that would wrap to 0, 1, 2. Next to
+//! an honest server the client hands out 100,000 IDs with no duplicate and counts the
+//! refused batches; with the liar alone it fails with an error naming what the liar sent,
+//! never repeating an ID.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use snowdrift_client::{Client, ErrorKind};
+use snowdrift_testkit::{Liar, Lie};
+
+use crate::server::{self, Server, create_tag};
+
+/// A client with batches of up to `max_batch` IDs: above 10,000 they are streamed.
+fn client(endpoints: &[String], max_batch: u64) -> Client {
+    Client::builder()
+        .endpoints(endpoints.iter().cloned())
+        .batch(100, max_batch)
+        .deadline(Duration::from_secs(2))
+        .backoff(Duration::from_millis(10), Duration::from_millis(50))
+        .build()
+        .unwrap()
+}
+
+/// Takes `n` IDs of `name` in calls of up to 1,000, asserting each is new.
+async fn collect(client: &Client, name: &str, n: usize) -> HashSet<u64> {
+    let mut seen = HashSet::with_capacity(n);
+    while seen.len() < n {
+        let want = (n - seen.len()).min(1_000);
+        let ids = client.next_n(name, want).await.unwrap();
+        for id in ids {
+            assert!(seen.insert(id), "{id} handed out twice");
+        }
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_repeats_its_ids_is_refused_and_the_honest_one_serves() {
+    let dir = server::dir("client-liar-repeat");
+    let honest = Server::start(&dir, 0, None).await;
+    create_tag(&honest.base(), "order", 1000).await;
+    // The liar answers 1, 2, 3, ...: the honest tag's own first IDs, on every call.
+    let liar = Liar::start("segment", Lie::Repeat { first: 1 })
+        .await
+        .unwrap();
+    // Small batches, so the liar is asked many times.
+    let client = client(&[liar.url(), honest.base()], 2_000);
+    let seen = collect(&client, "order", 100_000).await;
+    assert_eq!(seen.len(), 100_000);
+    let stats = client.stats("order").unwrap();
+    // The liar was asked more than once; every answer after its first repeated IDs the
+    // client had received, and was refused.
+    assert!(
+        liar.calls() >= 2,
+        "the liar was asked {} times",
+        liar.calls()
+    );
+    assert!(
+        stats.refused >= liar.calls() - 1,
+        "{} calls to the liar, {stats:?}",
+        liar.calls()
+    );
+    eprintln!(
+        "repeat liar + honest: {} IDs, 0 duplicates, {} liar calls, {} batches refused, {} fetches",
+        seen.len(),
+        liar.calls(),
+        stats.refused,
+        stats.fetches
+    );
+    honest.stop().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_repeats_alone_gives_a_clear_error_not_a_repeat() {
+    let liar = Liar::start("segment", Lie::Repeat { first: 1 })
+        .await
+        .unwrap();
+    let client = client(&[liar.url()], 10_000);
+    let mut seen = HashSet::new();
+    let error = loop {
+        match client.next_n("order", 1_000).await {
+            Ok(ids) => {
+                for id in ids {
+                    assert!(seen.insert(id), "{id} handed out twice");
+                }
+                assert!(
+                    seen.len() <= 100_000,
+                    "the liar's IDs were served on and on"
+                );
+            }
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(error.kind(), ErrorKind::Refused, "{error}");
+    let message = error.message();
+    assert!(
+        message.contains(&format!("endpoint {} answered IDs 1..=", liar.url()))
+            && message.contains("\"order\"")
+            && message.contains("a server that repeats IDs is refused"),
+        "{message}"
+    );
+    // Its first answer was new, and served; none after it.
+    assert_eq!(seen.len(), 1_000, "{}", seen.len());
+    let stats = client.stats("order").unwrap();
+    assert!(stats.refused >= 3, "{stats:?}");
+    eprintln!(
+        "repeat liar alone: {} IDs served, {stats:?}: {error}",
+        seen.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_would_wrap_past_2_64_is_refused() {
+    let dir = server::dir("client-liar-wrap");
+    let honest = Server::start(&dir, 0, None).await;
+    create_tag(&honest.base(), "order", 1000).await;
+    let liar = Liar::start("segment", Lie::Wrap).await.unwrap();
+    // Batches grow past 10,000: the liar's wrapping runs come through `Stream` too.
+    let client = client(&[liar.url(), honest.base()], 1_000_000);
+    let seen = collect(&client, "order", 100_000).await;
+    // Not one ID from the wrapping run, neither its top nor what it wraps to.
+    assert!(
+        seen.iter().all(|&id| id < 1 << 40),
+        "{:?}",
+        seen.iter().max()
+    );
+    let stats = client.stats("order").unwrap();
+    assert!(
+        liar.calls() >= 1 && stats.refused >= liar.calls(),
+        "{stats:?}"
+    );
+    eprintln!(
+        "wrap liar + honest: {} IDs, 0 duplicates, {} liar calls, {} batches refused",
+        seen.len(),
+        liar.calls(),
+        stats.refused
+    );
+    honest.stop().await;
+
+    // Alone, for a snowflake name too: a clear error, no ID.
+    let alone = client_alone(&liar);
+    let e = alone.next("snowflake").await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Refused, "{e}");
+    assert!(
+        e.message().contains(&liar.url()) && e.message().contains("wrap"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn client_alone(liar: &Liar) -> Client {
+    client(&[liar.url()], 10_000)
+}
+
+#[test]
+fn refusals_go_to_the_metrics_recorder() {
+    // A recorder for this thread alone, and a runtime on this thread, so every fetch
+    // (prefetches included) reports to it.
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    let handle = recorder.handle();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let url = metrics::with_local_recorder(&recorder, || {
+        runtime.block_on(async {
+            let liar = Liar::start("segment", Lie::Repeat { first: 7 })
+                .await
+                .unwrap();
+            let client = client(&[liar.url()], 10_000);
+            client.next_n("order", 100).await.unwrap();
+            client.next_n("order", 100).await.unwrap_err();
+            let stats = client.stats("order").unwrap();
+            assert!(stats.refused >= 3, "{stats:?}");
+            liar.url()
+        })
+    });
+    let text = handle.render();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("snowdrift_client_refused_total") && l.contains(&url))
+        .unwrap_or_else(|| panic!("no refused count in:\n{text}"));
+    assert!(line.contains("name=\"order\""), "{line}");
+    let value: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(value >= 3.0, "{line}");
+}

@@ -1,0 +1,161 @@
+//! A gRPC server that speaks snowdrift's `IdService` contract and lies: every `Next` and
+//! `Stream` answers the same IDs (a server that repeats itself: a restored backup, a copied
+//! worker ID, a hostile neighbour on the endpoint's address), or a run that passes
+//! `u64::MAX` and would wrap around to 0. It is a real server on a real socket (tonic's
+//! generated service under axum, HTTP/2 by prior knowledge as snowdrift's own), so the
+//! client is tested over its real transport; its health service says SERVING, as a
+//! hostile server's would, so the client picks it in turn like any other.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use snowdrift_proto::grpc::id_service_server::{IdService, IdServiceServer};
+use snowdrift_proto::grpc::{
+    DecodeRequest, DecodeResponse, IdBatch, IdRun, NextRequest, StreamRequest,
+};
+use tonic::codegen::tokio_stream;
+use tonic::server::NamedService;
+use tonic::{Request, Response, Status};
+
+/// What the liar answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lie {
+    /// The IDs `first, first + 1, ...` (as many as asked) on every call.
+    Repeat {
+        /// The first ID of every answer.
+        first: u64,
+    },
+    /// As many IDs as asked from `u64::MAX - 2`: three exist, the rest would wrap to 0, 1, 2.
+    Wrap,
+}
+
+/// A running lying server; stopped when dropped.
+#[derive(Debug)]
+pub struct Liar {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    calls: Arc<AtomicU64>,
+    _health: tonic_health::server::HealthReporter,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Liar {
+    /// Starts one on a free port of 127.0.0.1, answering `kind` (e.g. `"segment"`) for any
+    /// name. Call from within a tokio runtime, which then runs it.
+    pub async fn start(kind: &str, lie: Lie) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let calls = Arc::new(AtomicU64::new(0));
+        let service = IdServiceServer::new(Lies {
+            kind: kind.to_string(),
+            lie,
+            calls: calls.clone(),
+        });
+        let (health, health_service) = tonic_health::server::health_reporter();
+        health
+            .set_service_status(
+                IdServiceServer::<Lies>::NAME,
+                tonic_health::ServingStatus::Serving,
+            )
+            .await;
+        let router = axum::Router::new()
+            .route_service(&path_of(&service), service)
+            .route_service(&path_of(&health_service), health_service);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, router)
+                .with_graceful_shutdown(async move {
+                    let _ = stopped.await;
+                })
+                .await;
+        });
+        Ok(Self {
+            addr,
+            calls,
+            _health: health,
+            _stop: stop,
+        })
+    }
+
+    /// `http://ADDR`, for a client's endpoint list.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// `Next` and `Stream` calls answered so far.
+    pub fn calls(&self) -> u64 {
+        self.calls.load(Ordering::Relaxed)
+    }
+}
+
+fn path_of<S: NamedService>(_: &S) -> String {
+    format!("/{}/{{*method}}", S::NAME)
+}
+
+struct Lies {
+    kind: String,
+    lie: Lie,
+    calls: Arc<AtomicU64>,
+}
+
+impl Lies {
+    fn first(&self) -> u64 {
+        match self.lie {
+            Lie::Repeat { first } => first,
+            Lie::Wrap => u64::MAX - 2,
+        }
+    }
+
+    fn batch(&self, name: &str, first: u64, count: u64) -> IdBatch {
+        IdBatch {
+            name: name.to_string(),
+            kind: self.kind.clone(),
+            count,
+            // Wrapping on purpose: the wire carries whatever a broken server computes.
+            runs: vec![IdRun {
+                first,
+                count,
+                stride: 1,
+            }],
+            text: Vec::new(),
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl IdService for Lies {
+    async fn next(&self, request: Request<NextRequest>) -> Result<Response<IdBatch>, Status> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let r = request.into_inner();
+        let count = r.count.unwrap_or(1).max(1);
+        Ok(Response::new(self.batch(&r.name, self.first(), count)))
+    }
+
+    type StreamStream = tokio_stream::Iter<std::vec::IntoIter<Result<IdBatch, Status>>>;
+
+    async fn stream(
+        &self,
+        request: Request<StreamRequest>,
+    ) -> Result<Response<Self::StreamStream>, Status> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let r = request.into_inner();
+        let per = r.batch.unwrap_or(10_000).max(1);
+        let mut messages = Vec::new();
+        let (mut first, mut left) = (self.first(), r.count);
+        while left > 0 {
+            let n = left.min(per);
+            messages.push(Ok(self.batch(&r.name, first, n)));
+            first = first.wrapping_add(n);
+            left -= n;
+        }
+        Ok(Response::new(tokio_stream::iter(messages)))
+    }
+
+    async fn decode(
+        &self,
+        _request: Request<DecodeRequest>,
+    ) -> Result<Response<DecodeResponse>, Status> {
+        Err(Status::unimplemented("the liar decodes nothing"))
+    }
+}
