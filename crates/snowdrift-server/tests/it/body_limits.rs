@@ -118,6 +118,18 @@ async fn start(prefix: &str, limits: &str) -> (crate::support::TestServer, Strin
         ),
     )
     .await;
+    // A fresh file-registry claim issues only after a short guard: wait until it does.
+    let started = Instant::now();
+    while s
+        .client
+        .get(format!("{}/readyz", s.base))
+        .send()
+        .await
+        .map_or(true, |r| r.status() != 200)
+    {
+        assert!(started.elapsed() < Duration::from_secs(60), "never ready");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let channel = Endpoint::from_shared(s.base.clone())
         .unwrap()
         .connect()
