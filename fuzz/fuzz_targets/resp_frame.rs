@@ -15,10 +15,19 @@ const TINY: Limits = Limits {
     max_args: 3,
     max_bulk: 5,
     max_inline: 12,
+    max_frame: 20,
+};
+
+/// Every other bound within reach of the frame's: a request of many small arguments.
+const FRAME: Limits = Limits {
+    max_args: 16,
+    max_bulk: 64 * 1024,
+    max_inline: 64 * 1024,
+    max_frame: 64,
 };
 
 fuzz_target!(|data: &[u8]| {
-    for limits in [frame::LIMITS, TINY] {
+    for limits in [frame::LIMITS, TINY, FRAME] {
         check(data, &limits);
     }
 });
@@ -29,14 +38,18 @@ fn check(data: &[u8], limits: &Limits) {
         match parse(rest, limits) {
             Ok(Some(request)) => {
                 assert!(request.len > 0 && request.len <= rest.len());
+                // (A skipped `*0` is one count line, whatever the bound.)
+                assert!(request.args.is_empty() || request.len <= limits.max_frame + 1);
                 assert!(request.args.len() <= limits.max_args);
                 for arg in &request.args {
                     assert!(arg.len() <= limits.max_bulk.max(limits.max_inline));
                 }
+                let encoded = encode(&request.args);
+                // An inline request re-sent as an array is longer, maybe past the bound.
                 if !request.args.is_empty()
                     && request.args.iter().all(|a| a.len() <= limits.max_bulk)
+                    && encoded.len() <= limits.max_frame
                 {
-                    let encoded = encode(&request.args);
                     let again = parse(&encoded, limits)
                         .expect("a re-encoded request parses")
                         .expect("a re-encoded request is complete");
@@ -72,9 +85,12 @@ fn encode(args: &[&[u8]]) -> Vec<u8> {
 }
 
 /// The most bytes one unfinished request may hold: a count line, then every argument's
-/// length line, bytes and CRLF; or an inline line.
+/// length line, bytes and CRLF, within the frame bound (and an unfinished length line past
+/// it); or an inline line.
 fn request_bound(limits: &Limits) -> usize {
     let line = 1 + 20 + 2;
     let multibulk = line + limits.max_args * (line + limits.max_bulk + 2);
-    multibulk.max(limits.max_inline)
+    multibulk
+        .min(limits.max_frame + line)
+        .max(limits.max_inline.min(limits.max_frame))
 }

@@ -19,6 +19,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
 
+use crate::config::LimitsConfig;
+
 /// File descriptors kept back from the connections when `limits.max_connections` is 0:
 /// for the stores' pools, the worker registry, mark files, the listeners.
 const RESERVED_FDS: u64 = 256;
@@ -31,33 +33,42 @@ const FEWEST: u64 = 64;
 pub struct ConnLimits {
     /// Longest wait for the rest of a request once its first byte came.
     pub header_timeout: Duration,
+    /// Longest wait for a request's body once its head came (for RESP: for the whole
+    /// request, with `header_timeout`).
+    pub body_timeout: Duration,
     /// A connection idle this long is closed.
     pub idle_timeout: Duration,
     /// Most connections open at once.
     pub max_connections: usize,
     /// Largest HTTP request head, in bytes.
     pub max_head: usize,
+    /// Largest RESP request, in bytes.
+    pub resp_max_frame: usize,
 }
 
 impl ConnLimits {
-    /// `max_connections` 0 means the open-file limit less what the server keeps back.
-    pub fn resolve(
-        header_timeout: Duration,
-        idle_timeout: Duration,
-        max_connections: usize,
-        max_head: usize,
-    ) -> Self {
-        let max_connections = if max_connections == 0 {
+    /// The connection limits of `limits`; `max_connections` 0 means the open-file limit
+    /// less what the server keeps back.
+    pub fn resolve(limits: &LimitsConfig) -> Self {
+        let max_connections = if limits.max_connections == 0 {
             auto_cap()
         } else {
-            max_connections
+            limits.max_connections
         };
         Self {
-            header_timeout,
-            idle_timeout,
+            header_timeout: limits.header_timeout,
+            body_timeout: limits.body_timeout,
+            idle_timeout: limits.idle_timeout,
             max_connections,
-            max_head,
+            max_head: limits.max_head,
+            resp_max_frame: limits.resp_max_frame,
         }
+    }
+
+    /// How long a RESP request may take from its first byte to its last: it is its own
+    /// head and body.
+    pub fn resp_timeout(&self) -> Duration {
+        self.header_timeout.min(self.body_timeout)
     }
 }
 
@@ -294,9 +305,11 @@ mod tests {
     fn limits(max: usize, idle_ms: u64) -> ConnLimits {
         ConnLimits {
             header_timeout: Duration::from_secs(1),
+            body_timeout: Duration::from_secs(1),
             idle_timeout: Duration::from_millis(idle_ms),
             max_connections: max,
             max_head: 16 * 1024,
+            resp_max_frame: 4096,
         }
     }
 
@@ -339,12 +352,14 @@ mod tests {
 
     #[test]
     fn the_automatic_cap_keeps_descriptors_back() {
-        let limits =
-            ConnLimits::resolve(Duration::from_secs(1), Duration::from_secs(1), 0, 16 * 1024);
+        let limits = ConnLimits::resolve(&LimitsConfig::default());
         let (soft, _) = rlimit::getrlimit(rlimit::Resource::NOFILE).unwrap();
         let want = soft.saturating_sub(RESERVED_FDS).max(FEWEST);
         assert_eq!(limits.max_connections as u64, want);
-        let given = ConnLimits::resolve(Duration::from_secs(1), Duration::from_secs(1), 7, 9000);
+        let given = ConnLimits::resolve(&LimitsConfig {
+            max_connections: 7,
+            ..LimitsConfig::default()
+        });
         assert_eq!(given.max_connections, 7);
     }
 }

@@ -18,6 +18,7 @@
 pub mod auth;
 pub mod config;
 pub mod conn;
+mod deadline;
 pub mod decode;
 pub mod error;
 mod fast;
@@ -52,6 +53,7 @@ pub struct Server {
     max_body: usize,
     max_stream: u64,
     max_streams: usize,
+    grpc_max_message: usize,
     shutdown_timeout: std::time::Duration,
     /// The RESP listener, bound at start when `server.resp_listen` is set.
     resp: Option<tokio::net::TcpListener>,
@@ -79,12 +81,7 @@ impl Server {
             ..
         } = plan;
         let limits = &config.limits;
-        let conns = conn::Admission::new(conn::ConnLimits::resolve(
-            limits.header_timeout,
-            limits.idle_timeout,
-            limits.max_connections,
-            limits.max_head,
-        ));
+        let conns = conn::Admission::new(conn::ConnLimits::resolve(limits));
         tracing::info!(
             max_connections = conns.limits().max_connections,
             "connections beyond limits.max_connections are refused"
@@ -102,6 +99,7 @@ impl Server {
             max_body: config.limits.max_body,
             max_stream: config.limits.max_stream,
             max_streams: config.limits.max_streams,
+            grpc_max_message: config.limits.grpc_max_message,
             shutdown_timeout: config.server.shutdown_timeout,
             resp,
             tls,
@@ -144,8 +142,14 @@ pub async fn run(
     );
     let calls = grpc::limit::CallLimit::new(server.max_streams);
     let watched = vec![server.state.conns.watched(), calls.watched()];
-    let (grpc, shutdown) =
-        grpc::router(server.state.clone(), server.max_stream, calls, shutdown).await;
+    let (grpc, shutdown) = grpc::router(
+        server.state.clone(),
+        server.max_stream,
+        server.grpc_max_message,
+        calls,
+        shutdown,
+    )
+    .await;
     let app = http::router(server.state.clone(), server.max_body).merge(grpc);
     let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
     let signal = async move {

@@ -22,14 +22,20 @@ pub struct Limits {
     pub max_bulk: usize,
     /// Longest inline request line, in bytes.
     pub max_inline: usize,
+    /// Longest request, in bytes: an array with its count line, every argument's length
+    /// line, bytes and CRLF; an inline line (with the smaller of this and `max_inline`).
+    /// Checked at each length line, so a request over it is refused before its bytes come.
+    pub max_frame: usize,
 }
 
-/// The listener's bounds: 16 arguments of at most 64 KiB each (so one request holds at
-/// most about 1 MiB), inline lines of at most 64 KiB.
+/// The listener's bounds: 16 arguments of at most 64 KiB each, inline lines of at most
+/// 64 KiB, and a whole request of at most 4 KiB (the server's default
+/// `limits.resp_max_frame`, which replaces it: an ID command needs a few hundred bytes).
 pub const LIMITS: Limits = Limits {
     max_args: 16,
     max_bulk: 64 * 1024,
     max_inline: 64 * 1024,
+    max_frame: 4 * 1024,
 };
 
 /// The bounds before `AUTH` on a server with tokens (as Redis bounds unauthenticated
@@ -39,6 +45,7 @@ pub const UNAUTHENTICATED: Limits = Limits {
     max_args: 8,
     max_bulk: 1024,
     max_inline: 1024,
+    max_frame: 4 * 1024,
 };
 
 /// A length or count line (`*3`, `$5`) is at most this long, sign and digits, before its
@@ -72,6 +79,13 @@ pub enum FrameError {
     ExpectedBulk {
         /// The byte found where `$` belongs.
         found: u8,
+    },
+    /// A request whose length lines make it longer than [`Limits::max_frame`].
+    FrameTooLarge {
+        /// The request's length up to the end of the argument that passed the bound.
+        size: u64,
+        /// The bound.
+        max: usize,
     },
     /// `$N` where N is not a number from 0 to [`Limits::max_bulk`].
     BadBulkLength {
@@ -107,6 +121,9 @@ impl fmt::Display for FrameError {
                 "expected '$', got {:?}: a request is an array of bulk strings",
                 char::from(*found)
             ),
+            FrameError::FrameTooLarge { size, max } => {
+                write!(f, "frame of {size} bytes is over the limit of {max}")
+            }
             FrameError::BadBulkLength { max } => write!(
                 f,
                 "invalid bulk length: an argument may hold 0 to {max} bytes"
@@ -167,6 +184,17 @@ fn multibulk<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<Request<'a>>, 
         let Some((len, start)) = number_line(buf, pos + 1).ok_or(bad_length.clone())? else {
             return Ok(None);
         };
+        // The whole request's size first: `*1\r\n$1048576\r\n` is over the frame bound
+        // (the server's setting) before it is over the argument's.
+        if let Ok(unsigned) = u64::try_from(len) {
+            let size = (start as u64).saturating_add(unsigned).saturating_add(2);
+            if size > limits.max_frame as u64 {
+                return Err(FrameError::FrameTooLarge {
+                    size,
+                    max: limits.max_frame,
+                });
+            }
+        }
         let len = usize::try_from(len)
             .ok()
             .filter(|l| *l <= limits.max_bulk)
@@ -210,12 +238,11 @@ fn number_line(buf: &[u8], start: usize) -> Option<Option<(i64, usize)>> {
 }
 
 fn inline<'a>(buf: &'a [u8], limits: &Limits) -> Result<Option<Request<'a>>, FrameError> {
-    let window = &buf[..buf.len().min(limits.max_inline + 1)];
+    let max = limits.max_inline.min(limits.max_frame);
+    let window = &buf[..buf.len().min(max + 1)];
     let Some(newline) = window.iter().position(|&b| b == b'\n') else {
-        if buf.len() > limits.max_inline {
-            return Err(FrameError::InlineTooLong {
-                max: limits.max_inline,
-            });
+        if buf.len() > max {
+            return Err(FrameError::InlineTooLong { max });
         }
         return Ok(None);
     };
@@ -301,7 +328,15 @@ mod tests {
             FrameError::ExpectedBulk { found: b'*' }
         );
         let max = LIMITS.max_bulk;
-        assert_eq!(err(b"*1\r\n$65537\r\n"), FrameError::BadBulkLength { max });
+        // With room for a frame of more than one argument's bound, that bound is hit.
+        let wide = Limits {
+            max_frame: 1 << 20,
+            ..LIMITS
+        };
+        assert_eq!(
+            parse(b"*1\r\n$65537\r\n", &wide),
+            Err(FrameError::BadBulkLength { max })
+        );
         assert_eq!(err(b"*1\r\n$-1\r\n"), FrameError::BadBulkLength { max });
         assert_eq!(err(b"*1\r\n$4\r\nPINGxx"), FrameError::MissingCrlf);
         let long = vec![b'a'; LIMITS.max_inline + 1];
@@ -315,8 +350,51 @@ mod tests {
         let mut biggest = format!("*1\r\n${max}\r\n").into_bytes();
         biggest.extend(vec![b'x'; max]);
         biggest.extend(b"\r\n");
-        assert_eq!(whole(&biggest)[0].len(), max);
+        let r = parse(&biggest, &wide).unwrap().unwrap();
+        assert_eq!((r.args[0].len(), r.len), (max, biggest.len()));
         assert_eq!(whole(("a ".repeat(16) + "\r\n").as_bytes()).len(), 16);
+    }
+
+    #[test]
+    fn a_request_over_the_frame_bound_is_refused_at_its_length_line() {
+        // What the length line says, not what has come: refused with 14 bytes read.
+        assert_eq!(
+            parse(b"*1\r\n$1048576\r\n", &LIMITS),
+            Err(FrameError::FrameTooLarge {
+                size: 14 + 1_048_576 + 2,
+                max: 4096
+            })
+        );
+        assert_eq!(
+            FrameError::FrameTooLarge {
+                size: 1_048_592,
+                max: 4096
+            }
+            .to_string(),
+            "frame of 1048592 bytes is over the limit of 4096"
+        );
+        // The bound is the whole request's: arguments within theirs add up past it.
+        let tight = Limits {
+            max_frame: 35,
+            ..LIMITS
+        };
+        let exact = b"*2\r\n$8\r\nSNOWFLAK\r\n$10\r\n0123456789\r\n";
+        assert_eq!(exact.len(), 35);
+        assert_eq!(parse(exact, &tight).unwrap().unwrap().len, 35);
+        let at = Limits {
+            max_frame: 34,
+            ..LIMITS
+        };
+        assert_eq!(
+            parse(b"*2\r\n$8\r\nSNOWFLAK\r\n$10\r\n", &at),
+            Err(FrameError::FrameTooLarge { size: 35, max: 34 })
+        );
+        // Inline lines are bounded by it too.
+        let line = vec![b'a'; 36];
+        assert_eq!(
+            parse(&line, &tight),
+            Err(FrameError::InlineTooLong { max: 35 })
+        );
     }
 
     #[test]

@@ -17,7 +17,9 @@
 //! # Ok(()) }
 //! ```
 
+mod auth;
 mod convert;
+pub mod guard;
 mod health;
 pub mod limit;
 mod service;
@@ -45,27 +47,40 @@ pub use snowdrift_proto::grpc as pb;
 use pb::id_service_server::IdServiceServer;
 
 /// The gRPC routes for `state` (`Stream` calls bounded by `max_stream` IDs, `IdService`
-/// calls in flight bounded by `calls` (`limits.max_streams`); every call timed
-/// in `snowdrift_request_duration_seconds`), and a shutdown future to serve them with: it
+/// calls in flight bounded by `calls` (`limits.max_streams`) once their token passed; every
+/// request message bounded by `max_message` bytes and every request body by
+/// `limits.body_timeout` ([`guard`]); every call timed in
+/// `snowdrift_request_duration_seconds`), and a shutdown future to serve them with: it
 /// completes when `shutdown` does, after marking the health service NOT_SERVING (ending its
 /// Watch streams) and telling running streams to end at their next batch, so a graceful
 /// shutdown is not held up by a stream of a hundred million IDs or a health watcher.
 pub async fn router(
     state: Arc<AppState>,
     max_stream: u64,
+    max_message: usize,
     calls: limit::CallLimit,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> (Router, impl Future<Output = ()> + Send + 'static) {
     let (stop_tx, stop_rx) = watch::channel(false);
     let (health, health_service) = health::start(state.clone()).await;
+    let guard = guard::Guard::new(max_message, state.conns.limits().body_timeout);
+    // The token before the place under `max_streams`, and both before the body is read.
     let ids = tower::ServiceBuilder::new()
+        .layer(auth::TokenFirst::new(state.clone()))
         .layer(calls)
-        .service(IdServiceServer::new(IdApi::new(state, max_stream, stop_rx)));
+        .service(
+            // The guard bounds each message as framed; tonic's own cap bounds it decoded
+            // too, whatever framing a future change lets through.
+            IdServiceServer::new(IdApi::new(state, max_stream, stop_rx))
+                .max_decoding_message_size(max_message),
+        );
     let router = Router::new()
         .route_service(&path::<IdServiceServer<IdApi>>(), ids)
         .route_service(&path_of(&health_service), health_service)
         .route("/{service}/{method}", axum::routing::any(unknown::unknown));
-    let router = reflection(router).layer(crate::metrics::Track::GRPC);
+    let router = reflection(router)
+        .layer(guard)
+        .layer(crate::metrics::Track::GRPC);
     let shutdown = async move {
         shutdown.await;
         health.stop().await;

@@ -29,6 +29,7 @@ use crate::state::AppState;
 /// (`snowdrift_proto::http::Route`, from which the fast path takes its routes too), each
 /// with its handlers.
 pub fn router(state: Arc<AppState>, max_body: usize) -> Router {
+    let body_timeout = state.conns.limits().body_timeout;
     Route::ALL
         .into_iter()
         .fold(Router::new(), |router, route| {
@@ -37,6 +38,9 @@ pub fn router(state: Arc<AppState>, max_body: usize) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(auth::RequireLayer::new(state.clone()))
+        // Inside the auth layer's refusal (which reads no body) and the timing, which
+        // counts its 408s.
+        .layer(crate::deadline::BodyDeadline::new(body_timeout))
         .layer(crate::metrics::Track::HTTP)
         .layer(DefaultBodyLimit::max(max_body))
         .layer(body_limit::DeclaredBodyLimit::new(max_body))

@@ -139,6 +139,10 @@ impl Plan {
     }
 }
 
+/// The smallest `limits.grpc_max_message` and `limits.resp_max_frame`: room for any
+/// legitimate request with names and tokens of a few hundred bytes.
+const MIN_REQUEST: usize = 1024;
+
 fn check_limits(limits: &LimitsConfig) -> Result<(), ConfigError> {
     if limits.max_count == 0 {
         return Err(ConfigError::new(
@@ -162,8 +166,28 @@ fn check_limits(limits: &LimitsConfig) -> Result<(), ConfigError> {
             limits.max_head
         )));
     }
+    for (key, value, why) in [
+        (
+            "limits.grpc_max_message",
+            limits.grpc_max_message,
+            "the largest Next, Stream or Decode request with its name, format and input",
+        ),
+        (
+            "limits.resp_max_frame",
+            limits.resp_max_frame,
+            "HELLO 3 AUTH with a token and a client name",
+        ),
+    ] {
+        if value < MIN_REQUEST {
+            return Err(ConfigError::new(format!(
+                "{key}: {value} bytes is below {MIN_REQUEST}, too small for {why}; give \
+                 {MIN_REQUEST} or more"
+            )));
+        }
+    }
     for (key, value) in [
         ("limits.header_timeout", limits.header_timeout),
+        ("limits.body_timeout", limits.body_timeout),
         ("limits.idle_timeout", limits.idle_timeout),
     ] {
         if value.is_zero() {

@@ -80,6 +80,23 @@ fn bad_values_say_what_is_allowed() {
     assert!(e.to_string().contains("max_count"), "{e}");
     let e = load("[limits]\nmax_stream = 0\n", &[]).unwrap_err();
     assert!(e.to_string().contains("limits.max_stream"), "{e}");
+    for (toml, says) in [
+        (
+            "body_timeout = \"0s\"",
+            "limits.body_timeout: must be above zero",
+        ),
+        (
+            "resp_max_frame = 100",
+            "limits.resp_max_frame: 100 bytes is below 1024",
+        ),
+        (
+            "grpc_max_message = 10",
+            "limits.grpc_max_message: 10 bytes is below 1024",
+        ),
+    ] {
+        let e = load(&format!("[limits]\n{toml}\n"), &[]).unwrap_err();
+        assert!(e.to_string().contains(says), "{toml}: {e}");
+    }
     let e = load("[server]\nlisten = \"0.0.0.0:8080\"\n", &[]).unwrap_err();
     assert!(e.to_string().contains("insecure_bind"), "{e}");
     let c = load(

@@ -39,17 +39,18 @@ const LINGER_BYTES: usize = 1024 * 1024;
 
 /// Serves `session` on `stream` until the client leaves, a protocol error, `QUIT`, or
 /// `stop` turning true (or its sender going away). Requests received in full before the
-/// stop are answered; a connection waiting for a request closes at once.
+/// stop are answered; a connection waiting for a request closes at once. A request must be
+/// whole within `timeout` of its first byte (`ConnLimits::resp_timeout`).
 pub async fn serve(
     mut stream: Stream,
     mut session: Session,
-    header_timeout: Duration,
+    timeout: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut input: Vec<u8> = Vec::with_capacity(READ_SIZE);
     let mut output: Vec<u8> = Vec::with_capacity(READ_SIZE);
     // When the first byte of the request being read came: it must be whole within
-    // `header_timeout` (an idle connection is the `Conn`'s idle timeout's to close).
+    // `timeout` (an idle connection is the `Conn`'s idle timeout's to close).
     let mut begun: Option<Instant> = None;
     loop {
         let (used, close) = answer(&input, &mut session, &mut output, &mut stream).await;
@@ -73,7 +74,7 @@ pub async fn serve(
             return;
         }
         input.reserve(READ_SIZE);
-        let deadline = begun.map(|at| at + header_timeout);
+        let deadline = begun.map(|at| at + timeout);
         tokio::select! {
             read = stream.read_buf(&mut input) => match read {
                 Ok(0) | Err(_) => return,
@@ -82,7 +83,10 @@ pub async fn serve(
             // Whether the server stops or its listener is gone, nothing is in flight here.
             _ = stop.changed() => return,
             () = until(deadline) => {
-                tracing::debug!("RESP request not whole within limits.header_timeout; closing");
+                tracing::debug!(
+                    "RESP request not whole within limits.header_timeout or body_timeout; \
+                     closing"
+                );
                 return;
             }
         }
@@ -100,9 +104,14 @@ async fn answer(
 ) -> (usize, bool) {
     let mut used = 0;
     loop {
-        let request = match frame::parse(&input[used..], session.limits()) {
+        let request = match frame::parse(&input[used..], &session.limits()) {
             Ok(Some(request)) => request,
             Ok(None) => return (used, false),
+            Err(e @ frame::FrameError::FrameTooLarge { .. }) => {
+                tracing::debug!(error = %e, "RESP request over limits.resp_max_frame; closing");
+                Refusal::err(format!("{e} (limits.resp_max_frame)")).write(output);
+                return (used, true);
+            }
             Err(e) => {
                 tracing::debug!(error = %e, "RESP protocol error; closing the connection");
                 Refusal::err(format!("Protocol error: {e}")).write(output);

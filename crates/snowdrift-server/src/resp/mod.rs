@@ -15,9 +15,13 @@
 //! Anything else (`GET`, `SET`, ...) is `-ERR unknown command ...` naming what is
 //! supported. Errors map the API's: `-NOAUTH`/`-WRONGPASS` (no or unknown token),
 //! `-NOPERM` (token not for that name), `-TRYAGAIN` (rate limit, generator unavailable),
-//! `-WRONGTYPE` (a kind that cannot do it), `-ERR` (the rest). A request is bounded to 16
-//! arguments of 64 KiB each; a malformed or larger one is answered with `-ERR Protocol
-//! error: ...` and its connection closed, other connections untouched.
+//! `-WRONGTYPE` (a kind that cannot do it), `-ERR` (the rest). A request is bounded to
+//! `limits.resp_max_frame` bytes in all (its length lines say its size, so a larger one is
+//! refused before its bytes come: `-ERR frame of N bytes is over the limit of M
+//! (limits.resp_max_frame)`) and 16 arguments, and must be whole within the shorter of
+//! `limits.header_timeout` and `limits.body_timeout` of its first byte; a malformed one is
+//! answered with `-ERR Protocol error: ...`. Either way its connection is closed, other
+//! connections untouched.
 //!
 //! At shutdown the listener stops accepting, connections finish the requests they have
 //! received, idle ones close, and after `server.shutdown_timeout` the rest are cut off.
@@ -115,11 +119,11 @@ async fn accept(
                     };
                     let session = Session::new(state.clone(), next_id, peer, local);
                     next_id += 1;
-                    let header_timeout = state.conns.limits().header_timeout;
+                    let timeout = state.conns.limits().resp_timeout();
                     connections.spawn(connection::serve(
                         stream,
                         session,
-                        header_timeout,
+                        timeout,
                         stop.clone(),
                     ));
                 }

@@ -73,12 +73,18 @@ impl Session {
         }
     }
 
-    /// The bounds of the next request: tight until `AUTH` passed on a server with tokens.
-    pub fn limits(&self) -> &'static Limits {
-        if self.state.auth.is_enabled() && self.authorization.is_none() {
-            &UNAUTHENTICATED
+    /// The bounds of the next request: tight until `AUTH` passed on a server with tokens;
+    /// a whole request within `limits.resp_max_frame` either way.
+    pub fn limits(&self) -> Limits {
+        let max_frame = self.state.conns.limits().resp_max_frame;
+        let bounds = if self.state.auth.is_enabled() && self.authorization.is_none() {
+            UNAUTHENTICATED
         } else {
-            &LIMITS
+            LIMITS
+        };
+        Limits {
+            max_frame,
+            ..bounds
         }
     }
 

@@ -451,15 +451,13 @@ async fn decode_gives_the_fields_http_gives() {
             decode("ulid", format!("8{}", "Z".repeat(25)), None),
             "a ulid past 128 bits",
         ),
-        // A megabyte of ID: refused with a short message, which the client can read.
+        // Ten kilobytes of ID (within limits.grpc_max_message): refused with a short
+        // message, which the client can read.
         (
-            decode("snowflake", "9".repeat(1 << 20), None),
-            "a megabyte of digits",
+            decode("snowflake", "9".repeat(10_000), None),
+            "10 KB of digits",
         ),
-        (
-            decode("uuid7", "u".repeat(1 << 20), None),
-            "a megabyte of text",
-        ),
+        (decode("uuid7", "u".repeat(10_000), None), "10 KB of text"),
     ] {
         let got = client.decode(request).await.map(|_| IdBatch::default());
         // INVALID_ARGUMENT either way; the error code says whether the request was wrong
@@ -476,6 +474,21 @@ async fn decode_gives_the_fields_http_gives() {
             status.message().len()
         );
     }
+    // A megabyte of ID is over limits.grpc_max_message: refused before it is read.
+    let got = client
+        .decode(decode("snowflake", "9".repeat(1 << 20), None))
+        .await
+        .map(|_| IdBatch::default());
+    let status = assert_code(
+        got,
+        Code::ResourceExhausted,
+        "invalid_request",
+        "a megabyte of digits",
+    );
+    assert!(
+        status.message().contains("limits.grpc_max_message"),
+        "{status:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,6 +4,7 @@
 mod auth;
 mod auth_reload;
 mod backends;
+mod body_limits;
 mod fast_path;
 mod grpc;
 mod hostile;
