@@ -128,16 +128,19 @@ pub(crate) fn text(
     }
 }
 
-/// Leaf's result code for an error: segment `-2` for a tag that does not exist, `-3` when
-/// no segment is ready (Leaf's "both segments not ready"); snowflake `-1`, Leaf's code when
-/// it cannot issue (its clock-behind refusal).
+/// Leaf's result code for an error, as its `SegmentIDGenImpl` gives them: segment `-2`
+/// (`EXCEPTION_ID_KEY_NOT_EXISTS`) for any tag Leaf would not find in its cache, which is
+/// every tag that is unknown, invalid or names another kind of generator; `-3`
+/// (`EXCEPTION_ID_TWO_SEGMENTS_ARE_NULL`) only when the tag exists but no segment is ready;
+/// snowflake `-1`, Leaf's code when it cannot issue (its clock-behind refusal).
 fn leaf_code(path: &str, e: &Error) -> i64 {
+    use crate::error::ErrorKind;
     if !path.starts_with("/api/segment/") {
         -1
-    } else if e.kind() == crate::error::ErrorKind::NotFound {
-        -2
-    } else {
+    } else if matches!(e.kind(), ErrorKind::Unavailable | ErrorKind::Exhausted) {
         -3
+    } else {
+        -2
     }
 }
 
