@@ -73,7 +73,7 @@ pub fn id(
                 return snowflake(s.layout(), s.layout_name(), id);
             }
             // The fields are in the ID whose bits were reversed on the way out.
-            let composed = s.layout().reverse_bits(id);
+            let composed = unreversed(s.layout(), id)?;
             let mut v = snowflake(s.layout(), s.layout_name(), composed)?;
             v["id"] = id.to_string().into();
             v["output"] = "bit-reversed".into();
@@ -130,6 +130,18 @@ pub fn id(
             Ok(v)
         }
     }
+}
+
+/// The ID a bit-reversed generator composed before reversing `id`'s bits: refused, as the
+/// plain generator refuses it, when `id` has a bit above the layout's (reversing only the
+/// layout's bits would drop it and decode some other ID).
+pub(crate) fn unreversed(layout: &Layout, id: u64) -> Result<u64, Error> {
+    if id > layout.max_id() {
+        layout
+            .decode(id)
+            .map_err(|e| Error::invalid(e.to_string()))?;
+    }
+    Ok(layout.reverse_bits(id))
 }
 
 /// What a UUID holds, read from the UUID itself (any version, whichever generator made it):

@@ -205,7 +205,7 @@ fn leaf_decode(state: &AppState, text: Option<&str>) -> Result<Value, Error> {
     })?;
     let layout = s.layout();
     let id = if s.options().bit_reversed {
-        layout.reverse_bits(id)
+        crate::decode::unreversed(layout, id)?
     } else {
         id
     };

@@ -4,6 +4,7 @@
 mod auth;
 mod auth_reload;
 mod backends;
+mod decode;
 mod fast_path;
 mod grpc;
 mod hostile;
