@@ -193,6 +193,10 @@ fn not_consecutive(name: &str, source: &Source) -> Refusal {
         Kind::Snowflake => "a batch of snowflake IDs may span clock ticks, so it is not one run",
         Kind::Ticket => "ticket servers take turns, so a batch is not one run",
         Kind::Counter => "its IDs are text, rendered through a template",
+        Kind::ZkVersion => {
+            "each ID is one write of its znode, and other nodes' writes to it interleave, so \
+             a batch is not one run"
+        }
         _ => "its IDs are text, not a counter",
     };
     Refusal::wrong_type(format!(

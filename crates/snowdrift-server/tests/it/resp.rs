@@ -647,6 +647,32 @@ async fn striped_stores_serve_incr_and_refuse_incrby() {
     server.stop().await;
 }
 
+/// A zk-version generator's IDs are numbers, each one write of its znode: `INCRBY` with a
+/// count above 1 is refused for that reason, not as if its IDs were text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zk_version_incrby_says_why_a_batch_is_no_run() {
+    let server = start(&zk_version_generator("resp_zk")).await;
+    let mut con = server.connect().await;
+    let v = int(&mut con, &["INCR", "zk"]).await;
+    assert_eq!(int(&mut con, &["INCR", "zk"]).await, v + 1);
+    let (code, text) = refused(&mut con, &["INCRBY", "zk", "3"]).await;
+    assert_eq!(code, "WRONGTYPE", "{text}");
+    assert!(
+        text.contains("znode") && !text.contains("text"),
+        "says why a zk-version batch is no run, not that its IDs are text: {text}"
+    );
+    server.stop().await;
+}
+
+/// A zk-version generator called `zk` on a fresh znode of the test ZooKeeper.
+fn zk_version_generator(prefix: &str) -> String {
+    let znode = format!("/snowdrift-test/{}", snowdrift_testkit::unique_name(prefix));
+    format!(
+        "[[generator]]\nname = \"zk\"\nkind = \"zk-version\"\nurl = \"{}\"\nznode = \"{znode}\"\n",
+        snowdrift_testkit::urls::zookeeper()
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_closes_connections_and_stops_accepting() {
     let server = start("").await;
