@@ -26,19 +26,8 @@ async fn bit_reversed_decode_refuses_ids_past_the_layout_as_the_plain_one_does()
             let message = v["error"]["message"].as_str().unwrap_or_default();
             assert!(message.contains("at most"), "{name} {id}: {v}");
         }
-        let r = s
-            .client
-            .get(format!("{}/api/snowflake/decode/{id}", s.base))
-            .send()
-            .await
-            .unwrap();
-        let status = r.status().as_u16();
-        assert!(
-            status == 400 || status == 404,
-            "{id}: {status} {}",
-            r.text().await.unwrap()
-        );
-        s.text(&format!("/decodeSnowflakeId?snowflakeId={id}"), 400)
+        s.json(&format!("/api/snowflake/decode/{id}"), 404).await;
+        s.text(&format!("/decodeSnowflakeId?snowflakeId={id}"), 404)
             .await;
     }
     // What the generator issues still decodes, to the ID it composed.
@@ -53,4 +42,77 @@ async fn bit_reversed_decode_refuses_ids_past_the_layout_as_the_plain_one_does()
     assert_eq!(leaf["composed"], d["composed"], "{leaf}");
     s.json(&format!("/decodeSnowflakeId?snowflakeId={id}"), 200)
         .await;
+}
+
+/// An ID is read as sent: a space, tab or newline around it (which decode used to trim, so
+/// `/api/snowflake/decode/1%09` answered 200 where the API says digits only) or inside it is
+/// a 400 naming the character and where it is, on every decode route and for every kind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decode_reads_the_id_as_sent_and_names_a_stray_character() {
+    let s = start("decode-strict", "").await;
+    let v = s.json("/v1/ids/snowflake", 200).await;
+    let id = v["ids"][0].as_str().unwrap().to_string();
+    let uuid = s.json("/v1/ids/uuid7", 200).await["ids"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for (stray, named) in [
+        ("%09", "a tab (U+0009)"),
+        ("%20", "a space"),
+        ("%0A", "a newline (U+000A)"),
+        ("%0D", "a carriage return (U+000D)"),
+        ("%0B", "U+000B"),
+        ("%C2%A0", "U+00A0"),
+    ] {
+        for (path, at) in [
+            (
+                format!("/v1/ids/snowflake/decode/{id}{stray}"),
+                id.len() + 1,
+            ),
+            (format!("/v1/ids/snowflake/decode/{stray}{id}"), 1),
+            (
+                format!("/v1/ids/uuid7/decode/{uuid}{stray}"),
+                uuid.len() + 1,
+            ),
+            (format!("/api/snowflake/decode/{id}{stray}"), id.len() + 1),
+            (format!("/api/snowflake/decode/{stray}{id}"), 1),
+            (
+                format!("/decodeSnowflakeId?snowflakeId={id}{stray}"),
+                id.len() + 1,
+            ),
+        ] {
+            let v = s.json(&path, 400).await;
+            let message = v["error"]["message"].as_str().unwrap_or_default();
+            assert!(
+                message.contains(named) && message.contains(&format!("at character {at}")),
+                "{path}: {v}"
+            );
+        }
+    }
+    // Leaf's routes take digits only: a sign or a letter is a 400 naming it; digits that no
+    // ID reads as are a 404, as on /v1.
+    for bad in ["+1", "-1", "1e5", "0x10"] {
+        let v = s.json(&format!("/api/snowflake/decode/{bad}"), 400).await;
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("digits only"),
+            "{v}"
+        );
+        s.json(
+            &format!("/decodeSnowflakeId?snowflakeId={}", bad.replace('+', "%2B")),
+            400,
+        )
+        .await;
+    }
+    let huge = "9".repeat(30);
+    s.json(&format!("/api/snowflake/decode/{huge}"), 404).await;
+    s.json(&format!("/decodeSnowflakeId?snowflakeId={huge}"), 404)
+        .await;
+    // Leading zeros are digits: the same ID.
+    let padded = s.json(&format!("/api/snowflake/decode/000{id}"), 200).await;
+    assert_eq!(padded["id"], id.as_str(), "{padded}");
+    s.json(&format!("/v1/ids/snowflake/decode/{id}"), 200).await;
+    s.json(&format!("/api/snowflake/decode/{id}"), 200).await;
 }
