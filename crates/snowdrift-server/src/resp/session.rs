@@ -24,11 +24,12 @@ pub enum Flow {
     Close,
 }
 
-/// Most commands one `MULTI` may queue, and most bytes of their arguments: a transaction
-/// waits in the server's memory until `EXEC`, so it is bounded as a request is. A client
-/// pipeline of ID commands is far below both.
+/// Most commands one `MULTI` may queue, and most bytes they may hold (arguments and their
+/// headers): a transaction waits in the server's memory until `EXEC`, so it is bounded as a
+/// request is (1,000 connections each holding a full one take 64 MB). A client pipeline of
+/// ID commands is far below both.
 const MAX_QUEUED: usize = 1_000;
-const MAX_QUEUED_BYTES: usize = 256 * 1024;
+const MAX_QUEUED_BYTES: usize = 64 * 1024;
 
 /// The commands a `MULTI` queued, as sent, to run at `EXEC`.
 #[derive(Debug, Default)]
@@ -160,8 +161,9 @@ impl Session {
         };
         // Each argument costs its bytes and a vector's header.
         let bytes: usize = args.iter().map(|a| a.len() + 24).sum();
-        let full =
-            transaction.queued.len() >= MAX_QUEUED || transaction.bytes + bytes > MAX_QUEUED_BYTES;
+        let full = !transaction.failed
+            && (transaction.queued.len() >= MAX_QUEUED
+                || transaction.bytes + bytes > MAX_QUEUED_BYTES);
         let refused = match gate {
             Err(refusal) => Some(refusal),
             Ok(()) if full => Some(Refusal::err(format!(
@@ -177,6 +179,11 @@ impl Session {
             // What was queued is no longer needed: EXEC runs none of it.
             transaction.queued = Vec::new();
             return Err(refusal);
+        }
+        if transaction.failed {
+            // EXEC will abort: the command is answered as Redis does, and not kept.
+            reply::simple(out, "QUEUED");
+            return Ok(Flow::Continue);
         }
         transaction.bytes += bytes;
         transaction
