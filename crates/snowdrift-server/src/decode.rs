@@ -48,7 +48,7 @@ pub fn id(
     text: &str,
     format: Option<IdFormat>,
 ) -> Result<Value, Error> {
-    let text = text.trim();
+    written_plainly(text)?;
     let kind = source.kind();
     let unreadable = |format: IdFormat, of: &str, e| {
         Error::invalid(format!(
@@ -73,7 +73,7 @@ pub fn id(
                 return snowflake(s.layout(), s.layout_name(), id);
             }
             // The fields are in the ID whose bits were reversed on the way out.
-            let composed = s.layout().reverse_bits(id);
+            let composed = unreversed(s.layout(), id)?;
             let mut v = snowflake(s.layout(), s.layout_name(), composed)?;
             v["id"] = id.to_string().into();
             v["output"] = "bit-reversed".into();
@@ -130,6 +130,44 @@ pub fn id(
             Ok(v)
         }
     }
+}
+
+/// The ID a bit-reversed generator composed before reversing `id`'s bits: refused, as the
+/// plain generator refuses it, when `id` has a bit above the layout's (reversing only the
+/// layout's bits would drop it and decode some other ID).
+pub(crate) fn unreversed(layout: &Layout, id: u64) -> Result<u64, Error> {
+    if id > layout.max_id() {
+        layout
+            .decode(id)
+            .map_err(|e| Error::invalid(e.to_string()))?;
+    }
+    Ok(layout.reverse_bits(id))
+}
+
+/// Refuses an ID holding a space, tab, newline or other control character, naming it and
+/// where it is: no format writes one, and reading past it (as trimming would) answers for
+/// text the client did not mean, against the API's description (digits only).
+pub(crate) fn written_plainly(text: &str) -> Result<(), Error> {
+    let Some((at, c)) = text
+        .chars()
+        .enumerate()
+        .find(|(_, c)| c.is_whitespace() || c.is_control())
+    else {
+        return Ok(());
+    };
+    let what = match c {
+        ' ' => "a space".to_string(),
+        '\t' => "a tab (U+0009)".to_string(),
+        '\n' => "a newline (U+000A)".to_string(),
+        '\r' => "a carriage return (U+000D)".to_string(),
+        c => format!("the character U+{:04X}", u32::from(c)),
+    };
+    Err(Error::invalid(format!(
+        "the ID {} holds {what} at character {}: write the ID alone, with no spaces, tabs, \
+         newlines or other control characters around or inside it",
+        quoted(text),
+        at + 1
+    )))
 }
 
 /// What a UUID holds, read from the UUID itself (any version, whichever generator made it):
@@ -202,11 +240,10 @@ pub fn text_kind(kind: Kind, text: &str) -> Result<Value, Error> {
         | Kind::Uuid5
         | Kind::Uuid6
         | Kind::Uuid7 => {
-            let uuid: Uuid = text.trim().parse().map_err(|e| bad(&e))?;
+            let uuid: Uuid = text.parse().map_err(|e| bad(&e))?;
             Ok(uuid_fields(&uuid))
         }
         Kind::Ulid => {
-            let text = text.trim();
             // 26 characters of 5 bits are 130 bits: a first character above 7 is a number
             // no ULID is, which the parser would cut to 128 bits rather than refuse.
             if text.len() == 26 && !text.starts_with(|c: char| ('0'..='7').contains(&c)) {
@@ -220,7 +257,7 @@ pub fn text_kind(kind: Kind, text: &str) -> Result<Value, Error> {
             Ok(json!({"id": ulid.to_string(), "time": format_ms(ms), "time_ms": ms}))
         }
         Kind::Objectid => {
-            let oid: ObjectId = text.trim().parse().map_err(|e| bad(&e))?;
+            let oid: ObjectId = text.parse().map_err(|e| bad(&e))?;
             let ms = u64::from(oid.timestamp_secs()) * 1000;
             let process: String = oid.process().iter().map(|b| format!("{b:02x}")).collect();
             Ok(json!({

@@ -108,7 +108,8 @@ fn rewrite(buf: &[u8]) -> Option<Vec<u8>> {
     let mut out = kept.into_bytes();
     out.extend_from_slice(
         format!(
-            "content-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            "content-type: application/json\r\nx-content-type-options: nosniff\r\n\
+             content-length: {}\r\n\r\n",
             body.len()
         )
         .as_bytes(),

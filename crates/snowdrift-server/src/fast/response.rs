@@ -41,6 +41,9 @@ pub(crate) fn head(
         out.extend_from_slice(b"\r\nretry-after: ");
         out.extend_from_slice(itoa::Buffer::new().format(secs).as_bytes());
     }
+    // As the router's answers, and where its layer adds it (`crate::http::router`): no
+    // browser sniffs a body's type.
+    out.extend_from_slice(b"\r\nx-content-type-options: nosniff");
     out.extend_from_slice(b"\r\ncontent-length: ");
     out.extend_from_slice(itoa::Buffer::new().format(len).as_bytes());
     out.extend_from_slice(b"\r\ndate: ");
@@ -101,7 +104,8 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         let (first, second) = text.split_once(r#"{"ids":["1"]}"#).unwrap();
         assert!(first.starts_with(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 13\r\ndate: "
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+             x-content-type-options: nosniff\r\ncontent-length: 13\r\ndate: "
         ));
         assert!(first.ends_with(" GMT\r\n\r\n"), "{first:?}");
         assert!(!first.contains("connection"));

@@ -140,6 +140,11 @@ impl IdService for IdApi {
         let max = self.state.max_count;
         let batch = bounded("batch", r.batch.unwrap_or(max), max)?;
         let source = self.state.generators.get(&r.name)?;
+        // A name's UUID is one UUID: the stream's whole count is checked here, not each
+        // batch's (which would name the batch size, not what the client asked for).
+        if let (Source::Uuid(u), Some(_)) = (source.as_ref(), &r.input) {
+            u.one_name(&r.name, total)?;
+        }
         let codec = self.codec(&r.name, &source, r.format.as_deref())?;
         let text = codec.is_some() || !crate::format::is_64_bit(&source);
         let batch = if text {

@@ -150,6 +150,9 @@ pub async fn decode(
     let params = Params::parse(query.as_deref(), &["format"])?;
     let format = params.format()?;
     let source = state.generators.get(&name)?;
+    // Checked before the 404 below: a space or tab in an ID is a malformed request (400,
+    // naming the character), not an ID this name does not have.
+    crate::decode::written_plainly(&id)?;
     crate::decode::id(&state.generators, &name, &source, &id, format)
         .map(Json)
         .map_err(|e| match e.kind() {

@@ -72,13 +72,39 @@ pub(crate) async fn snowflake_id(state: &AppState, key: &str) -> Result<String, 
 
 /// `GET /api/snowflake/decode/{id}`: the fields of a snowflake ID of the default generator,
 /// as JSON.
+/// The ID is decimal digits only (400 naming the first other character); a number no ID of
+/// the generator reads as (above its layout's largest, or 2^64) names no resource: 404, as
+/// on `/v1/ids/{name}/decode/{id}`.
 pub async fn decode(State(state): State<Arc<AppState>>, ApiPath(id): ApiPath<String>) -> Response {
     let Some((name, source)) = snowflake_for(&state, "") else {
         return Error::not_found("this server has no snowflake generator").into_response();
     };
+    if let Err(e) = digits_only("the ID", &id) {
+        return e.into_response();
+    }
     match crate::decode::id(&state.generators, &name, &source, &id, None) {
         Ok(v) => Json::<Value>(v).into_response(),
+        Err(e) if e.kind() == crate::error::ErrorKind::InvalidRequest => {
+            Error::not_found(e.message()).into_response()
+        }
         Err(e) => e.into_response(),
+    }
+}
+
+/// Refuses `text` unless it is one or more ASCII digits, naming the first other character
+/// and where it is (a sign, a space or a tab are not part of a decimal ID).
+fn digits_only(what: &str, text: &str) -> Result<(), Error> {
+    crate::decode::written_plainly(text)?;
+    match text.chars().enumerate().find(|(_, c)| !c.is_ascii_digit()) {
+        None if !text.is_empty() => Ok(()),
+        None => Err(Error::invalid(format!(
+            "{what} is empty: give a decimal snowflake ID"
+        ))),
+        Some((at, c)) => Err(Error::invalid(format!(
+            "{what} {} holds {c:?} at character {}: give a decimal snowflake ID, digits only",
+            crate::error::quoted(text),
+            at + 1
+        ))),
     }
 }
 
@@ -128,16 +154,19 @@ pub(crate) fn text(
     }
 }
 
-/// Leaf's result code for an error: segment `-2` for a tag that does not exist, `-3` when
-/// no segment is ready (Leaf's "both segments not ready"); snowflake `-1`, Leaf's code when
-/// it cannot issue (its clock-behind refusal).
+/// Leaf's result code for an error, as its `SegmentIDGenImpl` gives them: segment `-2`
+/// (`EXCEPTION_ID_KEY_NOT_EXISTS`) for any tag Leaf would not find in its cache, which is
+/// every tag that is unknown, invalid or names another kind of generator; `-3`
+/// (`EXCEPTION_ID_TWO_SEGMENTS_ARE_NULL`) only when the tag exists but no segment is ready;
+/// snowflake `-1`, Leaf's code when it cannot issue (its clock-behind refusal).
 fn leaf_code(path: &str, e: &Error) -> i64 {
+    use crate::error::ErrorKind;
     if !path.starts_with("/api/segment/") {
         -1
-    } else if e.kind() == crate::error::ErrorKind::NotFound {
-        -2
-    } else {
+    } else if matches!(e.kind(), ErrorKind::Unavailable | ErrorKind::Exhausted) {
         -3
+    } else {
+        -2
     }
 }
 
@@ -173,13 +202,14 @@ pub async fn decode_query(
 ) -> Response {
     let decoded = super::query::Params::parse(query.as_deref(), &["snowflakeId"])
         .and_then(|params| leaf_decode(&state, params.get("snowflakeId")));
+    let has_snowflake = snowflake_for(&state, "").is_some();
     match decoded {
         Ok(map) => Json(map).into_response(),
         // Leaf answers a bad ID with 200 and an errorMsg.
-        Err(e) if state.leaf_errors == LeafErrors::Leaf && e.kind() != crate::error::ErrorKind::NotFound => {
-            Json(serde_json::json!({"errorMsg": format!("snowflake Id反解析发生异常! {}", e.message())}))
-                .into_response()
-        }
+        Err(e) if state.leaf_errors == LeafErrors::Leaf && has_snowflake => Json(
+            serde_json::json!({"errorMsg": format!("snowflake Id反解析发生异常! {}", e.message())}),
+        )
+        .into_response(),
         Err(e) => e.into_response(),
     }
 }
@@ -194,21 +224,24 @@ fn leaf_decode(state: &AppState, text: Option<&str>) -> Result<Value, Error> {
     let text = text.ok_or_else(|| {
         Error::invalid("give the ID to decode as snowflakeId=ID, as Leaf's monitor takes it")
     })?;
-    let id: u64 = text.trim().parse().map_err(|_| {
-        Error::invalid(format!(
-            "snowflakeId {} is not a decimal snowflake ID",
+    digits_only("snowflakeId", text)?;
+    // Digits that no ID of the generator reads as name no resource (404), as on the other
+    // decode routes.
+    let id: u64 = text.parse().map_err(|_| {
+        Error::not_found(format!(
+            "snowflakeId {} is above 2^64 - 1, so no snowflake ID",
             crate::error::quoted(text)
         ))
     })?;
     let layout = s.layout();
     let id = if s.options().bit_reversed {
-        layout.reverse_bits(id)
+        crate::decode::unreversed(layout, id).map_err(|e| Error::not_found(e.message()))?
     } else {
         id
     };
     let d = layout
         .decode(id)
-        .map_err(|e| Error::invalid(e.to_string()))?;
+        .map_err(|e| Error::not_found(e.to_string()))?;
     let mut worker = 0u64;
     let mut sequence = 0u64;
     for (f, v) in layout.fields().iter().zip(&d.values) {

@@ -44,7 +44,20 @@ pub fn router(state: Arc<AppState>, max_body: usize) -> Router {
         .layer(crate::metrics::Track::HTTP)
         .layer(DefaultBodyLimit::max(max_body))
         .layer(body_limit::DeclaredBodyLimit::new(max_body))
+        // Outermost, so every answer carries it: refusals of the layers above too.
+        .layer(axum::middleware::map_response(nosniff))
         .with_state(state)
+}
+
+/// `X-Content-Type-Options: nosniff` on an answer, so a browser never reads an error's text
+/// or an ID as HTML or script whatever its content type says. The fast path writes the
+/// same header ([`crate::fast`]).
+async fn nosniff(mut response: axum::response::Response) -> axum::response::Response {
+    response.headers_mut().insert(
+        axum::http::header::X_CONTENT_TYPE_OPTIONS,
+        axum::http::HeaderValue::from_static("nosniff"),
+    );
+    response
 }
 
 /// The handlers of `route`, one per method of [`Route::methods`] (a test checks that every

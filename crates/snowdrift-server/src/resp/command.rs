@@ -5,8 +5,9 @@
 use super::refusal::Refusal;
 
 /// What `-ERR unknown command` lists, so a caller learns what to send instead.
-pub const SUPPORTED: &str = "INCR name, INCRBY name n, SNOWFLAKE [name [format]], PING, ECHO, \
-                             AUTH, HELLO, CLIENT SETNAME|GETNAME|INFO|ID|SETINFO, SELECT 0, QUIT";
+pub const SUPPORTED: &str = "INCR name, INCRBY name n, SNOWFLAKE [name [format]], MULTI, EXEC, \
+                             DISCARD, PING, ECHO, AUTH, HELLO, INFO, \
+                             CLIENT SETNAME|GETNAME|INFO|ID|SETINFO, SELECT 0, QUIT";
 
 /// One request, understood.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,6 +82,15 @@ pub enum Command<'a> {
     },
     /// `QUIT`: answered `+OK`, then the connection closes.
     Quit,
+    /// `MULTI`: the commands up to `EXEC` are queued, then run in order.
+    Multi,
+    /// `EXEC`: runs the queued commands, answering an array of their replies.
+    Exec,
+    /// `DISCARD`: drops the queued commands.
+    Discard,
+    /// `INFO [section ...]`: the server section (client libraries read `loading` and
+    /// `redis_version` from it before their first command); the sections are not read.
+    Info,
 }
 
 /// The command `args` (non-empty: the name first) stand for.
@@ -140,6 +150,17 @@ pub fn parse<'a>(args: &[&'a [u8]]) -> Result<Command<'a>, Refusal> {
         })
     } else if is("QUIT") {
         Ok(Command::Quit)
+    } else if is("MULTI") {
+        arity(rest.is_empty())?;
+        Ok(Command::Multi)
+    } else if is("EXEC") {
+        arity(rest.is_empty())?;
+        Ok(Command::Exec)
+    } else if is("DISCARD") {
+        arity(rest.is_empty())?;
+        Ok(Command::Discard)
+    } else if is("INFO") {
+        Ok(Command::Info)
     } else {
         let mut message = format!(
             "unknown command '{}', with args beginning with:",
@@ -286,6 +307,12 @@ mod tests {
             })
         );
         assert_eq!(cmd("client info"), Ok(Command::ClientInfo));
+        assert_eq!(cmd("multi"), Ok(Command::Multi));
+        assert_eq!(cmd("EXEC"), Ok(Command::Exec));
+        assert_eq!(cmd("Discard"), Ok(Command::Discard));
+        assert!(cmd("MULTI x").is_err());
+        assert_eq!(cmd("INFO"), Ok(Command::Info));
+        assert_eq!(cmd("info server clients"), Ok(Command::Info));
         let e = cmd("INCR").unwrap_err();
         assert_eq!(e.message, "wrong number of arguments for 'incr' command");
         assert!(cmd("INCR a b").is_err());

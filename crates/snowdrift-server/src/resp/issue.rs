@@ -8,8 +8,9 @@
 //! new value, so the caller owns the `n` IDs `(reply - n, reply]`. That holds only where a
 //! batch is one consecutive run: segment tags on one store and plain Redis counters. Other
 //! kinds are refused with `-WRONGTYPE` before anything is issued: snowflake batches span
-//! ticks, ticket servers interleave, striped stores hand out every k-th ID, and text kinds
-//! are no counter at all.
+//! ticks, ticket servers interleave, striped stores hand out every k-th ID, zk-version
+//! writes interleave with other nodes', and text kinds are no counter at all. `INCRBY name
+//! 1` is `INCR name` for every kind, as redis-py's `r.incr(name)` sends it.
 
 use crate::config::Kind;
 use crate::error::Error;
@@ -79,6 +80,10 @@ pub async fn incr_by(name: &str, source: &Source, n: i64, max_count: u64) -> Res
                  only go up, and the reply r means the IDs r-n+1 to r are yours"
             ))
         })?;
+    if n == 1 {
+        // One ID is a run of one whatever the kind: redis-py's `incr(name)` sends this.
+        return incr(name, source).await;
+    }
     let last = match source {
         Source::Segment(segment) => segment_run(name, segment, n).await?,
         // A plain counter's batch, and a timestamp oracle's (one allocation), are one run.
@@ -193,6 +198,10 @@ fn not_consecutive(name: &str, source: &Source) -> Refusal {
         Kind::Snowflake => "a batch of snowflake IDs may span clock ticks, so it is not one run",
         Kind::Ticket => "ticket servers take turns, so a batch is not one run",
         Kind::Counter => "its IDs are text, rendered through a template",
+        Kind::ZkVersion => {
+            "each ID is one write of its znode, and other nodes' writes to it interleave, so \
+             a batch is not one run"
+        }
         _ => "its IDs are text, not a counter",
     };
     Refusal::wrong_type(format!(

@@ -6,10 +6,12 @@
 //! | command | reply |
 //! | --- | --- |
 //! | `INCR name` | the next ID of generator or tag `name`: an integer, or a bulk string for text kinds (UUID, ULID, ObjectId, templated counters) and for snowflake layouts that may pass `i64::MAX` |
-//! | `INCRBY name n` | `n` (1 to `limits.max_count`) new IDs, answered with the last, `r`: the IDs `r-n+1 ..= r` are the caller's. Segment tags (one store) and plain counters only; other kinds get `-WRONGTYPE` |
+//! | `INCRBY name n` | `n` (1 to `limits.max_count`) new IDs, answered with the last, `r`: the IDs `r-n+1 ..= r` are the caller's. Segment tags (one store), plain counters and tso only; other kinds get `-WRONGTYPE` for `n` above 1 (`INCRBY name 1` is `INCR name`, as redis-py's `incr` sends it) |
 //! | `SNOWFLAKE [name [format]]` | one ID of snowflake generator `name` (the default one without a name); with a format (`base62`, `obfuscated-sqids`, ... as `format=` over HTTP), a bulk string in that format |
 //! | `AUTH [user] token` | `+OK` when the server knows the token (the user is ignored); needed first when auth is on |
 //! | `HELLO [2\|3 [AUTH user token] [SETNAME name]]` | the server's description; `HELLO 3` switches to RESP3 |
+//! | `MULTI`, `EXEC`, `DISCARD` | commands queued (`+QUEUED`), then run in order, `EXEC` answering the array of their replies (redis-py's default `pipeline()`) |
+//! | `INFO [section ...]` | the server section: `redis_version`, `loading:0` (ioredis' ready check) |
 //! | `PING`, `ECHO`, `SELECT 0`, `QUIT`, `CLIENT SETNAME\|GETNAME\|INFO\|ID\|SETINFO` | as Redis answers them, enough for redis-cli, redis-benchmark and client libraries |
 //!
 //! Anything else (`GET`, `SET`, ...) is `-ERR unknown command ...` naming what is

@@ -24,6 +24,22 @@ pub enum Flow {
     Close,
 }
 
+/// Most commands one `MULTI` may queue, and most bytes they may hold (arguments and their
+/// headers): a transaction waits in the server's memory until `EXEC`, so it is bounded as a
+/// request is (1,000 connections each holding a full one take 64 MB). A client pipeline of
+/// ID commands is far below both.
+const MAX_QUEUED: usize = 1_000;
+const MAX_QUEUED_BYTES: usize = 64 * 1024;
+
+/// The commands a `MULTI` queued, as sent, to run at `EXEC`.
+#[derive(Debug, Default)]
+struct Transaction {
+    queued: Vec<Vec<Vec<u8>>>,
+    bytes: usize,
+    /// A command was refused while queueing: `EXEC` runs nothing (`-EXECABORT`), as Redis.
+    failed: bool,
+}
+
 /// One client connection.
 pub struct Session {
     state: Arc<AppState>,
@@ -40,6 +56,8 @@ pub struct Session {
     client_name: Option<String>,
     lib_name: Option<String>,
     lib_ver: Option<String>,
+    /// Between `MULTI` and `EXEC` or `DISCARD`.
+    transaction: Option<Transaction>,
 }
 
 // The authorization holds the token itself: printed only as whether there is one.
@@ -70,6 +88,7 @@ impl Session {
             client_name: None,
             lib_name: None,
             lib_ver: None,
+            transaction: None,
         }
     }
 
@@ -89,23 +108,127 @@ impl Session {
     }
 
     /// Runs the request `args` (the command name first), appending its reply to `out`.
+    /// Inside `MULTI`, a command is checked and queued (`+QUEUED`) instead, and `EXEC` runs
+    /// the queue in order, answering an array of the replies.
     pub async fn execute(&mut self, args: &[&[u8]], out: &mut Vec<u8>) -> Flow {
-        match command::parse(args) {
-            Ok(command) => match self.run(command, out).await {
-                Ok(flow) => flow,
-                Err(refusal) => {
-                    refusal.write(out);
-                    Flow::Continue
+        let result = match command::parse(args) {
+            Ok(Command::Multi) => self.multi(out),
+            Ok(Command::Exec) => self.exec(out).await,
+            Ok(Command::Discard) => match self.transaction.take() {
+                Some(_) => {
+                    reply::ok(out);
+                    Ok(Flow::Continue)
                 }
+                None => Err(Refusal::err("DISCARD without MULTI")),
             },
-            Err(refusal) => {
-                refusal.write(out);
-                Flow::Continue
+            // QUIT ends the connection at once, transaction or not, as in Redis.
+            Ok(command) if self.transaction.is_some() && command != Command::Quit => {
+                self.queue(&command, args, out)
             }
-        }
+            Ok(command) => self.run(command, out).await,
+            Err(refusal) => {
+                // A command Redis would not queue aborts the transaction it was sent in.
+                if let Some(transaction) = &mut self.transaction {
+                    transaction.failed = true;
+                }
+                Err(refusal)
+            }
+        };
+        result.unwrap_or_else(|refusal| {
+            refusal.write(out);
+            Flow::Continue
+        })
     }
 
-    async fn run(&mut self, command: Command<'_>, out: &mut Vec<u8>) -> Result<Flow, Refusal> {
+    /// `MULTI`: starts queueing.
+    fn multi(&mut self, out: &mut Vec<u8>) -> Result<Flow, Refusal> {
+        self.gate(&Command::Multi)?;
+        if self.transaction.is_some() {
+            return Err(Refusal::err("MULTI calls can not be nested"));
+        }
+        self.transaction = Some(Transaction::default());
+        reply::ok(out);
+        Ok(Flow::Continue)
+    }
+
+    /// Queues `command` (sent as `args`) for `EXEC`, once it passed what can be checked now:
+    /// its arity and numbers (parsed already), authentication, and the transaction's bounds.
+    fn queue(
+        &mut self,
+        command: &Command<'_>,
+        args: &[&[u8]],
+        out: &mut Vec<u8>,
+    ) -> Result<Flow, Refusal> {
+        let gate = self.gate(command);
+        let Some(transaction) = &mut self.transaction else {
+            return Err(Refusal::err(
+                "queued outside MULTI; this is a bug in snowdrift",
+            ));
+        };
+        // Each argument costs its bytes and a vector's header.
+        let bytes: usize = args.iter().map(|a| a.len() + 24).sum();
+        let full = !transaction.failed
+            && (transaction.queued.len() >= MAX_QUEUED
+                || transaction.bytes + bytes > MAX_QUEUED_BYTES);
+        let refused = match gate {
+            Err(refusal) => Some(refusal),
+            Ok(()) if full => Some(Refusal::err(format!(
+                "a transaction holds at most {MAX_QUEUED} commands of {} KiB in all; this one \
+                 is discarded at EXEC: send fewer commands per MULTI, or pipeline without \
+                 MULTI (redis-py: pipeline(transaction=False))",
+                MAX_QUEUED_BYTES / 1024
+            ))),
+            Ok(()) => None,
+        };
+        if let Some(refusal) = refused {
+            transaction.failed = true;
+            // What was queued is no longer needed: EXEC runs none of it.
+            transaction.queued = Vec::new();
+            return Err(refusal);
+        }
+        if transaction.failed {
+            // EXEC will abort: the command is answered as Redis does, and not kept.
+            reply::simple(out, "QUEUED");
+            return Ok(Flow::Continue);
+        }
+        transaction.bytes += bytes;
+        transaction
+            .queued
+            .push(args.iter().map(|a| a.to_vec()).collect());
+        reply::simple(out, "QUEUED");
+        Ok(Flow::Continue)
+    }
+
+    /// `EXEC`: runs the queued commands in order, each reply (an error too) an element of
+    /// one array.
+    async fn exec(&mut self, out: &mut Vec<u8>) -> Result<Flow, Refusal> {
+        let Some(transaction) = self.transaction.take() else {
+            return Err(Refusal::err("EXEC without MULTI"));
+        };
+        if transaction.failed {
+            return Err(Refusal::new(
+                "EXECABORT",
+                "Transaction discarded because of previous errors (each was answered when its \
+                 command was queued)",
+            ));
+        }
+        reply::array(out, transaction.queued.len());
+        for request in &transaction.queued {
+            let args: Vec<&[u8]> = request.iter().map(Vec::as_slice).collect();
+            let ran = match command::parse(&args) {
+                Ok(command) => self.run(command, out).await,
+                Err(refusal) => Err(refusal),
+            };
+            if let Err(refusal) = ran {
+                refusal.write(out);
+            }
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// Refuses every command but `AUTH`, `HELLO` and `QUIT` until the connection has
+    /// authenticated, on a server with tokens.
+    fn gate(&self, command: &Command<'_>) -> Result<(), Refusal> {
         let open = matches!(
             command,
             Command::Auth { .. } | Command::Hello { .. } | Command::Quit
@@ -117,6 +240,11 @@ impl Session {
                  with `snowdrift token create`)",
             ));
         }
+        Ok(())
+    }
+
+    async fn run(&mut self, command: Command<'_>, out: &mut Vec<u8>) -> Result<Flow, Refusal> {
+        self.gate(&command)?;
         match command {
             Command::Incr { name } => {
                 self.allow(name)?;
@@ -192,6 +320,13 @@ impl Session {
             Command::Quit => {
                 reply::ok(out);
                 return Ok(Flow::Close);
+            }
+            Command::Info => reply::bulk(out, server_info().as_bytes()),
+            // Handled by `execute`, which never queues them.
+            Command::Multi | Command::Exec | Command::Discard => {
+                return Err(Refusal::err(
+                    "MULTI, EXEC and DISCARD cannot be queued inside a transaction",
+                ));
             }
         }
         Ok(Flow::Continue)
@@ -315,6 +450,18 @@ impl Session {
             self.lib_ver.as_deref().unwrap_or_default(),
         )
     }
+}
+
+/// `INFO`'s reply, whatever sections were asked for: the server section, with what client
+/// libraries read before their first command (ioredis' ready check waits while `loading` is
+/// 1, and reads `redis_version`). `redis_version` is the Redis release whose protocol this
+/// listener follows (RESP3 and `HELLO` as in Redis 7); `snowdrift_version` is this server's.
+fn server_info() -> String {
+    format!(
+        "# Server\r\nredis_version:7.0.0\r\nsnowdrift_version:{}\r\nredis_mode:standalone\r\n\
+         loading:0\r\n",
+        env!("CARGO_PKG_VERSION")
+    )
 }
 
 /// `value` as text when it is printable ASCII without spaces (as Redis requires of client

@@ -102,10 +102,11 @@ impl UuidSource {
         matches!(self, UuidSource::Named { .. })
     }
 
-    /// The UUID of `input` under the namespace of generator `name` (a uuid3 or uuid5 one);
-    /// `count` must be 1, as the same name always gives the same UUID.
-    pub fn named(&self, name: &str, count: u64, input: &str) -> Result<Ids, Error> {
-        let UuidSource::Named { kind, namespace } = self else {
+    /// Refuses a request for `count` UUIDs of one name (anything but 1) from generator
+    /// `name`, or any name sent to a generator that takes none. A `Stream` checks its whole
+    /// count here before its first batch, so the error names the count the client sent.
+    pub fn one_name(&self, name: &str, count: u64) -> Result<(), Error> {
+        let UuidSource::Named { kind, .. } = self else {
             return Err(takes_no_input(name, self.kind()));
         };
         if count != 1 {
@@ -114,6 +115,16 @@ impl UuidSource {
                  gives the same UUID, so count must be 1 (or absent), got {count}"
             )));
         }
+        Ok(())
+    }
+
+    /// The UUID of `input` under the namespace of generator `name` (a uuid3 or uuid5 one);
+    /// `count` must be 1, as the same name always gives the same UUID.
+    pub fn named(&self, name: &str, count: u64, input: &str) -> Result<Ids, Error> {
+        self.one_name(name, count)?;
+        let UuidSource::Named { kind, namespace } = self else {
+            return Err(takes_no_input(name, self.kind()));
+        };
         let uuid = match kind {
             Kind::Uuid3 => uuid_kind::v3(namespace, input.as_bytes()),
             _ => uuid_kind::v5(namespace, input.as_bytes()),

@@ -283,6 +283,71 @@ async fn the_fast_path_answers_as_the_router_does() {
     }
 }
 
+/// Every HTTP answer says `x-content-type-options: nosniff`, so no browser reads an error's
+/// text or an ID as HTML: the fast path's (IDs and refusals), the router's (every route, its
+/// 404 and 405, a refused body), and hyper's own answers to a malformed or oversized head.
+#[tokio::test]
+async fn every_answer_says_nosniff() {
+    let s = crate::support::start("snowdrift-fast-nosniff", "").await;
+    let mut fast = Conn::open(&s).await;
+    let mut routed = Conn::open(&s).await;
+    // Routes and statuses the_fast_path_answers_as_the_router_does does not count in the
+    // process' metrics.
+    for path in [
+        "/v1/ids/snowflake",
+        "/v1/ids/snowflake?count=0",
+        "/api/segment/get/snowflake",
+        "/api/segment/get/bad%20tag",
+    ] {
+        fast.send(get(path, "").as_bytes()).await;
+        routed
+            .send(get(path, "content-length: 0\r\n").as_bytes())
+            .await;
+        for (how, a) in [
+            ("fast", fast.answer().await),
+            ("routed", routed.answer().await),
+        ] {
+            assert_eq!(
+                a.header("x-content-type-options"),
+                Some("nosniff"),
+                "{how} {path}: {a:?}"
+            );
+        }
+    }
+    for request in [
+        get("/healthz", ""),
+        get("/openapi.json", ""),
+        get("/ui", ""),
+        get("/v1/tags", ""),
+        get("/v1/ids/snowflake/decode/1", ""),
+        get("/no/such/route", ""),
+        "DELETE /v1/ids/snowflake HTTP/1.1\r\nhost: test\r\n\r\n".to_string(),
+        "POST /v1/tags HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\n\
+         content-length: 3\r\n\r\n{x}"
+            .to_string(),
+    ] {
+        routed.send(request.as_bytes()).await;
+        let a = routed.answer().await;
+        assert_eq!(
+            a.header("x-content-type-options"),
+            Some("nosniff"),
+            "{request}: {a:?}"
+        );
+    }
+    // hyper's answers to what is not HTTP, or a head past limits.max_head.
+    let huge = format!("x-big: {}\r\n", "a".repeat(200_000));
+    for request in [
+        "NOT HTTP AT ALL\r\n\r\n".to_string(),
+        get("/v1/ids/snowflake", &huge),
+    ] {
+        let mut conn = Conn::open(&s).await;
+        conn.send(request.as_bytes()).await;
+        let a = conn.answer().await;
+        assert!(a.status == 400 || a.status == 431, "{a:?}");
+        assert_eq!(a.header("x-content-type-options"), Some("nosniff"), "{a:?}");
+    }
+}
+
 /// A GET of `path` with the raw header lines `headers` and `extra`.
 fn request(path: &str, headers: &[u8], extra: &[u8]) -> Vec<u8> {
     let head = format!("GET {path} HTTP/1.1\r\nhost: test\r\n").into_bytes();

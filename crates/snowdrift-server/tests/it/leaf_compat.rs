@@ -50,6 +50,25 @@ async fn leaf_routes_answer_get_and_post_and_errors_the_chosen_way() {
     assert!(body.contains("no-such-tag"), "{body}");
     // Leaf's: 500 and the JSON Spring Boot writes for LeafServerException, by both paths
     // (GET is answered by the fast path, POST by the router).
+    // Leaf answers -2 (EXCEPTION_ID_KEY_NOT_EXISTS) for every key not in its cache: an
+    // unknown tag, one no tag can be called (invalid characters, too long) and a name that is
+    // not a segment tag alike; -3 is only for a known tag whose segments are not loaded.
+    let long = "t".repeat(129);
+    for path in [
+        "/api/segment/get/bad%20tag".to_string(),
+        format!("/api/segment/get/{long}"),
+        "/api/segment/get/snowflake".to_string(),
+    ] {
+        for method in ["GET", "POST"] {
+            let (status, _, body) = send(&leaf, method, &path).await;
+            assert_eq!(status, 500, "{method} {path}: {body}");
+            let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+            assert_eq!(
+                v["message"], "Result{id=-2, status=EXCEPTION}",
+                "{method} {path}: {v}"
+            );
+        }
+    }
     for method in ["GET", "POST"] {
         let (status, content_type, body) =
             send(&leaf, method, "/api/segment/get/no-such-tag").await;

@@ -688,3 +688,236 @@ async fn the_listener_is_off_without_resp_listen_and_a_taken_address_is_refused(
     let e = Server::start(&config).await.unwrap_err();
     assert!(e.to_string().contains("server.resp_listen"), "{e}");
 }
+
+/// A zk-version generator's IDs are numbers, each one write of its znode: `INCRBY` with a
+/// count above 1 is refused for that reason, not as if its IDs were text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zk_version_incrby_says_why_a_batch_is_no_run() {
+    let server = start(&zk_version_generator("resp_zk")).await;
+    let mut con = server.connect().await;
+    let v = int(&mut con, &["INCR", "zk"]).await;
+    assert_eq!(int(&mut con, &["INCR", "zk"]).await, v + 1);
+    let (code, text) = refused(&mut con, &["INCRBY", "zk", "3"]).await;
+    assert_eq!(code, "WRONGTYPE", "{text}");
+    assert!(
+        text.contains("znode") && !text.contains("text"),
+        "says why a zk-version batch is no run, not that its IDs are text: {text}"
+    );
+    server.stop().await;
+}
+
+/// A zk-version generator called `zk` on a fresh znode of the test ZooKeeper.
+fn zk_version_generator(prefix: &str) -> String {
+    let znode = format!("/snowdrift-test/{}", snowdrift_testkit::unique_name(prefix));
+    format!(
+        "[[generator]]\nname = \"zk\"\nkind = \"zk-version\"\nurl = \"{}\"\nznode = \"{znode}\"\n",
+        snowdrift_testkit::urls::zookeeper()
+    )
+}
+
+/// redis-py's `r.incr(name)` sends `INCRBY name 1`: every kind answers it as `INCR`. A
+/// larger count stays refused where a batch is not one run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn incrby_one_is_incr_for_every_kind() {
+    let server = start(&format!(
+        "[[generator]]\nname = \"snowflake\"\nkind = \"snowflake\"\n\
+         [[generator]]\nname = \"uuid7\"\nkind = \"uuid7\"\n\
+         [[generator]]\nname = \"ulid\"\nkind = \"ulid\"\n{}",
+        zk_version_generator("resp_zk_one")
+    ))
+    .await;
+    let mut con = server.connect().await;
+    let a = int(&mut con, &["INCRBY", "snowflake", "1"]).await;
+    let b = int(&mut con, &["INCR", "snowflake"]).await;
+    assert!(0 < a && a < b, "{a} {b}");
+    let uuid: String = query(&mut con, &["INCRBY", "uuid7", "1"]).await.unwrap();
+    assert_eq!(uuid.len(), 36, "{uuid}");
+    let ulid: String = query(&mut con, &["INCRBY", "ulid", "1"]).await.unwrap();
+    assert_eq!(ulid.len(), 26, "{ulid}");
+    let v = int(&mut con, &["INCRBY", "zk", "1"]).await;
+    assert_eq!(int(&mut con, &["INCR", "zk"]).await, v + 1);
+    for name in ["snowflake", "uuid7", "zk"] {
+        let (code, text) = refused(&mut con, &["INCRBY", name, "2"]).await;
+        assert_eq!(code, "WRONGTYPE", "{name}: {text}");
+    }
+    server.stop().await;
+}
+
+/// Length of the first whole RESP reply in `b`, if it is all there.
+fn whole_reply(b: &[u8]) -> Option<usize> {
+    let line = b.windows(2).position(|w| w == b"\r\n")?;
+    let head = std::str::from_utf8(&b[1..line]).ok()?;
+    match b.first()? {
+        b'$' => {
+            let n: i64 = head.parse().ok()?;
+            let end = line + 2 + usize::try_from(n).map_or(0, |n| n + 2);
+            (b.len() >= end).then_some(end)
+        }
+        b'*' => {
+            let mut at = line + 2;
+            for _ in 0..head.parse::<usize>().ok()? {
+                at += whole_reply(&b[at..])?;
+            }
+            Some(at)
+        }
+        _ => Some(line + 2),
+    }
+}
+
+/// The next `n` replies to inline command(s) `line`, read whole (inside MULTI a `PING`
+/// would be queued, so `raw_command`'s marker cannot be used).
+async fn tx_n(s: &mut TcpStream, line: &str, n: usize) -> String {
+    s.write_all(format!("{line}\r\n").as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let mut at = 0;
+        let mut count = 0;
+        while count < n {
+            match whole_reply(&got[at..]) {
+                Some(len) => {
+                    at += len;
+                    count += 1;
+                }
+                None => break,
+            }
+        }
+        if count == n {
+            assert_eq!(at, got.len(), "{line}: more than {n} replies");
+            return String::from_utf8(got).unwrap();
+        }
+        let read = tokio::time::timeout(PATIENCE, s.read(&mut buf))
+            .await
+            .expect("the server answers")
+            .unwrap();
+        assert!(
+            read > 0,
+            "{line}: closed after {:?}",
+            String::from_utf8_lossy(&got)
+        );
+        got.extend_from_slice(&buf[..read]);
+    }
+}
+
+/// The reply to inline command `line`.
+async fn tx(s: &mut TcpStream, line: &str) -> String {
+    tx_n(s, line, 1).await
+}
+
+/// redis-py's default `pipeline()` and ioredis' `multi()` wrap commands in MULTI/EXEC: the
+/// commands are queued (`+QUEUED`) and EXEC answers their replies in order, errors in
+/// place; DISCARD drops them; a command refused while queueing aborts the EXEC, as in Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_queues_and_exec_runs_in_order() {
+    let server = start("").await;
+    let tag = tag_name();
+    server.create_tag(&tag, 100, None).await;
+    let mut s = TcpStream::connect(server.resp).await.unwrap();
+    assert_eq!(tx(&mut s, "MULTI").await, "+OK\r\n");
+    assert_eq!(tx(&mut s, &format!("INCR {tag}")).await, "+QUEUED\r\n");
+    assert_eq!(tx(&mut s, "INCRBY snowflake 2").await, "+QUEUED\r\n");
+    assert_eq!(tx(&mut s, &format!("INCRBY {tag} 1")).await, "+QUEUED\r\n");
+    let exec = tx(&mut s, "EXEC").await;
+    assert!(exec.starts_with("*3\r\n:1\r\n-WRONGTYPE "), "{exec:?}");
+    assert!(exec.ends_with("\r\n:2\r\n"), "{exec:?}");
+
+    assert_eq!(tx(&mut s, "MULTI").await, "+OK\r\n");
+    assert_eq!(tx(&mut s, &format!("INCR {tag}")).await, "+QUEUED\r\n");
+    assert!(
+        tx(&mut s, "MULTI")
+            .await
+            .starts_with("-ERR MULTI calls can not be nested")
+    );
+    assert_eq!(tx(&mut s, "DISCARD").await, "+OK\r\n");
+    assert_eq!(tx(&mut s, &format!("INCR {tag}")).await, ":3\r\n");
+    assert!(
+        tx(&mut s, "EXEC")
+            .await
+            .starts_with("-ERR EXEC without MULTI")
+    );
+    assert!(
+        tx(&mut s, "DISCARD")
+            .await
+            .starts_with("-ERR DISCARD without MULTI")
+    );
+
+    // A command with the wrong arity is refused at once, and EXEC then runs nothing.
+    assert_eq!(tx(&mut s, "MULTI").await, "+OK\r\n");
+    assert_eq!(tx(&mut s, &format!("INCR {tag}")).await, "+QUEUED\r\n");
+    assert!(tx(&mut s, "INCR").await.starts_with("-ERR wrong number"));
+    assert!(tx(&mut s, "EXEC").await.starts_with("-EXECABORT "));
+    assert_eq!(tx(&mut s, &format!("INCR {tag}")).await, ":4\r\n");
+
+    // A transaction is bounded (1,000 commands, 64 KiB): the command past the bound is
+    // refused, later ones are answered +QUEUED but not kept, and EXEC aborts.
+    assert_eq!(tx(&mut s, "MULTI").await, "+OK\r\n");
+    let mut many = String::new();
+    for _ in 0..1200 {
+        many.push_str(&format!("INCR {tag}\r\n"));
+    }
+    let replies = tx_n(&mut s, many.trim_end(), 1200).await;
+    let queued = replies.matches("+QUEUED\r\n").count();
+    assert_eq!(queued, 1199, "{}", &replies[..200]);
+    let refusal = replies
+        .split("\r\n")
+        .find(|r| r.starts_with('-'))
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        refusal.starts_with("-ERR a transaction holds at most 1000 commands of 64 KiB")
+            && refusal.ends_with("(redis-py: pipeline(transaction=False))"),
+        "{refusal}"
+    );
+    assert!(tx(&mut s, "EXEC").await.starts_with("-EXECABORT "));
+    assert_eq!(tx(&mut s, &format!("INCR {tag}")).await, ":5\r\n");
+
+    // INFO answers the server section client libraries read before their first command.
+    let info = tx(&mut s, "INFO").await;
+    assert!(
+        info.starts_with("$") && info.contains("# Server\r\n"),
+        "{info:?}"
+    );
+    assert!(info.contains("\r\nloading:0\r\n"), "{info:?}");
+    assert!(info.contains("\r\nredis_version:"), "{info:?}");
+    assert_eq!(tx(&mut s, "INFO server").await, info);
+    server.stop().await;
+}
+
+/// The Redis clients people use, run as their users would (scripts/resp-clients installs
+/// them): redis-py's `incr` on a snowflake name, its default `pipeline()` (MULTI/EXEC) and
+/// `info()`; ioredis connecting (its ready check sends INFO) and taking IDs; node-redis
+/// taking a snowflake ID whole as a string with `SNOWFLAKE name decimal`, where `INCR`'s
+/// JavaScript number cannot hold it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_redis_clients_take_ids() {
+    let server = start("").await;
+    let tag = tag_name();
+    server.create_tag(&tag, 1000, None).await;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let (resp, http) = (server.resp.to_string(), format!("http://{}", server.http));
+    let script = root.join("scripts/resp-clients");
+    let args = [resp, http, tag];
+    // Installing the clients the first time may take a minute; a blocking thread waits.
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("bash")
+            .arg(script)
+            .args(args)
+            .output()
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success(),
+        "scripts/resp-clients failed:\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("redis-py") && stdout.contains("ioredis and node-redis"),
+        "{stdout}"
+    );
+    server.stop().await;
+}

@@ -279,6 +279,50 @@ async fn grpc_takes_input_and_decodes_uuid_fields() {
     let mut stream = ids.stream(stream).await.unwrap().into_inner();
     let batch = stream.message().await.unwrap().unwrap();
     assert_eq!(batch.text, ["5df41881-3aed-3515-88a7-2f4a814cf09e"]);
+    // A stream of 1,000 UUIDs of one name is refused for the count the client sent, not the
+    // size of the first batch (400).
+    let many = StreamRequest {
+        name: "u5".into(),
+        count: 1000,
+        input: Some("www.example.com".into()),
+        ..Default::default()
+    };
+    let status = match ids.stream(many).await {
+        Err(status) => status,
+        Ok(stream) => stream
+            .into_inner()
+            .message()
+            .await
+            .expect_err("a stream of 1,000 UUIDs of one name is refused"),
+    };
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    assert!(
+        status.message().contains("got 1000"),
+        "names the count sent: {status:?}"
+    );
+
+    // `input` is the same name over both transports: HTTP reads its query as a form does
+    // (what requests, URLSearchParams and reqwest write), so `+` is a space and a plus is
+    // `%2B`; gRPC takes the string as it is.
+    for (query, name) in [("a+b", "a b"), ("a%20b", "a b"), ("a%2Bb", "a+b")] {
+        let over_http = s.json(&format!("/v1/ids/u5?input={query}"), 200).await["ids"][0]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let over_grpc = ids
+            .next(next("u5", None, Some(name)))
+            .await
+            .unwrap()
+            .into_inner()
+            .text[0]
+            .clone();
+        assert_eq!(
+            over_http, over_grpc,
+            "input={query} over HTTP is {name:?} over gRPC"
+        );
+        let want = core_uuid::v5(&Uuid::NAMESPACE_DNS, name.as_bytes()).to_string();
+        assert_eq!(over_grpc, want, "{name:?}");
+    }
 
     let v2 = ids
         .next(next("u2", None, None))

@@ -17,3 +17,10 @@ pub mod tags;
 pub mod tickets;
 pub mod token;
 pub mod verify;
+
+/// Whether log lines (written to standard error) carry ANSI colours: only on a terminal, and
+/// not when `NO_COLOR` is set, so a log piped to a file or a journal holds no escape codes.
+pub(crate) fn colour_logs() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}

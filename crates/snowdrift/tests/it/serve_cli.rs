@@ -447,4 +447,32 @@ fn a_deleted_lock_file_never_lets_two_servers_serve_the_same_ids() {
     );
     drop((a, b));
     std::fs::remove_dir_all(&root).ok();
+
+/// A log written to a pipe or a file holds no ANSI colour codes (they are for a terminal):
+/// the server's log lines, read here through a pipe, are plain text.
+#[test]
+fn logs_written_to_a_pipe_hold_no_colour_codes() {
+    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("serve-plain-log"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = crate::common::serve_command();
+    // NO_COLOR would turn colours off by itself: the test is that a pipe does.
+    cmd.args(["--listen", "127.0.0.1:0"])
+        .env_remove("NO_COLOR")
+        .current_dir(&dir);
+    let served = Served::start(cmd);
+    served.wait_ready();
+    let from = served.log_len();
+    served.signal("TERM");
+    served.wait_for_log(from, "snowdrift stopped");
+    let log = served.log_lines();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("INFO") && l.contains("shutting down")),
+        "{log:?}"
+    );
+    for line in &log {
+        assert!(!line.contains('\x1b'), "an escape code in {line:?}");
+    }
+    drop(served);
+    std::fs::remove_dir_all(&dir).ok();
 }

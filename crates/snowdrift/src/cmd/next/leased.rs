@@ -254,6 +254,7 @@ fn init_logs() {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(crate::cmd::colour_logs())
         .with_writer(std::io::stderr)
         .try_init();
 }

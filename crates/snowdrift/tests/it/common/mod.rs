@@ -78,6 +78,11 @@ impl Served {
         self.log.lock().unwrap().len()
     }
 
+    /// Every line it has logged so far (after its "listening on" line), as written.
+    pub fn log_lines(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
     /// The first line from the `from`th on that contains `needle`; panics with the log after
     /// 60 s without one.
     pub fn wait_for_log(&self, from: usize, needle: &str) -> String {
