@@ -4,11 +4,8 @@
 mod auth;
 mod auth_reload;
 mod backends;
-<<<<<<< HEAD
 mod body_limits;
-=======
 mod decode;
->>>>>>> small-fixes
 mod fast_path;
 mod grpc;
 mod hostile;

@@ -447,6 +447,7 @@ fn a_deleted_lock_file_never_lets_two_servers_serve_the_same_ids() {
     );
     drop((a, b));
     std::fs::remove_dir_all(&root).ok();
+}
 
 /// A log written to a pipe or a file holds no ANSI colour codes (they are for a terminal):
 /// the server's log lines, read here through a pipe, are plain text.
