@@ -536,7 +536,7 @@ async fn every_transport_takes_its_turn_in_one_order() {
 }
 
 /// `curl` over TLS trusting `cert`, with `token`: (status, body).
-fn curl_tls(cert: &std::path::Path, token: &str, url: &str) -> (u16, String) {
+pub(crate) fn curl_tls(cert: &std::path::Path, token: &str, url: &str) -> (u16, String) {
     let out = std::process::Command::new("curl")
         .args(["-sS", "--max-time", "30", "--cacert"])
         .arg(cert)

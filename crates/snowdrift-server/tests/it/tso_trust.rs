@@ -18,7 +18,7 @@ use snowdrift_proto::grpc::{
 use tonic::{Request, Response, Status};
 
 use crate::support::{TempDir, load};
-use crate::tso::{Load, client, get_json, leader, node, summary, tso_status};
+use crate::tso::{Load, client, curl_tls, get_json, leader, node, summary, tso_status};
 
 /// What the fake leader answers to `Next`.
 #[derive(Debug, Clone, Copy)]
@@ -384,21 +384,6 @@ async fn a_fake_under_the_attackers_own_lease_gets_no_answer_past_the_checks() {
             r.shutdown().await.unwrap();
         }
     }
-}
-
-/// `curl` over TLS trusting `cert`, with `token`: (status, body).
-fn curl_tls(cert: &std::path::Path, token: &str, url: &str) -> (u16, String) {
-    let out = std::process::Command::new("curl")
-        .args(["-sS", "--max-time", "30", "--cacert"])
-        .arg(cert)
-        .args(["-H", &format!("Authorization: Bearer {token}")])
-        .args(["-w", "\n%{http_code}"])
-        .arg(url)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
-    (code.trim().parse().unwrap_or(0), body.to_string())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

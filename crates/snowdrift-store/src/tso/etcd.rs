@@ -407,6 +407,21 @@ impl EtcdTso {
     /// may win first. It waits as long as the leader lives: bound it with a timeout, or
     /// race it with shutdown.
     pub async fn wait_for_vacancy(&self) -> Result<()> {
+        self.watch_leader(|_| true, false).await
+    }
+
+    /// Returns once the leader key is no longer the one seen at `mod_revision`: deleted
+    /// (the leader resigned or its lease expired), or written again (a new leader, or
+    /// someone's put). Check it again right after ([`campaign`](Self::campaign)). It waits
+    /// as long as the key stays: bound it with a timeout, or race it with shutdown.
+    pub async fn wait_for_change(&self, mod_revision: i64) -> Result<()> {
+        self.watch_leader(|kv| kv.mod_revision() == mod_revision, true)
+            .await
+    }
+
+    /// Watches the leader key while `still` holds for it: returns once the key is gone,
+    /// no longer satisfies `still`, or (with `any_write`) is written at all.
+    async fn watch_leader(&self, still: impl Fn(&KeyValue) -> bool, any_write: bool) -> Result<()> {
         let leader_key = self.leader_key();
         loop {
             let answer = self
@@ -415,10 +430,11 @@ impl EtcdTso {
                 .get(leader_key.clone(), None)
                 .await
                 .map_err(unavailable)?;
-            if answer.kvs().is_empty() {
-                return Ok(());
+            match answer.kvs().first() {
+                Some(kv) if still(kv) => {}
+                _ => return Ok(()),
             }
-            // From the revision just read: a deletion between the read and the watch is
+            // From the revision just read: a change between the read and the watch is
             // not missed.
             let from = answer.header().map_or(0, |h| h.revision()) + 1;
             let mut stream = self
@@ -436,49 +452,10 @@ impl EtcdTso {
                 if response.canceled() {
                     break;
                 }
-                if response
-                    .events()
-                    .iter()
-                    .any(|e| e.event_type() == EventType::Delete)
+                let events = response.events();
+                if (any_write && !events.is_empty())
+                    || events.iter().any(|e| e.event_type() == EventType::Delete)
                 {
-                    return Ok(());
-                }
-            }
-        }
-    }
-
-    /// Returns once the leader key is no longer the one seen at `mod_revision`: deleted
-    /// (the leader resigned or its lease expired), or written again (a new leader, or
-    /// someone's put). Check it again right after ([`campaign`](Self::campaign)). It waits
-    /// as long as the key stays: bound it with a timeout, or race it with shutdown.
-    pub async fn wait_for_change(&self, mod_revision: i64) -> Result<()> {
-        let leader_key = self.leader_key();
-        loop {
-            let answer = self
-                .client
-                .kv_client()
-                .get(leader_key.clone(), None)
-                .await
-                .map_err(unavailable)?;
-            match answer.kvs().first() {
-                Some(kv) if kv.mod_revision() == mod_revision => {}
-                _ => return Ok(()),
-            }
-            let from = answer.header().map_or(0, |h| h.revision()) + 1;
-            let mut stream = self
-                .client
-                .watch_client()
-                .watch(
-                    leader_key.clone(),
-                    Some(WatchOptions::new().with_start_revision(from)),
-                )
-                .await
-                .map_err(unavailable)?;
-            while let Some(response) = stream.message().await.map_err(unavailable)? {
-                if response.canceled() {
-                    break;
-                }
-                if !response.events().is_empty() {
                     return Ok(());
                 }
             }
