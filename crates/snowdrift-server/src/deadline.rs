@@ -3,30 +3,18 @@
 //! (and the connection or HTTP/2 stream under it) for ever. The connection's idle timeout
 //! does not catch it: each byte is activity.
 //!
-//! [`BodyDeadline`] is the HTTP layer: the handler that was reading the body gets an error,
-//! and the request is answered 408 with the contract's error body (on HTTP/1.1 with
-//! `Connection: close`, so hyper closes the connection; on HTTP/2 hyper resets the rest of
-//! the stream). gRPC calls get [`Timed`] bodies from `grpc::guard`, whose error is the
-//! DEADLINE_EXCEEDED status tonic answers with.
+//! [`Timed`] is the body every transport wraps: `http::body_deadline` answers 408 when it
+//! fails, `grpc::guard` the DEADLINE_EXCEEDED status tonic answers with.
 
-use std::convert::Infallible;
-use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::extract::Request;
-use axum::http::header::CONNECTION;
-use axum::http::{HeaderValue, StatusCode, Version};
-use axum::response::Response;
 use bytes::Bytes;
-use futures_util::future::Either;
 use http_body::{Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
-use tower::{Layer, Service};
 
 /// A boxed error, as HTTP bodies carry them.
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -61,7 +49,7 @@ impl<B> Timed<B> {
     }
 
     /// Also sets `expired` when the deadline cuts the body.
-    fn noting(mut self, expired: Arc<AtomicBool>) -> Self {
+    pub(crate) fn noting(mut self, expired: Arc<AtomicBool>) -> Self {
         self.expired = Some(expired);
         self
     }
@@ -114,11 +102,6 @@ where
     }
 }
 
-/// Why an HTTP request body failed: it took longer than `limits.body_timeout`.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub(crate) struct BodyTimedOut(String);
-
 /// What a request whose body was cut is told, on any protocol.
 pub(crate) fn message(timeout: Duration) -> String {
     format!(
@@ -127,93 +110,17 @@ pub(crate) fn message(timeout: Duration) -> String {
     )
 }
 
-fn http_refusal(timeout: Duration) -> BoxError {
-    Box::new(BodyTimedOut(message(timeout)))
-}
-
-/// The HTTP layer: every request body must end within `timeout` of the request's head.
-#[derive(Debug, Clone, Copy)]
-pub struct BodyDeadline {
-    timeout: Duration,
-}
-
-impl BodyDeadline {
-    /// Bodies must end within `timeout`.
-    pub fn new(timeout: Duration) -> Self {
-        Self { timeout }
-    }
-}
-
-impl<S> Layer<S> for BodyDeadline {
-    type Service = Deadlined<S>;
-
-    fn layer(&self, inner: S) -> Deadlined<S> {
-        Deadlined {
-            inner,
-            timeout: self.timeout,
-        }
-    }
-}
-
-/// A service behind [`BodyDeadline`].
-#[derive(Debug, Clone)]
-pub struct Deadlined<S> {
-    inner: S,
-    timeout: Duration,
-}
-
-impl<S> Service<Request> for Deadlined<S>
-where
-    S: Service<Request, Response = Response, Error = Infallible>,
-    S::Future: Send + 'static,
-{
-    type Response = Response;
-    type Error = Infallible;
-    type Future =
-        Either<S::Future, Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request) -> Self::Future {
-        // Most requests (GETs) have no body: nothing to time, nothing boxed.
-        if http_body::Body::is_end_stream(request.body()) {
-            return Either::Left(self.inner.call(request));
-        }
-        let timeout = self.timeout;
-        let expired = Arc::new(AtomicBool::new(false));
-        let http1 = request.version() <= Version::HTTP_11;
-        let request = request.map(|body| {
-            Body::new(Timed::new(body, timeout, http_refusal).noting(Arc::clone(&expired)))
-        });
-        let call = self.inner.call(request);
-        Either::Right(Box::pin(async move {
-            let response = call.await?;
-            if !expired.load(Ordering::Relaxed) {
-                return Ok(response);
-            }
-            // Whatever the handler made of its failed read, the client is told why.
-            let mut response = crate::http::error::respond(
-                StatusCode::REQUEST_TIMEOUT,
-                "invalid_request",
-                &message(timeout),
-            );
-            if http1 {
-                // The rest of the body would be read as the next request: the connection
-                // cannot go on.
-                response
-                    .headers_mut()
-                    .insert(CONNECTION, HeaderValue::from_static("close"));
-            }
-            Ok(response)
-        }))
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::convert::Infallible;
+
+    use axum::body::Body;
+
     use super::*;
+
+    fn refusal(timeout: Duration) -> BoxError {
+        message(timeout).into()
+    }
 
     async fn frame<B: http_body::Body + Unpin>(
         body: &mut B,
@@ -245,7 +152,7 @@ mod tests {
         let mut timed = Timed::new(
             Stalled(Some(Bytes::from_static(b"ab"))),
             Duration::from_secs(3),
-            http_refusal,
+            refusal,
         );
         let first = frame(&mut timed).await.unwrap().unwrap();
         assert_eq!(first.into_data().unwrap(), "ab");
@@ -254,7 +161,7 @@ mod tests {
         assert!(e.to_string().contains("limits.body_timeout (3s)"), "{e}");
         assert!(frame(&mut timed).await.is_none());
 
-        let mut whole = Timed::new(Body::from("whole"), Duration::from_secs(3), http_refusal);
+        let mut whole = Timed::new(Body::from("whole"), Duration::from_secs(3), refusal);
         tokio::time::advance(Duration::from_secs(10)).await;
         let got = frame(&mut whole).await.unwrap().unwrap();
         assert_eq!(got.into_data().unwrap(), "whole");

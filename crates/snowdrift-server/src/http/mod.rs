@@ -2,6 +2,7 @@
 //! (bad query, bad JSON, unknown route, wrong method).
 
 pub(crate) mod auth;
+mod body_deadline;
 mod body_limit;
 pub mod error;
 pub(crate) mod health;
@@ -40,7 +41,7 @@ pub fn router(state: Arc<AppState>, max_body: usize) -> Router {
         .layer(auth::RequireLayer::new(state.clone()))
         // Inside the auth layer's refusal (which reads no body) and the timing, which
         // counts its 408s.
-        .layer(crate::deadline::BodyDeadline::new(body_timeout))
+        .layer(body_deadline::BodyDeadline::new(body_timeout))
         .layer(crate::metrics::Track::HTTP)
         .layer(DefaultBodyLimit::max(max_body))
         .layer(body_limit::DeclaredBodyLimit::new(max_body))

@@ -108,6 +108,10 @@ impl SnowflakeOptions {
     }
 }
 
+/// The etcd namespace of every oracle's keys: `/snowdrift/tso/{name}/leader` and
+/// `.../window`. Servers with a generator of the same name on one etcd share its oracle.
+pub const TSO_NAMESPACE: &str = "snowdrift";
+
 /// A `tso` generator: its oracle's options, its election and how followers reach the leader.
 #[derive(Debug, Clone)]
 pub struct TsoPlan {

@@ -14,7 +14,9 @@ pub mod worker;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-pub use generator::{CounterPlan, GeneratorPlan, SnowflakeOptions, SourcePlan, TsoPlan, UuidPlan};
+pub use generator::{
+    CounterPlan, GeneratorPlan, SnowflakeOptions, SourcePlan, TSO_NAMESPACE, TsoPlan, UuidPlan,
+};
 pub use reach::{REACH_TIMEOUT, Reached};
 
 use crate::auth::Tokens;

@@ -77,7 +77,7 @@ impl Plan {
                 }
                 SourcePlan::Tso(plan) => {
                     let answer =
-                        bounded(EtcdTso::connect(&plan.url, crate::tso::NAMESPACE, &g.name)).await;
+                        bounded(EtcdTso::connect(&plan.url, super::TSO_NAMESPACE, &g.name)).await;
                     let what = format!("etcd of tso generator {:?}", g.name);
                     out.push(reached(&what, &plan.url, answer));
                 }

@@ -614,9 +614,9 @@ pub fn test_clock_offset_ms() -> Result<i64, snowdrift_store::Error> {
     }
 }
 
-/// The etcd namespace of every oracle's keys: `/snowdrift/tso/{name}/leader` and
-/// `.../window`. Servers with a generator of the same name on one etcd share its oracle.
-pub const NAMESPACE: &str = "snowdrift";
+/// The etcd namespace of every oracle's keys (the plan decides it, so the plan's reach
+/// check and the oracle agree without importing each other in a circle).
+pub use crate::plan::TSO_NAMESPACE as NAMESPACE;
 
 /// A value that tells this process's leadership from an earlier run's on the same address.
 fn nonce() -> String {
