@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
+use snowdrift_proto::Kind;
 use snowdrift_proto::grpc::IdBatch;
 
 use crate::error::{Error, ErrorKind};
@@ -27,17 +28,22 @@ pub(crate) enum Batch {
         expires: bool,
         ordered: bool,
     },
-    /// Text IDs, and the servers' name of their kind.
-    Text { ids: Vec<String>, kind: String },
+    /// Text IDs, and their kind when this build knows it.
+    Text {
+        ids: Vec<String>,
+        kind: Option<Kind>,
+    },
 }
 
 impl Batch {
     /// The IDs of one message (of `Next`, or the first of a `Stream`).
     pub(crate) fn from_message(message: IdBatch) -> Self {
+        // The code when the server sent one, the name from servers before it.
+        let kind = message.kind_value();
         if message.runs.is_empty() && !message.text.is_empty() {
             return Batch::Text {
                 ids: message.text,
-                kind: message.kind,
+                kind,
             };
         }
         Batch::Runs {
@@ -47,8 +53,8 @@ impl Batch {
                 .iter()
                 .map(|r| (r.first, r.count, r.stride))
                 .collect(),
-            expires: message.kind == "snowflake",
-            ordered: message.kind == "tso",
+            expires: kind.is_some_and(Kind::ids_expire),
+            ordered: kind.is_some_and(Kind::never_cached),
         }
     }
 
@@ -245,7 +251,7 @@ impl NameCache {
             Batch::Text { ids, kind } => {
                 self.kind.store(TEXT, Ordering::Relaxed);
                 if self.policy.generate_locally
-                    && let Some(local) = Local::for_kind(&kind)
+                    && let Some(local) = kind.and_then(Local::for_kind)
                 {
                     let _ = self.local.set(local);
                 }

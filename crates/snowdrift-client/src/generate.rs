@@ -5,6 +5,7 @@
 use snowdrift_core::clock::MonotonicClock;
 use snowdrift_core::kinds::ulid::UlidGenerator;
 use snowdrift_core::kinds::uuid::{self, UuidV7Generator};
+use snowdrift_proto::Kind;
 
 use crate::error::{Error, ErrorKind};
 
@@ -17,12 +18,13 @@ pub(crate) enum Local {
 }
 
 impl Local {
-    /// The generator for the servers' kind `kind`, if it is one that needs no coordination.
-    pub(crate) fn for_kind(kind: &str) -> Option<Self> {
+    /// The generator for `kind`, if it is one that needs no coordination
+    /// ([`Kind::needs_no_coordination`]).
+    pub(crate) fn for_kind(kind: Kind) -> Option<Self> {
         match kind {
-            "uuid4" => Some(Local::Uuid4),
-            "uuid7" => Some(Local::Uuid7(UuidV7Generator::new(MonotonicClock::new()))),
-            "ulid" => Some(Local::Ulid(UlidGenerator::new(MonotonicClock::new()))),
+            Kind::Uuid4 => Some(Local::Uuid4),
+            Kind::Uuid7 => Some(Local::Uuid7(UuidV7Generator::new(MonotonicClock::new()))),
+            Kind::Ulid => Some(Local::Ulid(UlidGenerator::new(MonotonicClock::new()))),
             _ => None,
         }
     }

@@ -5,6 +5,7 @@
 //!
 //! - [`grpc`] (feature `grpc`, on by default): the messages, service and client generated
 //!   from `proto/snowdrift.proto`;
+//! - [`Kind`]: what a generator produces, with the names config files and JSON use;
 //! - [`http`]: the HTTP API's routes and the JSON shapes of its bodies;
 //! - [`wire`]: readers of the request framing the server parses itself, the HTTP/1.1 head of
 //!   a single-ID request and RESP frames. They use only std and httparse, so the fuzz targets
@@ -14,4 +15,7 @@
 #[cfg(feature = "grpc")]
 pub mod grpc;
 pub mod http;
+mod kind;
 pub mod wire;
+
+pub use kind::{Kind, UnknownKind};

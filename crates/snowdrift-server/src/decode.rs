@@ -229,7 +229,7 @@ pub fn text_kind(kind: Kind, text: &str) -> Result<Value, Error> {
         Error::invalid(format!(
             "{} is not a valid {}: {e}",
             quoted(text),
-            kind.name()
+            kind.as_str()
         ))
     };
     match kind {
@@ -270,7 +270,7 @@ pub fn text_kind(kind: Kind, text: &str) -> Result<Value, Error> {
         }
         other => Err(Error::invalid(format!(
             "IDs of kind {} carry no fields to decode",
-            other.name()
+            other.as_str()
         ))),
     }
 }

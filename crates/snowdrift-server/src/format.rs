@@ -41,7 +41,7 @@ pub fn codec_for(
     }
     Err(Error::unsupported(format!(
         "format={format} applies to 64-bit IDs; {} IDs have one standard text form",
-        source.kind().name()
+        source.kind().as_str()
     )))
 }
 
@@ -74,7 +74,7 @@ pub fn number_codec(
         _ if format.format() == Format::Friendly => {
             return Err(Error::unsupported(format!(
                 "format=friendly shows the fields of a snowflake layout; {} IDs have none",
-                source.kind().name()
+                source.kind().as_str()
             )));
         }
         // Only the friendly form reads the layout.

@@ -119,6 +119,8 @@ impl Lies {
                 stride: 1,
             }],
             text: Vec::new(),
+            // As a server from before `kind_code`: the client goes by the string.
+            kind_code: 0,
         }
     }
 }

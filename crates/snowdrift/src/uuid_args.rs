@@ -6,7 +6,7 @@ use anyhow::{Result, bail};
 use snowdrift_core::kinds::uuid::v2::{Domain, PER_WINDOW};
 use snowdrift_core::kinds::uuid::{self, Uuid};
 
-use crate::cmd::next::Kind;
+use snowdrift_proto::Kind;
 
 /// UUID options of `next`.
 #[derive(Debug, Clone, clap::Args)]
@@ -56,11 +56,11 @@ impl UuidArgs {
         ];
         for (flag, present, kinds) in given {
             if present && !kinds.contains(&kind) {
-                let names: Vec<_> = kinds.iter().map(|k| k.name()).collect();
+                let names: Vec<_> = kinds.iter().map(|k| k.as_str()).collect();
                 bail!(
                     "{flag} applies to --kind {}, not {}",
                     names.join(", "),
-                    kind.name()
+                    kind.as_str()
                 );
             }
         }
@@ -100,14 +100,14 @@ impl UuidArgs {
                     bail!(
                         "--kind {} makes the UUID of a name: give --namespace (dns, url, oid, \
                          x500 or a UUID) and --input NAME",
-                        kind.name()
+                        kind.as_str()
                     );
                 };
                 if count != 1 {
                     bail!(
                         "--kind {} gives the one UUID of a name (the same name always gives \
                          the same UUID), so -n must be 1",
-                        kind.name()
+                        kind.as_str()
                     );
                 }
                 let namespace = uuid::namespace(namespace)

@@ -69,7 +69,7 @@ fn counts_and_kinds() {
         "t",
         Batch::Text {
             ids: vec!["a".into(), "b".into()],
-            kind: "objectid".into(),
+            kind: Some(Kind::Objectid),
         },
     );
     assert_eq!(
@@ -78,4 +78,56 @@ fn counts_and_kinds() {
     );
     assert!(t.local.get().is_none());
     assert_eq!(t.stats().cached, 2);
+}
+
+/// What the cache does with a batch depends on its kind alone, not on how the server said
+/// it: the `kind` string of servers from before `kind_code`, the code alone, or both.
+#[test]
+fn old_servers_strings_and_the_kind_code_give_the_same_batch() {
+    use snowdrift_proto::grpc::{IdRun, KindCode};
+    let sent = |kind: Option<Kind>, code: Option<Kind>, text: bool| IdBatch {
+        name: "n".into(),
+        kind: kind.map(|k| k.as_str().to_string()).unwrap_or_default(),
+        kind_code: code.map_or(0, |k| KindCode::from(k).into()),
+        count: 1,
+        runs: if text {
+            Vec::new()
+        } else {
+            vec![IdRun {
+                first: 7,
+                count: 1,
+                stride: 1,
+            }]
+        },
+        text: if text { vec!["x".into()] } else { Vec::new() },
+    };
+    let shape = |b: Batch| match b {
+        Batch::Runs {
+            expires, ordered, ..
+        } => (false, expires, ordered, None),
+        Batch::Text { kind, .. } => (true, false, false, kind),
+    };
+    for &kind in Kind::ALL {
+        let text = kind.is_text();
+        let old = shape(Batch::from_message(sent(Some(kind), None, text)));
+        let new = shape(Batch::from_message(sent(None, Some(kind), text)));
+        let both = shape(Batch::from_message(sent(Some(kind), Some(kind), text)));
+        assert_eq!(old, new, "{kind}");
+        assert_eq!(old, both, "{kind}");
+        assert_eq!(old.1, kind == Kind::Snowflake, "{kind}: expires");
+        assert_eq!(old.2, kind == Kind::Tso, "{kind}: ordered");
+        if text {
+            assert_eq!(old.3, Some(kind));
+        }
+    }
+    // A tso batch is never cached, whichever way the server named its kind.
+    for batch in [
+        sent(Some(Kind::Tso), None, false),
+        sent(None, Some(Kind::Tso), false),
+    ] {
+        let c = NameCache::new(policy());
+        c.install("n", Batch::from_message(batch));
+        assert!(c.is_ordered());
+        assert_eq!(c.stats().cached, 0);
+    }
 }

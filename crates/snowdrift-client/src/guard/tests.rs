@@ -37,7 +37,7 @@ fn broken_shapes_are_refused() {
     admit(&g, &[(7, 1, 0)]).unwrap();
     let text = |ids: &[&str]| Batch::Text {
         ids: ids.iter().map(|s| s.to_string()).collect(),
-        kind: "uuid7".into(),
+        kind: Some(snowdrift_proto::Kind::Uuid7),
     };
     assert!(check_shape("e", "u", &text(&["a", "a"]), 5).is_err());
     assert!(check_shape("e", "u", &text(&[""]), 5).is_err());

@@ -516,43 +516,9 @@ pub struct TokenConfig {
     pub burst: Option<u32>,
 }
 
-word_enum!(
-    /// What a generator produces.
-    Kind {
-        /// 64-bit time-ordered IDs under a bit layout.
-        Snowflake = "snowflake",
-        /// Leaf segments of a tag in the store.
-        Segment = "segment",
-        /// Flickr ticket servers.
-        Ticket = "ticket",
-        /// Redis counters.
-        Counter = "counter",
-        /// UUID version 1 (time, clock sequence, node).
-        Uuid1 = "uuid1",
-        /// UUID version 2 (DCE Security: v1 with a local domain and ID).
-        Uuid2 = "uuid2",
-        /// UUID version 3 (MD5 of a namespace and a name from the request).
-        Uuid3 = "uuid3",
-        /// UUID version 4 (random).
-        Uuid4 = "uuid4",
-        /// UUID version 5 (SHA-1 of a namespace and a name from the request).
-        Uuid5 = "uuid5",
-        /// UUID version 6 (v1 with the time's bytes in order, so it sorts by time).
-        Uuid6 = "uuid6",
-        /// UUID version 7 (time-ordered).
-        Uuid7 = "uuid7",
-        /// ULID.
-        Ulid = "ulid",
-        /// MongoDB ObjectId.
-        Objectid = "objectid",
-        /// A timestamp oracle (TiKV PD's TSO): strictly increasing across every node, from
-        /// one leader elected on etcd.
-        Tso = "tso",
-        /// A ZooKeeper znode's data version after an unconditional `setData`: one quorum
-        /// write per ID.
-        ZkVersion = "zk-version",
-    }
-);
+/// What a generator produces: the wire contract's, so the config file, the HTTP and gRPC
+/// answers and the clients name kinds alike.
+pub use snowdrift_proto::Kind;
 
 /// One `[[generator]]`. Keys that do not apply to its kind are errors.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -42,7 +42,9 @@ pub fn batch(
     };
     Ok(pb::IdBatch {
         name: name.to_string(),
-        kind: kind.name().to_string(),
+        // Both: the string for clients from before `kind_code`, the code for the rest.
+        kind: kind.as_str().to_string(),
+        kind_code: pb::KindCode::from(kind).into(),
         count,
         runs,
         text,
@@ -70,7 +72,7 @@ fn decoded(kind: Kind, v: &Value) -> pb::DecodeResponse {
     let small = |key: &str| number(key).and_then(|n| u32::try_from(n).ok());
     pb::DecodeResponse {
         id: text("id").unwrap_or_default(),
-        kind: kind.name().to_string(),
+        kind: kind.as_str().to_string(),
         layout: text("layout").unwrap_or_default(),
         time: text("time"),
         time_ms: number("time_ms"),
@@ -132,6 +134,28 @@ mod tests {
         assert_eq!(b.count, 2);
         assert!(b.runs.is_empty());
         assert_eq!(b.text, ["a", "b"]);
+    }
+
+    /// Every batch names its kind twice, the string for clients from before `kind_code` and
+    /// the code for the rest, and the two always agree.
+    #[test]
+    fn every_batch_says_its_kind_as_the_old_string_and_as_the_code() {
+        for &kind in Kind::ALL {
+            let ids = Ids::Runs(vec![IdRun {
+                first: 1,
+                count: 1,
+                stride: 1,
+            }]);
+            let b = batch("n", kind, ids, None).unwrap();
+            assert_eq!(b.kind, kind.as_str());
+            assert_eq!(b.kind_code(), pb::KindCode::from(kind));
+            assert_eq!(b.kind_code().kind(), Some(kind));
+            let old_client_view = pb::IdBatch {
+                kind_code: 0,
+                ..b.clone()
+            };
+            assert_eq!(old_client_view.kind_value(), b.kind_value());
+        }
     }
 
     #[test]

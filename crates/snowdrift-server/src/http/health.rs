@@ -64,7 +64,7 @@ pub async fn generators(State(state): State<Arc<AppState>>) -> Json<Value> {
 }
 
 fn describe(name: &str, source: &Source) -> Value {
-    let mut v = json!({"name": name, "kind": source.kind().name()});
+    let mut v = json!({"name": name, "kind": source.kind().as_str()});
     match source {
         Source::Snowflake(s) => {
             v["layout"] = s.layout_name().into();

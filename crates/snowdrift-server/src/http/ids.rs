@@ -73,7 +73,7 @@ async fn runs_body(
     if !crate::format::is_64_bit(source) {
         return Err(Error::unsupported(format!(
             "form=runs is for 64-bit IDs; {} IDs are text: use form=ids",
-            kind.name()
+            kind.as_str()
         )));
     }
     // 64-bit kinds take no input: `issue` refuses one rather than ignore it.
@@ -82,13 +82,13 @@ async fn runs_body(
         Ids::Text(_) => {
             return Err(Error::internal(format!(
                 "generator {name:?} of kind {} issued text; please report this",
-                kind.name()
+                kind.as_str()
             )));
         }
     };
     let body = shape::Runs {
         name: name.to_string(),
-        kind: kind.name().to_string(),
+        kind: kind.as_str().to_string(),
         runs: runs
             .iter()
             .map(|r| shape::Run {

@@ -54,7 +54,7 @@ pub(crate) async fn segment_id(state: &AppState, tag: &str) -> Result<String, Er
         Ok(s) => {
             return Err(Error::unsupported(format!(
                 "{tag:?} is a {} generator, not a segment tag",
-                s.kind().name()
+                s.kind().as_str()
             )));
         }
         Err(e) => return Err(e),

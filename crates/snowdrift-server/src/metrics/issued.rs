@@ -23,7 +23,7 @@ const ISSUED_NAME: &str = "snowdrift_ids_issued_total";
 
 /// Counts `count` IDs issued in one batch by generator (or segment tag) `name` of `kind`.
 pub fn issued(name: &str, kind: Kind, count: u64) {
-    let kind = kind.name();
+    let kind = kind.as_str();
     ISSUED.with(
         name,
         kind,

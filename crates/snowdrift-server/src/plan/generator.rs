@@ -719,10 +719,10 @@ fn check_keys(g: &GeneratorConfig) -> Result<(), ConfigError> {
     ];
     for (key, present, kinds) in set {
         if present && !kinds.contains(&g.kind) {
-            let allowed: Vec<_> = kinds.iter().map(|k| k.name()).collect();
+            let allowed: Vec<_> = kinds.iter().map(|k| k.as_str()).collect();
             return Err(ConfigError::new(format!(
                 "key {key:?} does not apply to kind {}; it is for kind {}",
-                g.kind.name(),
+                g.kind.as_str(),
                 allowed.join(", ")
             )));
         }
@@ -737,7 +737,7 @@ fn check_keys(g: &GeneratorConfig) -> Result<(), ConfigError> {
         return Err(ConfigError::new(format!(
             "kind {} needs namespace = \"dns\", \"url\", \"oid\", \"x500\" or a UUID: the \
              namespace each request's name is hashed under",
-            g.kind.name()
+            g.kind.as_str()
         )));
     }
     if g.kind == Kind::Counter && g.url.is_none() {

@@ -145,7 +145,7 @@ pub fn snowflake_source(
         Kind::Snowflake => Ok((name.to_string(), source)),
         kind if generators.is_generator(name) => Err(Refusal::wrong_type(format!(
             "generator {name:?} is of kind {}, not snowflake; use INCR {name}",
-            kind.name()
+            kind.as_str()
         ))),
         _ => Err(Refusal::err(format!(
             "no snowflake generator is named {name:?}; SNOWFLAKE without a name uses the \
@@ -193,7 +193,7 @@ fn one_run_last(ids: &Ids, n: u64) -> Option<u64> {
 }
 
 fn not_consecutive(name: &str, source: &Source) -> Refusal {
-    let kind = source.kind().name();
+    let kind = source.kind().as_str();
     let why = match source.kind() {
         Kind::Snowflake => "a batch of snowflake IDs may span clock ticks, so it is not one run",
         Kind::Ticket => "ticket servers take turns, so a batch is not one run",

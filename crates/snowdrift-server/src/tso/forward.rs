@@ -201,7 +201,13 @@ impl Forwarder {
         // One consecutive run of exactly `count`; anything else is a peer that is not a
         // snowdrift tso leader of this generator.
         let first = match batch.runs.as_slice() {
-            [run] if run.count == count && run.stride == 1 && batch.kind == "tso" => run.first,
+            [run]
+                if run.count == count
+                    && run.stride == 1
+                    && batch.kind_value() == Some(crate::config::Kind::Tso) =>
+            {
+                run.first
+            }
             _ => {
                 return Err(Failure::Refused(Error::unavailable(refuse(
                     Refusal::Shape,

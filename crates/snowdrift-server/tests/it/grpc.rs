@@ -160,6 +160,58 @@ async fn next_serves_every_default_kind() {
     }
 }
 
+/// Every batch names its kind twice: the string, all that clients from before `kind_code`
+/// read, and the code; the two agree for every kind, in `Next` and in each message of a
+/// `Stream`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_say_their_kind_as_the_old_string_and_as_the_code() {
+    use snowdrift_proto::Kind;
+    use snowdrift_proto::grpc::KindCode;
+    let kinds = [
+        Kind::Snowflake,
+        Kind::Uuid1,
+        Kind::Uuid2,
+        Kind::Uuid4,
+        Kind::Uuid6,
+        Kind::Uuid7,
+        Kind::Ulid,
+        Kind::Objectid,
+    ];
+    let generators: String = kinds
+        .iter()
+        .map(|k| format!("[[generator]]\nname = \"g-{k}\"\nkind = \"{k}\"\n"))
+        .collect();
+    let s = start(&generators).await;
+    let agree = |batch: &IdBatch, kind: Kind| {
+        assert_eq!(batch.kind, kind.as_str(), "the string of old clients");
+        assert_eq!(batch.kind_code(), KindCode::from(kind), "{kind}");
+        assert_eq!(batch.kind_value(), Some(kind));
+        let as_old_clients_see_it = IdBatch {
+            kind_code: 0,
+            ..batch.clone()
+        };
+        assert_eq!(as_old_clients_see_it.kind_value(), Some(kind));
+    };
+    for kind in kinds {
+        let name = format!("g-{kind}");
+        agree(&s.next(&name, Some(3)).await.unwrap(), kind);
+        let request = StreamRequest {
+            name,
+            count: 30,
+            batch: Some(10),
+            format: None,
+            input: None,
+        };
+        let mut stream = s.ids().stream(request).await.unwrap().into_inner();
+        let mut messages = 0;
+        while let Some(batch) = stream.message().await.unwrap() {
+            agree(&batch, kind);
+            messages += 1;
+        }
+        assert_eq!(messages, 3, "{kind}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn packed_runs_are_the_ids_http_gives() {
     // Two generators of each kind, configured alike and starting fresh: one served over

@@ -5,6 +5,7 @@ use std::io::{BufWriter, Write};
 use anyhow::{Context, Result, bail};
 use snowdrift_core::codec::IdFormat;
 use snowdrift_core::generator::SnowflakeGenerator;
+use snowdrift_proto::Kind;
 
 mod leased;
 
@@ -13,50 +14,56 @@ use crate::obfuscate_args::ObfuscateArgs;
 use crate::store_args::StoreArgs;
 use crate::uuid_args::UuidArgs;
 
-/// The ID kinds `next` can generate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Kind {
-    /// 64-bit time-ordered ID under a bit layout.
-    Snowflake,
-    /// Time-based UUID (RFC 9562 version 1): 100 ns time, clock sequence, node (--node).
-    Uuid1,
-    /// DCE Security UUID (version 2): v1 with --domain and --local-id over the low time bits.
-    Uuid2,
-    /// Name-based UUID (version 3, MD5) of --input under --namespace.
-    Uuid3,
-    /// Random UUID (RFC 9562 version 4).
-    Uuid4,
-    /// Name-based UUID (version 5, SHA-1) of --input under --namespace.
-    Uuid5,
-    /// Time-ordered UUID (version 6): version 1 with the time's bytes in order (--node).
-    Uuid6,
-    /// Time-ordered UUID (RFC 9562 version 7), monotonic within the process.
-    Uuid7,
-    /// Monotonic ULID (26 Crockford base32 characters).
-    Ulid,
-    /// MongoDB ObjectId (24 hex characters).
-    Objectid,
-    /// The next IDs of a segment tag (Leaf's segment mode), claimed from --store.
-    Segment,
-}
+/// The kinds `next` makes in this process, in the order `--help` lists them, with what each
+/// gives. `--kind` accepts these alone; the others need a server (`--server`).
+const LOCAL_KINDS: &[(Kind, &str)] = &[
+    (Kind::Snowflake, "64-bit time-ordered ID under a bit layout"),
+    (
+        Kind::Uuid1,
+        "Time-based UUID (RFC 9562 version 1): 100 ns time, clock sequence, node (--node)",
+    ),
+    (
+        Kind::Uuid2,
+        "DCE Security UUID (version 2): v1 with --domain and --local-id over the low time bits",
+    ),
+    (
+        Kind::Uuid3,
+        "Name-based UUID (version 3, MD5) of --input under --namespace",
+    ),
+    (Kind::Uuid4, "Random UUID (RFC 9562 version 4)"),
+    (
+        Kind::Uuid5,
+        "Name-based UUID (version 5, SHA-1) of --input under --namespace",
+    ),
+    (
+        Kind::Uuid6,
+        "Time-ordered UUID (version 6): version 1 with the time's bytes in order (--node)",
+    ),
+    (
+        Kind::Uuid7,
+        "Time-ordered UUID (RFC 9562 version 7), monotonic within the process",
+    ),
+    (
+        Kind::Ulid,
+        "Monotonic ULID (26 Crockford base32 characters)",
+    ),
+    (Kind::Objectid, "MongoDB ObjectId (24 hex characters)"),
+    (
+        Kind::Segment,
+        "The next IDs of a segment tag (Leaf's segment mode), claimed from --store",
+    ),
+];
 
-impl Kind {
-    /// The name --kind takes.
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Snowflake => "snowflake",
-            Kind::Uuid1 => "uuid1",
-            Kind::Uuid2 => "uuid2",
-            Kind::Uuid3 => "uuid3",
-            Kind::Uuid4 => "uuid4",
-            Kind::Uuid5 => "uuid5",
-            Kind::Uuid6 => "uuid6",
-            Kind::Uuid7 => "uuid7",
-            Kind::Ulid => "ulid",
-            Kind::Objectid => "objectid",
-            Kind::Segment => "segment",
-        }
-    }
+/// `--kind`: one of [`LOCAL_KINDS`] by its name, refused by clap with the list of them
+/// otherwise (a server-only kind such as tso included).
+fn kind_parser() -> impl clap::builder::TypedValueParser<Value = Kind> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(
+        LOCAL_KINDS
+            .iter()
+            .map(|&(kind, help)| clap::builder::PossibleValue::new(kind.as_str()).help(help)),
+    )
+    .try_map(|name| name.parse::<Kind>())
 }
 
 /// Generate IDs locally and print one per line.
@@ -78,7 +85,7 @@ pub struct Args {
     #[arg(short = 'n', long = "count", default_value_t = 1, value_name = "COUNT")]
     count: u64,
     /// Which kind of ID.
-    #[arg(long, value_enum, default_value_t = Kind::Snowflake)]
+    #[arg(long, value_parser = kind_parser(), default_value_t = Kind::Snowflake)]
     kind: Kind,
     #[command(flatten)]
     layout: LayoutArgs,
@@ -135,7 +142,7 @@ pub fn run(args: Args) -> Result<()> {
         if args.kind != Kind::Snowflake {
             bail!(
                 "--registry leases a worker ID for snowflake IDs; drop it for --kind {}",
-                args.kind.name()
+                args.kind.as_str()
             );
         }
         let (layout, name) = args.layout.resolve(None)?;
@@ -168,7 +175,7 @@ pub fn run(args: Args) -> Result<()> {
         .resolve(args.kind, args.count, args.lease.namespace.as_deref())?;
     if args.kind != Kind::Snowflake {
         if args.format.is_some() {
-            let kind = args.kind.name();
+            let kind = args.kind.as_str();
             bail!(
                 "--format applies to 64-bit snowflake IDs; {kind} IDs have one standard text form"
             );

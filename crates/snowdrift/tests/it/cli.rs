@@ -256,6 +256,45 @@ fn other_kinds_have_standard_forms_and_increase() {
     );
 }
 
+/// `--kind` takes the kinds `next` makes in this process, by their config names, and refuses
+/// the others (kinds only a server issues, such as tso, included) listing what it takes.
+#[test]
+fn next_takes_only_the_kinds_it_makes_here() {
+    let local = "snowflake, uuid1, uuid2, uuid3, uuid4, uuid5, uuid6, uuid7, ulid, objectid, \
+                 segment";
+    for kind in [
+        "tso",
+        "ticket",
+        "counter",
+        "zk-version",
+        "Snowflake",
+        "uuid8",
+    ] {
+        let out = snowdrift(&["next", "--kind", kind]);
+        assert!(!out.status.success(), "--kind {kind} is refused");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            err.contains(&format!("invalid value '{kind}' for '--kind <KIND>'")),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!("[possible values: {local}]")),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+    let help = ok(&["next", "--help"]);
+    assert!(
+        !help.contains("- tso") && !help.contains("- zk-version"),
+        "{help}"
+    );
+    assert!(
+        help.contains("- segment:   The next IDs of a segment tag"),
+        "{help}"
+    );
+    assert!(help.contains("[default: snowflake]"), "{help}");
+}
+
 #[test]
 fn uuid_options_are_checked_before_anything_is_printed() {
     for (args, says) in [
