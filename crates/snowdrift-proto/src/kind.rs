@@ -68,6 +68,13 @@ impl Kind {
         Kind::ZkVersion,
     ];
 
+    /// The config name, as [`as_str`](Self::as_str): the name the server's config `Kind`
+    /// had before it moved here, kept so code written against it still builds.
+    #[deprecated(note = "use as_str")]
+    pub const fn name(self) -> &'static str {
+        self.as_str()
+    }
+
     /// The name used in config files, JSON, `IdBatch.kind` and messages.
     pub const fn as_str(self) -> &'static str {
         match self {
