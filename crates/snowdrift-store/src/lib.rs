@@ -24,6 +24,7 @@ pub mod counter;
 pub mod error;
 #[cfg(feature = "etcd")]
 mod etcd_connection;
+mod mask;
 #[cfg(feature = "redis")]
 mod redis_connection;
 pub mod segment;
@@ -37,3 +38,4 @@ mod zk_connection;
 pub mod zk_version;
 
 pub use error::{Error, Result};
+pub use mask::mask_url;
