@@ -17,6 +17,7 @@
 //!   [`snowdrift_core::tso::TimestampOracle`].
 #![deny(missing_docs)]
 
+mod backoff;
 #[cfg(any(feature = "zookeeper", feature = "etcd"))]
 mod coordinator_url;
 #[cfg(feature = "redis")]
