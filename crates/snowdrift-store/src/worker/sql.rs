@@ -284,19 +284,12 @@ impl SqlRegistry {
 
     /// The live leases, by worker ID.
     pub async fn holders(&self) -> Result<Vec<(u64, String)>> {
-        self.holders_below(i64::MAX).await
-    }
-
-    async fn holders_below(&self, space: i64) -> Result<Vec<(u64, String)>> {
         let select = self.sql(
             "SELECT worker_id, holder FROM {t} \
-             WHERE holder IS NOT NULL AND lease_expires_ms > {now} AND worker_id < ? \
+             WHERE holder IS NOT NULL AND lease_expires_ms > {now} \
              ORDER BY worker_id",
         );
-        let rows = sqlx::query(select)
-            .bind(space)
-            .fetch_all(&self.pool)
-            .await?;
+        let rows = sqlx::query(select).fetch_all(&self.pool).await?;
         rows.iter()
             .map(|row| {
                 let id: i64 = row.try_get("worker_id")?;
