@@ -5,6 +5,7 @@
 use percent_encoding::percent_decode_str;
 
 use crate::error::{Error, Result};
+use crate::mask_url;
 
 /// A coordinator URL taken apart.
 pub(crate) struct CoordinatorUrl {
@@ -23,7 +24,7 @@ impl CoordinatorUrl {
     /// keys accepted after `?`.
     pub(crate) fn parse(url: &str, usage: &str, allowed: &[&str]) -> Result<Self> {
         let bad = |reason: String| Error::InvalidUrl {
-            url: masked(url),
+            url: mask_url(url),
             reason,
         };
         let (scheme, rest) = url
@@ -110,22 +111,6 @@ fn decode(text: &str) -> std::result::Result<String, String> {
         .map_err(|_| format!("{text:?} is not UTF-8 once percent-decoded"))
 }
 
-/// `url` with its password replaced by `***`, for errors and logs.
-pub(crate) fn masked(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    let Some((userinfo, hosts)) = authority.rsplit_once('@') else {
-        return url.to_string();
-    };
-    match userinfo.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{hosts}{tail}"),
-        None => url.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,16 +155,5 @@ mod tests {
             assert!(e.contains(says), "{url}: {e}");
             assert!(!e.contains("secret"), "{url}: {e}");
         }
-    }
-
-    #[test]
-    fn masking_hides_only_the_password() {
-        assert_eq!(masked("etcd://u:pw@a:1,b:2"), "etcd://u:***@a:1,b:2");
-        assert_eq!(
-            masked("https://u:pw@a:1?ca=/x@y/ca.pem"),
-            "https://u:***@a:1?ca=/x@y/ca.pem"
-        );
-        assert_eq!(masked("etcd://a:1?key=k@v"), "etcd://a:1?key=k@v");
-        assert_eq!(masked("zookeeper://a:1"), "zookeeper://a:1");
     }
 }

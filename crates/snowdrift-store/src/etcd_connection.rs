@@ -15,8 +15,9 @@ use etcd_client::{Certificate, Client, ConnectOptions, GetOptions, Identity, Tls
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::coordinator_url::{CoordinatorUrl, masked};
+use crate::coordinator_url::CoordinatorUrl;
 use crate::error::{Error, Result};
+use crate::mask_url;
 
 /// The forms an etcd URL takes, for errors.
 const USAGE: &str = "etcd://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...], or https://[USER:PASSWORD@]HOST:PORT[,...]?ca=FILE&cert=FILE&key=FILE for TLS";
@@ -38,7 +39,7 @@ impl Target {
     /// PEM certificate (or key) fails here, not at the first request.
     pub(crate) fn parse(url: &str) -> Result<Self> {
         let parts = CoordinatorUrl::parse(url, USAGE, &OPTIONS)?;
-        let shown = masked(url);
+        let shown = mask_url(url);
         let bad = |reason: String| Error::InvalidUrl {
             url: shown.clone(),
             reason,

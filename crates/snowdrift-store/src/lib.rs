@@ -17,6 +17,7 @@
 //!   [`snowdrift_core::tso::TimestampOracle`].
 #![deny(missing_docs)]
 
+mod backoff;
 #[cfg(any(feature = "zookeeper", feature = "etcd"))]
 mod coordinator_url;
 #[cfg(feature = "redis")]
@@ -24,6 +25,7 @@ pub mod counter;
 pub mod error;
 #[cfg(feature = "etcd")]
 mod etcd_connection;
+mod mask;
 #[cfg(feature = "redis")]
 mod redis_connection;
 pub mod segment;
@@ -37,3 +39,4 @@ mod zk_connection;
 pub mod zk_version;
 
 pub use error::{Error, Result};
+pub use mask::mask_url;

@@ -17,16 +17,15 @@ pub(crate) enum Dialect {
     MySql,
 }
 
-/// Connects to `url` (`sqlite://file.db`, `postgres://...`, `mysql://...`, `mariadb://...`).
-/// A missing SQLite file is created and put in WAL mode.
-pub(crate) async fn connect(url: &str) -> Result<(AnyPool, Dialect)> {
+/// The dialect a SQL URL's scheme names, and the URL as sqlx takes it (`mariadb:` becomes
+/// `mysql:`): the one reading of `sqlite://`, `postgres://`, `postgresql://`, `mysql://` and
+/// `mariadb://` for every SQL store, registry and ticket server. `Ok(None)` for a scheme
+/// that is no SQL database, so each caller says what it takes; an error for a SQL scheme
+/// this build left out.
+pub(crate) fn dialect_of(url: &str) -> Result<Option<(Dialect, String)>> {
     let scheme = url.split(':').next().unwrap_or_default();
-    let bad_url = |reason: String| Error::InvalidUrl {
-        url: format!("{scheme}://…"),
-        reason,
-    };
-    let (dialect, url) = match scheme {
-        "sqlite" if cfg!(feature = "sqlite") => (Dialect::Sqlite, sqlite_create_mode(url)),
+    let parsed = match scheme {
+        "sqlite" if cfg!(feature = "sqlite") => (Dialect::Sqlite, url.to_string()),
         "postgres" | "postgresql" if cfg!(feature = "postgres") => {
             (Dialect::Postgres, url.to_string())
         }
@@ -34,14 +33,28 @@ pub(crate) async fn connect(url: &str) -> Result<(AnyPool, Dialect)> {
             (Dialect::MySql, url.replacen("mariadb:", "mysql:", 1))
         }
         "sqlite" | "postgres" | "postgresql" | "mysql" | "mariadb" => {
-            return Err(bad_url(format!(
-                "this build has no {scheme} support (cargo feature)"
-            )));
+            return Err(Error::InvalidUrl {
+                url: crate::mask_url(url),
+                reason: format!("this build has no {scheme} support (cargo feature)"),
+            });
         }
-        _ => {
-            return Err(bad_url(
-                "use sqlite://FILE, postgres://USER@HOST/DB or mysql://USER@HOST/DB".into(),
-            ));
+        _ => return Ok(None),
+    };
+    Ok(Some(parsed))
+}
+
+/// Connects to `url` (`sqlite://file.db`, `postgres://...`, `mysql://...`, `mariadb://...`).
+/// A missing SQLite file is created and put in WAL mode.
+pub(crate) async fn connect(url: &str) -> Result<(AnyPool, Dialect)> {
+    let (dialect, url) = match dialect_of(url)? {
+        Some((Dialect::Sqlite, url)) => (Dialect::Sqlite, sqlite_create_mode(&url)),
+        Some(parsed) => parsed,
+        None => {
+            let scheme = url.split(':').next().unwrap_or_default();
+            return Err(Error::InvalidUrl {
+                url: format!("{scheme}://…"),
+                reason: "use sqlite://FILE, postgres://USER@HOST/DB or mysql://USER@HOST/DB".into(),
+            });
         }
     };
     sqlx::any::install_default_drivers();

@@ -15,8 +15,9 @@ use tokio::sync::Mutex;
 use zookeeper_client as zk;
 use zookeeper_client::{Acl, Acls, Permission};
 
-use crate::coordinator_url::{CoordinatorUrl, masked};
+use crate::coordinator_url::CoordinatorUrl;
 use crate::error::{Error, Result};
+use crate::mask_url;
 
 /// The form a ZooKeeper URL takes, for errors.
 const USAGE: &str = "zookeeper://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...]";
@@ -53,7 +54,7 @@ impl Target {
         let parts = CoordinatorUrl::parse(url, USAGE, &[])?;
         if parts.scheme != "zookeeper" {
             return Err(Error::InvalidUrl {
-                url: masked(url),
+                url: mask_url(url),
                 reason: format!("use {USAGE}"),
             });
         }
@@ -61,7 +62,7 @@ impl Target {
             && user.contains(':')
         {
             return Err(Error::InvalidUrl {
-                url: masked(url),
+                url: mask_url(url),
                 reason: "a ZooKeeper digest user cannot hold ':' (its password can)".into(),
             });
         }
@@ -69,7 +70,7 @@ impl Target {
             cluster: parts.hosts.join(","),
             digest: parts.user.as_ref().map(|(u, p)| format!("{u}:{p}")),
             user: parts.user.map(|(u, _)| u),
-            shown: masked(url),
+            shown: mask_url(url),
         })
     }
 

@@ -1,6 +1,6 @@
 //! The effective config as TOML, for `--check-config`: every section with its defaults
 //! filled in and the default generators spelled out, written by the `toml` crate, with every
-//! secret masked (passwords in URLs, obfuscation keys). Token hashes stay: they are not
+//! secret masked (passwords in URLs and in their query parameters, obfuscation keys). Token hashes stay: they are not
 //! secrets, and the output parses back as a config.
 
 use super::Config;
@@ -27,23 +27,9 @@ impl Config {
     }
 }
 
-/// `scheme://user:secret@host` -> `scheme://user:***@host`.
-pub fn mask_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    // The authority ends at the path, the query or the fragment: an etcd URL's options
-    // (`?ca=/etc/ca.pem`) may hold '/' and '@' of their own.
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    let Some((userinfo, host)) = authority.rsplit_once('@') else {
-        return url.to_string();
-    };
-    match userinfo.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
-        None => url.to_string(),
-    }
-}
+/// The store's one masking policy (see [`snowdrift_store::mask_url`]): the password of
+/// the user part and the values of password-like query parameters become `***`.
+pub use snowdrift_store::mask_url;
 
 #[cfg(test)]
 mod tests {
@@ -67,5 +53,9 @@ mod tests {
             "zookeeper://sd:***@a:2181,b:2181"
         );
         assert_eq!(mask_url("etcd://a:2379?key=k@x"), "etcd://a:2379?key=k@x");
+        assert_eq!(
+            mask_url("postgres://h/db?password=secret"),
+            "postgres://h/db?password=***"
+        );
     }
 }

@@ -10,6 +10,7 @@ use snowdrift_core::segment::{
 use tokio::sync::Notify;
 
 use super::SegmentStore;
+use crate::backoff::Backoff;
 use crate::error::{Error, Result};
 
 /// How a [`SegmentBuffer`] prefetches and waits.
@@ -319,20 +320,22 @@ struct Refiller {
 
 impl Refiller {
     async fn run(mut self) {
-        let mut backoff = Duration::from_millis(50);
+        // 50 ms after a failed claim, doubling up to 5 s while claims keep failing.
+        let backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(5));
+        let mut failures = 0u32;
         loop {
             while self.chain.wanted() > 0 {
                 match self.claim_one().await {
                     Ok(()) => {
-                        backoff = Duration::from_millis(50);
+                        failures = 0;
                         *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = None;
                         self.refilled.notify_waiters();
                     }
                     Err(e) => {
                         *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) =
                             Some(e.to_string());
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(Duration::from_secs(5));
+                        failures = failures.saturating_add(1);
+                        tokio::time::sleep(backoff.after(failures)).await;
                     }
                 }
             }

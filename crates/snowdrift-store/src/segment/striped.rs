@@ -9,6 +9,7 @@ use snowdrift_core::segment::IdRange;
 
 use super::SegmentStore;
 use super::tag::{Claim, NewTag, Tag, TagUpdate, validate_claim};
+use crate::backoff::Backoff;
 use crate::error::{Error, Result};
 
 /// Several stores serving the same tags, striped: with `n` stores, store `k` serves only
@@ -36,8 +37,11 @@ pub struct StripedStore {
 #[derive(Debug, Default, Clone, Copy)]
 struct Down {
     until: Option<Instant>,
-    backoff: Duration,
+    failures: u32,
 }
+
+/// How long a failed store sits out: 1 s after one failure, doubling up to 30 s.
+const SIT_OUT: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
 
 impl StripedStore {
     /// Stripes `stores`: the `k`-th serves the residue class `k` modulo their number.
@@ -74,10 +78,10 @@ impl StripedStore {
         *down = if ok {
             Down::default()
         } else {
-            let backoff = (down.backoff * 2).clamp(Duration::from_secs(1), Duration::from_secs(30));
+            let failures = down.failures.saturating_add(1);
             Down {
-                until: Some(Instant::now() + backoff),
-                backoff,
+                until: Some(Instant::now() + SIT_OUT.after(failures)),
+                failures,
             }
         };
     }

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+pub(crate) use crate::sql_connection::Dialect;
 
 /// Default table (MySQL/MariaDB) or sequence (PostgreSQL) name: Flickr's `tickets64`.
 pub const DEFAULT_NAME: &str = "tickets64";
@@ -102,75 +103,39 @@ pub(crate) fn validate_count(count: usize) -> Result<()> {
     Ok(())
 }
 
-/// Which database a ticket server is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Dialect {
-    Postgres,
-    MySql,
-}
-
-/// The dialect of `url` and the URL sqlx takes (`mariadb:` becomes `mysql:`).
+/// The dialect of a ticket server's `url` (PostgreSQL or MySQL/MariaDB, read by the one
+/// SQL URL parser) and the URL sqlx takes.
 pub(crate) fn dialect_of(url: &str) -> Result<(Dialect, String)> {
-    let scheme = url.split(':').next().unwrap_or_default();
     let bad_url = |reason: String| Error::InvalidUrl {
-        url: redact(url),
+        url: crate::mask_url(url),
         reason,
     };
-    match scheme {
-        "postgres" | "postgresql" if cfg!(feature = "postgres") => {
-            Ok((Dialect::Postgres, url.to_string()))
-        }
-        "mysql" | "mariadb" if cfg!(feature = "mysql") => {
-            Ok((Dialect::MySql, url.replacen("mariadb:", "mysql:", 1)))
-        }
-        "postgres" | "postgresql" | "mysql" | "mariadb" => Err(bad_url(format!(
-            "this build has no {scheme} support (cargo feature)"
-        ))),
-        "sqlite" => Err(bad_url(
+    // Refused by name even in a build without SQLite.
+    let sqlite = url.split(':').next() == Some("sqlite");
+    match crate::sql_connection::dialect_of(url).map(|d| d.filter(|_| !sqlite)) {
+        _ if sqlite => Err(bad_url(
             "SQLite is not a ticket server: ticket mode interleaves several MySQL/MariaDB or PostgreSQL servers; for one SQLite file use segment mode".into(),
         )),
-        _ => Err(bad_url(
+        Ok(Some(parsed)) => Ok(parsed),
+        Err(e) => Err(e),
+        Ok(None) => Err(bad_url(
             "a ticket server is mysql://USER@HOST/DB (or mariadb://) or postgres://USER@HOST/DB"
                 .into(),
         )),
     }
 }
 
-/// `url` without its password and query string, for errors and logs.
-pub(crate) fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return "(not a URL)".into();
-    };
-    // The query string may carry a password too (`?password=`).
-    let rest = rest.split(['?', '#']).next().unwrap_or_default();
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let authority = match authority.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let user = userinfo.split(':').next().unwrap_or_default();
-            format!("{user}@{host}")
-        }
-        None => authority.to_string(),
-    };
-    format!("{scheme}://{authority}{path}")
+/// The error of a ticket operation on a SQLite connection, which [`dialect_of`] never
+/// hands out: named rather than a panic, should that ever change.
+pub(crate) fn no_sqlite_ticket_server() -> Error {
+    Error::InvalidInput(
+        "SQLite is not a ticket server: ticket mode interleaves several MySQL/MariaDB or PostgreSQL servers".into(),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn redact_drops_passwords_and_query() {
-        assert_eq!(
-            redact("postgres://root:secret@127.0.0.1:5432/test?password=x"),
-            "postgres://root@127.0.0.1:5432/test"
-        );
-        assert_eq!(
-            redact("mysql://root@127.0.0.1:3306/a"),
-            "mysql://root@127.0.0.1:3306/a"
-        );
-        assert_eq!(redact("mysql://h"), "mysql://h");
-        assert_eq!(redact("nonsense"), "(not a URL)");
-    }
 
     #[test]
     fn a_class_owns_its_residue() {

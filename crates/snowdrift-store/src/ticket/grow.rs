@@ -21,10 +21,12 @@ use tokio::task::JoinSet;
 use tokio::time::timeout;
 
 use super::config::{
-    DEFAULT_NAME, Dialect, MAX_INCREMENT, TicketConfig, dialect_of, redact, validate_name,
+    DEFAULT_NAME, Dialect, MAX_INCREMENT, TicketConfig, dialect_of, no_sqlite_ticket_server,
+    validate_name,
 };
 use super::server::{COMMENT_PREFIX, TicketServer, mysql_class_comment, mysql_create_table};
 use crate::error::{Error, Result};
+use crate::mask_url;
 
 /// Default room above the highest current value: a million tickets that processes still
 /// running may take between the last reading and the change (a gap of that size in the
@@ -106,7 +108,7 @@ pub struct Grow {
 
 impl fmt::Debug for Grow {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let servers: Vec<String> = self.servers.iter().map(|u| redact(u)).collect();
+        let servers: Vec<String> = self.servers.iter().map(|u| mask_url(u)).collect();
         f.debug_struct("Grow")
             .field("servers", &servers)
             .field("from", &self.from)
@@ -255,7 +257,7 @@ impl Grow {
         let mut targets: Vec<Target> = Vec::with_capacity(self.servers.len());
         for (i, url) in self.servers.iter().enumerate() {
             let (dialect, sqlx_url) = dialect_of(url)?;
-            let shown = redact(url);
+            let shown = mask_url(url);
             let connect =
                 AnyConnectOptions::from_str(&sqlx_url).map_err(|e| Error::InvalidUrl {
                     url: shown.clone(),
@@ -421,6 +423,7 @@ impl GrowPlan {
                 );
                 conn.execute(AssertSqlSafe(ddl)).await?;
             }
+            (Dialect::Sqlite, _) => return Err(no_sqlite_ticket_server()),
             (Dialect::MySql, state) => {
                 let ddl = match state {
                     ServerState::Missing => mysql_create_table(name, to, k, Some(start)),
@@ -548,6 +551,7 @@ async fn read_one(conn: &mut AnyConnection, dialect: Dialect, name: &str) -> Res
     match dialect {
         Dialect::Postgres => read_postgres(conn, name).await,
         Dialect::MySql => read_mysql(conn, name).await,
+        Dialect::Sqlite => Err(no_sqlite_ticket_server()),
     }
 }
 

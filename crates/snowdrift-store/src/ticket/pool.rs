@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use super::config::{DEFAULT_NAME, DEFAULT_TIMEOUT, TicketConfig, validate_count};
 use super::server::TicketServer;
+use crate::backoff::Backoff;
 use crate::error::{Error, Result};
 
 /// Default wait before the first re-probe of a server that failed.
@@ -340,10 +341,7 @@ impl Slot {
 
 impl Inner {
     fn backoff(&self, failures: u32) -> Duration {
-        let doublings = failures.saturating_sub(1).min(30);
-        self.backoff_initial
-            .saturating_mul(1 << doublings)
-            .min(self.backoff_max)
+        Backoff::new(self.backoff_initial, self.backoff_max).after(failures)
     }
 
     /// A call failed: out of turn until a probe passes.

@@ -11,8 +11,9 @@ use sqlx::{AnyConnection, AssertSqlSafe, ConnectOptions, Connection, Executor, R
 use tokio::sync::Mutex;
 use tokio::time::timeout;
 
-use super::config::{Dialect, TicketConfig, dialect_of, redact, validate_count};
+use super::config::{Dialect, TicketConfig, dialect_of, no_sqlite_ticket_server, validate_count};
 use crate::error::{Error, Result};
+use crate::mask_url;
 
 /// Tickets per MySQL round trip. Each one is a commit on the server, so a round trip must
 /// stay well inside the timeout (about 0.1 s for 100 on a slow disk), while still sending
@@ -159,7 +160,7 @@ impl TicketServer {
         let label = label(url, &config);
         sqlx::any::install_default_drivers();
         let connect = AnyConnectOptions::from_str(&sqlx_url).map_err(|e| Error::InvalidUrl {
-            url: redact(url),
+            url: mask_url(url),
             reason: e.to_string(),
         })?;
         Ok(Self {
@@ -331,6 +332,7 @@ impl TicketServer {
                 let ids = match self.inner.dialect {
                     Dialect::Postgres => self.next_postgres(conn, count).await?,
                     Dialect::MySql => self.next_mysql(conn, count).await?,
+                    Dialect::Sqlite => return Err(no_sqlite_ticket_server().into()),
                 };
                 Ok(self.accept(ids, count)?)
             }
@@ -434,6 +436,7 @@ impl TicketServer {
                     Err(e) => return Err(e.into()),
                 }
             }
+            Dialect::Sqlite => return Err(no_sqlite_ticket_server()),
         }
         Ok(())
     }
@@ -465,6 +468,7 @@ impl TicketServer {
         match self.inner.dialect {
             Dialect::MySql => self.verify_table(conn).await,
             Dialect::Postgres => self.verify_sequence(conn).await,
+            Dialect::Sqlite => Err(no_sqlite_ticket_server()),
         }
     }
 
@@ -571,7 +575,7 @@ fn timed_out(message: String) -> Error {
 fn label(url: &str, config: &TicketConfig) -> String {
     format!(
         "{} ({}, offset {} of {})",
-        redact(url),
+        mask_url(url),
         config.name,
         config.offset,
         config.increment

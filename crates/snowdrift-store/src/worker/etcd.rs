@@ -10,6 +10,7 @@ use etcd_client::{
 };
 
 use super::PeerTime;
+use super::claim;
 use super::sql::{ttl_millis, validate_holder, validate_namespace, validate_space};
 use crate::error::{Error, Result};
 
@@ -146,61 +147,19 @@ impl EtcdRegistry {
         validate_space(space)?;
         validate_holder(holder)?;
         let (lease, _) = self.grant(ttl).await?;
-        let claimed = self.claim_lowest_under(space, holder, lease).await;
-        if !matches!(claimed, Ok(Some(_))) {
+        let claimed = claim::claim_lowest(
+            &EtcdClaim {
+                registry: self,
+                holder,
+                lease,
+            },
+            space,
+        )
+        .await;
+        if claimed.is_err() {
             self.revoke_quietly(lease).await;
         }
-        match claimed? {
-            Some(id) => Ok(id),
-            None => Err(Error::Unavailable(
-                format!(
-                    "could not claim a worker ID under {}: other nodes took every free one first, {MAX_RACES} rounds in a row; retry",
-                    self.root
-                )
-                .into(),
-            )),
-        }
-    }
-
-    async fn claim_lowest_under(
-        &self,
-        space: u64,
-        holder: &str,
-        lease: i64,
-    ) -> Result<Option<u64>> {
-        for _ in 0..MAX_RACES {
-            let held: Vec<u64> = self
-                .holders()
-                .await?
-                .into_iter()
-                .map(|(id, _)| id)
-                .filter(|id| *id < space)
-                .collect();
-            let mut held = held.into_iter().peekable();
-            let mut tried = 0;
-            for id in 0..space {
-                if held.next_if_eq(&id).is_some() {
-                    continue;
-                }
-                if self.create(id, holder, lease).await?.is_none() {
-                    return Ok(Some(id));
-                }
-                tried += 1;
-                if tried > MAX_RACES {
-                    break;
-                }
-            }
-            if tried == 0 {
-                let holders = self
-                    .holders()
-                    .await?
-                    .into_iter()
-                    .filter(|(id, _)| *id < space)
-                    .collect();
-                return Err(Error::WorkersExhausted { space, holders });
-            }
-        }
-        Ok(None)
+        claimed
     }
 
     /// Leases exactly `worker_id` to `holder` for `ttl`, or extends it when `holder` holds
@@ -509,6 +468,47 @@ impl EtcdRegistry {
             .collect();
         peers.sort_by_key(|p| p.worker_id);
         Ok(peers)
+    }
+}
+
+/// One [`EtcdRegistry::claim_lowest`] in progress: every try puts its key under the one
+/// lease granted for the claim.
+struct EtcdClaim<'a> {
+    registry: &'a EtcdRegistry,
+    holder: &'a str,
+    lease: i64,
+}
+
+impl claim::Backend for EtcdClaim<'_> {
+    const ROUNDS: usize = MAX_RACES;
+    const TRIES_PER_ROUND: usize = MAX_RACES;
+
+    async fn held_ids(&self, _space: u64) -> Result<Vec<u64>> {
+        let holders = self.registry.holders().await?;
+        Ok(holders.into_iter().map(|(id, _)| id).collect())
+    }
+
+    async fn try_claim(&self, id: u64) -> Result<claim::Claim> {
+        Ok(
+            match self.registry.create(id, self.holder, self.lease).await? {
+                None => claim::Claim::Claimed,
+                Some(_) => claim::Claim::Taken,
+            },
+        )
+    }
+
+    async fn live_holders(&self) -> Result<Vec<(u64, String)>> {
+        self.registry.holders().await
+    }
+
+    fn lost_every_round(&self) -> Error {
+        Error::Unavailable(
+            format!(
+                "could not claim a worker ID under {}: other nodes took every free one first, {MAX_RACES} rounds in a row; retry",
+                self.registry.root
+            )
+            .into(),
+        )
     }
 }
 

@@ -8,6 +8,9 @@
 //!
 //! - `claim_lowest(space, holder, ttl) -> u64`: the lowest worker ID in `0..space` that no
 //!   live lease holds, now leased to `holder`; [`Error::WorkersExhausted`] when none is free.
+//!   On SQL, etcd and ZooKeeper this is one scan-and-race loop, written once
+//!   (`worker/claim.rs`) over each backend's conditional claim of one ID; Redis finds and
+//!   takes in one script.
 //! - `claim(worker_id, holder, ttl)`: exactly that ID (static and derived sources);
 //!   [`Error::WorkerTaken`] when another live holder has it.
 //! - `renew(worker_id, holder, ttl)`: extends the lease; [`Error::LeaseLost`] when it
@@ -46,6 +49,7 @@
 //! [`Error::WorkerTaken`]: crate::Error::WorkerTaken
 //! [`Error::LeaseLost`]: crate::Error::LeaseLost
 
+mod claim;
 mod config;
 pub mod file;
 mod keeper;

@@ -5,6 +5,7 @@ use std::time::Duration;
 use sqlx::{AnyPool, AssertSqlSafe, Row};
 
 use super::PeerTime;
+use super::claim;
 use crate::error::{Error, Result};
 use crate::sql_connection::Dialect;
 
@@ -121,46 +122,15 @@ impl SqlRegistry {
         validate_space(space)?;
         validate_holder(holder)?;
         let ttl_ms = ttl_millis(ttl)?;
-        let space_i = i64::try_from(space).unwrap_or(i64::MAX);
-        for _ in 0..MAX_RACES {
-            let select = self.sql(
-                "SELECT worker_id FROM {t} \
-                 WHERE holder IS NOT NULL AND lease_expires_ms > {now} AND worker_id < ? \
-                 ORDER BY worker_id",
-            );
-            let held: Vec<i64> = sqlx::query_scalar(select)
-                .bind(space_i)
-                .fetch_all(&self.pool)
-                .await?;
-            let mut held = held.into_iter().peekable();
-            let mut tried = 0usize;
-            for id in 0..space_i {
-                if held.next_if_eq(&id).is_some() {
-                    continue;
-                }
-                match self.try_claim(id, holder, ttl_ms).await? {
-                    Ok(()) => return Ok(id as u64),
-                    Err(_) => tried += 1,
-                }
-                if tried > MAX_RACES * 8 {
-                    break;
-                }
-            }
-            if tried == 0 {
-                return Err(Error::WorkersExhausted {
-                    space,
-                    holders: self.holders_below(space_i).await?,
-                });
-            }
-            // Every ID that looked free was taken by others meanwhile: look again.
-        }
-        Err(Error::Unavailable(
-            format!(
-                "could not claim a worker ID in table {}: other nodes took every free one first, {MAX_RACES} rounds in a row; retry",
-                self.table
-            )
-            .into(),
-        ))
+        claim::claim_lowest(
+            &SqlClaim {
+                registry: self,
+                holder,
+                ttl_ms,
+            },
+            space,
+        )
+        .await
     }
 
     /// Leases exactly `worker_id` to `holder` for `ttl`: free, expired, released, or already
@@ -314,19 +284,12 @@ impl SqlRegistry {
 
     /// The live leases, by worker ID.
     pub async fn holders(&self) -> Result<Vec<(u64, String)>> {
-        self.holders_below(i64::MAX).await
-    }
-
-    async fn holders_below(&self, space: i64) -> Result<Vec<(u64, String)>> {
         let select = self.sql(
             "SELECT worker_id, holder FROM {t} \
-             WHERE holder IS NOT NULL AND lease_expires_ms > {now} AND worker_id < ? \
+             WHERE holder IS NOT NULL AND lease_expires_ms > {now} \
              ORDER BY worker_id",
         );
-        let rows = sqlx::query(select)
-            .bind(space)
-            .fetch_all(&self.pool)
-            .await?;
+        let rows = sqlx::query(select).fetch_all(&self.pool).await?;
         rows.iter()
             .map(|row| {
                 let id: i64 = row.try_get("worker_id")?;
@@ -459,6 +422,60 @@ enum Lease {
     Free,
     Live(String),
     Expired { holder: String, ago_ms: i64 },
+}
+
+/// One [`SqlRegistry::claim_lowest`] in progress.
+struct SqlClaim<'a> {
+    registry: &'a SqlRegistry,
+    holder: &'a str,
+    ttl_ms: i64,
+}
+
+impl claim::Backend for SqlClaim<'_> {
+    const ROUNDS: usize = MAX_RACES;
+    const TRIES_PER_ROUND: usize = MAX_RACES * 8;
+
+    async fn held_ids(&self, space: u64) -> Result<Vec<u64>> {
+        let select = self.registry.sql(
+            "SELECT worker_id FROM {t} \
+             WHERE holder IS NOT NULL AND lease_expires_ms > {now} AND worker_id < ? \
+             ORDER BY worker_id",
+        );
+        let held: Vec<i64> = sqlx::query_scalar(select)
+            .bind(i64::try_from(space).unwrap_or(i64::MAX))
+            .fetch_all(&self.registry.pool)
+            .await?;
+        held.into_iter()
+            .map(|id| self.registry.id_from_row(id))
+            .collect()
+    }
+
+    async fn try_claim(&self, id: u64) -> Result<claim::Claim> {
+        Ok(
+            match self
+                .registry
+                .try_claim(id_of(id)?, self.holder, self.ttl_ms)
+                .await?
+            {
+                Ok(()) => claim::Claim::Claimed,
+                Err(_) => claim::Claim::Taken,
+            },
+        )
+    }
+
+    async fn live_holders(&self) -> Result<Vec<(u64, String)>> {
+        self.registry.holders().await
+    }
+
+    fn lost_every_round(&self) -> Error {
+        Error::Unavailable(
+            format!(
+                "could not claim a worker ID in table {}: other nodes took every free one first, {MAX_RACES} rounds in a row; retry",
+                self.registry.table
+            )
+            .into(),
+        )
+    }
 }
 
 /// Checks a namespace (a table name, key prefix or root znode). The four backends share

@@ -8,6 +8,7 @@ use tokio::sync::Mutex;
 use zookeeper_client as zk;
 
 use super::PeerTime;
+use super::claim;
 use super::sql::{ttl_millis, validate_holder, validate_namespace, validate_space};
 use crate::error::{Error, Result};
 use crate::zk_connection::{Session, Target, terminal};
@@ -262,43 +263,15 @@ impl ZkRegistry {
         validate_space(space)?;
         validate_holder(holder)?;
         let client = self.claiming_session(ttl).await?;
-        for _ in 0..MAX_RACES {
-            let mut held: Vec<u64> = match client.list_children(&self.lease_dir()).await {
-                Ok(names) => names.iter().filter_map(|n| n.parse().ok()).collect(),
-                Err(e) => return Err(self.claim_failed(e).await),
-            };
-            held.sort_unstable();
-            let mut held = held.into_iter().peekable();
-            let mut tried = 0;
-            for id in 0..space {
-                if held.next_if_eq(&id).is_some() {
-                    continue;
-                }
-                if self.create(&client, id, holder).await?.is_none() {
-                    return Ok(id);
-                }
-                tried += 1;
-                if tried > MAX_RACES {
-                    break;
-                }
-            }
-            if tried == 0 {
-                let holders = self
-                    .holders()
-                    .await?
-                    .into_iter()
-                    .filter(|(id, _)| *id < space)
-                    .collect();
-                return Err(Error::WorkersExhausted { space, holders });
-            }
-        }
-        Err(Error::Unavailable(
-            format!(
-                "could not claim a worker ID under {}: other nodes took every free one first, {MAX_RACES} rounds in a row; retry",
-                self.root
-            )
-            .into(),
-        ))
+        claim::claim_lowest(
+            &ZkClaim {
+                registry: self,
+                client,
+                holder,
+            },
+            space,
+        )
+        .await
     }
 
     /// Leases exactly `worker_id` to `holder`, for the session's timeout (at least `ttl`);
@@ -502,6 +475,49 @@ impl ZkRegistry {
                 })
             })
             .collect())
+    }
+}
+
+/// One [`ZkRegistry::claim_lowest`] in progress: every try creates its znode in the one
+/// lease session.
+struct ZkClaim<'a> {
+    registry: &'a ZkRegistry,
+    client: zk::Client,
+    holder: &'a str,
+}
+
+impl claim::Backend for ZkClaim<'_> {
+    const ROUNDS: usize = MAX_RACES;
+    const TRIES_PER_ROUND: usize = MAX_RACES;
+
+    async fn held_ids(&self, _space: u64) -> Result<Vec<u64>> {
+        match self.client.list_children(&self.registry.lease_dir()).await {
+            Ok(names) => Ok(names.iter().filter_map(|n| n.parse().ok()).collect()),
+            Err(e) => Err(self.registry.claim_failed(e).await),
+        }
+    }
+
+    async fn try_claim(&self, id: u64) -> Result<claim::Claim> {
+        Ok(
+            match self.registry.create(&self.client, id, self.holder).await? {
+                None => claim::Claim::Claimed,
+                Some(_) => claim::Claim::Taken,
+            },
+        )
+    }
+
+    async fn live_holders(&self) -> Result<Vec<(u64, String)>> {
+        self.registry.holders().await
+    }
+
+    fn lost_every_round(&self) -> Error {
+        Error::Unavailable(
+            format!(
+                "could not claim a worker ID under {}: other nodes took every free one first, {MAX_RACES} rounds in a row; retry",
+                self.registry.root
+            )
+            .into(),
+        )
     }
 }
 

@@ -313,3 +313,33 @@ fn check_config_connect_reaches_everything_and_names_what_did_not_answer() {
     assert!(!out.status.success());
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `--check-config` prints the effective config back: a password in the URL's user part or
+/// in a password-like query parameter must not be in it.
+#[test]
+fn check_config_prints_no_password_of_a_url() {
+    let dir = std::env::temp_dir().join(unique_name("check-config-mask"));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (url, shown) in [
+        (
+            "postgres://h/db?password=secret",
+            "postgres://h/db?password=***",
+        ),
+        (
+            "postgres://app:secret@h/db?sslmode=disable&sslpassword=secret",
+            "postgres://app:***@h/db?sslmode=disable&sslpassword=***",
+        ),
+    ] {
+        let file = config(&dir, &format!("[store]\nurl = \"{url}\"\n"));
+        let out = serve(&file, true);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{url}: {stdout}\n{stderr}");
+        assert!(stdout.contains(shown), "{url}:\n{stdout}");
+        assert!(
+            !stdout.contains("secret") && !stderr.contains("secret"),
+            "{url}: the password is printed:\n{stdout}\n{stderr}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

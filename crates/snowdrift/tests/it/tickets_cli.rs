@@ -257,7 +257,7 @@ async fn tickets_grow_refuses_bad_input_and_changes_nothing() {
     down.push("mysql://root:secret@127.0.0.1:1/nowhere".into());
     let err = fails(&grow_args(&down, &["--from", "2", "--yes"]));
     assert!(
-        err.contains("mysql://root@127.0.0.1:1/nowhere")
+        err.contains("mysql://root:***@127.0.0.1:1/nowhere")
             && !err.contains("secret")
             && err.contains("nothing was changed"),
         "{err}"
