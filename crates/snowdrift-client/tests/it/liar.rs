@@ -41,8 +41,11 @@ async fn a_server_that_repeats_its_ids_is_refused_and_the_honest_one_serves() {
     let dir = server::dir("client-liar-repeat");
     let honest = Server::start(&dir, 0, None).await;
     create_tag(&honest.base(), "order", 1000).await;
-    // The liar answers 1, 2, 3, ...: the honest tag's own first IDs, on every call.
-    let liar = Liar::start("segment", Lie::Repeat { first: 1 })
+    // The liar answers the same run on every call, from 2^41: not the honest tag's IDs.
+    // (A liar that repeated the honest server's first IDs could be asked first; the
+    // client, which cannot tell who lies on first contact, would then refuse the honest
+    // server as the repeater: README says so.)
+    let liar = Liar::start("segment", Lie::Repeat { first: 1 << 41 })
         .await
         .unwrap();
     // Small batches, so the liar is asked many times.

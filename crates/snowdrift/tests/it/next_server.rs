@@ -75,8 +75,11 @@ fn assert_no_repeat(ids: &[u64]) {
 fn next_refuses_a_server_that_repeats_or_wraps_and_exits_non_zero() {
     use snowdrift_testkit::{Liar, Lie};
     let runtime = tokio::runtime::Runtime::new().unwrap();
+    // Its run is not the honest tag's: a client cannot tell who lies on first contact, so a
+    // liar asked first with the honest server's own IDs would make the honest one look
+    // like the repeater.
     let repeat = runtime
-        .block_on(Liar::start("segment", Lie::Repeat { first: 1 }))
+        .block_on(Liar::start("segment", Lie::Repeat { first: 1 << 41 }))
         .unwrap();
     let wrap = runtime.block_on(Liar::start("segment", Lie::Wrap)).unwrap();
 
@@ -105,8 +108,11 @@ fn next_refuses_a_server_that_repeats_or_wraps_and_exits_non_zero() {
     );
     assert!(err.contains(&wrap.url()) && err.contains("wrap"), "{err}");
 
-    // Each liar next to an honest server: every ID asked for, none twice, none past the
-    // honest tag's range; still exit 1, naming the refusals.
+    // Each liar next to an honest server: every ID asked for, none twice. A wrapping answer
+    // is refused whenever it comes, so the run exits 1 naming it; the repeating liar's
+    // second answer may still be a prefetch in flight when the last ID is printed, so its
+    // run exits 1 exactly when a refusal was reported (the liar-alone run above shows
+    // that a repeat, once seen, always makes it exit 1).
     let (dir, served) = crate::common::served_with_tag("next-liar", "order", 1000);
     for liar in [&repeat, &wrap] {
         let servers = format!("{},{}", liar.url(), served.url());
@@ -114,15 +120,14 @@ fn next_refuses_a_server_that_repeats_or_wraps_and_exits_non_zero() {
         let out = next(&["--server", &servers, "order", "-n", "100000"]);
         let err = String::from_utf8_lossy(&out.stderr);
         let ids = ids_of(&out);
-        assert!(
-            !out.status.success(),
-            "exit 0 after {} liar calls",
-            liar.calls() - before
-        );
         assert_eq!(ids.len(), 100_000, "{err}");
         assert_no_repeat(&ids);
-        assert!(ids.iter().all(|&id| id < 1 << 40), "{:?}", ids.iter().max());
-        assert!(err.contains("were refused"), "{err}");
+        let refused = err.contains("were refused");
+        assert_eq!(!out.status.success(), refused, "{err}");
+        if std::ptr::eq(liar, &wrap) {
+            assert!(refused, "exit 0 after {} liar calls", liar.calls() - before);
+            assert!(ids.iter().all(|&id| id < 1 << 40), "{:?}", ids.iter().max());
+        }
         eprintln!(
             "liar + honest: {} IDs printed, 0 repeated, {} liar calls: {err}",
             ids.len(),
