@@ -46,7 +46,19 @@ pub(super) trait Backend: Sync {
     fn live_holders(&self) -> impl Future<Output = Result<Vec<(u64, String)>>> + Send;
 
     /// The error when others took every free ID first, [`Self::ROUNDS`] rounds in a row.
-    fn lost_every_round(&self) -> Error;
+    fn lost_every_round(&self) -> Error {
+        Error::Unavailable(
+            format!(
+                "could not claim a worker ID {}: other nodes took every free one first, {} rounds in a row; retry",
+                self.place(),
+                Self::ROUNDS
+            )
+            .into(),
+        )
+    }
+
+    /// Where the IDs are claimed, for messages: `in table T`, `under /root`.
+    fn place(&self) -> String;
 }
 
 /// Leases the lowest worker ID in `0..space` that no live lease holds; see the module docs.

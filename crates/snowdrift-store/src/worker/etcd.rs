@@ -501,14 +501,8 @@ impl claim::Backend for EtcdClaim<'_> {
         self.registry.holders().await
     }
 
-    fn lost_every_round(&self) -> Error {
-        Error::Unavailable(
-            format!(
-                "could not claim a worker ID under {}: other nodes took every free one first, {MAX_RACES} rounds in a row; retry",
-                self.registry.root
-            )
-            .into(),
-        )
+    fn place(&self) -> String {
+        format!("under {}", self.registry.root)
     }
 }
 

@@ -467,14 +467,8 @@ impl claim::Backend for SqlClaim<'_> {
         self.registry.holders().await
     }
 
-    fn lost_every_round(&self) -> Error {
-        Error::Unavailable(
-            format!(
-                "could not claim a worker ID in table {}: other nodes took every free one first, {MAX_RACES} rounds in a row; retry",
-                self.registry.table
-            )
-            .into(),
-        )
+    fn place(&self) -> String {
+        format!("in table {}", self.registry.table)
     }
 }
 
