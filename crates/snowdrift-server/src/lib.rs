@@ -15,6 +15,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod answer;
 pub mod auth;
 pub mod config;
 pub mod conn;
@@ -24,6 +25,7 @@ pub mod error;
 mod fast;
 pub mod format;
 pub mod grpc;
+mod handover;
 pub mod http;
 pub mod metrics;
 pub mod plan;

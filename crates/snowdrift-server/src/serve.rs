@@ -18,7 +18,8 @@ use hyper_util::service::TowerToHyperService;
 use tokio::sync::watch;
 
 use crate::conn::ConnLimits;
-use crate::fast::{self, Ended, ErrorBodies, Rewind};
+use crate::fast::{self, Ended};
+use crate::handover::{ErrorBodies, Rewind};
 use crate::state::AppState;
 
 /// Serves `app` on each connection `listener` accepts until `stop` completes; then stops

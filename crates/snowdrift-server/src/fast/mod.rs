@@ -3,16 +3,17 @@
 //!
 //! Every connection starts here. While its requests are plain GETs of `/v1/ids/{name}` or
 //! of Leaf's single-ID routes over HTTP/1.1 ([`request::parse`]), each is answered by the
-//! same code as the axum route ([`answer`]) and timed in the same histogram; pipelined
-//! requests are answered in one write, up to a bound. With auth on, each request's token is
-//! checked as the router's layer checks it ([`auth`]), and a refusal is answered here with
-//! the same status, headers and body. At the first request that is anything else (another
-//! route, a body, HTTP/2, a malformed head), the connection is handed to hyper with the
-//! bytes already read, and hyper serves it from then on. The fast path refuses only what it
+//! same code as the axum route (`crate::answer`, through [`answer`]) and timed in the same
+//! histogram; pipelined requests are answered in one write, up to a bound. With auth on,
+//! each request's token is checked against what the route needs as the router's layer
+//! checks it ([`auth`]), and a refusal is answered here with the same status, headers and
+//! body. At the first request that is anything else (another route, a body, HTTP/2, a
+//! malformed head), the connection is handed to hyper with the bytes already read
+//! (`crate::handover`), and hyper serves it from then on. The fast path refuses only what it
 //! must: auth's refusals, and a head that is malformed (400) or over `limits.max_head`
 //! (431), answered with the contract's error body where hyper's would be empty (after the
-//! hand-over, [`ErrorBodies`] gives hyper's own such answers that body); every other error
-//! and limit stays hyper's and axum's.
+//! hand-over, `crate::handover::ErrorBodies` gives hyper's own such answers that body);
+//! every other error and limit stays hyper's and axum's.
 //!
 //! Why (BENCHMARKS.md, "Server load"): at 20,000 single-ID requests/s, hyper with a constant
 //! answer took 1.5-2.9 µs of CPU per request more than a loop like this one, and the
@@ -20,9 +21,7 @@
 //! per request at that rate instead of 23.6-24.7 µs.
 
 mod auth;
-mod automatic;
 mod response;
-mod rewind;
 
 use std::io;
 use std::time::Instant;
@@ -31,14 +30,9 @@ use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 
-use axum::http::StatusCode;
-
+use crate::answer::{self, Answer, Extra, JSON, Status};
 use crate::error::Error;
-use crate::http;
 use crate::state::AppState;
-pub(crate) use automatic::ErrorBodies;
-use response::Extra;
-pub(crate) use rewind::Rewind;
 use snowdrift_proto::wire::http1::{self as request, Head, Route};
 
 /// An answer body up to this size is copied behind its head and any pipelined answers
@@ -82,20 +76,12 @@ where
                 // error body instead; the connection cannot go on after either.
                 head @ (Head::Malformed | Head::TooLarge) => {
                     let status = if head == Head::TooLarge {
-                        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE
+                        Status::REQUEST_HEADER_FIELDS_TOO_LARGE
                     } else {
-                        StatusCode::BAD_REQUEST
+                        Status::BAD_REQUEST
                     };
-                    let message = automatic::head_refusal(status).unwrap_or_default();
-                    let body = http::error::body("invalid_request", message);
-                    response::head(
-                        &mut out,
-                        status,
-                        "application/json",
-                        body.len(),
-                        true,
-                        Extra::default(),
-                    );
+                    let body = answer::refusal::head_body(status.code()).unwrap_or_default();
+                    response::head(&mut out, status, JSON, body.len(), true, Extra::default());
                     out.extend_from_slice(&body);
                     io.write_all(&out).await?;
                     io.shutdown().await?;
@@ -110,13 +96,17 @@ where
                     authorization,
                 } => {
                     let start = Instant::now();
-                    let (status, content_type, body, extra) =
-                        match gate.admit(state, route, name, authorization) {
-                            Ok(()) => answer(state, route, name, query).await,
-                            Err(refused) => refusal(&refused),
-                        };
+                    let Answer {
+                        status,
+                        content_type,
+                        body,
+                        extra,
+                    } = match gate.admit(state, route, name, authorization) {
+                        Ok(()) => answer(state, route, name, query).await,
+                        Err(refused) => Answer::refused(&refused),
+                    };
                     // Timed to the answer, not its write, as the router's requests are.
-                    crate::metrics::record_http(route.pattern(), "GET", status.as_u16(), start);
+                    crate::metrics::record_http(route.pattern(), "GET", status.code(), start);
                     response::head(&mut out, status, content_type, body.len(), close, extra);
                     if body.len() <= SMALL {
                         out.extend_from_slice(&body);
@@ -180,59 +170,32 @@ where
     }
 }
 
-/// The answer to a request auth refused, as the router's layer gives it.
-fn refusal(e: &Error) -> (StatusCode, &'static str, Vec<u8>, Extra) {
-    let extra = Extra {
-        www_authenticate: http::error::www_authenticate(e.kind()),
-        retry_after: e.retry_after().map(crate::auth::retry_after_secs),
-    };
-    (
-        http::error::status(e.kind()),
-        "application/json",
-        http::error::body(e.code(), e.message()),
-        extra,
-    )
-}
-
-/// The status, content type, body and extra headers that answer a GET of `route`, from the
-/// code behind the axum route itself, so that both paths answer alike.
-async fn answer(
-    state: &AppState,
-    route: Route,
-    name: &str,
-    query: Option<&str>,
-) -> (StatusCode, &'static str, Vec<u8>, Extra) {
-    const JSON: &str = "application/json";
+/// The answer to a GET of `route`, from the answer layer the axum routes answer from too,
+/// so that both paths answer alike.
+async fn answer(state: &AppState, route: Route, name: &str, query: Option<&str>) -> Answer {
     let leaf = match route {
         Route::Ids => {
-            return match http::ids::answer(state, name, query).await {
-                Ok(body) => (StatusCode::OK, JSON, body, Extra::default()),
+            return match answer::ids::next(state, name, query).await {
+                Ok(body) => Answer::json(body),
                 // A generator over its rate (uuid2's 64 per window) says when to retry,
                 // as the router's answer does.
-                Err(e) => refusal(&e),
+                Err(e) => Answer::refused(&e),
             };
         }
-        Route::LeafSegment => http::leaf::segment_id(state, name).await,
-        Route::LeafSnowflake => http::leaf::snowflake_id(state, name).await,
+        Route::LeafSegment => answer::leaf::segment_id(state, name).await,
+        Route::LeafSnowflake => answer::leaf::snowflake_id(state, name).await,
         // The reader takes only routes with a fast prefix; one added to the table without
         // an answer here is a bug to report, not the client's mistake.
         other => {
-            let e = Error::internal(format!(
+            return Answer::refused(&Error::internal(format!(
                 "route {} has a fast prefix but no fast answer; please report this",
                 other.pattern()
-            ));
-            return (
-                http::error::status(e.kind()),
-                JSON,
-                http::error::body(e.code(), e.message()),
-                Extra::default(),
-            );
+            )));
         }
     };
     let path = match route {
         Route::LeafSegment => "/api/segment/get/",
         _ => "/api/snowflake/get/",
     };
-    let (status, content_type, body) = http::leaf::text(state, || format!("{path}{name}"), leaf);
-    (status, content_type, body.into_bytes(), Extra::default())
+    answer::leaf::text(state, || format!("{path}{name}"), leaf)
 }

@@ -7,26 +7,22 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::http::StatusCode;
 
-/// The headers a refusal adds, as [`crate::http::error`] sets them on the router's answers.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Extra {
-    /// `www-authenticate` (401, 403).
-    pub(crate) www_authenticate: Option<&'static str>,
-    /// `retry-after`, in seconds (429).
-    pub(crate) retry_after: Option<u64>,
-}
+use crate::answer::{Extra, Status};
 
 /// Appends the head of an answer with `status` and a body of `content_type` and `len` bytes
 /// to `out`, with `extra`'s headers, and `connection: close` when the connection ends after
 /// it.
 pub(crate) fn head(
     out: &mut Vec<u8>,
-    status: StatusCode,
+    status: Status,
     content_type: &str,
     len: usize,
     close: bool,
     extra: Extra,
 ) {
+    // As hyper writes the status line. Every `Status` is a valid code: the fallback is
+    // never taken.
+    let status = StatusCode::from_u16(status.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(status.as_str().as_bytes());
     out.push(b' ');
@@ -41,8 +37,8 @@ pub(crate) fn head(
         out.extend_from_slice(b"\r\nretry-after: ");
         out.extend_from_slice(itoa::Buffer::new().format(secs).as_bytes());
     }
-    // As the router's answers, and where its layer adds it (`crate::http::router`): no
-    // browser sniffs a body's type.
+    // As the router's answers, where its outermost layer adds it: no browser sniffs a
+    // body's type.
     out.extend_from_slice(b"\r\nx-content-type-options: nosniff");
     out.extend_from_slice(b"\r\ncontent-length: ");
     out.extend_from_slice(itoa::Buffer::new().format(len).as_bytes());
@@ -85,7 +81,7 @@ mod tests {
         let body = br#"{"ids":["1"]}"#;
         head(
             &mut out,
-            StatusCode::OK,
+            Status::OK,
             "application/json",
             body.len(),
             false,
@@ -94,7 +90,7 @@ mod tests {
         out.extend_from_slice(body);
         head(
             &mut out,
-            StatusCode::NOT_FOUND,
+            Status::NOT_FOUND,
             "application/json",
             2,
             true,

@@ -13,7 +13,9 @@ use super::convert;
 use super::pb;
 use super::pb::id_service_server::IdService;
 use super::stream::{IdStream, batches};
-use crate::auth::{Role, Target};
+use crate::answer::access;
+use crate::answer::query::bounded;
+use crate::auth::Target;
 use crate::error::Error;
 use crate::source::{IdSource, Source};
 use crate::state::AppState;
@@ -48,7 +50,7 @@ impl IdApi {
             .map(|v| v.to_str().unwrap_or_default());
         self.state
             .auth
-            .authorize(authorization, Target::Name(name), Role::Read)
+            .authorize(authorization, Target::Name(name), access::ISSUE)
             .map_err(Status::from)
     }
 
@@ -178,16 +180,5 @@ impl IdService for IdApi {
             r.format.as_deref(),
         )?;
         Ok(Response::new(decoded))
-    }
-}
-
-/// `value` when it is 1 to `max`, else the error the HTTP API gives for the same mistake.
-fn bounded(field: &str, value: u64, max: u64) -> Result<u64, Error> {
-    if (1..=max).contains(&value) {
-        Ok(value)
-    } else {
-        Err(Error::invalid(format!(
-            "{field} must be a whole number from 1 to {max}, got {value}"
-        )))
     }
 }

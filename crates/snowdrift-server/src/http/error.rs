@@ -1,39 +1,26 @@
-//! Errors as HTTP responses: each [`ErrorKind`] has its one status here, and every error
+//! Errors and answers as axum responses. The statuses, bodies and headers are the answer
+//! layer's (`crate::answer`): each [`ErrorKind`] has its one status there, and every error
 //! body is the contract's `{"error": {"code": "...", "message": "..."}}`, with
 //! `WWW-Authenticate` on 401 and 403 (RFC 6750) and `Retry-After` on 429 (RFC 9110).
 
 use axum::http::header::{CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use snowdrift_proto::http::{ErrorBody, ErrorDetail};
 
-use crate::auth::retry_after_secs;
+use crate::answer::{self, Answer};
 use crate::error::{Error, ErrorKind};
+
+pub use crate::answer::{body, www_authenticate};
 
 /// The HTTP status of `kind`.
 pub fn status(kind: ErrorKind) -> StatusCode {
-    match kind {
-        ErrorKind::InvalidRequest => StatusCode::BAD_REQUEST,
-        ErrorKind::Unauthorized => StatusCode::UNAUTHORIZED,
-        ErrorKind::Forbidden => StatusCode::FORBIDDEN,
-        ErrorKind::NotFound => StatusCode::NOT_FOUND,
-        ErrorKind::Conflict | ErrorKind::Unsupported => StatusCode::CONFLICT,
-        ErrorKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
-        ErrorKind::Unavailable | ErrorKind::Exhausted => StatusCode::SERVICE_UNAVAILABLE,
-        ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-    }
+    status_code(answer::refusal::status(kind))
 }
 
-/// The JSON body of an error with `code` and `message`.
-pub fn body(code: &str, message: &str) -> Vec<u8> {
-    let body = ErrorBody {
-        error: ErrorDetail {
-            code: code.to_string(),
-            message: message.to_string(),
-        },
-    };
-    // Two strings in a struct always serialize.
-    serde_json::to_vec(&body).unwrap_or_default()
+/// The answer layer's status as axum's.
+pub(crate) fn status_code(status: answer::Status) -> StatusCode {
+    // Every `answer::Status` is a valid code; the fallback is never taken.
+    StatusCode::from_u16(status.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
 /// A response with `status` and the contract's error body: for the refusals that only HTTP
@@ -47,27 +34,29 @@ pub fn respond(status: StatusCode, code: &str, message: &str) -> Response {
         .into_response()
 }
 
-/// The `WWW-Authenticate` value a refusal of `kind` carries (RFC 6750), if any.
-pub fn www_authenticate(kind: ErrorKind) -> Option<&'static str> {
-    match kind {
-        ErrorKind::Unauthorized => Some("Bearer realm=\"snowdrift\""),
-        ErrorKind::Forbidden => Some("Bearer realm=\"snowdrift\", error=\"insufficient_scope\""),
-        _ => None,
+/// `answer` as a response: its status, `content-type` and body, then the headers a refusal
+/// adds.
+pub(crate) fn to_response(answer: Answer) -> Response {
+    let Answer {
+        status,
+        content_type,
+        body,
+        extra,
+    } = answer;
+    let mut response = (status_code(status), [(CONTENT_TYPE, content_type)], body).into_response();
+    let headers = response.headers_mut();
+    if let Some(value) = extra.www_authenticate {
+        headers.insert(WWW_AUTHENTICATE, HeaderValue::from_static(value));
     }
+    if let Some(secs) = extra.retry_after {
+        headers.insert(RETRY_AFTER, HeaderValue::from(secs));
+    }
+    response
 }
 
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
-        let status = status(self.kind());
-        let mut response = respond(status, self.code(), self.message());
-        let headers = response.headers_mut();
-        if let Some(value) = www_authenticate(self.kind()) {
-            headers.insert(WWW_AUTHENTICATE, HeaderValue::from_static(value));
-        }
-        if let Some(wait) = self.retry_after() {
-            headers.insert(RETRY_AFTER, HeaderValue::from(retry_after_secs(wait)));
-        }
-        response
+        to_response(Answer::refused(&self))
     }
 }
 
@@ -106,10 +95,10 @@ mod tests {
                 (code == 429).then_some("2")
             );
         }
-        let parsed: ErrorBody = serde_json::from_slice(&body("not_found", "no tag \"a\"")).unwrap();
+        let response = Error::not_found("no tag \"a\"").into_response();
         assert_eq!(
-            (parsed.error.code.as_str(), parsed.error.message.as_str()),
-            ("not_found", "no tag \"a\"")
+            response.headers().get(CONTENT_TYPE).unwrap(),
+            "application/json"
         );
     }
 }

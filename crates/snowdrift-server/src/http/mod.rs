@@ -7,11 +7,10 @@ mod body_limit;
 pub mod error;
 pub(crate) mod health;
 pub(crate) mod ids;
-pub(crate) mod leaf;
+pub(crate) mod leaf_routes;
 pub(crate) mod metrics;
 mod openapi;
 mod path;
-mod query;
 mod tags;
 mod ui;
 
@@ -70,12 +69,12 @@ fn handlers(route: Route) -> MethodRouter<Arc<AppState>> {
         Route::Tags => get(tags::list).post(tags::create),
         Route::Tag => get(tags::get).patch(tags::update),
         Route::Generators => get(health::generators),
-        Route::LeafSegment => get(leaf::segment).post(leaf::segment),
-        Route::LeafSnowflake => get(leaf::snowflake).post(leaf::snowflake),
-        Route::LeafDecode => get(leaf::decode),
-        Route::LeafDecodeQuery => get(leaf::decode_query).post(leaf::decode_query),
-        Route::LeafCache => get(leaf::cache),
-        Route::LeafDb => get(leaf::db),
+        Route::LeafSegment => get(leaf_routes::segment).post(leaf_routes::segment),
+        Route::LeafSnowflake => get(leaf_routes::snowflake).post(leaf_routes::snowflake),
+        Route::LeafDecode => get(leaf_routes::decode),
+        Route::LeafDecodeQuery => get(leaf_routes::decode_query).post(leaf_routes::decode_query),
+        Route::LeafCache => get(leaf_routes::cache),
+        Route::LeafDb => get(leaf_routes::db),
         Route::Healthz => get(health::healthz),
         Route::Readyz => get(health::readyz),
         Route::Metrics => get(metrics::render),

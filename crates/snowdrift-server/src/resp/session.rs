@@ -5,7 +5,8 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use crate::auth::{Remembered, Role, Target};
+use crate::answer::access;
+use crate::auth::{Remembered, Target};
 use crate::error::ErrorKind;
 use crate::state::AppState;
 
@@ -366,7 +367,7 @@ impl Session {
         match self
             .state
             .auth
-            .authorize(Some(&authorization), Target::Any, Role::Read)
+            .authorize(Some(&authorization), Target::Any, access::ISSUE)
         {
             Ok(()) => {
                 self.authorization = Some(authorization);
@@ -488,7 +489,7 @@ fn allow(
             &state.auth,
             authorization.map(str::as_bytes),
             Target::Name(name),
-            Role::Read,
+            access::ISSUE,
         )
         .map_err(Refusal::from)
 }

@@ -1,18 +1,14 @@
-//! Meituan Leaf's routes, so a client written for Leaf works unchanged: the ID as
-//! `text/plain`, by GET or POST (Leaf maps its routes without a method), its monitor's
-//! `/decodeSnowflakeId`, `/cache` and `/db`. An error is a non-200 status with a message,
-//! never a `0` with 200; with `leaf.errors = "leaf"` it is what Leaf answers: 500 with Spring
-//! Boot's JSON error body.
+//! The answers of Meituan Leaf's routes, so a client written for Leaf works unchanged: the
+//! ID as `text/plain`, its monitor's `/decodeSnowflakeId`, `/cache` and `/db`. An error is a
+//! non-200 status with a message, never a `0` with 200; with `leaf.errors = "leaf"` it is
+//! what Leaf answers: 500 with Spring Boot's JSON error body. The router (`crate::http`)
+//! serves every Leaf route from here, the fast path (`crate::fast`) the two single-ID ones.
 
 use std::sync::Arc;
 
-use axum::Json;
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use super::path::ApiPath;
+use super::{Answer, Extra, JSON, Status};
 use crate::config::{Kind, LeafErrors};
 use crate::error::Error;
 use crate::source::{IdSource, Ids, Source};
@@ -20,34 +16,7 @@ use crate::state::AppState;
 use crate::state::issue;
 use snowdrift_core::layout::Role;
 
-/// `GET|POST /api/segment/get/{tag}`: one segment ID.
-pub async fn segment(
-    State(state): State<Arc<AppState>>,
-    uri: axum::http::Uri,
-    tag: Result<ApiPath<String>, Error>,
-) -> Response {
-    let answer = match tag {
-        Ok(ApiPath(tag)) => segment_id(&state, &tag).await,
-        Err(e) => Err(e),
-    };
-    respond(text(&state, || uri.path().to_string(), answer))
-}
-
-/// `GET|POST /api/snowflake/get/{key}`: one snowflake ID. Leaf ignores the key; here a key that
-/// names a snowflake generator picks it, any other key gets the default one.
-pub async fn snowflake(
-    State(state): State<Arc<AppState>>,
-    uri: axum::http::Uri,
-    key: Result<ApiPath<String>, Error>,
-) -> Response {
-    let answer = match key {
-        Ok(ApiPath(key)) => snowflake_id(&state, &key).await,
-        Err(e) => Err(e),
-    };
-    respond(text(&state, || uri.path().to_string(), answer))
-}
-
-/// One ID of segment tag `tag`, for the route above and the fast path (`crate::fast`).
+/// One ID of segment tag `tag` (`/api/segment/get/{tag}`).
 pub(crate) async fn segment_id(state: &AppState, tag: &str) -> Result<String, Error> {
     let source = match state.generators.get(tag) {
         Ok(s) if s.kind() == Kind::Segment => s,
@@ -62,7 +31,8 @@ pub(crate) async fn segment_id(state: &AppState, tag: &str) -> Result<String, Er
     one(tag, &source).await
 }
 
-/// One snowflake ID for `key`, for the route above and the fast path (`crate::fast`).
+/// One snowflake ID for `key` (`/api/snowflake/get/{key}`). Leaf ignores the key; here a
+/// key that names a snowflake generator picks it, any other key gets the default one.
 pub(crate) async fn snowflake_id(state: &AppState, key: &str) -> Result<String, Error> {
     let Some((name, source)) = snowflake_for(state, key) else {
         return Err(Error::not_found("this server has no snowflake generator"));
@@ -75,19 +45,17 @@ pub(crate) async fn snowflake_id(state: &AppState, key: &str) -> Result<String, 
 /// The ID is decimal digits only (400 naming the first other character); a number no ID of
 /// the generator reads as (above its layout's largest, or 2^64) names no resource: 404, as
 /// on `/v1/ids/{name}/decode/{id}`.
-pub async fn decode(State(state): State<Arc<AppState>>, ApiPath(id): ApiPath<String>) -> Response {
-    let Some((name, source)) = snowflake_for(&state, "") else {
-        return Error::not_found("this server has no snowflake generator").into_response();
+pub(crate) fn decode(state: &AppState, id: &str) -> Result<Value, Error> {
+    let Some((name, source)) = snowflake_for(state, "") else {
+        return Err(Error::not_found("this server has no snowflake generator"));
     };
-    if let Err(e) = digits_only("the ID", &id) {
-        return e.into_response();
-    }
-    match crate::decode::id(&state.generators, &name, &source, &id, None) {
-        Ok(v) => Json::<Value>(v).into_response(),
+    digits_only("the ID", id)?;
+    match crate::decode::id(&state.generators, &name, &source, id, None) {
+        Ok(v) => Ok(v),
         Err(e) if e.kind() == crate::error::ErrorKind::InvalidRequest => {
-            Error::not_found(e.message()).into_response()
+            Err(Error::not_found(e.message()))
         }
-        Err(e) => e.into_response(),
+        Err(e) => Err(e),
     }
 }
 
@@ -108,7 +76,9 @@ fn digits_only(what: &str, text: &str) -> Result<(), Error> {
     }
 }
 
-fn snowflake_for(state: &AppState, key: &str) -> Option<(String, Arc<Source>)> {
+/// The snowflake generator a Leaf route serves for `key`, and its source: the key's when it
+/// names a snowflake generator, else the default one.
+pub(crate) fn snowflake_for(state: &AppState, key: &str) -> Option<(String, Arc<Source>)> {
     if state.generators.is_generator(key)
         && let Ok(s) = state.generators.get(key)
         && s.kind() == Kind::Snowflake
@@ -127,30 +97,39 @@ async fn one(name: &str, source: &Source) -> Result<String, Error> {
     id.ok_or_else(|| Error::unavailable("no ID was issued"))
 }
 
-/// The status, content type and body of a Leaf answer to a request for `path` (made only
-/// for Leaf's error body, so a served ID allocates nothing for it). Leaf
-/// clients read the body as text: with `leaf.errors = "snowdrift"` errors are text too, with
-/// the contract's status; with `"leaf"`, status 500 and the JSON body Leaf's Spring Boot
-/// server sends for its `LeafServerException`.
+/// The generator a Leaf snowflake route serves for `key` (what its token must cover): as
+/// [`snowflake_for`] picks it.
+pub(crate) fn snowflake_name(state: &AppState, key: &str) -> Option<String> {
+    snowflake_for(state, key).map(|(name, _)| name)
+}
+
+/// The Leaf answer to a request for `path` (made only for Leaf's error body, so a served ID
+/// allocates nothing for it). Leaf clients read the body as text: with `leaf.errors =
+/// "snowdrift"` errors are text too, with the contract's status; with `"leaf"`, status 500
+/// and the JSON body Leaf's Spring Boot server sends for its `LeafServerException`.
 pub(crate) fn text(
     state: &AppState,
     path: impl FnOnce() -> String,
     answer: Result<String, Error>,
-) -> (StatusCode, &'static str, String) {
+) -> Answer {
     const TEXT: &str = "text/plain; charset=utf-8";
-    match answer {
-        Ok(id) => (StatusCode::OK, TEXT, id),
-        Err(e) if state.leaf_errors == LeafErrors::Leaf => {
-            (StatusCode::INTERNAL_SERVER_ERROR, "application/json", {
-                let path = path();
-                leaf_error_body(&path, leaf_code(&path, &e))
-            })
-        }
+    let (status, content_type, body) = match answer {
+        Ok(id) => (Status::OK, TEXT, id),
+        Err(e) if state.leaf_errors == LeafErrors::Leaf => (Status::INTERNAL_SERVER_ERROR, JSON, {
+            let path = path();
+            leaf_error_body(&path, leaf_code(&path, &e))
+        }),
         Err(e) => (
-            super::error::status(e.kind()),
+            super::refusal::status(e.kind()),
             TEXT,
             format!("error: {}: {}", e.code(), e.message()),
         ),
+    };
+    Answer {
+        status,
+        content_type,
+        body: body.into_bytes(),
+        extra: Extra::default(),
     }
 }
 
@@ -183,34 +162,21 @@ fn leaf_error_body(path: &str, code: i64) -> String {
     .to_string()
 }
 
-fn respond((status, content_type, body): (StatusCode, &'static str, String)) -> Response {
-    (
-        status,
-        [(axum::http::header::CONTENT_TYPE, content_type)],
-        body,
-    )
-        .into_response()
-}
-
 /// `GET|POST /decodeSnowflakeId?snowflakeId=ID`: Leaf's monitor decode, with Leaf's field
 /// names and string values: `timestamp` (`ms(yyyy-MM-dd HH:mm:ss.SSS)`, UTC here),
 /// `workerId` (every node field's bits together, as Leaf's 10-bit worker ID) and
 /// `sequenceId`, under the layout of the default snowflake generator.
-pub async fn decode_query(
-    State(state): State<Arc<AppState>>,
-    axum::extract::RawQuery(query): axum::extract::RawQuery,
-) -> Response {
-    let decoded = super::query::Params::parse(query.as_deref(), &["snowflakeId"])
-        .and_then(|params| leaf_decode(&state, params.get("snowflakeId")));
-    let has_snowflake = snowflake_for(&state, "").is_some();
+pub(crate) fn decode_query(state: &AppState, query: Option<&str>) -> Result<Value, Error> {
+    let decoded = super::query::Params::parse(query, &["snowflakeId"])
+        .and_then(|params| leaf_decode(state, params.get("snowflakeId")));
+    let has_snowflake = snowflake_for(state, "").is_some();
     match decoded {
-        Ok(map) => Json(map).into_response(),
+        Ok(map) => Ok(map),
         // Leaf answers a bad ID with 200 and an errorMsg.
-        Err(e) if state.leaf_errors == LeafErrors::Leaf && has_snowflake => Json(
+        Err(e) if state.leaf_errors == LeafErrors::Leaf && has_snowflake => Ok(
             serde_json::json!({"errorMsg": format!("snowflake Id反解析发生异常! {}", e.message())}),
-        )
-        .into_response(),
-        Err(e) => e.into_response(),
+        ),
+        Err(e) => Err(e),
     }
 }
 
@@ -266,7 +232,7 @@ fn leaf_decode(state: &AppState, text: Option<&str>) -> Result<Value, Error> {
 /// (`pos`), and each buffer's next value, end (`max`) and step. Leaf holds two segments;
 /// snowdrift's chain may hold up to eight ahead, so buffer `1 - pos` shows the first of them,
 /// and the last columns (beyond Leaf's) how many segments and IDs are ahead in all.
-pub async fn cache(State(state): State<Arc<AppState>>) -> Response {
+pub(crate) fn cache(state: &AppState) -> String {
     use snowdrift_core::segment::SegmentView;
     let cells = |v: Option<SegmentView>| {
         let v = v.unwrap_or(SegmentView {
@@ -306,11 +272,8 @@ pub async fn cache(State(state): State<Arc<AppState>>) -> Response {
 
 /// `GET /db`: Leaf's monitor page of the tag table (`leaf_alloc`), in Leaf's columns but the
 /// last: the description, where Leaf shows the update time (not every store keeps one).
-pub async fn db(State(state): State<Arc<AppState>>) -> Response {
-    let tags = match state.generators.segments().list_tags().await {
-        Ok(tags) => tags,
-        Err(e) => return Error::from(e).into_response(),
-    };
+pub(crate) async fn db(state: &AppState) -> Result<String, Error> {
+    let tags = state.generators.segments().list_tags().await?;
     let mut rows = String::new();
     for t in &tags {
         rows.push_str(&format!(
@@ -321,19 +284,19 @@ pub async fn db(State(state): State<Arc<AppState>>) -> Response {
             escape(t.description.as_deref().unwrap_or("")),
         ));
     }
-    page(
+    Ok(page(
         "leaf_alloc",
         "<tr><th>tag</th><th>max</th><th>step</th><th>description</th></tr>",
         &rows,
-    )
+    ))
 }
 
-fn page(title: &str, head: &str, rows: &str) -> Response {
-    axum::response::Html(format!(
+/// An HTML page of one table.
+fn page(title: &str, head: &str, rows: &str) -> String {
+    format!(
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title></head>\
          <body><h1>{title}</h1>\n<table border=\"1\">\n{head}\n{rows}</table></body></html>\n"
-    ))
-    .into_response()
+    )
 }
 
 /// Text made safe inside HTML.

@@ -11,21 +11,9 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use axum::http::StatusCode;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// The message the contract's body gives for a head hyper or the fast path could not take.
-pub(crate) fn head_refusal(status: StatusCode) -> Option<&'static str> {
-    Some(match status {
-        StatusCode::BAD_REQUEST => "the request line or a header is not valid HTTP/1.1",
-        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => {
-            "the request head (request line and headers) is larger than limits.max_head \
-             allows; send fewer or shorter headers"
-        }
-        StatusCode::URI_TOO_LONG => "the request target is longer than this server accepts",
-        _ => return None,
-    })
-}
+use crate::answer::refusal;
 
 /// `io`, with hyper's empty-bodied automatic answers written with the contract's body.
 #[derive(Debug)]
@@ -76,7 +64,7 @@ impl<I: AsyncWrite + Unpin> ErrorBodies<I> {
 }
 
 /// The answer `buf` with the contract's body, if `buf` is exactly one of hyper's automatic
-/// answers: `HTTP/1.1 4xx` with a status [`head_refusal`] knows, `content-length: 0`, no
+/// answers: `HTTP/1.1 4xx` with a status [`refusal::head`] knows, `content-length: 0`, no
 /// `content-type`, and nothing after the head.
 fn rewrite(buf: &[u8]) -> Option<Vec<u8>> {
     let rest = buf.strip_prefix(b"HTTP/1.1 4")?;
@@ -85,8 +73,8 @@ fn rewrite(buf: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     let code: u16 = std::str::from_utf8(rest.get(..2)?).ok()?.parse().ok()?;
-    let status = StatusCode::from_u16(400 + code).ok()?;
-    let message = head_refusal(status)?;
+    let status = 400 + code;
+    refusal::head(status)?;
     let head = std::str::from_utf8(&buf[..head_len - 2]).ok()?;
     let mut empty = false;
     let mut kept = String::with_capacity(head.len() + 64);
@@ -104,7 +92,7 @@ fn rewrite(buf: &[u8]) -> Option<Vec<u8>> {
     if !empty {
         return None;
     }
-    let body = crate::http::error::body("invalid_request", message);
+    let body = refusal::head_body(status)?;
     let mut out = kept.into_bytes();
     out.extend_from_slice(
         format!(

@@ -1,5 +1,6 @@
 //! Query strings read by hand, so every mistake gets the contract's JSON error naming the
-//! parameter and what is allowed (axum's own rejections are plain text).
+//! parameter and what is allowed (axum's own rejections are plain text), on the fast path
+//! and the router alike; and the bounds of a count, which gRPC's fields share.
 
 use std::collections::HashMap;
 
@@ -47,10 +48,7 @@ impl Params {
         };
         match text.parse::<u64>() {
             Ok(n) if (1..=max).contains(&n) => Ok(n),
-            _ => Err(Error::invalid(format!(
-                "count must be a whole number from 1 to {max}, got {}",
-                crate::error::quoted(text)
-            ))),
+            _ => Err(out_of_bounds("count", max, &crate::error::quoted(text))),
         }
     }
 
@@ -80,6 +78,23 @@ impl Params {
     pub fn format(&self) -> Result<Option<IdFormat>, Error> {
         crate::format::parse_optional(self.0.get("format").map(String::as_str))
     }
+}
+
+/// `value` of field `field` when it is 1 to `max`, else the error a query's `count` gets
+/// for the same mistake (gRPC's `count` and `batch`).
+pub(crate) fn bounded(field: &str, value: u64, max: u64) -> Result<u64, Error> {
+    if (1..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(out_of_bounds(field, max, &value.to_string()))
+    }
+}
+
+/// A count outside 1 to `max`; `got` is what was sent, as the message shows it.
+fn out_of_bounds(field: &str, max: u64, got: &str) -> Error {
+    Error::invalid(format!(
+        "{field} must be a whole number from 1 to {max}, got {got}"
+    ))
 }
 
 /// Refuses a value whose percent-decoded bytes are not UTF-8: `form_urlencoded` would put
@@ -126,6 +141,21 @@ mod tests {
         assert!(Params::parse(Some("count=1&count=2"), &["count"]).is_err());
         let p = Params::parse(Some("count=%31"), &["count"]).unwrap();
         assert_eq!(p.count(10).unwrap(), 1);
+    }
+
+    #[test]
+    fn a_field_out_of_bounds_is_refused_as_a_query_s_count_is() {
+        assert_eq!(bounded("batch", 10, 10).unwrap(), 10);
+        let e = bounded("batch", 0, 10).unwrap_err();
+        assert_eq!(
+            e.message(),
+            "batch must be a whole number from 1 to 10, got 0"
+        );
+        let p = Params::parse(Some("count=11"), &["count"]).unwrap();
+        assert_eq!(
+            p.count(10).unwrap_err().message(),
+            "count must be a whole number from 1 to 10, got \"11\""
+        );
     }
 
     #[test]
