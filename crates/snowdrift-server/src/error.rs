@@ -1,6 +1,6 @@
 //! The server's errors as values: [`Error`] (with an [`ErrorKind`]) is what every source,
 //! the auth and the request checks return; each transport maps the kinds once, at its edge
-//! (`http::error`, `grpc::status`, `resp::refusal`). [`ConfigError`] and [`StartError`]
+//! (`answer::refusal` for both HTTP paths, `grpc::status`, `resp::refusal`). [`ConfigError`] and [`StartError`]
 //! are what loading a config and starting a server can fail with.
 
 use std::time::Duration;
