@@ -3,7 +3,7 @@
 //!
 //! Every connection starts here. While its requests are plain GETs of `/v1/ids/{name}` or
 //! of Leaf's single-ID routes over HTTP/1.1 ([`request::parse`]), each is answered by the
-//! same code as the axum route (`crate::answer`, through [`answer`]) and timed in the same
+//! same code as the axum route (`crate::answer`, through [`answer()`]) and timed in the same
 //! histogram; pipelined requests are answered in one write, up to a bound. With auth on,
 //! each request's token is checked against what the route needs as the router's layer
 //! checks it ([`auth`]), and a refusal is answered here with the same status, headers and
