@@ -25,7 +25,7 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    /// Every reason, in the order of [`Counters::refused`](super::Counters::refused).
+    /// Every reason, in the order of [`TsoReport::refused`](super::TsoReport::refused).
     pub const ALL: [Refusal; 5] = [
         Refusal::PlaintextToken,
         Refusal::Term,

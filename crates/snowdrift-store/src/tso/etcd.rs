@@ -683,3 +683,15 @@ fn validate_name(name: &str) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_fault_is_counted_where_all_lists_it() {
+        for (i, fault) in KeyFault::ALL.iter().enumerate() {
+            assert_eq!(fault.index(), i, "{fault:?}");
+        }
+    }
+}
