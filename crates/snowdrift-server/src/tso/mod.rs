@@ -193,9 +193,11 @@ impl Tso {
         clock_offset_ms: i64,
         runtime: &tokio::runtime::Handle,
     ) -> Result<Self, snowdrift_store::Error> {
+        // Before the oracle starts: a forward_token or forward_ca it refuses must stop the
+        // start before this node campaigns.
+        let forwarder = Arc::new(forward::Forwarder::new(plan, clock_offset_ms)?);
         let clock = OffsetClock::new(MonotonicClock::new(), clock_offset_ms);
         let oracle = OracleNode::start(oracle_config(name, plan), clock, runtime).await?;
-        let forwarder = Arc::new(forward::Forwarder::new(plan, clock_offset_ms)?);
         let (forwards, forward_queue) = mpsc::channel(QUEUE);
         let shared = Arc::new(Shared {
             role: oracle.watch_role(),

@@ -291,6 +291,14 @@ impl OracleNode {
     }
 }
 
+impl Drop for OracleNode {
+    /// Tells the task to stop (a leader resigns), as [`shutdown`](Self::shutdown) does
+    /// without waiting: a task whose handle is gone must not campaign on.
+    fn drop(&mut self) {
+        self.stop.send_replace(true);
+    }
+}
+
 pub(super) fn lock<T>(l: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // Writers replace the whole value at once; a panic cannot leave it half written.
     l.lock().unwrap_or_else(|e| e.into_inner())

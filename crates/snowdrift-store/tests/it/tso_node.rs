@@ -173,3 +173,23 @@ async fn settings_that_break_fencing_are_refused_before_connecting() {
         "{e}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_dropped_without_shutdown_stops_campaigning() {
+    let ns = unique_name("tso_drop");
+    let a = start(config(&ns, "http://a.test:1"), 0).await;
+    role_until(&a, |r| matches!(r, Role::Leader { .. })).await;
+    let b = start(config(&ns, "http://b.test:2"), 0).await;
+    role_until(&b, |r| matches!(r, Role::Follower { .. })).await;
+    let mut role = b.watch_role();
+    drop(b);
+    // While A still leads: a task whose handle is gone and that went on campaigning would
+    // stop only once it had won.
+    tokio::time::timeout(PATIENCE, role.wait_for(|r| *r == Role::Stopped))
+        .await
+        .expect("the dropped node's task went on")
+        .unwrap();
+    assert!(matches!(a.role(), Role::Leader { .. }));
+    a.shutdown().await;
+    cleanup(&ns).await;
+}
