@@ -77,7 +77,7 @@ impl Plan {
                 )));
             }
             let plan = generator::plan(config, i, g)?;
-            if let SourcePlan::Snowflake { lease, .. } = &plan.source
+            if let Some(lease) = plan.source.lease()
                 && let Some(other) = namespaces.insert(lease.namespace.clone(), i)
             {
                 return Err(ConfigError::new(format!(
