@@ -9,7 +9,6 @@ pub mod generator;
 mod reach;
 #[cfg(test)]
 mod tests;
-pub mod worker;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -65,7 +64,7 @@ impl Plan {
         let buffer = check_store(&config.store)?;
         // The worker section is checked even when no generator leases a worker ID, so a
         // mistake in it shows before someone adds a snowflake generator.
-        worker::registry(&config.worker)?;
+        crate::kinds::snowflake::lease::registry(&config.worker)?;
         let mut generators = Vec::new();
         let mut seen = BTreeMap::new();
         let mut namespaces = BTreeMap::new();

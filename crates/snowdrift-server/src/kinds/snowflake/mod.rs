@@ -2,6 +2,7 @@
 //! worker-ID lease.
 
 mod decode;
+pub mod lease;
 mod plan;
 mod source;
 mod status;

@@ -7,10 +7,10 @@ use snowdrift_core::generator::{Builder, OnBackward, SnowflakeGenerator};
 use snowdrift_core::layout::Layout;
 use snowdrift_store::worker::{LeaseConfig, WorkerNode, WorkerRegistry};
 
+use super::lease as lease_plan;
 use crate::config::{Config, GeneratorConfig, Kind, OnBackwardPolicy, Output};
 use crate::error::core_reason;
 use crate::kinds::{KindPlan, PlanError, Reached, StartContext};
-use crate::plan::worker as lease_plan;
 
 use super::SnowflakeSource;
 
