@@ -7,23 +7,15 @@
 //! box, no virtual call on the hot path). Nothing outside these folders matches on a kind.
 //!
 //! Adding a kind: a folder with a plan type and a source type, its name in
-//! `snowdrift_proto::Kind`, and one line below.
+//! `snowdrift_proto::Kind`, and one line below (its folder, its variant, its source and plan types).
 
 mod behaviour;
 pub mod codec;
-pub mod counter;
 mod ids;
 mod keys;
 mod reach;
 #[macro_use]
 mod registry;
-pub mod segment;
-pub mod simple;
-pub mod snowflake;
-pub mod ticket;
-pub mod tso;
-pub mod uuid;
-pub mod zk_version;
 
 use std::sync::Arc;
 
@@ -38,21 +30,21 @@ pub use reach::{REACH_TIMEOUT, Reached};
 
 kinds! {
     /// Snowflake IDs under a worker lease.
-    Snowflake(snowflake::SnowflakeSource, snowflake::SnowflakePlan),
+    snowflake: Snowflake(SnowflakeSource, SnowflakePlan),
     /// A segment tag under its own name.
-    Segment(segment::SegmentSource, segment::SegmentPlan),
+    segment: Segment(SegmentSource, SegmentPlan),
     /// Ticket servers.
-    Ticket(ticket::TicketSource, ticket::TicketPlan),
+    ticket: Ticket(TicketSource, TicketPlan),
     /// A Redis counter.
-    Counter(counter::CounterSource, counter::CounterPlan),
+    counter: Counter(CounterSource, CounterPlan),
     /// UUID v1, v2, v3, v5, v6.
-    Uuid(uuid::UuidSource, uuid::UuidPlan),
+    uuid: Uuid(UuidSource, UuidPlan),
     /// UUID v4/v7, ULID, ObjectId.
-    Simple(simple::SimpleSource, simple::SimplePlan),
+    simple: Simple(SimpleSource, SimplePlan),
     /// A timestamp oracle.
-    Tso(tso::TsoSource, tso::TsoPlan),
+    tso: Tso(TsoSource, TsoPlan),
     /// A ZooKeeper znode's data version.
-    ZkVersion(zk_version::ZkVersionSource, zk_version::ZkVersionPlan),
+    zk_version: ZkVersion(ZkVersionSource, ZkVersionPlan),
 }
 
 impl Source {

@@ -2,13 +2,16 @@
 //! and [`SourcePlan`](super::SourcePlan) and their delegating methods, so the list of kinds
 //! is written once.
 
-/// `kinds! { Variant(SourceType, PlanType), ... }`: the two enums and their delegation.
+/// `kinds! { folder: Variant(SourceType, PlanType), ... }`: the kinds' folders (modules),
+/// the two enums and their delegation.
 macro_rules! kinds {
-    ($( $(#[$doc:meta])* $variant:ident($source:ty, $plan:ty) ),* $(,)?) => {
+    ($( $(#[$doc:meta])* $module:ident: $variant:ident($source:ident, $plan:ident) ),* $(,)?) => {
+        $( pub mod $module; )*
+
         /// One configured generator: a source of any kind.
         #[derive(Debug)]
         pub enum Source {
-            $( $(#[$doc])* $variant($source), )*
+            $( $(#[$doc])* $variant($module::$source), )*
         }
 
         /// Where a generator's IDs come from, with everything its kind needs, checked.
@@ -17,7 +20,7 @@ macro_rules! kinds {
         #[allow(clippy::large_enum_variant)]
         #[derive(Debug, Clone)]
         pub enum SourcePlan {
-            $( $(#[$doc])* $variant($plan), )*
+            $( $(#[$doc])* $variant($module::$plan), )*
         }
 
         impl SourcePlan {
@@ -28,8 +31,8 @@ macro_rules! kinds {
                 g: &crate::config::GeneratorConfig,
             ) -> Result<Self, PlanError> {
                 $(
-                    if <$plan as KindPlan>::KINDS.contains(&g.kind) {
-                        return <$plan as KindPlan>::plan(config, g).map(SourcePlan::$variant);
+                    if <$module::$plan as KindPlan>::KINDS.contains(&g.kind) {
+                        return <$module::$plan as KindPlan>::plan(config, g).map(SourcePlan::$variant);
                     }
                 )*
                 Err(PlanError::Whole(format!(
@@ -41,8 +44,8 @@ macro_rules! kinds {
             /// The `[[generator]]` keys of `kind`, beside `name` and `kind`.
             pub fn keys(kind: crate::config::Kind) -> &'static [&'static str] {
                 $(
-                    if <$plan as KindPlan>::KINDS.contains(&kind) {
-                        return <$plan as KindPlan>::keys(kind);
+                    if <$module::$plan as KindPlan>::KINDS.contains(&kind) {
+                        return <$module::$plan as KindPlan>::keys(kind);
                     }
                 )*
                 &[]
