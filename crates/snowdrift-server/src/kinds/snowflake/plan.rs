@@ -157,7 +157,7 @@ impl KindPlan for SnowflakePlan {
         // between processes.
         let _ = getrandom::fill(&mut seed);
         let builder = self.options.builder(&self.layout, u64::from_le_bytes(seed));
-        let offset = crate::tso::test_clock_offset_ms()?;
+        let offset = crate::kinds::tso::oracle::test_clock_offset_ms()?;
         let clock = MonotonicClock::anchored_at(
             SystemClock.now_ms().saturating_add_signed(offset),
             std::time::Instant::now(),

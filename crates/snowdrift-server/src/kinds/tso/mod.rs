@@ -1,6 +1,7 @@
 //! `tso`: a timestamp oracle (TiKV PD's TSO), strictly increasing across every node, from
 //! one leader elected on etcd; followers forward to it.
 
+pub mod oracle;
 mod plan;
 mod source;
 mod status;

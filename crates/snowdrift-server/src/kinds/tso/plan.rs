@@ -43,7 +43,7 @@ pub struct TsoPlan {
 }
 
 /// A `tso` leader's lease when none is configured: PD's 3 s.
-pub const DEFAULT_TSO_TTL: Duration = Duration::from_secs(3);
+pub const DEFAULT_TSO_TTL: Duration = snowdrift_store::tso::DEFAULT_TTL;
 
 impl KindPlan for TsoPlan {
     type Source = TsoSource;
@@ -77,9 +77,9 @@ impl KindPlan for TsoPlan {
         name: &str,
         cx: &StartContext,
     ) -> Result<TsoSource, snowdrift_store::Error> {
-        let offset = crate::tso::test_clock_offset_ms()?;
+        let offset = super::oracle::test_clock_offset_ms()?;
         Ok(TsoSource::new(
-            crate::tso::Tso::start(name, self, offset, &cx.keepers).await?,
+            super::oracle::Tso::start(name, self, offset, &cx.keepers).await?,
         ))
     }
 

@@ -8,7 +8,7 @@ use snowdrift_core::obfuscate::Obfuscator;
 use crate::config::Kind;
 use crate::error::Error;
 use crate::kinds::{Consecutive, IdRun, IdSource, Ids, one_run_last};
-use crate::tso::Tso;
+use super::oracle::Tso;
 use snowdrift_core::segment::IdRange;
 
 /// The IDs of one `tso` generator.
@@ -89,7 +89,7 @@ impl IdSource for TsoSource {
     }
 
     async fn next_for_peer(&self, count: u64) -> Option<Result<(Ids, i64), Error>> {
-        let answer = crate::tso::serve_forwarded(true, self.tso.next_in_term(count)).await;
+        let answer = super::oracle::serve_forwarded(true, self.tso.next_in_term(count)).await;
         Some(answer.map(|(range, term)| (one_run(range), term)))
     }
 }

@@ -3,10 +3,10 @@
 
 use serde_json::{Value, json};
 
-use crate::tso::{Role, Tso};
+use super::oracle::{Role, Tso};
 
 /// A timestamp oracle as JSON: who leads, the term and window, the counters.
-pub(super) fn json(t: &crate::tso::Tso) -> Value {
+pub(super) fn json(t: &super::oracle::Tso) -> Value {
     let r = t.report();
     let c = t.config();
     let mut v = json!({
@@ -20,12 +20,12 @@ pub(super) fn json(t: &crate::tso::Tso) -> Value {
         "forwards": r.forwards,
         "forward_calls": r.forward_calls,
         "forward_errors": r.forward_errors,
-        "forward_refused": crate::tso::Refusal::ALL
+        "forward_refused": super::oracle::Refusal::ALL
             .iter()
             .zip(r.refused)
             .map(|(why, n)| (why.label().to_string(), Value::from(n)))
             .collect::<serde_json::Map<_, _>>(),
-        "leader_keys_refused": crate::tso::KEY_FAULTS
+        "leader_keys_refused": super::oracle::KEY_FAULTS
             .iter()
             .zip(r.forged_keys)
             .map(|(fault, n)| (fault.to_string(), Value::from(n)))
@@ -72,9 +72,9 @@ pub(super) fn readiness(t: &Tso) -> Result<(), String> {
 }
 
 /// A timestamp oracle's role, window, lease and counters, read at scrape time.
-pub(super) fn gauges(name: &str, r: &crate::tso::TsoReport) {
+pub(super) fn gauges(name: &str, r: &super::oracle::TsoReport) {
     let labels = [("generator", name.to_string())];
-    let leading = matches!(r.role, crate::tso::Role::Leader { .. });
+    let leading = matches!(r.role, super::oracle::Role::Leader { .. });
     metrics::gauge!("snowdrift_tso_leader", &labels).set(f64::from(u8::from(leading)));
     metrics::counter!("snowdrift_tso_terms_total", &labels).absolute(r.terms);
     let window_left = r
@@ -94,14 +94,14 @@ pub(super) fn gauges(name: &str, r: &crate::tso::TsoReport) {
     metrics::counter!("snowdrift_tso_forwards_total", &labels).absolute(r.forwards);
     metrics::counter!("snowdrift_tso_forward_calls_total", &labels).absolute(r.forward_calls);
     metrics::counter!("snowdrift_tso_forward_errors_total", &labels).absolute(r.forward_errors);
-    for (why, n) in crate::tso::Refusal::ALL.iter().zip(r.refused) {
+    for (why, n) in super::oracle::Refusal::ALL.iter().zip(r.refused) {
         let labels = [
             ("generator", name.to_string()),
             ("reason", why.label().to_string()),
         ];
         metrics::counter!("snowdrift_tso_forward_refused_total", &labels).absolute(n);
     }
-    for (fault, n) in crate::tso::KEY_FAULTS.iter().zip(r.forged_keys) {
+    for (fault, n) in super::oracle::KEY_FAULTS.iter().zip(r.forged_keys) {
         let labels = [
             ("generator", name.to_string()),
             ("fault", (*fault).to_string()),

@@ -28,7 +28,7 @@ use snowdrift_store::tso::{KeyFault, OracleConfig, OracleError, OracleNode};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::error::Error;
-use crate::plan::TsoPlan;
+use crate::kinds::tso::TsoPlan;
 
 pub(crate) use forward::{FORWARDED_HEADER, FORWARDED_VALUE, TERM_HEADER};
 /// What this node is to one oracle (it lives with the leader task in the store).
@@ -412,7 +412,7 @@ pub fn test_clock_offset_ms() -> Result<i64, snowdrift_store::Error> {
 
 /// The etcd namespace of every oracle's keys (the plan decides it, so the plan's reach
 /// check and the oracle agree without importing each other in a circle).
-pub use crate::plan::TSO_NAMESPACE as NAMESPACE;
+pub use super::TSO_NAMESPACE as NAMESPACE;
 
 /// The store's settings of generator `name`'s oracle, from its plan.
 fn oracle_config(name: &str, plan: &TsoPlan) -> OracleConfig {
