@@ -27,6 +27,7 @@ pub mod format;
 pub mod grpc;
 mod handover;
 pub mod http;
+pub mod kinds;
 pub mod metrics;
 pub mod plan;
 pub mod resp;
