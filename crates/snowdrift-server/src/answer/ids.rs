@@ -7,7 +7,7 @@ use snowdrift_core::codec::{Codec, IdFormat};
 use super::query::{Form, Params};
 use crate::error::{Error, ErrorKind};
 use crate::format::codec_for;
-use crate::source::{IdSource, Ids, Source};
+use crate::kinds::{IdSource, Ids, Source};
 use crate::state::AppState;
 use crate::state::issue;
 use snowdrift_proto::http as shape;

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{Answer, Extra, JSON, Status};
-use crate::config::{Kind, LeafErrors};
+use crate::config::LeafErrors;
 use crate::error::Error;
-use crate::source::{IdSource, Ids, Source};
+use crate::kinds::{IdSource, Ids, Source};
 use crate::state::AppState;
 use crate::state::issue;
 use snowdrift_core::layout::Role;
@@ -19,7 +19,7 @@ use snowdrift_core::layout::Role;
 /// One ID of segment tag `tag` (`/api/segment/get/{tag}`).
 pub(crate) async fn segment_id(state: &AppState, tag: &str) -> Result<String, Error> {
     let source = match state.generators.get(tag) {
-        Ok(s) if s.kind() == Kind::Segment => s,
+        Ok(s) if s.segment().is_some() => s,
         Ok(s) => {
             return Err(Error::unsupported(format!(
                 "{tag:?} is a {} generator, not a segment tag",
@@ -81,7 +81,7 @@ fn digits_only(what: &str, text: &str) -> Result<(), Error> {
 pub(crate) fn snowflake_for(state: &AppState, key: &str) -> Option<(String, Arc<Source>)> {
     if state.generators.is_generator(key)
         && let Ok(s) = state.generators.get(key)
-        && s.kind() == Kind::Snowflake
+        && s.snowflake().is_some()
     {
         return Some((key.to_string(), s));
     }

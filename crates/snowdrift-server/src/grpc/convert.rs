@@ -8,7 +8,7 @@ use snowdrift_core::codec::Codec;
 use super::pb;
 use crate::config::Kind;
 use crate::error::Error;
-use crate::source::{IdSource, Ids, Source};
+use crate::kinds::{IdSource, Ids, Source};
 use crate::state::Generators;
 
 /// `ids` from generator `name` of `kind` as one message: runs stay runs, text stays text,
@@ -101,7 +101,7 @@ fn decoded(kind: Kind, v: &Value) -> pb::DecodeResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::IdRun;
+    use crate::kinds::IdRun;
 
     #[test]
     fn runs_and_text_travel_as_they_are() {

@@ -17,7 +17,7 @@ use crate::answer::access;
 use crate::answer::query::bounded;
 use crate::auth::Target;
 use crate::error::Error;
-use crate::source::{IdSource, Source};
+use crate::kinds::{IdSource, Source};
 use crate::state::AppState;
 use crate::state::issue;
 
@@ -73,15 +73,20 @@ impl IdApi {
 /// is `1`. Any other value is refused rather than guessed at (a "0" meant as "not
 /// forwarded" once counted as forwarded).
 fn forwarded<T>(request: &Request<T>) -> Result<bool, Status> {
-    match request.metadata().get(crate::tso::FORWARDED_HEADER) {
+    match request
+        .metadata()
+        .get(crate::kinds::tso::oracle::FORWARDED_HEADER)
+    {
         None => Ok(false),
-        Some(v) if v.as_bytes() == crate::tso::FORWARDED_VALUE.as_bytes() => Ok(true),
+        Some(v) if v.as_bytes() == crate::kinds::tso::oracle::FORWARDED_VALUE.as_bytes() => {
+            Ok(true)
+        }
         Some(v) => Err(Status::invalid_argument(format!(
             "{} metadata is {:?}; only {:?} is allowed (a tso follower sets it on a call it \
              forwards to the leader); leave it out otherwise",
-            crate::tso::FORWARDED_HEADER,
+            crate::kinds::tso::oracle::FORWARDED_HEADER,
             String::from_utf8_lossy(v.as_bytes()),
-            crate::tso::FORWARDED_VALUE
+            crate::kinds::tso::oracle::FORWARDED_VALUE
         ))),
     }
 }
@@ -114,14 +119,17 @@ impl IdService for IdApi {
             }
             None => {
                 let issuing = issue(&r.name, &source, count, r.input.as_deref());
-                (crate::tso::serve_forwarded(forwarded, issuing).await?, None)
+                (
+                    crate::kinds::tso::oracle::serve_forwarded(forwarded, issuing).await?,
+                    None,
+                )
             }
         };
         let batch = convert::batch(&r.name, source.kind(), ids, codec.as_ref())?;
         let mut response = Response::new(batch);
         if let Some(term) = term {
             response.metadata_mut().insert(
-                crate::tso::TERM_HEADER,
+                crate::kinds::tso::oracle::TERM_HEADER,
                 tonic::metadata::MetadataValue::from(term),
             );
         }

@@ -13,7 +13,7 @@ use tonic::Status;
 
 use super::convert::batch;
 use super::pb;
-use crate::source::{IdSource, Source};
+use crate::kinds::{IdSource, Source};
 use crate::state::issue;
 
 /// Most IDs in one message of text IDs (UUIDs, ULIDs, ObjectIds, formatted 64-bit IDs), so a

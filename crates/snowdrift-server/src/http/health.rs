@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::source::{IdSource, Source};
+use crate::kinds::{IdSource, Source};
 use crate::state::AppState;
 
 /// 200 while the process serves HTTP.

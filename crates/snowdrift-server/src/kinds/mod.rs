@@ -57,6 +57,14 @@ impl Source {
         }
     }
 
+    /// The segment tag this serves, for Leaf's segment route, which serves only tags.
+    pub fn segment(&self) -> Option<&segment::SegmentSource> {
+        match self {
+            Source::Segment(s) => Some(s),
+            _ => None,
+        }
+    }
+
     /// The tag `tag` of `segments`, served under its own name.
     pub fn tag(segments: Arc<SegmentService>, tag: String) -> Self {
         Source::Segment(segment::SegmentSource::new(segments, tag))
