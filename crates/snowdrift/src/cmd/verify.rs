@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use snowdrift::report::group_digits;
-use snowdrift_testkit::history::{CheckOptions, History};
+use snowdrift_history::{CheckOptions, History};
 
 /// Check a recorded history of ID requests: no ID twice, the IDs of one answer
 /// consecutive, and real-time order (an answer received before another request was sent
