@@ -5,7 +5,7 @@ use std::io::{BufReader, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use snowdrift::report::group_digits;
+use snowdrift_bench::report::group_digits;
 use snowdrift_history::{CheckOptions, History};
 
 /// Check a recorded history of ID requests: no ID twice, the IDs of one answer
