@@ -9,7 +9,6 @@ pub mod generator;
 mod reach;
 #[cfg(test)]
 mod tests;
-pub mod worker;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -65,7 +64,7 @@ impl Plan {
         let buffer = check_store(&config.store)?;
         // The worker section is checked even when no generator leases a worker ID, so a
         // mistake in it shows before someone adds a snowflake generator.
-        worker::registry(&config.worker)?;
+        crate::kinds::snowflake::lease::registry(&config.worker)?;
         let mut generators = Vec::new();
         let mut seen = BTreeMap::new();
         let mut namespaces = BTreeMap::new();
@@ -77,7 +76,7 @@ impl Plan {
                 )));
             }
             let plan = generator::plan(config, i, g)?;
-            if let SourcePlan::Snowflake { lease, .. } = &plan.source
+            if let Some(lease) = plan.source.lease()
                 && let Some(other) = namespaces.insert(lease.namespace.clone(), i)
             {
                 return Err(ConfigError::new(format!(
