@@ -22,7 +22,7 @@ use hdrhistogram::Histogram;
 use tonic::transport::{Channel, Endpoint};
 
 // The same report code as `snowdrift bench --grpc`, so the load scripts read both alike.
-use snowdrift::report::{StreamCounts, latency_histogram, stream_lines};
+use snowdrift_bench::report::{StreamCounts, latency_histogram, stream_lines};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

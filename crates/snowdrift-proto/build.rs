@@ -1,6 +1,7 @@
-//! Compiles `proto/snowdrift.proto` (at the repository root) into the gRPC messages, server
-//! and client with protox, a protobuf compiler in Rust, so building needs no `protoc`; also
-//! writes the encoded descriptor set that the server's reflection service serves.
+//! Compiles `proto/snowdrift.proto` (in this crate, so the packaged crate builds alone) into
+//! the gRPC messages, server and client with protox, a protobuf compiler in Rust, so building
+//! needs no `protoc`; also writes the encoded descriptor set that the server's reflection
+//! service serves.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     #[cfg(feature = "grpc")]
@@ -14,7 +15,7 @@ fn grpc() -> Result<(), Box<dyn std::error::Error>> {
 
     use protox::prost::Message;
 
-    let proto_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../proto");
+    let proto_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("proto");
     let proto = proto_dir.join("snowdrift.proto");
     println!("cargo:rerun-if-changed={}", proto.display());
     let fds = protox::compile([&proto], [&proto_dir])?;

@@ -3,18 +3,20 @@
 //! Test tools for snowdrift: the URLs of the services the tests use ([`urls`]), a
 //! fault-injecting TCP proxy (`FaultProxy`: cut, black-hole, delay; feature `proxy`, on by
 //! default), a checker for collected IDs ([`IdChecker`]: duplicates across sources, order
-//! per source), and a linearizability checker of recorded histories ([`history`]), which
-//! `snowdrift verify` runs on users' own recordings, and a lying gRPC server ([`Liar`],
-//! feature `liar`) that repeats its IDs or answers a run that wraps.
+//! per source), the linearizability checker of recorded histories ([`history`]: the
+//! `snowdrift-history` crate, which `snowdrift verify` runs on users' own recordings), and a
+//! lying gRPC server ([`Liar`], feature `liar`) that repeats its IDs or answers a run that
+//! wraps.
 #![deny(missing_docs)]
 
 mod checker;
-pub mod history;
 #[cfg(feature = "liar")]
 mod liar;
 #[cfg(feature = "proxy")]
 mod proxy;
 pub mod urls;
+
+pub use snowdrift_history as history;
 
 pub use checker::{Duplicate, IdChecker, IdValue, Negative, OrderViolation, Report};
 #[cfg(feature = "liar")]

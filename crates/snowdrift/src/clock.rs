@@ -1,11 +1,7 @@
-//! The clock the command-line tools generate with, and the ticker behind a cached clock.
-
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+//! The clock the command-line tools generate with.
 
 use anyhow::{Context, Result};
-use snowdrift_core::clock::{CachedClock, Clock, MonotonicClock, OffsetClock};
+use snowdrift_core::clock::{MonotonicClock, OffsetClock};
 
 /// Environment variable that shifts this process's clock, for tests that need nodes whose
 /// clocks disagree (the server's timestamp oracles read it too). Test use only.
@@ -21,36 +17,4 @@ pub fn process_clock() -> Result<OffsetClock<MonotonicClock>> {
         Err(_) => 0,
     };
     Ok(OffsetClock::new(MonotonicClock::new(), offset))
-}
-
-/// A thread that keeps a [`CachedClock`] current; stops when dropped.
-pub struct Ticker {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-/// A clock costing one atomic load per read, refreshed every `period` by a ticker thread.
-pub fn cached_clock<C: Clock + 'static>(source: C, period: Duration) -> (CachedClock, Ticker) {
-    let (clock, driver) = CachedClock::new(source);
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    let thread = std::thread::Builder::new()
-        .name("snowdrift-clock".into())
-        .spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
-                driver.tick();
-                std::thread::sleep(period);
-            }
-        })
-        .ok();
-    (clock, Ticker { stop, thread })
-}
-
-impl Drop for Ticker {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }

@@ -1,6 +1,6 @@
-//! The library part of the `snowdrift` command: how its load tools print their results.
-//! The peer clients in `bench-peers` print through it too, so the load scripts read
-//! `snowdrift bench` and a peer's client alike.
+//! The library part of the `snowdrift` command: how its load tools print their results,
+//! which `snowdrift-bench` holds ([`report`] is its module, re-exported so this path keeps
+//! working).
 #![deny(missing_docs)]
 
-pub mod report;
+pub use snowdrift_bench::report;

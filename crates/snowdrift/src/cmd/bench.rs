@@ -1,29 +1,14 @@
-//! `snowdrift bench`: an in-process benchmark of the snowflake generator, or (with
-//! `--target`) load on a running server.
+//! `snowdrift bench`: the flags, checked and handed to `snowdrift-bench`, which runs the
+//! generator in process or loads a running server (`--target`).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use hdrhistogram::Histogram;
-use indicatif::{ProgressBar, ProgressStyle};
-use snowdrift_core::clock::{Clock, SystemClock};
-use snowdrift_core::generator::SnowflakeGenerator;
-use snowdrift_core::layout::{Layout, parse_unit};
+use snowdrift_bench::generator::{self, ClockKind};
+use snowdrift_bench::{client, grpc, load};
+use snowdrift_core::layout::parse_unit;
 
 use crate::layout_args::LayoutArgs;
-use snowdrift::report::{group_digits, latency_histogram};
-
-/// Which clock the generator reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ClockKind {
-    /// Monotonic clock anchored to the wall clock (one vDSO call per read).
-    Monotonic,
-    /// An atomic refreshed by a ticker thread every 100 µs (one load per read).
-    Cached,
-    /// The wall clock, read on every call.
-    System,
-}
 
 /// Measure the generator in this process, or a running server with --target.
 ///
@@ -134,7 +119,7 @@ pub fn run(args: Args) -> Result<()> {
             );
         }
         if let Some(name) = args.client {
-            return crate::cmd::bench_client::run(crate::cmd::bench_client::Load {
+            return Ok(client::run(client::Load {
                 endpoints: target.split(',').map(str::to_string).collect(),
                 name,
                 threads: args.threads,
@@ -142,10 +127,10 @@ pub fn run(args: Args) -> Result<()> {
                 rate: args.rate,
                 duration,
                 token: args.token,
-            });
+            })?);
         }
         if let Some(name) = args.grpc {
-            return crate::cmd::bench_grpc::run(crate::cmd::bench_grpc::Load {
+            return Ok(grpc::run(grpc::Load {
                 target,
                 name,
                 connections: args.connections,
@@ -153,9 +138,9 @@ pub fn run(args: Args) -> Result<()> {
                 batch: args.batch,
                 duration,
                 token: args.token,
-            });
+            })?);
         }
-        return crate::cmd::bench_load::run(crate::cmd::bench_load::Load {
+        return Ok(load::run(load::Load {
             target,
             incr: args.incr,
             token: args.token,
@@ -163,155 +148,11 @@ pub fn run(args: Args) -> Result<()> {
             connections: args.connections,
             rate: args.rate,
             duration,
-        });
+        })?);
     }
-    if args.threads == 0 || args.threads > 1024 {
-        bail!("--threads must be between 1 and 1024");
-    }
-    if args.block == 0 {
-        bail!("--block must be at least 1");
-    }
+    let options = generator::Options::new(args.threads, args.block, args.clock)?;
     let duration = Duration::from_millis(parse_unit(&args.duration).context("--duration")?);
     let (layout, name) = args.layout.resolve(None)?;
     let base = crate::clock::process_clock()?;
-    println!(
-        "bench: layout {name}, {} thread(s), block {}, clock {:?}, {:?}",
-        args.threads, args.block, args.clock, duration
-    );
-    let report = match args.clock {
-        ClockKind::Monotonic => measure(&layout, base, &args, duration)?,
-        ClockKind::System => measure(&layout, SystemClock, &args, duration)?,
-        ClockKind::Cached => {
-            let (clock, _ticker) = crate::clock::cached_clock(base, Duration::from_micros(100));
-            measure(&layout, clock, &args, duration)?
-        }
-    };
-    println!("{report}");
-    Ok(())
-}
-
-struct Report {
-    ids: u64,
-    calls: u64,
-    elapsed: Duration,
-    latency: Histogram<u64>,
-    order_violations: u64,
-    cap: f64,
-}
-
-impl std::fmt::Display for Report {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let secs = self.elapsed.as_secs_f64();
-        let rate = self.ids as f64 / secs;
-        let q = |p: f64| self.latency.value_at_quantile(p);
-        writeln!(f, "ids        {}", group_digits(self.ids))?;
-        writeln!(
-            f,
-            "rate       {} IDs/s ({:.1}% of the layout's {} IDs/s cap per node), {:.2} ns/ID",
-            group_digits(rate as u64),
-            100.0 * rate / self.cap,
-            group_digits(self.cap as u64),
-            1e9 / rate
-        )?;
-        writeln!(
-            f,
-            "calls      {} ({} calls/s)",
-            group_digits(self.calls),
-            group_digits((self.calls as f64 / secs) as u64)
-        )?;
-        writeln!(
-            f,
-            "latency    p50 {} ns  p99 {} ns  p99.9 {} ns  p99.99 {} ns  max {} ns  ({} samples)",
-            q(0.5),
-            q(0.99),
-            q(0.999),
-            q(0.9999),
-            self.latency.max(),
-            self.latency.len()
-        )?;
-        write!(f, "order      {} violation(s)", self.order_violations)
-    }
-}
-
-fn measure<C: Clock>(layout: &Layout, clock: C, args: &Args, duration: Duration) -> Result<Report> {
-    let generator = SnowflakeGenerator::builder(layout.clone()).build(clock)?;
-    let stop = AtomicBool::new(false);
-    let issued = AtomicU64::new(0);
-    let bar = ProgressBar::new(duration.as_millis() as u64).with_style(
-        ProgressStyle::with_template("{bar:40} {elapsed_precise} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let start = Instant::now();
-    let results = std::thread::scope(|s| -> Result<Vec<(u64, u64, Histogram<u64>)>> {
-        let workers: Vec<_> = (0..args.threads)
-            .map(|_| s.spawn(|| worker(&generator, args.block, &stop, &issued)))
-            .collect();
-        while start.elapsed() < duration {
-            std::thread::sleep(Duration::from_millis(100));
-            bar.set_position(start.elapsed().as_millis() as u64);
-            bar.set_message(format!(
-                "{} IDs",
-                group_digits(issued.load(Ordering::Relaxed))
-            ));
-        }
-        stop.store(true, Ordering::Relaxed);
-        workers
-            .into_iter()
-            .map(|w| {
-                w.join()
-                    .map_err(|_| anyhow::anyhow!("a bench thread panicked"))?
-            })
-            .collect()
-    })?;
-    let elapsed = start.elapsed();
-    bar.finish_and_clear();
-    let mut latency = latency_histogram()?;
-    let (mut calls, mut violations) = (0, 0);
-    for (c, v, h) in results {
-        calls += c;
-        violations += v;
-        latency.add(h)?;
-    }
-    Ok(Report {
-        ids: issued.load(Ordering::Relaxed),
-        calls,
-        elapsed,
-        latency,
-        order_violations: violations,
-        cap: layout.max_ids_per_second(),
-    })
-}
-
-/// One thread's loop: returns (calls, order violations, sampled latencies).
-fn worker<C: Clock>(
-    generator: &SnowflakeGenerator<C>,
-    block: u64,
-    stop: &AtomicBool,
-    issued: &AtomicU64,
-) -> Result<(u64, u64, Histogram<u64>)> {
-    let mut hist = latency_histogram()?;
-    let (mut calls, mut violations, mut local) = (0u64, 0u64, 0u64);
-    let mut last: Option<u64> = None;
-    while !stop.load(Ordering::Relaxed) {
-        for i in 0..64u32 {
-            let t = (i == 0).then(Instant::now);
-            let (first, last_id, n) = if block == 1 {
-                let id = generator.next()?;
-                (id, id, 1)
-            } else {
-                let b = generator.next_block(block)?;
-                (b.first(), b.last(), b.len())
-            };
-            if let Some(t) = t {
-                hist.saturating_record(t.elapsed().as_nanos() as u64);
-            }
-            violations += u64::from(last.is_some_and(|l| first <= l));
-            last = Some(last_id);
-            local += n;
-        }
-        calls += 64;
-        issued.fetch_add(local, Ordering::Relaxed);
-        local = 0;
-    }
-    Ok((calls, violations, hist))
+    Ok(generator::run(&options, duration, &layout, &name, base)?)
 }

@@ -5,7 +5,7 @@ use snowdrift_core::clock::Clock;
 use snowdrift_core::layout::{Layout, format_ms};
 
 use crate::layout_args::LayoutArgs;
-use snowdrift::report::group_digits;
+use snowdrift_bench::report::group_digits;
 
 /// Show a layout's bit budget, lifetime, rate, node count and JavaScript safety; exits
 /// non-zero if the layout is invalid or its time field is already full.

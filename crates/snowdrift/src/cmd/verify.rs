@@ -5,8 +5,8 @@ use std::io::{BufReader, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use snowdrift::report::group_digits;
-use snowdrift_testkit::history::{CheckOptions, History};
+use snowdrift_bench::report::group_digits;
+use snowdrift_history::{CheckOptions, History};
 
 /// Check a recorded history of ID requests: no ID twice, the IDs of one answer
 /// consecutive, and real-time order (an answer received before another request was sent

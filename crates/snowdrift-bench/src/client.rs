@@ -1,13 +1,13 @@
-//! `snowdrift bench --target URL[,URL...] --client NAME`: threads in this process taking IDs
-//! of NAME through one shared `snowdrift-client`, as an application would.
+//! Threads in this process taking IDs of one name through one shared `snowdrift-client`, as
+//! an application would (`snowdrift bench --target URL[,URL...] --client NAME`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
 
-use snowdrift::report::{count_line, group_digits, latency_histogram, percentiles};
+use crate::error::{Context, Error};
+use crate::report::{count_line, group_digits, latency_histogram, percentiles};
 
 /// What to take and how hard.
 pub struct Load {
@@ -28,12 +28,16 @@ pub struct Load {
 }
 
 /// Runs the load and prints IDs/s, `next()` latency and the cache's counts.
-pub fn run(load: Load) -> Result<()> {
+pub fn run(load: Load) -> Result<(), Error> {
     if load.threads == 0 || load.threads > 1024 {
-        bail!("--threads must be between 1 and 1024");
+        return Err(Error::Options(
+            "--threads must be between 1 and 1024".into(),
+        ));
     }
     if load.rate.is_some_and(|r| r.is_nan() || r < 1.0) {
-        bail!("--rate must be at least 1 ID per second");
+        return Err(Error::Options(
+            "--rate must be at least 1 ID per second".into(),
+        ));
     }
     let per_thread = load.rate.map(|r| r / load.threads as f64);
     let mut builder =
@@ -61,7 +65,7 @@ pub fn run(load: Load) -> Result<()> {
     let errors = AtomicU64::new(0);
     let first_error = std::sync::Mutex::new(None::<String>);
     let (ids, latency, start) =
-        std::thread::scope(|s| -> Result<(u64, Histogram<u64>, Instant)> {
+        std::thread::scope(|s| -> Result<(u64, Histogram<u64>, Instant), Error> {
             let workers: Vec<_> = (0..load.threads)
                 .map(|_| {
                     s.spawn(|| {
@@ -84,9 +88,7 @@ pub fn run(load: Load) -> Result<()> {
             let mut total = 0;
             let mut latency = latency_histogram()?;
             for w in workers {
-                let (n, h) = w
-                    .join()
-                    .map_err(|_| anyhow::anyhow!("a bench thread panicked"))??;
+                let (n, h) = w.join().map_err(|_| Error::Panicked)??;
                 total += n;
                 latency.add(h)?;
             }
@@ -133,7 +135,7 @@ fn worker(
     stop: &AtomicBool,
     errors: &AtomicU64,
     first_error: &std::sync::Mutex<Option<String>>,
-) -> Result<(u64, Histogram<u64>)> {
+) -> Result<(u64, Histogram<u64>), Error> {
     let mut hist = latency_histogram()?;
     let mut counted = 0u64;
     let mut warming = true;

@@ -1,11 +1,10 @@
-//! `snowdrift bench --target URL --grpc NAME`: load on a running server over gRPC `Stream`,
-//! with N connections, each asking for one stream after another.
+//! Load on a running server over gRPC `Stream`, with N connections, each asking for one
+//! stream after another (`snowdrift bench --target URL --grpc NAME`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
 use prost::Message;
 use snowdrift_proto::grpc::StreamRequest;
@@ -13,7 +12,8 @@ use snowdrift_proto::grpc::id_service_client::IdServiceClient;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::transport::{Channel, Endpoint};
 
-use snowdrift::report::{StreamCounts, group_digits, latency_histogram, stream_lines};
+use crate::error::{Context, Error};
+use crate::report::{StreamCounts, group_digits, latency_histogram, stream_lines};
 
 /// What to stream and how hard.
 pub struct Load {
@@ -34,18 +34,21 @@ pub struct Load {
 }
 
 /// Runs the load and prints throughput and per-stream latency percentiles.
-pub fn run(load: Load) -> Result<()> {
+pub fn run(load: Load) -> Result<(), Error> {
+    let refuse = |why: &str| Err(Error::Options(why.into()));
     if !load.target.starts_with("http://") {
-        bail!("with --grpc, --target must be the server's http:// URL, e.g. http://127.0.0.1:8080");
+        return refuse(
+            "with --grpc, --target must be the server's http:// URL, e.g. http://127.0.0.1:8080",
+        );
     }
     if load.connections == 0 || load.connections > 10_000 {
-        bail!("--connections must be between 1 and 10000");
+        return refuse("--connections must be between 1 and 10000");
     }
     if load.per_stream == 0 {
-        bail!("--per-stream must be at least 1");
+        return refuse("--per-stream must be at least 1");
     }
     if load.batch == Some(0) {
-        bail!("--batch must be at least 1");
+        return refuse("--batch must be at least 1");
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -79,7 +82,7 @@ pub fn run(load: Load) -> Result<()> {
     Ok(())
 }
 
-async fn drive(load: &Load) -> Result<Totals> {
+async fn drive(load: &Load) -> Result<Totals, Error> {
     let endpoint = Endpoint::from_shared(load.target.clone())
         .with_context(|| format!("{} is not a valid URL", load.target))?;
     let auth = load
@@ -156,7 +159,7 @@ async fn connection(
     req: StreamRequest,
     auth: Option<MetadataValue<Ascii>>,
     stop: Arc<AtomicBool>,
-) -> Result<Totals> {
+) -> Result<Totals, Error> {
     let mut client = IdServiceClient::new(channel);
     let mut c = Totals::new()?;
     while !stop.load(Ordering::Relaxed) {
@@ -215,7 +218,7 @@ struct Totals {
 }
 
 impl Totals {
-    fn new() -> Result<Self> {
+    fn new() -> Result<Self, Error> {
         Ok(Self {
             streams: 0,
             ids: 0,
@@ -228,7 +231,7 @@ impl Totals {
         })
     }
 
-    fn add(&mut self, c: Totals) -> Result<()> {
+    fn add(&mut self, c: Totals) -> Result<(), Error> {
         self.streams += c.streams;
         self.ids += c.ids;
         self.messages += c.messages;

@@ -1,6 +1,6 @@
-//! `snowdrift bench --target URL`: load on a running server from one thread, with N
-//! connections each holding one request in flight: closed loop (as fast as answers come), or
-//! at a fixed total rate.
+//! Load on a running server (or Redis) from one thread, with N connections each holding one
+//! request in flight: closed loop (as fast as answers come), or at a fixed total rate
+//! (`snowdrift bench --target URL`).
 //!
 //! One thread and one epoll set, no async runtime: at a fixed rate the latency of a request
 //! counts from when it was due, so anything between the due time and the write (a task hop,
@@ -12,13 +12,13 @@ use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
 use mio::{Events, Interest, Poll, Token};
 
-use crate::cmd::bench_tls::{Blocking, Polled, Tls};
-use crate::cmd::bench_wire::{Answer, Target};
-use snowdrift::report::{count_line, latency_histogram, outcome_line, percentiles};
+use crate::error::{Context, Error};
+use crate::report::{count_line, latency_histogram, outcome_line, percentiles};
+use crate::tls::{Blocking, Polled, Tls};
+use crate::wire::{Answer, Target};
 
 /// A request without an answer for this long fails and its connection is dropped.
 const ANSWER_LIMIT: Duration = Duration::from_secs(10);
@@ -80,17 +80,25 @@ impl Totals {
 }
 
 /// Runs the load and prints throughput and latency percentiles.
-pub fn run(load: Load) -> Result<()> {
+pub fn run(load: Load) -> Result<(), Error> {
     if load.connections == 0 || load.connections > 10_000 {
-        bail!("--connections must be between 1 and 10000");
+        return Err(Error::Options(
+            "--connections must be between 1 and 10000".into(),
+        ));
     }
     if load.rate.is_some_and(|r| !r.is_finite() || r <= 0.0) {
-        bail!("--rate must be above 0 requests per second");
+        return Err(Error::Options(
+            "--rate must be above 0 requests per second".into(),
+        ));
     }
     let target = Target::parse(&load.target, load.incr.as_deref(), load.token.as_deref())?;
     let tls = match &target.tls_host {
         Some(host) => Some(Tls::new(host, load.ca.as_deref())?),
-        None if load.ca.is_some() => bail!("--ca is for https:// and rediss:// targets"),
+        None if load.ca.is_some() => {
+            return Err(Error::Options(
+                "--ca is for https:// and rediss:// targets".into(),
+            ));
+        }
         None => None,
     };
     let target = Wired { target, tls };
@@ -143,12 +151,12 @@ pub fn run(load: Load) -> Result<()> {
 }
 
 /// One request before timing: the target answers, and with success.
-fn probe(target: &Wired) -> Result<()> {
+fn probe(target: &Wired) -> Result<(), Error> {
     let mut stream = connect(target)
         .with_context(|| format!("cannot reach {}; is the server running?", target.addr))?;
     let answer = exchange(target, &mut stream, target.request())?;
     if let Err(e) = answer {
-        bail!("{} answered {e}", target.label);
+        return Err(Error::Target(format!("{} answered {e}", target.label)));
     }
     Ok(())
 }
@@ -167,7 +175,7 @@ impl std::ops::Deref for Wired {
 }
 
 /// A blocking connection to the target, past its handshakes (TLS, RESP's `AUTH`, if any).
-fn connect(target: &Wired) -> Result<Blocking> {
+fn connect(target: &Wired) -> Result<Blocking, Error> {
     let mut stream = std::net::TcpStream::connect_timeout(&target.addr, ANSWER_LIMIT)?;
     stream.set_nodelay(true)?;
     stream.set_read_timeout(Some(ANSWER_LIMIT))?;
@@ -181,13 +189,20 @@ fn connect(target: &Wired) -> Result<Blocking> {
     if let Some(hello) = target.handshake()
         && let Err(e) = exchange(target, &mut stream, hello)?
     {
-        bail!("{} refused the token: {e}", target.addr);
+        return Err(Error::Target(format!(
+            "{} refused the token: {e}",
+            target.addr
+        )));
     }
     Ok(stream)
 }
 
 /// Sends `request` on a blocking connection and reads its whole answer.
-fn exchange(target: &Target, stream: &mut Blocking, request: &[u8]) -> Result<Result<u64, String>> {
+fn exchange(
+    target: &Target,
+    stream: &mut Blocking,
+    request: &[u8],
+) -> Result<Result<u64, String>, Error> {
     stream.write_all(request)?;
     stream.flush()?;
     let mut read = Vec::new();
@@ -197,12 +212,15 @@ fn exchange(target: &Target, stream: &mut Blocking, request: &[u8]) -> Result<Re
             .read(&mut chunk)
             .with_context(|| format!("no answer from {}", target.addr))?;
         if n == 0 {
-            bail!("{} closed the connection without an answer", target.addr);
+            return Err(Error::Target(format!(
+                "{} closed the connection without an answer",
+                target.addr
+            )));
         }
         read.extend_from_slice(&chunk[..n]);
         if let Some(answer) = target
             .answer(&read)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", target.label))?
+            .map_err(|e| Error::Target(format!("{}: {e}", target.label)))?
         {
             return Ok(answer.outcome);
         }
@@ -235,7 +253,7 @@ struct Driver<'a> {
 }
 
 impl<'a> Driver<'a> {
-    fn new(target: &'a Wired, load: &Load) -> Result<Self> {
+    fn new(target: &'a Wired, load: &Load) -> Result<Self, Error> {
         let mut driver = Self {
             target,
             poll: Poll::new().context("creating the epoll set")?,
@@ -264,7 +282,7 @@ impl<'a> Driver<'a> {
         Ok(driver)
     }
 
-    fn run(mut self) -> Result<Totals> {
+    fn run(mut self) -> Result<Totals, Error> {
         let mut events = Events::with_capacity(1024);
         let start = Instant::now();
         let end = start + self.duration;
@@ -344,7 +362,7 @@ impl<'a> Driver<'a> {
                 && let Err(e) = self.open(slot)
             {
                 // Counted as a failed request; the slot tries again with the next one.
-                self.totals.record(origin, Err(format!("{e:#}")));
+                self.totals.record(origin, Err(e.chain()));
                 self.free.push(slot);
                 if self.every.is_none() {
                     return;
@@ -360,7 +378,7 @@ impl<'a> Driver<'a> {
         }
     }
 
-    fn open(&mut self, slot: usize) -> Result<()> {
+    fn open(&mut self, slot: usize) -> Result<(), Error> {
         let stream = connect(self.target)
             .with_context(|| format!("cannot connect to {}", self.target.addr))?;
         let mut stream = stream.into_polled()?;

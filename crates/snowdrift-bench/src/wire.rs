@@ -1,11 +1,12 @@
-//! What `snowdrift bench --target` says on the wire: the bytes of one request (an HTTP/1.1
+//! What [`load`](crate::load) says on the wire: the bytes of one request (an HTTP/1.1
 //! GET, or a RESP `INCR key` for a Redis server or snowdrift's RESP listener) and where the
 //! answer to it ends in what a connection has read.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
-use anyhow::{Context, Result, bail};
-use reqwest::Url;
+use url::Url;
+
+use crate::error::{Context, Error};
 
 /// The protocol a target speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,16 +44,17 @@ impl Target {
     /// Parses `url`: `http://HOST:PORT/PATH?QUERY` for GETs, or `redis://HOST:PORT` with
     /// `incr` naming the key each request increments. A `token` goes in every GET's
     /// `Authorization` header, or in one `AUTH` per RESP connection.
-    pub fn parse(url: &str, incr: Option<&str>, token: Option<&str>) -> Result<Self> {
+    pub fn parse(url: &str, incr: Option<&str>, token: Option<&str>) -> Result<Self, Error> {
+        let refuse = |why: String| Err(Error::Options(why));
         if token.is_some_and(|t| t.is_empty() || t.bytes().any(|b| b.is_ascii_control())) {
-            bail!("--token is empty or holds a control character");
+            return refuse("--token is empty or holds a control character".into());
         }
         let parsed = Url::parse(url).with_context(|| {
             format!("--target {url} is not a URL; e.g. http://127.0.0.1:8080/v1/ids/snowflake?count=1 or redis://127.0.0.1:6379")
         })?;
         let host = parsed
             .host_str()
-            .with_context(|| format!("--target {url} names no host"))?;
+            .ok_or_else(|| Error::Options(format!("--target {url} names no host")))?;
         let tls = matches!(parsed.scheme(), "https" | "rediss");
         let (protocol, request, label) = match (parsed.scheme(), incr) {
             ("http" | "https", None) => {
@@ -71,16 +73,19 @@ impl Target {
                 (Protocol::Http, request.into_bytes(), format!("GET {url}"))
             }
             ("http" | "https", Some(_)) => {
-                bail!("--incr needs a redis:// or rediss:// --target, not {url}")
+                return refuse(format!(
+                    "--incr needs a redis:// or rediss:// --target, not {url}"
+                ));
             }
             ("redis" | "rediss", Some(key)) => {
                 if parsed.path().len() > 1 || parsed.query().is_some() {
-                    bail!(
+                    return refuse(
                         "a redis:// --target is only redis://HOST:PORT; the key comes from --incr"
+                            .into(),
                     );
                 }
                 if key.is_empty() {
-                    bail!("--incr needs a key");
+                    return refuse("--incr needs a key".into());
                 }
                 let request = format!("*2\r\n$4\r\nINCR\r\n${}\r\n{key}\r\n", key.len());
                 (
@@ -90,11 +95,13 @@ impl Target {
                 )
             }
             ("redis" | "rediss", None) => {
-                bail!("a redis:// --target needs --incr KEY, the key to increment")
+                return refuse("a redis:// --target needs --incr KEY, the key to increment".into());
             }
-            (scheme, _) => bail!(
-                "--target {url}: {scheme}:// is not supported; use http:// or https:// (GETs), or redis:// or rediss:// with --incr (INCRs)"
-            ),
+            (scheme, _) => {
+                return refuse(format!(
+                    "--target {url}: {scheme}:// is not supported; use http:// or https:// (GETs), or redis:// or rediss:// with --incr (INCRs)"
+                ));
+            }
         };
         let port = parsed.port().unwrap_or(match (protocol, tls) {
             (Protocol::Http, false) => 80,
@@ -105,7 +112,7 @@ impl Target {
             .to_socket_addrs()
             .with_context(|| format!("cannot resolve {host}"))?
             .next()
-            .with_context(|| format!("{host} resolves to no address"))?;
+            .ok_or_else(|| Error::Options(format!("{host} resolves to no address")))?;
         let handshake = match (protocol, token) {
             (Protocol::Resp, Some(t)) => {
                 Some(format!("*2\r\n$4\r\nAUTH\r\n${}\r\n{t}\r\n", t.len()).into_bytes())

@@ -32,6 +32,8 @@
 //! - `ids`: the IDs, as decimal strings (as snowdrift's HTTP API returns them) or as
 //!   numbers; an empty list records a failed request, which constrains nothing.
 
+#![deny(missing_docs)]
+
 mod check;
 mod parse;
 #[cfg(test)]
@@ -77,7 +79,7 @@ struct Op {
 /// A recorded history of an ID service: operations with their times and IDs.
 ///
 /// ```
-/// use snowdrift_testkit::history::History;
+/// use snowdrift_history::History;
 /// let mut h = History::new();
 /// h.push("a", 0, 10, [1, 2])?;
 /// h.push("b", 20, 30, [3])?; // after a completed: must be above
@@ -87,7 +89,7 @@ struct Op {
 /// let report = h.check();
 /// assert_eq!(report.duplicate_count, 1);
 /// assert_eq!(report.real_time_count, 1);
-/// # Ok::<(), snowdrift_testkit::history::HistoryError>(())
+/// # Ok::<(), snowdrift_history::HistoryError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct History {

@@ -1,4 +1,4 @@
-//! TLS for `snowdrift bench --target https://...` (and `rediss://`): the trust roots, the
+//! TLS for `https://` and `rediss://` targets of [`load`](crate::load): the trust roots, the
 //! blocking handshake each connection starts with, and the non-blocking connection the
 //! polling loop reads and writes afterwards, so a deployed server is measured as clients
 //! reach it.
@@ -7,11 +7,12 @@ use std::io::{self, ErrorKind, Read, Write};
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
 use mio::net::TcpStream;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore};
+
+use crate::error::{Context, Error};
 
 /// The client side of TLS for one run: whom to trust, and the name to check.
 #[derive(Clone)]
@@ -23,7 +24,7 @@ pub struct Tls {
 impl Tls {
     /// Trusts the certificates in the PEM file `ca` (a private CA, or the server's own
     /// self-signed certificate), else the system's roots; checks the server against `host`.
-    pub fn new(host: &str, ca: Option<&Path>) -> Result<Self> {
+    pub fn new(host: &str, ca: Option<&Path>) -> Result<Self, Error> {
         let mut roots = RootCertStore::empty();
         match ca {
             Some(path) => {
@@ -33,7 +34,10 @@ impl Tls {
                         format!("--ca {}: not a PEM certificate file", path.display())
                     })?;
                 if certs.is_empty() {
-                    bail!("--ca {}: no certificate in it", path.display());
+                    return Err(Error::Options(format!(
+                        "--ca {}: no certificate in it",
+                        path.display()
+                    )));
                 }
                 for cert in certs {
                     roots.add(cert).with_context(|| {
@@ -45,9 +49,9 @@ impl Tls {
                 let found = rustls_native_certs::load_native_certs();
                 roots.add_parsable_certificates(found.certs);
                 if roots.is_empty() {
-                    bail!(
-                        "no trusted root certificates found on this system; give the server's CA with --ca FILE"
-                    );
+                    return Err(Error::Options(
+                        "no trusted root certificates found on this system; give the server's CA with --ca FILE".into(),
+                    ));
                 }
             }
         }
@@ -67,7 +71,7 @@ impl Tls {
     }
 
     /// Completes the handshake on a blocking `stream` (its read timeout bounds each wait).
-    pub fn handshake(&self, stream: &mut std::net::TcpStream) -> Result<ClientConnection> {
+    pub fn handshake(&self, stream: &mut std::net::TcpStream) -> Result<ClientConnection, Error> {
         let mut tls = ClientConnection::new(self.config.clone(), self.name.clone())
             .context("starting TLS")?;
         while tls.is_handshaking() {
