@@ -1,8 +1,11 @@
 //! The worker-ID lease of each snowflake generator, resolved from `[worker]`: the registry
 //! URL, where the worker ID comes from, and the lease's timings, checked against each other.
 
-use snowdrift_store::worker::{self as store_worker, LeaseConfig, NodeSplit, WorkerSource};
+use snowdrift_store::worker::{
+    self as store_worker, FileRegistry, LeaseConfig, NodeSplit, WorkerSource,
+};
 
+use crate::config::origin::Origins;
 use crate::config::{BitsFrom, Derive, Registry, WorkerConfig, mask_url};
 use crate::error::ConfigError;
 
@@ -71,10 +74,20 @@ fn split(w: &WorkerConfig) -> Result<NodeSplit, ConfigError> {
 
 /// Checks a lease's node split against the generator's layout (two node fields or more, a
 /// datacenter that fits the highest), naming the `[worker]` keys.
+///
+/// A static worker ID (`worker.id`) is checked here too, by the same call a start makes to
+/// resolve it, so `--check-config` refuses an ID the layout's node fields cannot hold.
 pub fn check_split(
     lease: &LeaseConfig,
     layout: &snowdrift_core::layout::Layout,
 ) -> Result<(), ConfigError> {
+    if let WorkerSource::Static(_) = lease.source {
+        // A static ID resolves without the host: the name is not read.
+        lease
+            .source
+            .resolve_in(layout, &lease.split, "")
+            .map_err(|e| ConfigError::at("worker.id", format!("worker.id: {}", store_reason(e))))?;
+    }
     if lease.split == NodeSplit::default() {
         return Ok(());
     }
@@ -83,6 +96,74 @@ pub fn check_split(
         .check(layout)
         .map(|_| ())
         .map_err(|e| ConfigError::new(format!("[worker] datacenter/bits_from: {e}")))
+}
+
+/// Checks `[worker]` as a whole, with or without a snowflake generator to use it: the
+/// registry and its URL, the namespace and the lock directory as the registry's `connect`
+/// would check them at start, every duration within its range, and no `derive` without
+/// `registry = "derived"`.
+pub(crate) fn check(w: &WorkerConfig, origins: &Origins) -> Result<(), ConfigError> {
+    let (url, _) = registry(w)?;
+    store_worker::validate_namespace(&w.namespace).map_err(|e| {
+        ConfigError::at(
+            "worker.namespace",
+            format!(
+                "worker.namespace: {} (each snowflake generator leases under \
+                 {{namespace}}_{{generator}})",
+                store_reason(e)
+            ),
+        )
+    })?;
+    if url.starts_with("file://") && FileRegistry::dir_of(&url).is_err() {
+        let key = if w.verify_with.as_deref() == Some(url.as_str()) {
+            "worker.verify_with"
+        } else if w.url.as_deref() == Some(url.as_str()) {
+            "worker.url"
+        } else {
+            "worker.path"
+        };
+        return Err(ConfigError::at(
+            key,
+            format!(
+                "{key}: {} names no directory; give the directory of the lock and mark files \
+                 (worker.path; left out, a directory per machine and user)",
+                crate::error::quoted(&url)
+            ),
+        ));
+    }
+    let derive_set = origins.is_set("worker.derive") || w.derive != Derive::Hostname;
+    if derive_set && w.registry != Registry::Derived {
+        return Err(ConfigError::at(
+            "worker.derive",
+            format!(
+                "worker.derive applies to registry = \"derived\", and registry is \"{}\", \
+                 which {}; remove derive, or set registry = \"derived\"",
+                w.registry,
+                if w.registry == Registry::Static {
+                    "takes worker.id"
+                } else {
+                    "claims the lowest free worker ID (or worker.id)"
+                }
+            ),
+        ));
+    }
+    for (key, value) in [
+        ("worker.ttl", w.ttl),
+        ("worker.window", w.window),
+        ("worker.max_mark_wait", w.max_mark_wait),
+        ("worker.clock_bound", w.clock_bound),
+    ] {
+        super::sections::span(key, value)?;
+    }
+    Ok(())
+}
+
+/// A store error's message without the kind in front.
+fn store_reason(e: snowdrift_store::Error) -> String {
+    match e {
+        snowdrift_store::Error::InvalidInput(message) => message,
+        other => other.to_string(),
+    }
 }
 
 /// The registry namespace snowflake generator `name` leases its worker ID under:
