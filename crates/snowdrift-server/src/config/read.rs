@@ -90,7 +90,7 @@ impl Reader {
             Value::Scalar(Scalar::Str(s)) => format!("{s:?} is text (in quotes)"),
             Value::Scalar(Scalar::Date(d)) => format!("{d} is a TOML date"),
             Value::Scalar(Scalar::Huge(n)) => format!("{n} is a number beyond every range"),
-            Value::Text(t) => format!("{t:?} is not that"),
+            Value::Text(t) => format!("{t:?} is given"),
             Value::Table(_) => "a table is given".into(),
             Value::List(_) => "a list is given".into(),
             Value::Gap => "nothing is given".into(),
