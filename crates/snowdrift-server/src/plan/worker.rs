@@ -115,19 +115,19 @@ pub(crate) fn check(w: &WorkerConfig, origins: &Origins) -> Result<(), ConfigErr
         )
     })?;
     if url.starts_with("file://") && FileRegistry::dir_of(&url).is_err() {
-        let key = if w.verify_with.as_deref() == Some(url.as_str()) {
-            "worker.verify_with"
+        let (key, value) = if w.verify_with.as_deref() == Some(url.as_str()) {
+            ("worker.verify_with", url.as_str())
         } else if w.url.as_deref() == Some(url.as_str()) {
-            "worker.url"
+            ("worker.url", url.as_str())
         } else {
-            "worker.path"
+            ("worker.path", w.path.as_str())
         };
         return Err(ConfigError::at(
             key,
             format!(
                 "{key}: {} names no directory; give the directory of the lock and mark files \
                  (worker.path; left out, a directory per machine and user)",
-                crate::error::quoted(&url)
+                crate::error::quoted(value)
             ),
         ));
     }

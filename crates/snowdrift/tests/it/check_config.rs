@@ -312,7 +312,7 @@ fn every_class_of_configuration_error_is_caught_by_the_check_as_by_the_start() {
         (
             "an empty worker directory",
             "[worker]\npath = \"\"\n".into(),
-            "worker.path: \"file://\" names no directory",
+            "worker.path: \"\" names no directory",
             "path = \"\"",
         ),
     ];
