@@ -60,26 +60,13 @@ impl IdBatch {
 }
 
 impl KindCode {
-    /// The kind it stands for; `None` for `KIND_CODE_UNSPECIFIED`.
+    /// The kind it stands for; `None` for `KIND_CODE_UNSPECIFIED`. The inverse of
+    /// `From<Kind>`, so the table is written once.
     pub fn kind(self) -> Option<Kind> {
-        Some(match self {
-            KindCode::Unspecified => return None,
-            KindCode::Snowflake => Kind::Snowflake,
-            KindCode::Segment => Kind::Segment,
-            KindCode::Ticket => Kind::Ticket,
-            KindCode::Counter => Kind::Counter,
-            KindCode::Uuid1 => Kind::Uuid1,
-            KindCode::Uuid2 => Kind::Uuid2,
-            KindCode::Uuid3 => Kind::Uuid3,
-            KindCode::Uuid4 => Kind::Uuid4,
-            KindCode::Uuid5 => Kind::Uuid5,
-            KindCode::Uuid6 => Kind::Uuid6,
-            KindCode::Uuid7 => Kind::Uuid7,
-            KindCode::Ulid => Kind::Ulid,
-            KindCode::Objectid => Kind::Objectid,
-            KindCode::Tso => Kind::Tso,
-            KindCode::ZkVersion => Kind::ZkVersion,
-        })
+        Kind::ALL
+            .iter()
+            .copied()
+            .find(|&kind| KindCode::from(kind) == self)
     }
 }
 

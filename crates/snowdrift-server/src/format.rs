@@ -6,11 +6,10 @@
 //! what this adds is the server's side: which generator has which obfuscation key, which
 //! kinds take which formats, and the API's errors.
 
-use snowdrift_core::codec::{Codec, Format, IdFormat};
-use snowdrift_core::layout::Layout;
+use snowdrift_core::codec::{Codec, IdFormat};
 
 use crate::error::{Error, core_reason};
-use crate::source::{IdSource, Source};
+use crate::kinds::{IdSource, Source};
 use crate::state::Generators;
 
 /// A format name from a request, or the 400 that lists the names.
@@ -54,33 +53,7 @@ pub fn number_codec(
     source: &Source,
     format: IdFormat,
 ) -> Result<Codec, Error> {
-    let obfuscator = generators.obfuscator(name);
-    if format.is_obfuscated() && obfuscator.is_none() {
-        return Err(Error::unsupported(format!(
-            "generator {name:?} has no obfuscation key, so it has no format={format}; give \
-             its [[generator]] an obfuscate_key (32 hex digits). A segment tag served under its \
-             own name has none: configure a generator for the tag"
-        )));
-    }
-    let codec = match source {
-        Source::Snowflake(s) if s.options().bit_reversed && format.format() == Format::Friendly => {
-            return Err(Error::unsupported(format!(
-                "generator {name:?} issues bit-reversed IDs (output = \"bit-reversed\"), whose \
-                 bits are not time-node-sequence in order, so it has no format=friendly; decode \
-                 an ID to see its fields"
-            )));
-        }
-        Source::Snowflake(s) => format.codec(s.layout(), obfuscator),
-        _ if format.format() == Format::Friendly => {
-            return Err(Error::unsupported(format!(
-                "format=friendly shows the fields of a snowflake layout; {} IDs have none",
-                source.kind().as_str()
-            )));
-        }
-        // Only the friendly form reads the layout.
-        _ => format.codec(&Layout::preset("twitter")?, obfuscator),
-    };
-    codec.map_err(|e| Error::invalid(core_reason(e)))
+    crate::kinds::codec::number_codec(source, name, format, generators.obfuscator(name))
 }
 
 /// `id`, issued by generator `name`, written by `codec`. An ID beyond the width of the
@@ -100,9 +73,5 @@ pub fn encode(name: &str, codec: &Codec, id: u64) -> Result<String, Error> {
 
 /// True for the kinds whose IDs are 64-bit numbers, the only ones formats apply to.
 pub fn is_64_bit(source: &Source) -> bool {
-    match source {
-        Source::Simple(_) | Source::Uuid(_) => false,
-        Source::Counter(c) => c.counter().template().is_none(),
-        _ => true,
-    }
+    source.numeric()
 }

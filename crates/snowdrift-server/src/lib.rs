@@ -25,6 +25,7 @@ mod fast;
 pub mod format;
 pub mod grpc;
 pub mod http;
+pub mod kinds;
 pub mod metrics;
 pub mod plan;
 pub mod resp;

@@ -7,7 +7,8 @@
 //! has PD's form and fits a positive `i64` until the year 3085.
 //!
 //! [`TimestampOracle`] is the pure part: state and rules, no I/O, no threads, no async.
-//! Above it a driver (the server's leader task) does what the oracle asks for:
+//! Above it a driver (the leader task, `snowdrift_store::tso::OracleNode`) does what the
+//! oracle asks for:
 //!
 //! - it wins an election (etcd) and reads the window end the previous leader saved, then
 //!   calls [`start_term`](TimestampOracle::start_term): the oracle starts strictly above

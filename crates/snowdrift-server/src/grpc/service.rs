@@ -97,24 +97,22 @@ impl IdService for IdApi {
         let count = bounded("count", r.count.unwrap_or(1), self.state.max_count)?;
         let source = self.state.generators.get(&r.name)?;
         let codec = self.codec(&r.name, &source, r.format.as_deref())?;
-        let mut term = None;
-        let ids = match source.as_ref() {
-            // Counted as issued by the follower that asked, which answers its client: the
-            // cluster's sum of snowdrift_ids_issued_total counts each ID once. The answer
-            // names the term, which the follower checks against the leader key it read.
-            Source::Tso(tso) if forwarded && r.input.is_none() => {
-                let (range, t) =
-                    crate::tso::serve_forwarded(true, tso.tso().next_in_term(count)).await?;
-                term = Some(t);
-                crate::source::Ids::Runs(vec![crate::source::IdRun {
-                    first: range.start,
-                    count: range.len(),
-                    stride: 1,
-                }])
+        // A tso follower's forwarded call is answered by the leader's oracle with its term,
+        // which the follower checks against the leader key it read. Counted as issued by the
+        // follower that asked, which answers its client: the cluster's sum of
+        // snowdrift_ids_issued_total counts each ID once.
+        let peer = match forwarded && r.input.is_none() {
+            true => source.next_for_peer(count).await,
+            false => None,
+        };
+        let (ids, term) = match peer {
+            Some(answer) => {
+                let (ids, term) = answer?;
+                (ids, Some(term))
             }
-            _ => {
+            None => {
                 let issuing = issue(&r.name, &source, count, r.input.as_deref());
-                crate::tso::serve_forwarded(forwarded, issuing).await?
+                (crate::tso::serve_forwarded(forwarded, issuing).await?, None)
             }
         };
         let batch = convert::batch(&r.name, source.kind(), ids, codec.as_ref())?;
@@ -142,9 +140,7 @@ impl IdService for IdApi {
         let source = self.state.generators.get(&r.name)?;
         // A name's UUID is one UUID: the stream's whole count is checked here, not each
         // batch's (which would name the batch size, not what the client asked for).
-        if let (Source::Uuid(u), Some(_)) = (source.as_ref(), &r.input) {
-            u.one_name(&r.name, total)?;
-        }
+        source.check_stream(&r.name, total, r.input.as_deref())?;
         let codec = self.codec(&r.name, &source, r.format.as_deref())?;
         let text = codec.is_some() || !crate::format::is_64_bit(&source);
         let batch = if text {

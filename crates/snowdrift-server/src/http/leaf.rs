@@ -218,7 +218,7 @@ fn leaf_decode(state: &AppState, text: Option<&str>) -> Result<Value, Error> {
     let Some((_, source)) = snowflake_for(state, "") else {
         return Err(Error::not_found("this server has no snowflake generator"));
     };
-    let Source::Snowflake(s) = source.as_ref() else {
+    let Some(s) = source.snowflake() else {
         return Err(Error::not_found("this server has no snowflake generator"));
     };
     let text = text.ok_or_else(|| {

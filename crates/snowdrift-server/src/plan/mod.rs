@@ -10,7 +10,7 @@ mod reach;
 mod sections;
 #[cfg(test)]
 mod tests;
-pub mod worker;
+mod worker;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -90,7 +90,10 @@ impl Plan {
             }
             let plan = generator::plan(config, i, g)?;
             check_needs_auth(i, g, tokens.is_enabled())?;
-            if let SourcePlan::Snowflake { lease, .. } = &plan.source
+            if let (Some(lease), Some(layout)) = (plan.source.lease(), plan.source.layout()) {
+                worker::check_worker_id(lease, layout)?;
+            }
+            if let Some(lease) = plan.source.lease()
                 && let Some(other) = namespaces.insert(lease.namespace.clone(), i)
             {
                 return Err(ConfigError::new(format!(

@@ -6,24 +6,17 @@
 //!
 //! `INCRBY name n` keeps Redis' meaning: the counter moves up by `n` and the reply is its
 //! new value, so the caller owns the `n` IDs `(reply - n, reply]`. That holds only where a
-//! batch is one consecutive run: segment tags on one store and plain Redis counters. Other
-//! kinds are refused with `-WRONGTYPE` before anything is issued: snowflake batches span
-//! ticks, ticket servers interleave, striped stores hand out every k-th ID, zk-version
-//! writes interleave with other nodes', and text kinds are no counter at all. `INCRBY name
-//! 1` is `INCR name` for every kind, as redis-py's `r.incr(name)` sends it.
+//! batch is one consecutive run: each kind says whether it can give one
+//! ([`IdSource::consecutive`]); the others are refused with `-WRONGTYPE` before anything is
+//! issued. `INCRBY name 1` is `INCR name` for every kind, as redis-py's `r.incr(name)` sends
+//! it.
 
-use crate::config::Kind;
 use crate::error::Error;
-use crate::source::{IdSource, Ids, SegmentSource, Source};
+use crate::kinds::{Consecutive, IdSource, Ids, Source};
 use crate::state::Generators;
 
 use super::refusal::Refusal;
 use super::reply;
-
-/// How many segments `INCRBY` tries for one that still holds `n` IDs in a row. A
-/// segment's tail too short for `n` is skipped (a gap, never a duplicate); two more tries
-/// reach a fresh segment even when other requests take from it meanwhile.
-const SEGMENT_TRIES: usize = 3;
 
 /// One ID, as its reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,10 +41,8 @@ impl Id {
     /// `i64::MAX` answers every ID in text, so a client never sees one generator switch
     /// reply types as its IDs grow.
     fn of(source: &Source, value: u64) -> Self {
-        let wide =
-            matches!(source, Source::Snowflake(s) if i64::try_from(s.layout().max_id()).is_err());
         match i64::try_from(value) {
-            Ok(v) if !wide => Id::Integer(v),
+            Ok(v) if !source.wide() => Id::Integer(v),
             _ => Id::Text(value.to_string()),
         }
     }
@@ -84,20 +75,9 @@ pub async fn incr_by(name: &str, source: &Source, n: i64, max_count: u64) -> Res
         // One ID is a run of one whatever the kind: redis-py's `incr(name)` sends this.
         return incr(name, source).await;
     }
-    let last = match source {
-        Source::Segment(segment) => segment_run(name, segment, n).await?,
-        // A plain counter's batch, and a timestamp oracle's (one allocation), are one run.
-        Source::Counter(_) | Source::Tso(_) if crate::format::is_64_bit(source) => {
-            let ids = source.next(n).await?;
-            counted(name, source, ids.len());
-            one_run_last(&ids, n).ok_or_else(|| {
-                Refusal::from(Error::unavailable(format!(
-                    "{name:?} returned {n} IDs that are not one consecutive run; they are \
-                     skipped: try again"
-                )))
-            })?
-        }
-        other => return Err(not_consecutive(name, other)),
+    let last = match source.consecutive(name, n).await? {
+        Consecutive::Last(last) => last,
+        Consecutive::Never(why) => return Err(not_consecutive(name, source, &why)),
     };
     Ok(Id::of(source, last))
 }
@@ -141,99 +121,30 @@ pub fn snowflake_source(
             });
     };
     let source = generators.get(name)?;
-    match source.kind() {
-        Kind::Snowflake => Ok((name.to_string(), source)),
-        kind if generators.is_generator(name) => Err(Refusal::wrong_type(format!(
-            "generator {name:?} is of kind {}, not snowflake; use INCR {name}",
-            kind.as_str()
-        ))),
-        _ => Err(Refusal::err(format!(
-            "no snowflake generator is named {name:?}; SNOWFLAKE without a name uses the \
-             default one"
-        ))),
+    if source.snowflake().is_some() {
+        return Ok((name.to_string(), source));
     }
-}
-
-/// The last of `n` consecutive IDs of one segment of `segment`'s tag.
-async fn segment_run(name: &str, segment: &SegmentSource, n: u64) -> Result<u64, Refusal> {
-    let service = segment.service();
-    if service.store().backend() == "striped" {
+    if generators.is_generator(name) {
         return Err(Refusal::wrong_type(format!(
-            "{name:?} is served from striped stores, so its IDs step by the number of \
-             stores: no n of them are consecutive; use INCR, or the HTTP/gRPC API for batches"
+            "generator {name:?} is of kind {}, not snowflake; use INCR {name}",
+            source.kind().as_str()
         )));
     }
-    for _ in 0..SEGMENT_TRIES {
-        let range = service.next(segment.tag(), n).await.map_err(Error::from)?;
-        crate::metrics::issued(name, Kind::Segment, range.len());
-        if range.len() == n && range.stride <= 1 {
-            return Ok(range.nth(n - 1));
-        }
-    }
-    let step = match service.get_tag(segment.tag()).await {
-        Ok(tag) => format!(" (its step is {})", tag.step),
-        Err(_) => String::new(),
-    };
     Err(Refusal::err(format!(
-        "INCRBY {name} {n}: {SEGMENT_TRIES} segments in a row held fewer than {n} IDs; a \
-         count above the tag's step{step} never fits one segment: ask for fewer, or raise the \
-         step"
+        "no snowflake generator is named {name:?}; SNOWFLAKE without a name uses the default \
+         one"
     )))
 }
 
-/// The last ID of `ids` when they are `n` IDs in one run of stride 1.
-fn one_run_last(ids: &Ids, n: u64) -> Option<u64> {
-    match ids {
-        Ids::Runs(runs) => match runs.as_slice() {
-            [run] if run.count == n && run.stride == 1 => Some(run.first + (n - 1)),
-            _ => None,
-        },
-        Ids::Text(_) => None,
-    }
-}
-
-fn not_consecutive(name: &str, source: &Source) -> Refusal {
-    let kind = source.kind().as_str();
-    let why = match source.kind() {
-        Kind::Snowflake => "a batch of snowflake IDs may span clock ticks, so it is not one run",
-        Kind::Ticket => "ticket servers take turns, so a batch is not one run",
-        Kind::Counter => "its IDs are text, rendered through a template",
-        Kind::ZkVersion => {
-            "each ID is one write of its znode, and other nodes' writes to it interleave, so \
-             a batch is not one run"
-        }
-        _ => "its IDs are text, not a counter",
-    };
+fn not_consecutive(name: &str, source: &Source, why: &str) -> Refusal {
     Refusal::wrong_type(format!(
-        "INCRBY needs n consecutive IDs, and {name:?} is of kind {kind}: {why}; use INCR for \
-         one ID, or the HTTP/gRPC API for batches"
+        "INCRBY needs n consecutive IDs, and {name:?} is of kind {}: {why}; use INCR for one \
+         ID, or the HTTP/gRPC API for batches",
+        source.kind().as_str()
     ))
 }
 
 /// Counts issued IDs in the same metrics as the HTTP and gRPC APIs.
 fn counted(name: &str, source: &Source, count: u64) {
     crate::metrics::issued(name, source.kind(), count);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::source::IdRun;
-
-    #[test]
-    fn only_one_run_of_stride_one_has_a_last() {
-        let run = |first, count, stride| IdRun {
-            first,
-            count,
-            stride,
-        };
-        assert_eq!(one_run_last(&Ids::Runs(vec![run(5, 3, 1)]), 3), Some(7));
-        assert_eq!(one_run_last(&Ids::Runs(vec![run(5, 3, 2)]), 3), None);
-        assert_eq!(one_run_last(&Ids::Runs(vec![run(5, 2, 1)]), 3), None);
-        assert_eq!(
-            one_run_last(&Ids::Runs(vec![run(5, 2, 1), run(9, 1, 1)]), 3),
-            None
-        );
-        assert_eq!(one_run_last(&Ids::Text(vec!["a".into()]), 1), None);
-    }
 }

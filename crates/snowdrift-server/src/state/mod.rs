@@ -2,7 +2,7 @@
 //! the generators and tags, the request limits, the tokens; and [`issue`], the one way any
 //! transport takes IDs, so every ID is counted the same.
 //!
-//! Imports run one way: transports (`http`, `fast`, `grpc`, `resp`) → `state` → `source` →
+//! Imports run one way: transports (`http`, `fast`, `grpc`, `resp`) → `state` → `kinds` →
 //! core and store.
 
 pub mod generators;
@@ -14,7 +14,7 @@ pub use reload::{AuthSwitch, Reloaded, Reloader};
 
 use crate::auth::Auth;
 use crate::error::Error;
-use crate::source::{IdSource, Ids, Source, needs_input, takes_no_input};
+use crate::kinds::{IdSource, Ids, Source};
 
 /// What every transport shares.
 #[derive(Debug)]
@@ -40,14 +40,7 @@ pub async fn issue(
     count: u64,
     input: Option<&str>,
 ) -> Result<Ids, Error> {
-    let ids = match (source, input) {
-        (Source::Uuid(u), Some(input)) => u.named(name, count, input)?,
-        (Source::Uuid(u), None) if u.takes_input() => {
-            return Err(needs_input(Some(name), u.kind()));
-        }
-        (_, Some(_)) => return Err(takes_no_input(name, source.kind())),
-        (_, None) => source.next(count).await?,
-    };
+    let ids = source.issue(name, count, input).await?;
     crate::metrics::issued(name, source.kind(), ids.len());
     Ok(ids)
 }

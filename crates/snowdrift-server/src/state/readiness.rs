@@ -3,11 +3,8 @@
 
 use std::borrow::Cow;
 
-use snowdrift_store::segment::SegmentService;
-use snowdrift_store::worker::WorkerState;
-
 use super::Generators;
-use crate::source::Source;
+use crate::kinds::IdSource;
 
 /// Whether one generator, or one tag served under its own name, can issue now, and why not.
 pub struct Readiness<'a> {
@@ -25,7 +22,8 @@ pub struct Readiness<'a> {
 pub async fn check(generators: &Generators) -> Vec<Readiness<'_>> {
     let mut report = Vec::new();
     for (name, source) in generators.configured() {
-        let (ready, reason) = readiness(generators.segments(), source).await;
+        let answer = source.readiness().await;
+        let (ready, reason) = (answer.is_ok(), answer.err());
         report.push(Readiness {
             name: Cow::Borrowed(name),
             ready,
@@ -36,7 +34,8 @@ pub async fn check(generators: &Generators) -> Vec<Readiness<'_>> {
         if generators.is_generator(&tag) {
             continue;
         }
-        let (ready, reason) = segment_readiness(generators.segments(), &tag).await;
+        let answer = crate::kinds::segment::readiness(generators.segments(), &tag).await;
+        let (ready, reason) = (answer.is_ok(), answer.err());
         report.push(Readiness {
             name: Cow::Owned(tag),
             ready,
@@ -44,70 +43,4 @@ pub async fn check(generators: &Generators) -> Vec<Readiness<'_>> {
         });
     }
     report
-}
-
-/// Whether a segment tag can issue now: IDs are buffered, or else its refills are not
-/// failing and the store answers for it.
-async fn segment_readiness(segments: &SegmentService, tag: &str) -> (bool, Option<String>) {
-    let buffered = segments
-        .status_of(tag)
-        .is_some_and(|st| st.current_left + st.ids_ahead > 0);
-    if buffered {
-        return (true, None);
-    }
-    if let Some(error) = segments.refill_error(tag) {
-        return (
-            false,
-            Some(format!("the buffer is empty and refills fail: {error}")),
-        );
-    }
-    match segments.get_tag(tag).await {
-        Ok(_) => (true, None),
-        Err(e) => (false, Some(e.to_string())),
-    }
-}
-
-/// Whether `source` can issue now, and why not.
-async fn readiness(segments: &SegmentService, source: &Source) -> (bool, Option<String>) {
-    match source {
-        Source::Segment(s) => segment_readiness(segments, s.tag()).await,
-        Source::Snowflake(s) => match s.worker() {
-            Some(w) if w.is_ready() => (true, None),
-            Some(w) if w.state == WorkerState::WaitingForMark => (
-                false,
-                Some(format!(
-                    "worker {} is waiting for the clock to pass its high-water mark (this node \
-                     restarted within the mark's window); it starts issuing by itself",
-                    w.worker_id
-                        .map_or_else(|| "?".to_string(), |id| id.to_string())
-                )),
-            ),
-            Some(w) => (
-                false,
-                Some(format!(
-                    "worker lease {}{}",
-                    w.state,
-                    w.last_error.map(|e| format!(": {e}")).unwrap_or_default()
-                )),
-            ),
-            None => (false, Some("shut down".to_string())),
-        },
-        Source::Ticket(t) => {
-            let up = t.pool().status().iter().any(|s| s.up);
-            (up, (!up).then(|| "every ticket server is down".to_string()))
-        }
-        Source::Tso(t) => match t.tso().report().role {
-            crate::tso::Role::Leader { .. } | crate::tso::Role::Follower { .. } => (true, None),
-            crate::tso::Role::Electing { error } => (
-                false,
-                Some(format!(
-                    "no leader of the timestamp oracle is known yet (an election is under \
-                     way){}",
-                    error.map(|e| format!(": {e}")).unwrap_or_default()
-                )),
-            ),
-            crate::tso::Role::Stopped => (false, Some("shut down".to_string())),
-        },
-        _ => (true, None),
-    }
 }

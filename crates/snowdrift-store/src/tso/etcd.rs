@@ -103,12 +103,24 @@ pub enum KeyFault {
 }
 
 impl KeyFault {
+    /// Every fault, in the order of [`OracleReport::forged_keys`](super::OracleReport::forged_keys).
+    pub const ALL: [KeyFault; 3] = [Self::NoLease, Self::LeaseNotNamed, Self::LeaseExpired];
+
     /// A short name for metrics labels.
-    pub fn label(self) -> &'static str {
+    pub const fn label(self) -> &'static str {
         match self {
             Self::NoLease => "no_lease",
             Self::LeaseNotNamed => "lease_not_named",
             Self::LeaseExpired => "lease_expired",
+        }
+    }
+
+    /// Where this fault is in [`ALL`](Self::ALL).
+    pub const fn index(self) -> usize {
+        match self {
+            Self::NoLease => 0,
+            Self::LeaseNotNamed => 1,
+            Self::LeaseExpired => 2,
         }
     }
 }
@@ -670,4 +682,16 @@ fn validate_name(name: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_fault_is_counted_where_all_lists_it() {
+        for (i, fault) in KeyFault::ALL.iter().enumerate() {
+            assert_eq!(fault.index(), i, "{fault:?}");
+        }
+    }
 }

@@ -1,5 +1,5 @@
-//! The coordinator side of a timestamp oracle (`kind = "tso"`): who leads, and the saved
-//! window, on etcd.
+//! A timestamp oracle's (`kind = "tso"`) election and saved window on etcd, and the leader
+//! task that serves it.
 //!
 //! [`snowdrift_core::tso::TimestampOracle`] is the oracle's pure state; this module is what
 //! it asks of the outside world, as TiKV PD keeps it in etcd:
@@ -22,11 +22,32 @@
 //!   a whole lease. Anyone who can write the key can still name a leader that passes these
 //!   checks: etcd is the trust root, and the server checks what the named leader answers.
 //!
-//! What is not here: the task that runs campaigns, renewals and window saves around the
-//! oracle, batching, and forwarding from followers (the server does those).
+//! Around them, [`OracleNode`] is what a server runs for each oracle (as PD keeps its
+//! allocator in its own package): the leader task (`leader.rs`, beside the worker lease
+//! keeper `worker/keeper.rs`) that campaigns, starts the oracle's terms, serves merged
+//! groups of requests (PD's batching), saves the window ahead of need, renews the lease and
+//! stops issuing before it could lapse; [`OracleConfig`] sets it up, [`Role`] says what the
+//! node is, [`OracleError`] why a request got no IDs, [`OracleReport`] its counters.
+//!
+//! What is not here: forwarding a follower's requests to the leader, and the checks of
+//! what the leader answers (the server does those, over gRPC).
 
+#[cfg(feature = "etcd")]
+mod config;
+#[cfg(feature = "etcd")]
+mod error;
 #[cfg(feature = "etcd")]
 mod etcd;
+#[cfg(feature = "etcd")]
+mod leader;
+#[cfg(feature = "etcd")]
+mod node;
 
 #[cfg(feature = "etcd")]
+pub use config::{DEFAULT_TTL, GroupObserver, OracleConfig};
+#[cfg(feature = "etcd")]
+pub use error::OracleError;
+#[cfg(feature = "etcd")]
 pub use etcd::{Campaign, EtcdTso, ForgedKey, KeyFault, LeaderKey, Leadership};
+#[cfg(feature = "etcd")]
+pub use node::{OracleNode, OracleReport, Role};

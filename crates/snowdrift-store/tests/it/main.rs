@@ -14,6 +14,7 @@ mod sql_first_start;
 mod ticket;
 mod ticket_grow;
 mod tso_etcd;
+mod tso_node;
 mod worker_backends;
 mod worker_file;
 mod worker_node;

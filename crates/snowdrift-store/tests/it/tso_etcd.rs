@@ -186,7 +186,7 @@ async fn renewing_extends_the_leadership() {
     cleanup(&ns).await;
 }
 
-/// What the server's leader task will do, reduced to one request at a time: allocate,
+/// What the leader task (`tso/leader.rs`) does, reduced to one request at a time: allocate,
 /// saving the window and waiting on the clock whenever the oracle asks.
 async fn issue(
     oracle: &mut TimestampOracle<ManualClock>,

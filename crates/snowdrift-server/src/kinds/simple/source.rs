@@ -5,9 +5,13 @@ use snowdrift_core::kinds::objectid::{ObjectIdGenerator, legacy_process};
 use snowdrift_core::kinds::ulid::UlidGenerator;
 use snowdrift_core::kinds::uuid::{self as uuid_kind, UuidV7Generator};
 
-use super::{IdSource, Ids};
+use serde_json::Value;
+use snowdrift_core::codec::IdFormat;
+use snowdrift_core::obfuscate::Obfuscator;
+
 use crate::config::Kind;
 use crate::error::Error;
+use crate::kinds::{IdSource, Ids};
 
 /// A generator of a kind whose IDs are unique by construction (time plus randomness).
 #[derive(Debug)]
@@ -94,5 +98,19 @@ impl IdSource for SimpleSource {
             });
         }
         Ok(Ids::Text(out))
+    }
+
+    fn numeric(&self) -> bool {
+        false
+    }
+
+    fn decode(
+        &self,
+        _name: &str,
+        text: &str,
+        _format: Option<IdFormat>,
+        _obfuscator: Option<&Obfuscator>,
+    ) -> Result<Value, Error> {
+        super::decode::decode(self, text)
     }
 }

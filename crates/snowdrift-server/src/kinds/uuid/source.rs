@@ -6,11 +6,13 @@ use snowdrift_core::kinds::uuid::v2::{DceSecurityGenerator, PER_WINDOW};
 use snowdrift_core::kinds::uuid::{self as uuid_kind, GregorianUuidGenerator, Uuid};
 
 use serde_json::Value;
+use snowdrift_core::codec::IdFormat;
+use snowdrift_core::obfuscate::Obfuscator;
 
-use super::{IdSource, Ids};
+use super::UuidPlan;
 use crate::config::Kind;
 use crate::error::Error;
-use crate::plan::UuidPlan;
+use crate::kinds::{IdSource, Ids, takes_no_input};
 
 /// A generator of UUID v1, v2, v3, v5 or v6.
 #[derive(Debug)]
@@ -133,14 +135,6 @@ impl UuidSource {
     }
 }
 
-/// The refusal of an `input` sent to generator `name` of `kind`, which makes IDs from none.
-pub fn takes_no_input(name: &str, kind: Kind) -> Error {
-    Error::unsupported(format!(
-        "generator {name:?} is of kind {kind}, which takes no input; input is the name a \
-         uuid3 or uuid5 generator makes the UUID of"
-    ))
-}
-
 /// The refusal of a request without `input` to generator `name` (when known) of `kind`
 /// (uuid3, uuid5).
 pub fn needs_input(name: Option<&str>, kind: Kind) -> Error {
@@ -184,5 +178,40 @@ impl IdSource for UuidSource {
             UuidSource::Named { kind, .. } => return Err(needs_input(None, *kind)),
         };
         Ok(Ids::Text(uuids.iter().map(Uuid::to_string).collect()))
+    }
+
+    fn numeric(&self) -> bool {
+        false
+    }
+
+    async fn issue(&self, name: &str, count: u64, input: Option<&str>) -> Result<Ids, Error> {
+        match input {
+            Some(input) => self.named(name, count, input),
+            None if self.takes_input() => Err(needs_input(Some(name), self.kind())),
+            None => self.next(count).await,
+        }
+    }
+
+    fn check_stream(&self, name: &str, total: u64, input: Option<&str>) -> Result<(), Error> {
+        match input {
+            Some(_) => self.one_name(name, total),
+            None => Ok(()),
+        }
+    }
+
+    fn decode(
+        &self,
+        _name: &str,
+        text: &str,
+        _format: Option<IdFormat>,
+        _obfuscator: Option<&Obfuscator>,
+    ) -> Result<Value, Error> {
+        super::uuid_text(self.kind(), text)
+    }
+
+    fn describe(&self, out: &mut Value) {
+        for (key, value) in self.settings() {
+            out[key] = value;
+        }
     }
 }

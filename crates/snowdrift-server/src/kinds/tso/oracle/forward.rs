@@ -25,7 +25,7 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 use super::{Counters, Refusal, Reply, Request, Role, Served, Shared};
 use crate::error::Error;
-use crate::plan::TsoPlan;
+use crate::kinds::tso::TsoPlan;
 
 /// The metadata key that marks a forwarded call: the leader answers it itself, or refuses.
 pub(crate) const FORWARDED_HEADER: &str = "snowdrift-forwarded";

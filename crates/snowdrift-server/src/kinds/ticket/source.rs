@@ -2,9 +2,9 @@
 
 use snowdrift_store::ticket::TicketPool;
 
-use super::{IdSource, Ids};
 use crate::config::Kind;
 use crate::error::Error;
+use crate::kinds::{Consecutive, IdSource, Ids};
 
 /// A pool of ticket servers.
 #[derive(Debug)]
@@ -39,5 +39,23 @@ impl IdSource for TicketSource {
             values.extend(got);
         }
         Ok(Ids::from_values(values))
+    }
+
+    fn numeric(&self) -> bool {
+        true
+    }
+
+    async fn readiness(&self) -> Result<(), String> {
+        if self.pool.status().iter().any(|s| s.up) {
+            Ok(())
+        } else {
+            Err("every ticket server is down".into())
+        }
+    }
+
+    async fn consecutive(&self, _name: &str, _n: u64) -> Result<Consecutive, Error> {
+        Ok(Consecutive::Never(
+            "ticket servers take turns, so a batch is not one run".into(),
+        ))
     }
 }

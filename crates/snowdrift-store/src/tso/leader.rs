@@ -6,12 +6,13 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use snowdrift_core::clock::{Clock, MonotonicClock, OffsetClock};
+use snowdrift_core::clock::Clock;
+use snowdrift_core::segment::IdRange;
 use snowdrift_core::tso::{Allocation, TimestampOracle, WindowSave};
-use snowdrift_store::tso::{Campaign, EtcdTso, ForgedKey, KeyFault, Leadership};
 use tokio::sync::{mpsc, watch};
 
-use super::{Reply, Request, Role, Shared};
+use super::node::{Reply, Request, Shared, lock};
+use super::{Campaign, EtcdTso, ForgedKey, GroupObserver, KeyFault, Leadership, OracleError, Role};
 use crate::error::Error;
 
 /// How often a leader looks at its lease and window between requests.
@@ -20,10 +21,8 @@ const TICK: Duration = Duration::from_millis(50);
 /// How long a node waits after a failed campaign (etcd unreachable) before the next.
 const RETRY: Duration = Duration::from_millis(500);
 
-pub(super) type OracleClock = OffsetClock<MonotonicClock>;
-
 /// Everything the task owns.
-pub(super) struct Task {
+pub(super) struct Task<C> {
     pub(super) name: String,
     /// The holder name written in the leader key: the advertised URL, a space, a nonce.
     pub(super) holder: String,
@@ -31,14 +30,14 @@ pub(super) struct Task {
     pub(super) ttl: Duration,
     pub(super) margin: Duration,
     pub(super) etcd: EtcdTso,
-    pub(super) oracle: TimestampOracle<OracleClock>,
+    pub(super) oracle: TimestampOracle<C>,
     pub(super) shared: Arc<Shared>,
     pub(super) queue: mpsc::Receiver<Request>,
     pub(super) stop: watch::Receiver<bool>,
     /// The lease keepers' runtime, where renewals run.
     pub(super) keepers: tokio::runtime::Handle,
-    /// Requests per allocation (made once: a lookup per allocation would cost more).
-    pub(super) group_sizes: metrics::Histogram,
+    /// Told the requests per allocation.
+    pub(super) on_group: Option<GroupObserver>,
 }
 
 /// How a term ended.
@@ -49,7 +48,7 @@ enum TermEnd {
     Stop,
 }
 
-impl Task {
+impl<C: Clock + 'static> Task<C> {
     pub(super) async fn run(mut self) {
         // A leaseless leader key seen, and since when: once it has stayed unchanged for a
         // whole lease, the next campaign takes it over.
@@ -147,8 +146,7 @@ impl Task {
     /// Says that the leader key is no election's (the role, a metric, the log), and
     /// notes since when a leaseless one has stayed.
     fn forged(&self, forged: &ForgedKey, leaseless: &mut Option<(i64, Instant)>) {
-        self.shared.counters.forged_keys[super::fault_index(forged.fault)]
-            .fetch_add(1, Ordering::Relaxed);
+        self.shared.counters.forged_keys[forged.fault.index()].fetch_add(1, Ordering::Relaxed);
         let mut why = forged.to_string();
         if forged.fault == KeyFault::NoLease {
             let since = match *leaseless {
@@ -201,11 +199,7 @@ impl Task {
     async fn lead(&mut self, leadership: &Arc<Leadership>) -> TermEnd {
         let term = self.oracle.start_term(leadership.previous_window_ms());
         self.shared.counters.terms.fetch_add(1, Ordering::Relaxed);
-        *self
-            .shared
-            .leadership
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(leadership.clone());
+        *lock(&self.shared.leadership) = Some(leadership.clone());
         tracing::info!(
             generator = self.name.as_str(),
             term,
@@ -294,11 +288,7 @@ impl Task {
             TermEnd::Lost(_) => Role::Electing { error: None },
             TermEnd::Stop => Role::Stopped,
         });
-        *self
-            .shared
-            .leadership
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = None;
+        *lock(&self.shared.leadership) = None;
         while let Ok(r) = self.queue.try_recv() {
             let _ = r.reply.send(Reply::NotLeading);
         }
@@ -320,7 +310,7 @@ impl Task {
             }
             match leadership.save_window(save.up_to_ms).await {
                 Ok(()) => return self.window_saved(save),
-                Err(e @ snowdrift_store::Error::LeadershipLost { .. }) => return Err(e.to_string()),
+                Err(e @ Error::LeadershipLost { .. }) => return Err(e.to_string()),
                 Err(e) => {
                     tracing::warn!(generator = self.name.as_str(), error = %e, "saving the tso window failed; retrying");
                     self.pause(RETRY).await;
@@ -356,8 +346,9 @@ impl Task {
                     c.batches.fetch_add(1, Ordering::Relaxed);
                     c.batched_requests
                         .fetch_add(group.len() as u64, Ordering::Relaxed);
-                    self.group_sizes.record(group.len() as f64);
-                    self.shared.served.issued(&range);
+                    if let Some(observe) = &self.on_group {
+                        observe(group.len());
+                    }
                     let term = leadership.term();
                     let mut at = 0;
                     for r in group {
@@ -368,9 +359,8 @@ impl Task {
                     }
                 }
                 Err(Stop::Failed(e)) => {
-                    let reply = Reply::Failed(e);
                     for r in group {
-                        let _ = r.reply.send(reply.clone());
+                        let _ = r.reply.send(Reply::Failed(e.clone()));
                     }
                 }
                 Err(Stop::Lost(why)) => {
@@ -387,11 +377,7 @@ impl Task {
     /// One allocation of `count`: the window saved first when the oracle asks, a wait
     /// when the millisecond is full. Fenced: nothing is allocated once the lease no longer
     /// lets this node issue.
-    async fn allocate(
-        &mut self,
-        count: u64,
-        leadership: &Leadership,
-    ) -> Result<snowdrift_core::segment::IdRange, Stop> {
+    async fn allocate(&mut self, count: u64, leadership: &Leadership) -> Result<IdRange, Stop> {
         loop {
             if !leadership.is_valid() {
                 return Err(Stop::Lost(
@@ -403,14 +389,14 @@ impl Task {
                 Ok(Allocation::SaveWindow(save)) => {
                     match leadership.save_window(save.up_to_ms).await {
                         Ok(()) => self.window_saved(save).map_err(Stop::Lost)?,
-                        Err(e @ snowdrift_store::Error::LeadershipLost { .. }) => {
+                        Err(e @ Error::LeadershipLost { .. }) => {
                             return Err(Stop::Lost(e.to_string()));
                         }
                         Err(e) => {
-                            return Err(Stop::Failed(Error::unavailable(format!(
-                                "tso generator {:?}: saving the window in etcd failed: {e}",
-                                self.name
-                            ))));
+                            return Err(Stop::Failed(OracleError::WindowSave {
+                                name: self.name.clone(),
+                                source: Arc::new(e),
+                            }));
                         }
                     }
                 }
@@ -419,7 +405,7 @@ impl Task {
                     let wait = Duration::from_millis(until_ms.saturating_sub(now).clamp(1, 2));
                     tokio::time::sleep(wait).await;
                 }
-                Err(e) => return Err(Stop::Failed(Error::from(e))),
+                Err(e) => return Err(Stop::Failed(OracleError::Oracle(e))),
             }
         }
     }
@@ -439,14 +425,14 @@ impl Task {
     }
 
     fn publish_status(&self) {
-        *self.shared.status.lock().unwrap_or_else(|e| e.into_inner()) = Some(self.oracle.status());
+        *lock(&self.shared.status) = Some(self.oracle.status());
     }
 }
 
 /// Why an allocation stopped.
 enum Stop {
     /// The request fails; the term goes on.
-    Failed(Error),
+    Failed(OracleError),
     /// The term is over.
     Lost(String),
 }
@@ -477,7 +463,7 @@ async fn renew(
         tokio::time::sleep_until((last_sent + period).max(retry_at).into()).await;
         match tokio::time::timeout(period, leadership.renew()).await {
             Ok(Ok(_)) => {}
-            Ok(Err(e @ snowdrift_store::Error::LeadershipLost { .. })) => {
+            Ok(Err(e @ Error::LeadershipLost { .. })) => {
                 let _ = lost.send(Some(e.to_string()));
                 return;
             }

@@ -9,10 +9,14 @@ use snowdrift_core::generator::Attempt;
 use snowdrift_core::layout::Layout;
 use snowdrift_store::worker::{WorkerNode, WorkerStatus};
 
-use super::{IdRun, IdSource, Ids};
+use serde_json::Value;
+use snowdrift_core::codec::IdFormat;
+use snowdrift_core::obfuscate::Obfuscator;
+
+use super::SnowflakeOptions;
 use crate::config::Kind;
 use crate::error::Error;
-use crate::plan::SnowflakeOptions;
+use crate::kinds::{Consecutive, IdRun, IdSource, Ids};
 
 /// A snowflake generator under a worker lease. It issues only while the lease holds and
 /// the clock is inside the durable high-water mark; otherwise a request gets 503 with the
@@ -119,11 +123,15 @@ impl SnowflakeSource {
 
     /// Stops issuing, writes the final high-water mark and releases the worker ID.
     pub async fn shutdown(&self) -> Result<(), snowdrift_store::Error> {
-        let node = self.node.write().unwrap_or_else(|e| e.into_inner()).take();
-        match node {
+        match self.take() {
             Some(node) => node.shutdown().await,
             None => Ok(()),
         }
+    }
+
+    /// The node, taken: nothing is issued after this.
+    fn take(&self) -> Option<WorkerNode<MonotonicClock>> {
+        self.node.write().unwrap_or_else(|e| e.into_inner()).take()
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Option<WorkerNode<MonotonicClock>>> {
@@ -191,5 +199,74 @@ impl IdSource for SnowflakeSource {
             ));
         }
         Ok(Ids::Runs(runs))
+    }
+
+    fn numeric(&self) -> bool {
+        true
+    }
+
+    fn layout(&self) -> Option<&Layout> {
+        Some(&self.layout)
+    }
+
+    fn friendly_layout(&self, name: &str) -> Result<&Layout, Error> {
+        if self.options.bit_reversed {
+            return Err(Error::unsupported(format!(
+                "generator {name:?} issues bit-reversed IDs (output = \"bit-reversed\"), whose \
+                 bits are not time-node-sequence in order, so it has no format=friendly; decode \
+                 an ID to see its fields"
+            )));
+        }
+        Ok(&self.layout)
+    }
+
+    fn wide(&self) -> bool {
+        i64::try_from(self.layout.max_id()).is_err()
+    }
+
+    fn decode(
+        &self,
+        name: &str,
+        text: &str,
+        format: Option<IdFormat>,
+        obfuscator: Option<&Obfuscator>,
+    ) -> Result<Value, Error> {
+        super::decode::decode(self, name, text, format, obfuscator)
+    }
+
+    fn describe(&self, out: &mut Value) {
+        super::status::describe(self, out);
+    }
+
+    async fn readiness(&self) -> Result<(), String> {
+        super::status::readiness(self)
+    }
+
+    fn gauges(&self, name: &str) {
+        super::status::gauges(name, self);
+    }
+
+    async fn shutdown(&self, name: &str, keepers: &tokio::runtime::Handle) {
+        let Some(node) = self.take() else {
+            return;
+        };
+        // On the keepers' runtime, where the lease's coordinator connection lives.
+        let stopped = keepers.spawn(node.shutdown()).await;
+        let error = match stopped {
+            Ok(Ok(())) => return,
+            Ok(Err(e)) => e.to_string(),
+            Err(e) => e.to_string(),
+        };
+        tracing::warn!(
+            generator = name,
+            error,
+            "releasing the worker lease failed; it expires by itself after its ttl"
+        );
+    }
+
+    async fn consecutive(&self, _name: &str, _n: u64) -> Result<Consecutive, Error> {
+        Ok(Consecutive::Never(
+            "a batch of snowflake IDs may span clock ticks, so it is not one run".into(),
+        ))
     }
 }

@@ -2,11 +2,12 @@
 
 use std::sync::Arc;
 
+use serde_json::Value;
 use snowdrift_store::segment::SegmentService;
 
-use super::{IdRun, IdSource, Ids};
 use crate::config::Kind;
 use crate::error::Error;
+use crate::kinds::{Consecutive, IdRun, IdSource, Ids};
 
 /// The IDs of one tag. Tags with no generator of their own are served the same way, under
 /// the tag's name.
@@ -61,4 +62,39 @@ impl IdSource for SegmentSource {
         }
         Ok(Ids::Runs(runs))
     }
+
+    fn numeric(&self) -> bool {
+        true
+    }
+
+    fn describe(&self, out: &mut Value) {
+        out["tag"] = self.tag.as_str().into();
+    }
+
+    async fn readiness(&self) -> Result<(), String> {
+        readiness(&self.service, &self.tag).await
+    }
+
+    async fn consecutive(&self, name: &str, n: u64) -> Result<Consecutive, Error> {
+        super::run::consecutive(self, name, n).await
+    }
+}
+
+/// Whether tag `tag` can issue now: IDs are buffered, or else its refills are not failing
+/// and the store answers for it.
+pub async fn readiness(segments: &SegmentService, tag: &str) -> Result<(), String> {
+    let buffered = segments
+        .status_of(tag)
+        .is_some_and(|st| st.current_left + st.ids_ahead > 0);
+    if buffered {
+        return Ok(());
+    }
+    if let Some(error) = segments.refill_error(tag) {
+        return Err(format!("the buffer is empty and refills fail: {error}"));
+    }
+    segments
+        .get_tag(tag)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }

@@ -2,9 +2,11 @@
 
 use snowdrift_store::zk_version::ZkVersion;
 
-use super::{IdSource, Ids};
+use serde_json::Value;
+
 use crate::config::Kind;
 use crate::error::Error;
+use crate::kinds::{Consecutive, IdSource, Ids};
 
 /// A znode whose version ZooKeeper raises with every write.
 #[derive(Debug)]
@@ -31,5 +33,21 @@ impl IdSource for ZkVersionSource {
 
     async fn next(&self, count: u64) -> Result<Ids, Error> {
         Ok(Ids::from_values(self.znode.next(count).await?))
+    }
+
+    fn numeric(&self) -> bool {
+        true
+    }
+
+    fn describe(&self, out: &mut Value) {
+        out["znode"] = self.path().into();
+    }
+
+    async fn consecutive(&self, _name: &str, _n: u64) -> Result<Consecutive, Error> {
+        Ok(Consecutive::Never(
+            "each ID is one write of its znode, and other nodes' writes to it interleave, so \
+             a batch is not one run"
+                .into(),
+        ))
     }
 }

@@ -1,0 +1,121 @@
+//! Which `[[generator]]` keys apply to which kind: each kind lists its own
+//! ([`KindPlan::keys`](super::KindPlan::keys)); a key set for a kind that does not list it
+//! is refused by name, so a misplaced key is never silently dropped.
+
+use crate::config::{GeneratorConfig, Kind};
+
+use super::SourcePlan;
+
+/// Keys every generator has.
+const COMMON: &[&str] = &["name", "kind"];
+
+/// Refuses a key of `g` that its kind does not list, naming the kinds it is a key of.
+pub fn check_keys(g: &GeneratorConfig) -> Result<(), String> {
+    let own = SourcePlan::keys(g.kind);
+    for key in set_keys(g) {
+        if COMMON.contains(&key.as_str()) || own.contains(&key.as_str()) {
+            continue;
+        }
+        let owners: Vec<&str> = Kind::ALL
+            .iter()
+            .filter(|k| SourcePlan::keys(**k).contains(&key.as_str()))
+            .map(|k| k.as_str())
+            .collect();
+        return Err(format!(
+            "key {key:?} does not apply to kind {} (generator {:?}); it is a key of kind {}",
+            g.kind.as_str(),
+            g.name,
+            owners.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// The keys `g` sets, in the schema's order: its serialized form leaves out what is unset,
+/// so the schema stays the one list of keys.
+fn set_keys(g: &GeneratorConfig) -> Vec<String> {
+    match serde_json::to_value(g) {
+        Ok(serde_json::Value::Object(map)) => map.into_iter().map(|(k, _)| k).collect(),
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The field names serde's derive gives `deserialize_struct`: the schema's keys.
+    fn schema_keys() -> &'static [&'static str] {
+        use serde::de::{self, Deserializer, Visitor};
+        struct Fields(Option<&'static [&'static str]>);
+        #[derive(Debug)]
+        struct Stop;
+        impl std::fmt::Display for Stop {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("stop")
+            }
+        }
+        impl std::error::Error for Stop {}
+        impl de::Error for Stop {
+            fn custom<T: std::fmt::Display>(_: T) -> Self {
+                Stop
+            }
+        }
+        impl<'de> Deserializer<'de> for &mut Fields {
+            type Error = Stop;
+            fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Stop> {
+                Err(Stop)
+            }
+            fn deserialize_struct<V: Visitor<'de>>(
+                self,
+                _: &'static str,
+                fields: &'static [&'static str],
+                _: V,
+            ) -> Result<V::Value, Stop> {
+                self.0 = Some(fields);
+                Err(Stop)
+            }
+            serde::forward_to_deserialize_any! {
+                bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+                byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map
+                enum identifier ignored_any
+            }
+        }
+        let mut fields = Fields(None);
+        let _ = <GeneratorConfig as serde::Deserialize>::deserialize(&mut fields);
+        fields.0.expect("GeneratorConfig is a struct")
+    }
+
+    #[test]
+    fn every_key_of_the_schema_belongs_to_some_kind() {
+        let keys = schema_keys();
+        assert!(keys.len() > 20, "{keys:?}");
+        for key in keys {
+            assert!(
+                COMMON.contains(key)
+                    || Kind::ALL.iter().any(|k| SourcePlan::keys(*k).contains(key)),
+                "no kind lists {key:?}: it could never be used"
+            );
+        }
+        for kind in Kind::ALL {
+            for key in SourcePlan::keys(*kind) {
+                assert!(
+                    keys.contains(key),
+                    "kind {kind} lists {key:?}, which the schema lacks"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_misplaced_key_names_the_kinds_it_belongs_to() {
+        let mut g = GeneratorConfig::new("x", Kind::Snowflake);
+        g.window = Some(std::time::Duration::from_secs(3));
+        let e = check_keys(&g).unwrap_err();
+        assert_eq!(
+            e,
+            "key \"window\" does not apply to kind snowflake (generator \"x\"); it is a key of \
+             kind tso"
+        );
+    }
+}

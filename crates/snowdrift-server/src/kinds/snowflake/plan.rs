@@ -1,0 +1,267 @@
+//! A `snowflake` generator's keys and plan: its layout, worker lease and clock policies.
+
+use std::time::Duration;
+
+use snowdrift_core::clock::{Clock, MonotonicClock, SystemClock};
+use snowdrift_core::generator::{Builder, OnBackward, SnowflakeGenerator};
+use snowdrift_core::layout::Layout;
+use snowdrift_store::worker::{LeaseConfig, WorkerNode, WorkerRegistry};
+
+use super::lease as lease_plan;
+use crate::config::{Config, GeneratorConfig, Kind, OnBackwardPolicy, Output};
+use crate::error::core_reason;
+use crate::kinds::{KindPlan, PlanError, Reached, StartContext};
+
+use super::SnowflakeSource;
+
+/// A `snowflake` generator: IDs under `layout`, issued only under the worker lease `lease`.
+#[derive(Debug, Clone)]
+pub struct SnowflakePlan {
+    /// The bit layout.
+    pub layout: Layout,
+    /// Its name: a preset's, or `custom`.
+    pub layout_name: String,
+    /// The worker-ID lease.
+    pub lease: LeaseConfig,
+    /// Clock and sequence policies.
+    pub options: SnowflakeOptions,
+    /// The worker ID is leased only on this machine while the server listens beyond
+    /// loopback: another machine could issue under the same ID.
+    pub unverified: bool,
+}
+
+/// A snowflake generator's options beyond its layout: the clock and sequence policies the
+/// core generator takes, and how IDs are written out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnowflakeOptions {
+    /// IDs go out with their bits reversed within the layout's width.
+    pub bit_reversed: bool,
+    /// What a clock behind the last time used does, beyond the wait bound.
+    pub on_backward: OnBackward,
+    /// The wait bound (also the lease's `max_mark_wait`).
+    pub backward_wait: Duration,
+    /// Future time a burst may borrow.
+    pub max_lead: Duration,
+    /// Each tick's sequence starts below this, pseudo-randomly.
+    pub random_sequence_start: Option<u64>,
+}
+
+impl SnowflakeOptions {
+    /// The core generator's builder for `layout` with these policies; `seed` varies the
+    /// random sequence starts between processes.
+    pub fn builder(&self, layout: &Layout, seed: u64) -> Builder {
+        let builder = SnowflakeGenerator::builder(layout.clone())
+            .on_backward(self.on_backward)
+            .backward_wait(self.backward_wait)
+            .max_lead(self.max_lead);
+        match self.random_sequence_start {
+            Some(below) => builder.random_sequence_start(seed, below),
+            None => builder,
+        }
+    }
+}
+
+impl KindPlan for SnowflakePlan {
+    type Source = SnowflakeSource;
+    const KINDS: &'static [Kind] = &[Kind::Snowflake];
+
+    fn keys(_kind: Kind) -> &'static [&'static str] {
+        &[
+            "layout",
+            "bits",
+            "unit",
+            "epoch",
+            "backward_wait",
+            "on_backward",
+            "max_lead",
+            "random_sequence_start",
+            "output",
+            "obfuscate_key",
+            "obfuscate_bits",
+        ]
+    }
+
+    fn plan(config: &Config, g: &GeneratorConfig) -> Result<Self, PlanError> {
+        if g.layout.is_some() && g.bits.is_some() {
+            return Err(PlanError::Whole(
+                "give either layout (a preset) or bits (a custom layout), not both".into(),
+            ));
+        }
+        let (layout, layout_name) = snowdrift_core::layout::resolve(
+            g.layout.as_deref(),
+            g.bits.as_deref(),
+            g.unit.as_deref(),
+            g.epoch.as_deref(),
+        )
+        .map_err(|e| PlanError::Whole(core_reason(e)))?;
+        let mut lease = lease_plan::lease(&config.worker, &g.name)
+            .map_err(|e| PlanError::Whole(e.message().to_string()))?;
+        lease_plan::check_split(&lease, &layout)
+            .map_err(|e| PlanError::Whole(e.message().to_string()))?;
+        let options =
+            snowflake_options(config, g, &layout).map_err(|(key, e)| PlanError::Key(key, e))?;
+        lease.max_mark_wait = options.backward_wait;
+        let server = &config.server;
+        let exposed = !server.listen.ip().is_loopback()
+            || server.resp_listen.is_some_and(|a| !a.ip().is_loopback());
+        Ok(SnowflakePlan {
+            layout,
+            layout_name,
+            lease,
+            options,
+            unverified: exposed && lease_plan::machine_local(&config.worker),
+        })
+    }
+
+    fn kind(&self) -> Kind {
+        Kind::Snowflake
+    }
+
+    fn layout(&self) -> Option<&Layout> {
+        Some(&self.layout)
+    }
+
+    fn lease(&self) -> Option<&LeaseConfig> {
+        Some(&self.lease)
+    }
+
+    async fn start(
+        &self,
+        name: &str,
+        cx: &StartContext,
+    ) -> Result<SnowflakeSource, snowdrift_store::Error> {
+        let lease = &self.lease;
+        if let Some(path) = lease.registry_url.strip_prefix("file://")
+            && !path.starts_with('/')
+        {
+            tracing::warn!(
+                generator = %name,
+                path,
+                "worker.path is relative: a server started from another directory on this \
+                 machine would not see this one's worker leases; use an absolute path (the \
+                 default is machine-wide)"
+            );
+        }
+        if self.unverified {
+            tracing::warn!(
+                generator = %name,
+                "the worker ID is leased only on this machine (worker.registry = file, or \
+                 static/derived without worker.verify_with) while the server listens beyond \
+                 loopback: a server on another machine with the same worker ID would issue \
+                 the same IDs. Lease worker IDs on a coordinator (worker.registry = etcd, \
+                 zookeeper, sql or redis; or worker.verify_with for static and derived IDs)"
+            );
+        }
+        let mut seed = [0u8; 8];
+        // Without randomness the starts are still spread over ticks, only alike
+        // between processes.
+        let _ = getrandom::fill(&mut seed);
+        let builder = self.options.builder(&self.layout, u64::from_le_bytes(seed));
+        let offset = crate::kinds::tso::oracle::test_clock_offset_ms()?;
+        let clock = MonotonicClock::anchored_at(
+            SystemClock.now_ms().saturating_add_signed(offset),
+            std::time::Instant::now(),
+        );
+        let node = cx
+            .keepers
+            .spawn(WorkerNode::claim(lease.clone(), builder, clock))
+            .await
+            .map_err(|e| {
+                snowdrift_store::Error::Unavailable(
+                    format!("the lease keepers' thread failed: {e}").into(),
+                )
+            })??;
+        Ok(SnowflakeSource::new(
+            node,
+            self.layout.clone(),
+            self.layout_name.clone(),
+            self.options,
+            self.unverified,
+        ))
+    }
+
+    async fn reach(&self, name: &str, seen: &mut Vec<String>) -> Vec<Reached> {
+        let lease = &self.lease;
+        // Generators leasing on one registry and namespace share it: reached once.
+        let key = format!("{}\n{}", lease.registry_url, lease.namespace);
+        if seen.contains(&key) {
+            return Vec::new();
+        }
+        seen.push(key);
+        let answer = Reached::bounded(WorkerRegistry::connect(
+            &lease.registry_url,
+            &lease.namespace,
+        ))
+        .await;
+        vec![Reached::new(
+            format!("worker registry of generator {name:?}"),
+            &lease.registry_url,
+            answer,
+        )]
+    }
+}
+
+/// The clock and sequence policies of a `snowflake` generator, or the key that is wrong and
+/// why.
+fn snowflake_options(
+    config: &Config,
+    g: &GeneratorConfig,
+    layout: &Layout,
+) -> Result<SnowflakeOptions, (&'static str, String)> {
+    let on_backward = match g.on_backward {
+        None | Some(OnBackwardPolicy::Extension) => OnBackward::Extension,
+        Some(OnBackwardPolicy::Wait) => OnBackward::Wait,
+        Some(OnBackwardPolicy::Refuse) => OnBackward::Refuse,
+    };
+    if g.on_backward == Some(OnBackwardPolicy::Extension) && layout.extension_bits() == 0 {
+        return Err((
+            "on_backward",
+            "\"extension\" needs an extension field in the layout, and this one has none: \
+             give bits = \"ext:2,time:...\" (2 extension bits absorb 3 clock steps or \
+             restarts behind the mark), or use on_backward = \"wait\""
+                .into(),
+        ));
+    }
+    let max_lead = g.max_lead.unwrap_or(Duration::ZERO);
+    let unit = Duration::from_millis(layout.unit_ms());
+    if !max_lead.is_zero() && max_lead < unit {
+        return Err((
+            "max_lead",
+            format!(
+                "{max_lead:?} is less than one tick of the layout ({unit:?}), so it would \
+                 borrow nothing; give at least {unit:?}, or 0s to wait for the next tick"
+            ),
+        ));
+    }
+    if max_lead >= config.worker.window {
+        return Err((
+            "max_lead",
+            format!(
+                "{max_lead:?} is not below worker.window ({:?}): the high-water mark is \
+                 written that far ahead of the clock and must cover borrowed time; lower \
+                 max_lead or raise worker.window",
+                config.worker.window
+            ),
+        ));
+    }
+    let seq_max = snowdrift_core::layout::mask(layout.sequence_bits());
+    if let Some(below) = g.random_sequence_start
+        && (below == 0 || below > seq_max)
+    {
+        return Err((
+            "random_sequence_start",
+            format!(
+                "{below} is not between 1 and {seq_max}: each tick's sequence starts below it, \
+                 and this layout's sequence holds {} values (Leaf uses 100)",
+                seq_max + 1
+            ),
+        ));
+    }
+    Ok(SnowflakeOptions {
+        bit_reversed: g.output == Some(Output::BitReversed),
+        on_backward,
+        backward_wait: g.backward_wait.unwrap_or(config.worker.max_mark_wait),
+        max_lead,
+        random_sequence_start: g.random_sequence_start,
+    })
+}

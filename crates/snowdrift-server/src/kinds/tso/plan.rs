@@ -1,0 +1,233 @@
+//! A `tso` generator's keys and plan: its oracle's options, its election and how followers
+//! reach the leader.
+
+use std::time::Duration;
+
+use snowdrift_core::layout::parse_epoch;
+use snowdrift_core::tso::TsoConfig;
+use snowdrift_store::tso::EtcdTso;
+
+use crate::config::{Config, GeneratorConfig, Kind};
+use crate::error::core_reason;
+use crate::kinds::{KindPlan, PlanError, Reached, StartContext};
+
+use super::TsoSource;
+
+/// The etcd namespace of every oracle's keys: `/snowdrift/tso/{name}/leader` and
+/// `.../window`. Servers with a generator of the same name on one etcd share its oracle.
+pub const TSO_NAMESPACE: &str = "snowdrift";
+
+/// A `tso` generator: its oracle's options, its election and how followers reach the leader.
+#[derive(Debug, Clone)]
+pub struct TsoPlan {
+    /// The etcd URL.
+    pub url: String,
+    /// Epoch, logical bits, window.
+    pub oracle: TsoConfig,
+    /// The leader's lease on etcd.
+    pub ttl: Duration,
+    /// How long before the lease could expire the leader stops issuing.
+    pub margin: Duration,
+    /// The URL followers forward to when this node leads.
+    pub advertise: String,
+    /// The token presented to the leader when forwarding, with auth on.
+    pub forward_token: Option<String>,
+    /// Whether that token may go to a plain `http://` leader.
+    pub forward_plaintext: bool,
+    /// Most IDs one forwarded call asks of the leader: `limits.max_count` (the leader's, when
+    /// nodes share one config).
+    pub max_count: u64,
+    /// The CA certificate (PEM) an `https://` leader is checked against beside the system's
+    /// roots: this node's own `server.tls_cert`, as nodes of one cluster usually share one.
+    pub forward_ca: Option<std::path::PathBuf>,
+}
+
+/// A `tso` leader's lease when none is configured: PD's 3 s.
+pub const DEFAULT_TSO_TTL: Duration = snowdrift_store::tso::DEFAULT_TTL;
+
+impl KindPlan for TsoPlan {
+    type Source = TsoSource;
+    const KINDS: &'static [Kind] = &[Kind::Tso];
+
+    fn keys(_kind: Kind) -> &'static [&'static str] {
+        &[
+            "epoch",
+            "url",
+            "window",
+            "logical_bits",
+            "ttl",
+            "forward_token",
+            "forward_plaintext",
+        ]
+    }
+
+    fn plan(config: &Config, g: &GeneratorConfig) -> Result<Self, PlanError> {
+        tso_plan(config, g).map_err(|(key, e)| match key {
+            "" => PlanError::Whole(e),
+            key => PlanError::Key(key, e),
+        })
+    }
+
+    fn kind(&self) -> Kind {
+        Kind::Tso
+    }
+
+    async fn start(
+        &self,
+        name: &str,
+        cx: &StartContext,
+    ) -> Result<TsoSource, snowdrift_store::Error> {
+        let offset = super::oracle::test_clock_offset_ms()?;
+        Ok(TsoSource::new(
+            super::oracle::Tso::start(name, self, offset, &cx.keepers).await?,
+        ))
+    }
+
+    async fn reach(&self, name: &str, _seen: &mut Vec<String>) -> Vec<Reached> {
+        let answer = Reached::bounded(EtcdTso::connect(&self.url, TSO_NAMESPACE, name)).await;
+        vec![Reached::new(
+            format!("etcd of tso generator {name:?}"),
+            &self.url,
+            answer,
+        )]
+    }
+}
+
+/// The plan of a `tso` generator, or the key that is wrong and why.
+fn tso_plan(config: &Config, g: &GeneratorConfig) -> Result<TsoPlan, (&'static str, String)> {
+    if g.url.is_none() {
+        return Err((
+            "",
+            "kind tso needs url = \"etcd://HOST:2379\": the leader is elected and its window \
+             saved there"
+                .into(),
+        ));
+    }
+    let defaults = TsoConfig::default();
+    let epoch_ms = match g.epoch.as_deref() {
+        Some(text) => parse_epoch(text).map_err(|e| ("epoch", core_reason(e)))?,
+        None => defaults.epoch_ms,
+    };
+    let window = g
+        .window
+        .unwrap_or(Duration::from_millis(defaults.window_ms));
+    let oracle = TsoConfig {
+        epoch_ms,
+        logical_bits: g.logical_bits.unwrap_or(defaults.logical_bits),
+        window_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX),
+    };
+    oracle.validate().map_err(|e| {
+        let key = if g.window.is_some() && oracle.window_ms == 0 {
+            "window"
+        } else {
+            "logical_bits"
+        };
+        (key, core_reason(e))
+    })?;
+    let max_count = config.limits.max_count;
+    if oracle.logical_capacity() < max_count {
+        return Err((
+            "logical_bits",
+            format!(
+                "{} logical bits give {} IDs per millisecond, fewer than limits.max_count = \
+                 {max_count}, and a request's IDs come from one millisecond; raise \
+                 logical_bits or lower limits.max_count",
+                oracle.logical_bits,
+                oracle.logical_capacity()
+            ),
+        ));
+    }
+    let ttl = g.ttl.unwrap_or(DEFAULT_TSO_TTL);
+    if ttl < Duration::from_secs(1) || ttl.subsec_nanos() != 0 {
+        return Err((
+            "ttl",
+            format!(
+                "{ttl:?} is not a whole number of seconds of at least 1 s (etcd leases are \
+                 whole seconds; PD uses 3s)"
+            ),
+        ));
+    }
+    let url = g.url.clone().unwrap_or_default();
+    if !["etcd://", "http://", "https://"]
+        .iter()
+        .any(|scheme| url.starts_with(scheme))
+    {
+        return Err((
+            "url",
+            format!(
+                "{} is not an etcd URL; the leader is elected on etcd: \
+                 url = \"etcd://[USER:PASSWORD@]HOST:2379[,HOST:2379...]\", or \
+                 \"https://...?ca=FILE&cert=FILE&key=FILE\" for TLS",
+                crate::error::quoted(&crate::config::mask_url(&url))
+            ),
+        ));
+    }
+    let advertise = advertise(&config.server).map_err(|e| ("advertise", e))?;
+    let auth_on = !config.auth.tokens.is_empty();
+    if auth_on && g.forward_token.is_none() {
+        return Err((
+            "forward_token",
+            "auth is on, so followers need a token to forward requests to the leader: set \
+             forward_token to a read token (snowdrift token create) whose scope has this \
+             generator, configured on every node"
+                .into(),
+        ));
+    }
+    let forward_plaintext = g.forward_plaintext.unwrap_or(false);
+    if auth_on && !forward_plaintext && !advertise.starts_with("https://") {
+        return Err((
+            "forward_plaintext",
+            format!(
+                "auth is on and this node is reached at {advertise}, plain http: followers \
+                 would send their forward_token in cleartext, which they refuse to do; serve \
+                 over TLS (server.tls_cert, or server.advertise = \"https://...\" behind a TLS \
+                 proxy), or set forward_plaintext = true if the network is trusted"
+            ),
+        ));
+    }
+    Ok(TsoPlan {
+        url,
+        oracle,
+        ttl,
+        margin: ttl / 5,
+        advertise,
+        forward_token: g.forward_token.clone(),
+        forward_plaintext,
+        max_count,
+        forward_ca: config.server.tls_cert.clone(),
+    })
+}
+
+/// The URL other nodes reach this one's gRPC at: `server.advertise`, else `listen` with the
+/// scheme of its TLS setting when it is not a wildcard address.
+fn advertise(server: &crate::config::ServerConfig) -> Result<String, String> {
+    let scheme = if server.tls_cert.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let Some(url) = &server.advertise else {
+        if server.listen.ip().is_unspecified() || server.listen.port() == 0 {
+            return Err(format!(
+                "server.listen is {}, which names no address another node can reach: set \
+                 server.advertise = \"{scheme}://HOST:PORT\" (how the other nodes reach this \
+                 one), which a tso leader publishes to its followers",
+                server.listen,
+            ));
+        }
+        return Ok(format!("{scheme}://{}", server.listen));
+    };
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"));
+    let ok =
+        rest.is_some_and(|r| !r.is_empty() && !r.contains(['/', ' ', '?', '#']) && r.len() <= 200);
+    if !ok {
+        return Err(format!(
+            "server.advertise {} is not a URL of this node: write \"{scheme}://HOST:PORT\", no \
+             path",
+            crate::error::quoted(url)
+        ));
+    }
+    Ok(url.clone())
+}
