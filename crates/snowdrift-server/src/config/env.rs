@@ -195,6 +195,10 @@ mod tests {
     #[test]
     fn every_snowdrift_variable_in_the_repository_is_a_key_or_listed() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        // Only in the repository: a packaged crate has none of it to read.
+        if !root.join("crates/snowdrift-server").is_dir() {
+            return;
+        }
         let mut found = std::collections::BTreeSet::new();
         let mut dirs = ["crates", "scripts", "bench-peers", "docs"]
             .map(|d| root.join(d))
