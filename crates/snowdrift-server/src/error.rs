@@ -179,21 +179,59 @@ impl From<snowdrift_core::Error> for Error {
     }
 }
 
-/// The configuration is invalid; the message names the key and what is allowed.
+/// The configuration is invalid; the message names the key and what is allowed, and says
+/// where the key was set (the file and line, the environment variable or the flag) when
+/// the config was loaded from those.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("invalid configuration: {message}")]
+#[error("invalid configuration: {}{message}", place.as_deref().map(|p| format!("{p}: ")).unwrap_or_default())]
 pub struct ConfigError {
     message: String,
+    /// The key at fault (`limits.max_count`), when the one who found it knows.
+    key: Option<String>,
+    /// Where that key was set.
+    place: Option<String>,
 }
 
 impl ConfigError {
     pub(crate) fn new(message: String) -> Self {
-        Self { message }
+        Self {
+            message,
+            key: None,
+            place: None,
+        }
     }
 
-    /// What is wrong, without the "invalid configuration" in front.
+    /// The error about `key`, whose message `message` names it.
+    pub(crate) fn at(key: &str, message: String) -> Self {
+        Self::new(message).with_key(key)
+    }
+
+    /// Says which key is at fault, so the error can be placed where it was set.
+    pub(crate) fn with_key(mut self, key: &str) -> Self {
+        self.key = Some(key.to_string());
+        self
+    }
+
+    /// Says where the key at fault was set.
+    pub(crate) fn placed(mut self, place: String) -> Self {
+        self.place = Some(place);
+        self
+    }
+
+    /// What is wrong, without the "invalid configuration" in front and without where.
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    /// The key at fault (`limits.max_count`, `generator[0].layout`), when known.
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    /// Where the key at fault was set: `FILE line N`, `environment variable NAME` or
+    /// `flag --NAME`; `None` when it was not set (a default) or is not known.
+    pub fn place(&self) -> Option<&str> {
+        self.place.as_deref()
     }
 }
 

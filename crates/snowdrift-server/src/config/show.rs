@@ -1,9 +1,11 @@
 //! The effective config as TOML, for `--check-config`: every section with its defaults
 //! filled in and the default generators spelled out, written by the `toml` crate, with every
 //! secret masked (passwords in URLs and in their query parameters, obfuscation keys). Token hashes stay: they are not
-//! secrets, and the output parses back as a config.
+//! secrets, and the output parses back as a config. Keys whose defaults have no effect
+//! where they are (`store.url` beside `store.urls`, ...) are left out, since the plan
+//! refuses them when they are set.
 
-use super::Config;
+use super::{Config, Registry};
 
 impl Config {
     /// The effective configuration as TOML, with passwords and keys masked.
@@ -22,8 +24,27 @@ impl Config {
         }
         // The schema is plain tables, strings, numbers and lists, so it always serializes;
         // say so in the output rather than print nothing if that ever changes.
-        toml::to_string(&shown)
-            .unwrap_or_else(|e| format!("# the effective config could not be shown: {e}\n"))
+        let cannot =
+            |e: &dyn std::fmt::Display| format!("# the effective config could not be shown: {e}\n");
+        let mut table = match toml::Table::try_from(&shown) {
+            Ok(table) => table,
+            Err(e) => return cannot(&e),
+        };
+        let mut drop = |section: &str, key: &str| {
+            if let Some(toml::Value::Table(keys)) = table.get_mut(section) {
+                keys.remove(key);
+            }
+        };
+        if shown.server.resp_listen.is_none() {
+            drop("limits", "resp_max_frame");
+        }
+        if !shown.store.urls.is_empty() {
+            drop("store", "url");
+        }
+        if shown.worker.registry != Registry::Derived {
+            drop("worker", "derive");
+        }
+        toml::to_string(&table).unwrap_or_else(|e| cannot(&e))
     }
 }
 

@@ -7,8 +7,10 @@
 
 pub mod generator;
 mod reach;
+mod sections;
 #[cfg(test)]
 mod tests;
+mod worker;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -22,7 +24,6 @@ use crate::auth::Tokens;
 use crate::config::{Config, Kind, LimitsConfig, ServerConfig, StoreConfig};
 use crate::error::ConfigError;
 use crate::tls::{self, Tls};
-use snowdrift_core::segment::{ChainConfig, StepPolicy};
 use snowdrift_store::segment::BufferConfig;
 
 /// A configuration, checked and resolved. Made by [`Config::plan`].
@@ -39,43 +40,59 @@ impl Config {
     /// Checks everything the values mean together and resolves them, without connecting to
     /// anything: limits, listeners against auth, TLS files, tokens, the store URLs, and
     /// every generator (names, keys of its kind, layout, worker lease, obfuscation, ticket
-    /// servers, counter template). The error names the key at fault and what is allowed.
+    /// servers, counter template), the range of every limit and duration, and keys set
+    /// where they have no effect. The error names the key at fault and what is allowed,
+    /// and where the key was set when the config was loaded from a file, the environment
+    /// or flags.
     pub fn plan(&self) -> Result<Plan, ConfigError> {
-        Plan::new(self)
+        Plan::new(self).map_err(|e| self.origins.locate(e))
     }
 }
 
 impl Plan {
     fn new(config: &Config) -> Result<Self, ConfigError> {
-        check_limits(&config.limits)?;
+        sections::check_server(&config.server)?;
+        sections::check_limits(&config.limits, &config.server, &config.origins)?;
         let tokens = Tokens::from_config(&config.auth, None)?;
         check_exposure(&config.server, tokens.is_enabled())?;
         let tls = match (&config.server.tls_cert, &config.server.tls_key) {
             (Some(cert), Some(key)) => Some(tls::acceptor(cert, key)?),
             (None, None) => None,
-            _ => {
-                return Err(ConfigError::new(
+            (cert, _) => {
+                return Err(ConfigError::at(
+                    if cert.is_some() {
+                        "server.tls_cert"
+                    } else {
+                        "server.tls_key"
+                    },
                     "server.tls_cert and server.tls_key go together: give both for TLS, or \
                      neither"
                         .into(),
                 ));
             }
         };
-        let buffer = check_store(&config.store)?;
+        let buffer = sections::check_store(&config.store, &config.origins)?;
         // The worker section is checked even when no generator leases a worker ID, so a
         // mistake in it shows before someone adds a snowflake generator.
-        crate::kinds::snowflake::lease::registry(&config.worker)?;
+        worker::check(&config.worker, &config.origins)?;
         let mut generators = Vec::new();
         let mut seen = BTreeMap::new();
         let mut namespaces = BTreeMap::new();
         for (i, g) in config.effective_generators().iter().enumerate() {
             if let Some(first) = seen.insert(g.name.clone(), i) {
-                return Err(ConfigError::new(format!(
-                    "generator[{i}] ({:?}): the name is already used by generator[{first}]",
-                    g.name
-                )));
+                return Err(ConfigError::at(
+                    &format!("generator[{i}].name"),
+                    format!(
+                        "generator[{i}] ({:?}): the name is already used by generator[{first}]",
+                        g.name
+                    ),
+                ));
             }
             let plan = generator::plan(config, i, g)?;
+            check_needs_auth(i, g, tokens.is_enabled())?;
+            if let (Some(lease), Some(layout)) = (plan.source.lease(), plan.source.layout()) {
+                worker::check_worker_id(lease, layout)?;
+            }
             if let Some(lease) = plan.source.lease()
                 && let Some(other) = namespaces.insert(lease.namespace.clone(), i)
             {
@@ -140,114 +157,36 @@ impl Plan {
     }
 }
 
-/// The smallest `limits.grpc_max_message` and `limits.resp_max_frame`: room for any
-/// legitimate request with names and tokens of a few hundred bytes.
-const MIN_REQUEST: usize = 1024;
-
-fn check_limits(limits: &LimitsConfig) -> Result<(), ConfigError> {
-    if limits.max_count == 0 {
-        return Err(ConfigError::new(
-            "limits.max_count: must be at least 1".into(),
-        ));
+/// Refuses a generator's keys that only matter with auth on (`forward_token`,
+/// `forward_plaintext`: what a tso follower presents to its leader) when auth is off, where
+/// they would be ignored without a word.
+// These are the tso kind's keys: once each kind checks its own, this belongs to tso's.
+fn check_needs_auth(
+    index: usize,
+    g: &crate::config::GeneratorConfig,
+    auth_on: bool,
+) -> Result<(), ConfigError> {
+    if auth_on {
+        return Ok(());
     }
-    if limits.max_stream == 0 {
-        return Err(ConfigError::new(
-            "limits.max_stream: must be at least 1".into(),
-        ));
-    }
-    if limits.max_streams == 0 {
-        return Err(ConfigError::new(
-            "limits.max_streams: must be at least 1 (gRPC calls in flight at once)".into(),
-        ));
-    }
-    if limits.max_head < 8192 {
-        return Err(ConfigError::new(format!(
-            "limits.max_head: {} bytes is below 8192, the smallest request head buffer hyper \
-             takes; give 8192 or more (default 16384)",
-            limits.max_head
-        )));
-    }
-    for (key, value, why) in [
-        (
-            "limits.grpc_max_message",
-            limits.grpc_max_message,
-            "the largest Next, Stream or Decode request with its name, format and input",
-        ),
-        (
-            "limits.resp_max_frame",
-            limits.resp_max_frame,
-            "HELLO 3 AUTH with a token and a client name",
-        ),
+    for (key, set) in [
+        ("forward_token", g.forward_token.is_some()),
+        ("forward_plaintext", g.forward_plaintext.is_some()),
     ] {
-        if value < MIN_REQUEST {
-            return Err(ConfigError::new(format!(
-                "{key}: {value} bytes is below {MIN_REQUEST}, too small for {why}; give \
-                 {MIN_REQUEST} or more"
-            )));
-        }
-    }
-    for (key, value) in [
-        ("limits.header_timeout", limits.header_timeout),
-        ("limits.body_timeout", limits.body_timeout),
-        ("limits.idle_timeout", limits.idle_timeout),
-    ] {
-        if value.is_zero() {
-            return Err(ConfigError::new(format!(
-                "{key}: must be above zero (e.g. \"10s\"); a connection without a bound on \
-                 its wait is what slow clients use to hold a server's memory"
-            )));
+        if set {
+            let path = format!("generator[{index}].{key}");
+            return Err(ConfigError::at(
+                &path,
+                format!(
+                    "{path} ({:?}): applies only with auth on (it is about the token a \
+                     follower presents to its leader), and no [[auth.token]] is configured, \
+                     so it would have no effect; remove it, or turn auth on",
+                    g.name
+                ),
+            ));
         }
     }
     Ok(())
-}
-
-/// Checks `[store]` and resolves its buffer settings.
-fn check_store(store: &StoreConfig) -> Result<BufferConfig, ConfigError> {
-    let urls: Vec<&String> = match store.urls.as_slice() {
-        [] => vec![&store.url],
-        [_] => {
-            return Err(ConfigError::new(
-                "store.urls: striping needs at least 2 stores; for one, use store.url".into(),
-            ));
-        }
-        urls => urls.iter().collect(),
-    };
-    for url in urls {
-        snowdrift_store::segment::SegmentStore::check(url, &store.table)
-            .map_err(|e| ConfigError::new(format!("[store]: {e}")))?;
-    }
-    for tag in &store.preload {
-        snowdrift_store::segment::validate_tag(tag)
-            .map_err(|e| ConfigError::new(format!("store.preload: {e}")))?;
-    }
-    let max = snowdrift_store::segment::MAX_STEP as u64;
-    if !(1..=max).contains(&store.max_step) {
-        return Err(ConfigError::new(format!(
-            "store.max_step: {} is not a step; use 1 to {max} (Leaf caps at 1000000)",
-            store.max_step
-        )));
-    }
-    if !(0.0..=1.0).contains(&store.prefetch_at) {
-        return Err(ConfigError::new(format!(
-            "store.prefetch_at: {} is not a share of a segment; use 0 to 1 (0.1 claims the \
-             next segment once a tenth of the current one is used, as Leaf; 0.8 once 80% is)",
-            store.prefetch_at
-        )));
-    }
-    let defaults = BufferConfig::default();
-    Ok(BufferConfig {
-        wait: store.wait,
-        step: StepPolicy {
-            max_step: store.max_step,
-            ..defaults.step
-        },
-        chain: ChainConfig {
-            // The chain counts whole percent.
-            prefetch_percent: (store.prefetch_at * 100.0).round() as u8,
-            ..defaults.chain
-        },
-        ..defaults
-    })
 }
 
 /// Refuses a listener reachable from other machines while auth is off, unless

@@ -16,6 +16,7 @@ mod obfuscation;
 mod openapi_routes;
 mod resp;
 mod segment_options;
+mod strict_config;
 mod support;
 mod tls;
 mod tso;

@@ -96,13 +96,7 @@ impl FileRegistry {
     /// directory another user owns or that group or others may write.
     pub fn connect(url: &str, namespace: &str) -> Result<Self> {
         validate_namespace(namespace)?;
-        let Some(path) = url.strip_prefix("file://").filter(|p| !p.is_empty()) else {
-            return Err(Error::InvalidUrl {
-                url: url.to_string(),
-                reason: "use file://DIR, a directory for the lock and mark files (file:///var/lib/snowdrift or file://relative/dir)".into(),
-            });
-        };
-        let path = PathBuf::from(path);
+        let path = Self::dir_of(url)?;
         match std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -132,6 +126,18 @@ impl FileRegistry {
             namespace: namespace.to_string(),
             held: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The directory a `file://DIR` URL names, or why it names none; what
+    /// [`connect`](Self::connect) refuses before it touches the file system.
+    pub fn dir_of(url: &str) -> Result<PathBuf> {
+        match url.strip_prefix("file://").filter(|p| !p.is_empty()) {
+            Some(path) => Ok(PathBuf::from(path)),
+            None => Err(Error::InvalidUrl {
+                url: url.to_string(),
+                reason: "use file://DIR, a directory for the lock and mark files (file:///var/lib/snowdrift or file://relative/dir)".into(),
+            }),
+        }
     }
 
     /// The directory of the lock and mark files.

@@ -68,6 +68,7 @@ pub use mark::{MAX_EXTENSION, Mark};
 pub use node::{Epoch, WorkerNode};
 pub use registry::{REGISTRY_SCHEMES, WorkerRegistry};
 pub use source::{BitsFrom, NodeSplit, WorkerSource, hostname};
+pub use sql::validate_namespace;
 pub use status::{PeerOffset, WorkerState, WorkerStatus};
 
 #[cfg(feature = "etcd")]

@@ -474,8 +474,9 @@ impl claim::Backend for SqlClaim<'_> {
 
 /// Checks a namespace (a table name, key prefix or root znode). The four backends share
 /// SQL's table-name rules, the strictest of them, so a namespace valid on one is valid on
-/// all.
-pub(crate) fn validate_namespace(namespace: &str) -> Result<()> {
+/// all. Every registry's `connect` checks it; a config check calls it to refuse what a
+/// start would.
+pub fn validate_namespace(namespace: &str) -> Result<()> {
     let ok = !namespace.is_empty()
         && namespace.len() <= 64
         && namespace

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
+use snowdrift_server::config::Flag;
 use snowdrift_server::{Config, Plan, Reloader, Server};
 
 /// Run the snowdrift server: every generator over HTTP, Leaf-compatible routes, tag admin,
@@ -11,7 +12,9 @@ use snowdrift_server::{Config, Plan, Reloader, Server};
 /// With no config it serves the generators snowflake (Twitter layout), uuid7, ulid and
 /// objectid, and segment tags from ./snowdrift.db (SQLite), on 127.0.0.1:8080. Every config key
 /// can also be set as SNOWDRIFT_<SECTION>__<KEY> (e.g. SNOWDRIFT_SERVER__LISTEN); flags win
-/// over both.
+/// over both. A value of the wrong type, a key that has no effect where it is set, a value
+/// outside its range and any other SNOWDRIFT_ variable are refused, naming the key and the
+/// file's line, the variable or the flag.
 ///
 /// On SIGHUP it reads the config again and puts its [[auth.token]]s in force without a
 /// restart; a config that does not load keeps the old tokens, and changes to other sections
@@ -124,29 +127,36 @@ fn check_connections(plan: &Plan) -> Result<()> {
     )
 }
 
+/// The config from the file, the environment and the flags, each flag the highest layer for
+/// the key it stands for (and named as the flag in messages).
 fn load(args: &Args) -> Result<Config> {
-    let mut env: Vec<(String, String)> = std::env::vars().collect();
-    // Flags are the highest layer: feed them in as the config keys they stand for.
+    let mut flags = Vec::new();
     if let Some(listen) = args.listen {
-        env.push(("SNOWDRIFT_SERVER__LISTEN".into(), listen.to_string()));
+        flags.push(Flag::new("--listen", "server.listen", listen.to_string()));
     }
     if let Some(store) = &args.store {
-        env.push(("SNOWDRIFT_STORE__URL".into(), store.clone()));
+        flags.push(Flag::new("--store", "store.url", store.clone()));
     }
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
-        env.push((
-            "SNOWDRIFT_SERVER__TLS_CERT".into(),
+        flags.push(Flag::new(
+            "--tls-cert",
+            "server.tls_cert",
             cert.display().to_string(),
         ));
-        env.push((
-            "SNOWDRIFT_SERVER__TLS_KEY".into(),
+        flags.push(Flag::new(
+            "--tls-key",
+            "server.tls_key",
             key.display().to_string(),
         ));
     }
     if args.insecure_bind {
-        env.push(("SNOWDRIFT_SERVER__INSECURE_BIND".into(), "true".into()));
+        flags.push(Flag::new("--insecure-bind", "server.insecure_bind", "true"));
     }
-    Ok(Config::load(args.config.as_deref(), env)?)
+    Ok(Config::load_with_flags(
+        args.config.as_deref(),
+        std::env::vars(),
+        flags,
+    )?)
 }
 
 async fn serve(args: Args, plan: Plan) -> Result<()> {

@@ -205,8 +205,137 @@ fn every_class_of_configuration_error_is_caught_by_the_check_as_by_the_start() {
             "generator[0].local_id",
         ),
     ];
-    for (class, toml, says) in &cases {
-        let file = config(&dir, toml);
+    // Issue 28's strict configuration: each refused naming the key and the line it is on
+    // (the second text: that line as written).
+    let token = "[[auth.token]]\nname = \"a\"\nhash = \"sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\"\ngenerators = [\"*\"]\nrole = \"read\"\n";
+    let placed: Vec<(&str, String, &str, &str)> = vec![
+        (
+            "a switch for a number",
+            generator("snowflake", "random_sequence_start = true"),
+            "generator[0].random_sequence_start: true is true or false (a switch); this key takes a whole number",
+            "random_sequence_start = true",
+        ),
+        (
+            "a fraction for a number",
+            generator("snowflake", "random_sequence_start = 1.9"),
+            "generator[0].random_sequence_start: 1.9 is a number with a fraction",
+            "random_sequence_start = 1.9",
+        ),
+        (
+            "text for a number",
+            "[limits]\nmax_count = \"500\"\n".into(),
+            "limits.max_count: \"500\" is text (in quotes); this key takes a whole number (0 or more): write 500 without quotes",
+            "max_count = \"500\"",
+        ),
+        (
+            "text for a switch",
+            "[server]\ninsecure_bind = \"yes\"\n".into(),
+            "server.insecure_bind: \"yes\" is text (in quotes); this key takes true or false",
+            "insecure_bind = \"yes\"",
+        ),
+        (
+            "a number for a switch",
+            "[server]\ninsecure_bind = 1\n".into(),
+            "server.insecure_bind: 1 is a whole number; this key takes true or false",
+            "insecure_bind = 1",
+        ),
+        (
+            "a fraction for a worker ID",
+            "[worker]\nregistry = \"static\"\nid = 1.9\n".into(),
+            "worker.id: 1.9 is a number with a fraction",
+            "id = 1.9",
+        ),
+        (
+            "text for a rate",
+            format!("{token}rate = \"5\"\n"),
+            "auth.token[0].rate: \"5\" is text",
+            "rate = \"5\"",
+        ),
+        (
+            "a switch for a connection cap",
+            "[limits]\nmax_connections = true\n".into(),
+            "limits.max_connections: true is true or false",
+            "max_connections = true",
+        ),
+        (
+            "store.url beside store.urls",
+            "[store]\nurl = \"sqlite://one.db\"\nurls = [\"sqlite://a.db\", \"sqlite://b.db\"]\n"
+                .into(),
+            "store.url: has no effect when store.urls is set",
+            "url = \"sqlite://one.db\"",
+        ),
+        (
+            "derive without registry = derived",
+            "[worker]\nregistry = \"file\"\nderive = \"hostname\"\n".into(),
+            "worker.derive applies to registry = \"derived\"",
+            "derive = \"hostname\"",
+        ),
+        (
+            "forward_token with auth off",
+            format!(
+                "[server]\nadvertise = \"http://127.0.0.1:8080\"\n{}",
+                generator(
+                    "tso",
+                    "url = \"etcd://127.0.0.1:1\"\nforward_token = \"sd_x\""
+                )
+            ),
+            "generator[0].forward_token (\"g\"): applies only with auth on",
+            "forward_token = \"sd_x\"",
+        ),
+        (
+            "an empty body limit",
+            "[limits]\nmax_body = 0\n".into(),
+            "limits.max_body: 0 bytes is below 1024",
+            "max_body = 0",
+        ),
+        (
+            "an hour's mark window",
+            "[worker]\nwindow = \"1h\"\n".into(),
+            "worker.window: 1h is above 1m",
+            "window = \"1h\"",
+        ),
+        (
+            "a worker ID beyond the node field",
+            format!(
+                "[worker]\nregistry = \"static\"\nid = 5000\n{}",
+                generator("snowflake", "layout = \"twitter\"")
+            ),
+            "worker.id: static worker ID 5000 does not fit the layout's node space (0..1024)",
+            "id = 5000",
+        ),
+        (
+            "a namespace that is a path",
+            "[worker]\nnamespace = \"../../x\"\n".into(),
+            "worker.namespace: worker namespace \"../../x\" is not valid",
+            "namespace = \"../../x\"",
+        ),
+        (
+            "an empty worker directory",
+            "[worker]\npath = \"\"\n".into(),
+            "worker.path: \"\" names no directory",
+            "path = \"\"",
+        ),
+    ];
+    let cases = cases
+        .into_iter()
+        .map(|(class, toml, says)| (class, toml, says, ""))
+        .chain(placed);
+    for (class, toml, says, line) in cases {
+        let file = config(&dir, &toml);
+        if !line.is_empty() {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let n = text
+                .lines()
+                .position(|l| l == line)
+                .unwrap_or_else(|| panic!("{class}: no line {line:?}"))
+                + 1;
+            let checked = serve(&file, true);
+            let err = String::from_utf8_lossy(&checked.stderr).to_string();
+            assert!(
+                err.contains(&format!("{} line {n}: ", file.display())),
+                "{class}: not placed at line {n}: {err}"
+            );
+        }
         let checked = serve(&file, true);
         let check_err = String::from_utf8_lossy(&checked.stderr).to_string();
         assert!(
@@ -228,6 +357,96 @@ fn every_class_of_configuration_error_is_caught_by_the_check_as_by_the_start() {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The environment and the flags are checked as the file is, and named in the message: a
+/// value of the wrong type, a `SNOWDRIFT_` variable that names no key (the issue's
+/// `SNOWDRIFT_LISTEN`), a flag whose value the plan refuses. The variables snowdrift reads
+/// for other purposes do not get in the way.
+#[test]
+fn the_environment_and_the_flags_are_checked_and_named() {
+    let dir = std::env::temp_dir().join(unique_name("check-config-env"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = config(&dir, "");
+    let run = |env: &[(&str, &str)], args: &[&str]| {
+        let mut cmd = crate::common::serve_command();
+        cmd.arg("--config")
+            .arg(&file)
+            .args(args)
+            .arg("--check-config");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+        )
+    };
+    for (env, says) in [
+        (
+            ("SNOWDRIFT_LIMITS__MAX_COUNT", "true"),
+            "environment variable SNOWDRIFT_LIMITS__MAX_COUNT: limits.max_count: \"true\" is not a whole number",
+        ),
+        (
+            ("SNOWDRIFT_LISTEN", "127.0.0.1:9000"),
+            "environment variable SNOWDRIFT_LISTEN: listen: no such key",
+        ),
+        (
+            ("SNOWDRIFT_SERVER__INSECURE_BIND", "on"),
+            "environment variable SNOWDRIFT_SERVER__INSECURE_BIND: server.insecure_bind: \"on\" is not true or false",
+        ),
+    ] {
+        let (ok, stderr, _) = run(&[env], &[]);
+        assert!(!ok && stderr.contains(says), "{env:?}: {stderr}");
+    }
+    let (ok, stderr, _) = run(&[], &["--listen", "0.0.0.0:0"]);
+    assert!(
+        !ok && stderr.contains("flag --listen: server.listen: 0.0.0.0:0 is reachable"),
+        "{stderr}"
+    );
+    // Values of the right type work, and the variables read for other purposes are passed
+    // over.
+    let (ok, stderr, stdout) = run(
+        &[
+            ("SNOWDRIFT_LIMITS__MAX_COUNT", "77"),
+            ("SNOWDRIFT_SERVER__INSECURE_BIND", "true"),
+            ("SNOWDRIFT_TOKEN", "sd_exported"),
+            ("SNOWDRIFT_LOG", "debug"),
+            ("SNOWDRIFT_OBFUSCATE_KEY", KEY),
+        ],
+        &["--listen", "0.0.0.0:0"],
+    );
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("max_count = 77"), "{stdout}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// README's configuration example is a config `--check-config` accepts: strictness must not
+/// leave README showing a refused key.
+#[test]
+fn the_readme_configuration_example_passes_the_check() {
+    let readme = include_str!("../../../../README.md");
+    let section = &readme[readme
+        .find("### Configuration")
+        .expect("README has the section")..];
+    let start = section
+        .find("```toml\n")
+        .expect("the section has a TOML block")
+        + 8;
+    let example = &section[start..start + section[start..].find("```").unwrap()];
+    let dir = std::env::temp_dir().join(unique_name("check-config-readme"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("snowdrift.toml");
+    std::fs::write(&file, example).unwrap();
+    let out = serve(&file, true);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// `--check-config=connect` reaches the store, the worker registry (etcd), each ticket
