@@ -40,3 +40,5 @@ pub mod zk_version;
 
 pub use error::{Error, Result};
 pub use mask::mask_url;
+#[cfg(feature = "redis")]
+pub use redis_connection::check_url as check_redis_url;

@@ -23,23 +23,30 @@ pub struct ZkVersion {
     path: String,
 }
 
+/// Refuses a znode path that is not absolute or holds characters snowdrift does not write:
+/// what [`ZkVersion::connect`] checks first, for a config check before start.
+pub fn check_path(path: &str) -> Result<()> {
+    let ok = path.starts_with('/')
+        && path.len() > 1
+        && !path.ends_with('/')
+        && !path.contains("//")
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/_-.:".contains(c));
+    if ok {
+        return Ok(());
+    }
+    Err(Error::InvalidInput(format!(
+        "znode {path:?} is not valid: an absolute path such as /snowdrift/versions/orders, of \
+         letters, digits and _-.: only"
+    )))
+}
+
 impl ZkVersion {
     /// Connects to `zookeeper://HOST:PORT[,HOST:PORT...]` and creates `path` (and its
     /// parents) if missing. `path` is absolute (`/snowdrift/versions/orders`).
     pub async fn connect(url: &str, path: &str) -> Result<Self> {
-        let ok = path.starts_with('/')
-            && path.len() > 1
-            && !path.ends_with('/')
-            && !path.contains("//")
-            && path
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "/_-.:".contains(c));
-        if !ok {
-            return Err(Error::InvalidInput(format!(
-                "znode {path:?} is not valid: an absolute path such as /snowdrift/versions/orders, \
-                 of letters, digits and _-.: only"
-            )));
-        }
+        check_path(path)?;
         let this = Self {
             session: Session::new(Target::parse(url)?),
             path: path.to_string(),

@@ -9,8 +9,9 @@ use super::SourcePlan;
 /// Keys every generator has.
 const COMMON: &[&str] = &["name", "kind"];
 
-/// Refuses a key of `g` that its kind does not list, naming the kinds it is a key of.
-pub fn check_keys(g: &GeneratorConfig) -> Result<(), String> {
+/// Refuses a key of `g` that its kind does not list, naming the kinds it is a key of: the
+/// key and why.
+pub fn check_keys(g: &GeneratorConfig) -> Result<(), (String, String)> {
     let own = SourcePlan::keys(g.kind);
     for key in set_keys(g) {
         if COMMON.contains(&key.as_str()) || own.contains(&key.as_str()) {
@@ -21,12 +22,12 @@ pub fn check_keys(g: &GeneratorConfig) -> Result<(), String> {
             .filter(|k| SourcePlan::keys(**k).contains(&key.as_str()))
             .map(|k| k.as_str())
             .collect();
-        return Err(format!(
-            "key {key:?} does not apply to kind {} (generator {:?}); it is a key of kind {}",
+        let why = format!(
+            "key {key:?} does not apply to kind {}; it is a key of kind {}",
             g.kind.as_str(),
-            g.name,
             owners.join(", ")
-        ));
+        );
+        return Err((key, why));
     }
     Ok(())
 }
@@ -111,11 +112,11 @@ mod tests {
     fn a_misplaced_key_names_the_kinds_it_belongs_to() {
         let mut g = GeneratorConfig::new("x", Kind::Snowflake);
         g.window = Some(std::time::Duration::from_secs(3));
-        let e = check_keys(&g).unwrap_err();
+        let (key, e) = check_keys(&g).unwrap_err();
+        assert_eq!(key, "window");
         assert_eq!(
             e,
-            "key \"window\" does not apply to kind snowflake (generator \"x\"); it is a key of \
-             kind tso"
+            "key \"window\" does not apply to kind snowflake; it is a key of kind tso"
         );
     }
 }

@@ -32,13 +32,20 @@ pub fn plan(
     index: usize,
     g: &GeneratorConfig,
 ) -> Result<GeneratorPlan, ConfigError> {
-    let at = format!("generator[{index}] ({:?})", g.name);
-    let fail = |e: String| ConfigError::new(format!("{at}: {e}"));
+    let table = format!("generator[{index}]");
+    let fail = |e: String| ConfigError::at(&table, format!("{table} ({:?}): {e}", g.name));
     let at_key = |key: &str, e: String| {
-        ConfigError::new(format!("generator[{index}].{key} ({:?}): {e}", g.name))
+        let path = format!("{table}.{key}");
+        ConfigError::at(&path, format!("{path} ({:?}): {e}", g.name))
     };
-    snowdrift_store::segment::validate_tag(&g.name).map_err(|e| fail(format!("name: {e}")))?;
-    crate::kinds::check_keys(g).map_err(fail)?;
+    snowdrift_store::segment::validate_tag(&g.name).map_err(|e| {
+        let path = format!("{table}.name");
+        ConfigError::at(&path, format!("{table} ({:?}): name: {e}", g.name))
+    })?;
+    crate::kinds::check_keys(g).map_err(|(key, e)| {
+        let path = format!("{table}.{key}");
+        ConfigError::at(&path, format!("{table} ({:?}): {e}", g.name))
+    })?;
     let source = SourcePlan::plan(config, g).map_err(|e| match e {
         PlanError::Whole(e) => fail(e),
         PlanError::Key(key, e) => at_key(key, e),

@@ -89,7 +89,6 @@ impl Plan {
                 ));
             }
             let plan = generator::plan(config, i, g)?;
-            check_needs_auth(i, g, tokens.is_enabled())?;
             if let (Some(lease), Some(layout)) = (plan.source.lease(), plan.source.layout()) {
                 worker::check_worker_id(lease, layout)?;
             }
@@ -155,38 +154,6 @@ impl Plan {
             .filter(move |g| g.source.kind() == kind)
             .map(|g| g.name.as_str())
     }
-}
-
-/// Refuses a generator's keys that only matter with auth on (`forward_token`,
-/// `forward_plaintext`: what a tso follower presents to its leader) when auth is off, where
-/// they would be ignored without a word.
-// These are the tso kind's keys: once each kind checks its own, this belongs to tso's.
-fn check_needs_auth(
-    index: usize,
-    g: &crate::config::GeneratorConfig,
-    auth_on: bool,
-) -> Result<(), ConfigError> {
-    if auth_on {
-        return Ok(());
-    }
-    for (key, set) in [
-        ("forward_token", g.forward_token.is_some()),
-        ("forward_plaintext", g.forward_plaintext.is_some()),
-    ] {
-        if set {
-            let path = format!("generator[{index}].{key}");
-            return Err(ConfigError::at(
-                &path,
-                format!(
-                    "{path} ({:?}): applies only with auth on (it is about the token a \
-                     follower presents to its leader), and no [[auth.token]] is configured, \
-                     so it would have no effect; remove it, or turn auth on",
-                    g.name
-                ),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// Refuses a listener reachable from other machines while auth is off, unless

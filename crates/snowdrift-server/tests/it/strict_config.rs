@@ -565,3 +565,63 @@ fn flags_are_named_as_flags() {
     let e = config.plan().unwrap_err();
     assert_eq!(e.place(), Some("flag --listen"), "{e}");
 }
+
+/// Each kind checks its own keys as start would use them, and a misplaced key is placed at
+/// its line and names the kinds it belongs to.
+#[test]
+fn each_kind_checks_its_own_keys_and_places_them() {
+    let generator = |body: &str| format!("[[generator]]\nname = \"g\"\n{body}\n");
+    refused(
+        &generator("kind = \"snowflake\"\nwindow = \"3s\""),
+        &[],
+        "generator[0] (\"g\")",
+        "line 4",
+        "key \"window\" does not apply to kind snowflake; it is a key of kind tso",
+    );
+    refused(
+        &generator("kind = \"counter\"\nurl = \"postgres://h/db\""),
+        &[],
+        "generator[0].url",
+        "line 4",
+        "redis://HOST:6379",
+    );
+    refused(
+        &generator("kind = \"zk-version\"\nurl = \"zookeeper://127.0.0.1:2181\"\nznode = \"x\""),
+        &[],
+        "generator[0].znode",
+        "line 5",
+        "an absolute path",
+    );
+    refused(
+        &generator("kind = \"tso\"\nurl = \"etcd://127.0.0.1:2379\"\nttl = \"2m\""),
+        &[],
+        "generator[0].ttl",
+        "line 5",
+        "from 1 s to 60s",
+    );
+    refused(
+        &generator("kind = \"tso\"\nurl = \"etcd://127.0.0.1:2379\"\nwindow = \"2m\""),
+        &[],
+        "generator[0].window",
+        "line 5",
+        "IDs jump forward",
+    );
+    refused(
+        &generator("kind = \"snowflake\"\nbackward_wait = \"11m\""),
+        &[],
+        "generator[0].backward_wait",
+        "line 4",
+        "looks hung",
+    );
+    // The ends of those ranges are accepted.
+    for body in [
+        "kind = \"tso\"\nurl = \"etcd://127.0.0.1:2379\"\nttl = \"60s\"\nwindow = \"60s\"",
+        "kind = \"snowflake\"\nbackward_wait = \"10m\"",
+        "kind = \"counter\"\nurl = \"redis://h:6380/2\"",
+        "kind = \"zk-version\"\nurl = \"zookeeper://h:2181\"\nznode = \"/a/b\"",
+    ] {
+        if let Err(e) = check(&generator(body), &[]) {
+            panic!("refused {body:?}: {e}");
+        }
+    }
+}

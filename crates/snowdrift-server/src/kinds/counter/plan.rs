@@ -59,6 +59,14 @@ impl KindPlan for CounterPlan {
                 "kind counter needs url = \"redis://...\"".into(),
             ));
         };
+        snowdrift_store::check_redis_url(&url).map_err(|e| {
+            PlanError::Key(
+                "url",
+                format!(
+                    "{e}; a counter counts in Redis: url = \"redis://HOST:6379[/DB]\""
+                ),
+            )
+        })?;
         if g.template.is_some() && g.obfuscate_key.is_some() {
             return Err(PlanError::Whole(
                 "obfuscate_key applies to 64-bit IDs, and a counter with a template issues \

@@ -14,6 +14,9 @@ use crate::kinds::{KindPlan, PlanError, Reached, StartContext};
 
 use super::SnowflakeSource;
 
+/// The longest `backward_wait`: `worker.max_mark_wait`'s bound.
+const MAX_BACKWARD_WAIT: Duration = Duration::from_secs(600);
+
 /// A `snowflake` generator: IDs under `layout`, issued only under the worker lease `lease`.
 #[derive(Debug, Clone)]
 pub struct SnowflakePlan {
@@ -220,6 +223,18 @@ fn snowflake_options(
              give bits = \"ext:2,time:...\" (2 extension bits absorb 3 clock steps or \
              restarts behind the mark), or use on_backward = \"wait\""
                 .into(),
+        ));
+    }
+    if let Some(wait) = g.backward_wait
+        && wait > MAX_BACKWARD_WAIT
+    {
+        return Err((
+            "backward_wait",
+            format!(
+                "{wait:?} is above {MAX_BACKWARD_WAIT:?}: a start that waits longer for its \
+                 clock looks hung; set the clock right instead (give 0s to \
+                 {MAX_BACKWARD_WAIT:?}, as worker.max_mark_wait)"
+            ),
         ));
     }
     let max_lead = g.max_lead.unwrap_or(Duration::ZERO);

@@ -42,6 +42,12 @@ pub struct TsoPlan {
     pub forward_ca: Option<std::path::PathBuf>,
 }
 
+/// The longest `ttl`: a leader that dies is replaced only after its lease runs out.
+const MAX_TTL: Duration = Duration::from_secs(60);
+
+/// The longest `window`: how far IDs jump forward at a failover.
+const MAX_WINDOW: Duration = Duration::from_secs(60);
+
 /// A `tso` leader's lease when none is configured: PD's 3 s.
 pub const DEFAULT_TSO_TTL: Duration = snowdrift_store::tso::DEFAULT_TTL;
 
@@ -111,6 +117,16 @@ fn tso_plan(config: &Config, g: &GeneratorConfig) -> Result<TsoPlan, (&'static s
     let window = g
         .window
         .unwrap_or(Duration::from_millis(defaults.window_ms));
+    if window > MAX_WINDOW {
+        return Err((
+            "window",
+            format!(
+                "{window:?} is above {MAX_WINDOW:?}: at each failover the new leader starts \
+                 past the saved window, so IDs jump forward by up to that much; give 1ms to \
+                 {MAX_WINDOW:?} (PD uses 3s)"
+            ),
+        ));
+    }
     let oracle = TsoConfig {
         epoch_ms,
         logical_bits: g.logical_bits.unwrap_or(defaults.logical_bits),
@@ -138,12 +154,13 @@ fn tso_plan(config: &Config, g: &GeneratorConfig) -> Result<TsoPlan, (&'static s
         ));
     }
     let ttl = g.ttl.unwrap_or(DEFAULT_TSO_TTL);
-    if ttl < Duration::from_secs(1) || ttl.subsec_nanos() != 0 {
+    if ttl < Duration::from_secs(1) || ttl > MAX_TTL || ttl.subsec_nanos() != 0 {
         return Err((
             "ttl",
             format!(
-                "{ttl:?} is not a whole number of seconds of at least 1 s (etcd leases are \
-                 whole seconds; PD uses 3s)"
+                "{ttl:?} is not a whole number of seconds from 1 s to {MAX_TTL:?} (etcd leases \
+                 are whole seconds; PD uses 3s; a leader that dies is replaced only after its \
+                 lease, so a longer one is an outage that long)"
             ),
         ));
     }
@@ -164,6 +181,22 @@ fn tso_plan(config: &Config, g: &GeneratorConfig) -> Result<TsoPlan, (&'static s
     }
     let advertise = advertise(&config.server).map_err(|e| ("advertise", e))?;
     let auth_on = !config.auth.tokens.is_empty();
+    // What a follower presents to its leader matters only with auth on: said rather than
+    // ignored.
+    for (key, set) in [
+        ("forward_token", g.forward_token.is_some()),
+        ("forward_plaintext", g.forward_plaintext.is_some()),
+    ] {
+        if set && !auth_on {
+            return Err((
+                key,
+                "applies only with auth on (it is about the token a follower presents to its \
+                 leader), and no [[auth.token]] is configured, so it would have no effect; \
+                 remove it, or turn auth on"
+                    .into(),
+            ));
+        }
+    }
     if auth_on && g.forward_token.is_none() {
         return Err((
             "forward_token",

@@ -42,6 +42,8 @@ impl KindPlan for ZkVersionPlan {
             .znode
             .clone()
             .unwrap_or_else(|| format!("/snowdrift/versions/{}", g.name));
+        snowdrift_store::zk_version::check_path(&znode)
+            .map_err(|e| PlanError::Key("znode", e.to_string()))?;
         Ok(ZkVersionPlan { url, znode })
     }
 
