@@ -2,3 +2,4 @@
 //! links the whole dependency tree, and linking was much of CI's time.
 
 mod segment_local;
+mod typeid_spec;
