@@ -79,16 +79,22 @@ impl IdSource for KsuidSource {
         let id: Ksuid = text
             .parse()
             .map_err(|e| invalid_id(Kind::Ksuid, text, &reason(e)))?;
-        let ms = id.unix_secs() * 1000;
-        let payload: String = id.payload().iter().map(|b| format!("{b:02x}")).collect();
-        Ok(json!({
-            "id": id.to_string(),
-            "time": format_ms(ms),
-            "time_ms": ms,
-            "timestamp": id.timestamp(),
-            "payload": payload,
-        }))
+        Ok(fields(&id))
     }
+}
+
+/// What a KSUID holds: `id`, its second as `time` and `time_ms`, the raw `timestamp`
+/// (seconds since 2014-05-13T16:53:20Z) and the `payload` in hex.
+pub fn fields(id: &Ksuid) -> Value {
+    let ms = id.unix_secs() * 1000;
+    let payload: String = id.payload().iter().map(|b| format!("{b:02x}")).collect();
+    json!({
+        "id": id.to_string(),
+        "time": format_ms(ms),
+        "time_ms": ms,
+        "timestamp": id.timestamp(),
+        "payload": payload,
+    })
 }
 
 /// Why the core refused a text, without the text again (the refusal names it).

@@ -105,21 +105,27 @@ impl IdSource for TypeidSource {
                 ),
             ));
         }
-        let mut out = json!({
-            "id": id.to_string(),
-            "prefix": id.prefix(),
-            "uuid": id.uuid().to_string(),
-        });
-        if let Some(ms) = id.unix_ms() {
-            out["time"] = format_ms(ms).into();
-            out["time_ms"] = ms.into();
-        }
-        Ok(out)
+        Ok(fields(&id))
     }
 
     fn describe(&self, out: &mut Value) {
         out["prefix"] = self.generator.prefix().into();
     }
+}
+
+/// What a TypeID holds: `id`, `prefix`, `uuid` and, when the UUID holds a time (v7, as every
+/// TypeID this kind makes; v1, v6), `time` and `time_ms`.
+pub fn fields(id: &TypeId) -> Value {
+    let mut out = json!({
+        "id": id.to_string(),
+        "prefix": id.prefix(),
+        "uuid": id.uuid().to_string(),
+    });
+    if let Some(ms) = id.unix_ms() {
+        out["time"] = format_ms(ms).into();
+        out["time_ms"] = ms.into();
+    }
+    out
 }
 
 /// Why the core refused a text, without the text again (the refusal names it).
