@@ -7,8 +7,9 @@
 //! - `mastodon/next`: one ID per call, `MonotonicClock` and `CachedClock`. Timed as
 //!   `hot_path_burst` is: bursts of 1,000 right after a millisecond starts, so neither
 //!   layout's tick (4,096 and 1,024 IDs) runs out and nobody waits.
-//! - `mastodon/next_block_1000`: a block of 1,000 IDs, each consumed; the mastodon rows take
-//!   their IDs through `MastodonTail::ids` (one offset per tick, one add per ID).
+//! - `mastodon/next_block_1000`: a block of 1,000 IDs, each consumed: through the block's
+//!   iterator, `MastodonTail::ids`, or runs (`IdBlock::runs`, `MastodonTail::runs`, which the
+//!   server sends), one offset per tick and one add per ID.
 //! - `mastodon/tail`: the hash alone: `apply` while the millisecond's offset is cached, and
 //!   the MD5 of a new millisecond (what the first ID of each millisecond pays).
 
@@ -50,7 +51,9 @@ fn next(c: &mut Criterion) {
     });
     g.bench_function("mastodon, monotonic", |b| {
         b.iter_custom(|iters| {
-            run_bursts(1, iters, 1000, &now, &|| tail.apply(mastodon.next().unwrap()))
+            run_bursts(1, iters, 1000, &now, &|| {
+                tail.apply(mastodon.next().unwrap())
+            })
         })
     });
     let (cached, ticker) = cached_clock();
@@ -62,7 +65,9 @@ fn next(c: &mut Criterion) {
     });
     g.bench_function("mastodon, cached", |b| {
         b.iter_custom(|iters| {
-            run_bursts(1, iters, 1000, &now, &|| tail.apply(mastodon.next().unwrap()))
+            run_bursts(1, iters, 1000, &now, &|| {
+                tail.apply(mastodon.next().unwrap())
+            })
         })
     });
     drop(ticker);
@@ -88,7 +93,9 @@ fn next_block(c: &mut Criterion) {
     // One block per burst: a fresh millisecond each time, so neither layout waits.
     g.bench_function("twitter", |b| {
         b.iter_custom(|iters| {
-            run_bursts(1, iters, 1, &now, &|| plain(twitter.next_block(1000).unwrap()))
+            run_bursts(1, iters, 1, &now, &|| {
+                plain(twitter.next_block(1000).unwrap())
+            })
         })
     });
     g.bench_function("mastodon, MastodonTail::ids", |b| {
@@ -96,6 +103,33 @@ fn next_block(c: &mut Criterion) {
             run_bursts(1, iters, 1, &now, &|| {
                 for id in tail.ids(&mastodon.next_block(1000).unwrap()) {
                     black_box(id);
+                }
+            })
+        })
+    });
+    // As the server takes them: runs of (first, count, stride), one add per ID.
+    g.bench_function("mastodon, MastodonTail::runs", |b| {
+        b.iter_custom(|iters| {
+            run_bursts(1, iters, 1, &now, &|| {
+                for (first, count, stride) in tail.runs(&mastodon.next_block(1000).unwrap()) {
+                    let mut id = first;
+                    for _ in 0..count {
+                        black_box(id);
+                        id += stride;
+                    }
+                }
+            })
+        })
+    });
+    g.bench_function("twitter, IdBlock::runs", |b| {
+        b.iter_custom(|iters| {
+            run_bursts(1, iters, 1, &now, &|| {
+                for (first, count, stride) in twitter.next_block(1000).unwrap().runs() {
+                    let mut id = first;
+                    for _ in 0..count {
+                        black_box(id);
+                        id += stride;
+                    }
                 }
             })
         })
