@@ -125,9 +125,10 @@ impl ClientBuilder {
         self
     }
 
-    /// For names whose kind is `uuid4`, `uuid7` or `ulid`: once the first fetch has shown
-    /// the kind, make their IDs in this process instead of fetching them (their uniqueness
-    /// is in their random bits, so they need no server), in the servers' text form.
+    /// For names whose kind is `uuid4`, `uuid7`, `ulid`, `typeid` or `ksuid`: once the first
+    /// fetch has shown the kind, make their IDs in this process instead of fetching them
+    /// (their uniqueness is in their random bits, so they need no server), in the servers'
+    /// text form (a TypeID with the prefix of the IDs fetched).
     /// Default false: every ID comes from the servers.
     pub fn generate_locally(mut self, yes: bool) -> Self {
         self.generate_locally = yes;

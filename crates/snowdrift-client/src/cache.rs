@@ -251,7 +251,8 @@ impl NameCache {
             Batch::Text { ids, kind } => {
                 self.kind.store(TEXT, Ordering::Relaxed);
                 if self.policy.generate_locally
-                    && let Some(local) = kind.and_then(Local::for_kind)
+                    && let Some(local) =
+                        kind.and_then(|k| Local::for_kind(k, ids.first().map(String::as_str)))
                 {
                     let _ = self.local.set(local);
                 }

@@ -88,6 +88,8 @@ impl From<Kind> for KindCode {
             Kind::Objectid => KindCode::Objectid,
             Kind::Tso => KindCode::Tso,
             Kind::ZkVersion => KindCode::ZkVersion,
+            Kind::Typeid => KindCode::Typeid,
+            Kind::Ksuid => KindCode::Ksuid,
         }
     }
 }

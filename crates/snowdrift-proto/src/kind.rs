@@ -46,6 +46,10 @@ pub enum Kind {
     /// A ZooKeeper znode's data version after an unconditional `setData`: one quorum
     /// write per ID.
     ZkVersion,
+    /// TypeID (jetify-com/typeid v0.3): a type prefix and a UUID v7 in base32.
+    Typeid,
+    /// KSUID (segmentio/ksuid): 32-bit seconds since 2014 and 128 random bits, base62.
+    Ksuid,
 }
 
 impl Kind {
@@ -66,6 +70,8 @@ impl Kind {
         Kind::Objectid,
         Kind::Tso,
         Kind::ZkVersion,
+        Kind::Typeid,
+        Kind::Ksuid,
     ];
 
     /// The config name, as [`as_str`](Self::as_str): the name the server's config `Kind`
@@ -93,6 +99,8 @@ impl Kind {
             Kind::Objectid => "objectid",
             Kind::Tso => "tso",
             Kind::ZkVersion => "zk-version",
+            Kind::Typeid => "typeid",
+            Kind::Ksuid => "ksuid",
         }
     }
 
@@ -108,7 +116,7 @@ impl Kind {
         matches!(self, Kind::Tso)
     }
 
-    /// Its IDs are always text (UUIDs, ULIDs, ObjectIds). Counters are text only under a
+    /// Its IDs are always text (UUIDs, ULIDs, ObjectIds, TypeIDs, KSUIDs). Counters are text only under a
     /// `template`, so they are not counted here: the batch says which it holds.
     pub const fn is_text(self) -> bool {
         matches!(
@@ -122,13 +130,18 @@ impl Kind {
                 | Kind::Uuid7
                 | Kind::Ulid
                 | Kind::Objectid
+                | Kind::Typeid
+                | Kind::Ksuid
         )
     }
 
-    /// Its uniqueness is in random bits alone (UUID v4 and v7, ULID), so an application may
-    /// make its IDs itself instead of asking a server.
+    /// Its uniqueness is in random bits alone (UUID v4 and v7, ULID, TypeID, KSUID), so an
+    /// application may make its IDs itself instead of asking a server.
     pub const fn needs_no_coordination(self) -> bool {
-        matches!(self, Kind::Uuid4 | Kind::Uuid7 | Kind::Ulid)
+        matches!(
+            self,
+            Kind::Uuid4 | Kind::Uuid7 | Kind::Ulid | Kind::Typeid | Kind::Ksuid
+        )
     }
 }
 
@@ -198,6 +211,8 @@ mod tests {
             "objectid",
             "tso",
             "zk-version",
+            "typeid",
+            "ksuid",
         ];
         let listed: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
         assert_eq!(listed, names);
@@ -217,7 +232,7 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "\"snowflak\" is not one of snowflake, segment, ticket, counter, uuid1, uuid2, \
-             uuid3, uuid4, uuid5, uuid6, uuid7, ulid, objectid, tso, zk-version"
+             uuid3, uuid4, uuid5, uuid6, uuid7, ulid, objectid, tso, zk-version, typeid, ksuid"
         );
         let e = serde_json::from_str::<Kind>("\"Snowflake\"").unwrap_err();
         assert!(
@@ -243,12 +258,13 @@ mod tests {
         assert_eq!(
             which(Kind::is_text),
             [
-                "uuid1", "uuid2", "uuid3", "uuid4", "uuid5", "uuid6", "uuid7", "ulid", "objectid"
+                "uuid1", "uuid2", "uuid3", "uuid4", "uuid5", "uuid6", "uuid7", "ulid", "objectid",
+                "typeid", "ksuid"
             ]
         );
         assert_eq!(
             which(Kind::needs_no_coordination),
-            ["uuid4", "uuid7", "ulid"]
+            ["uuid4", "uuid7", "ulid", "typeid", "ksuid"]
         );
     }
 }

@@ -120,7 +120,7 @@ impl UuidArgs {
 }
 
 /// A core error's message without the "invalid configuration" in front.
-fn reason(e: snowdrift_core::Error) -> String {
+pub(crate) fn reason(e: snowdrift_core::Error) -> String {
     match e {
         snowdrift_core::Error::InvalidConfig(message) => message,
         other => other.to_string(),

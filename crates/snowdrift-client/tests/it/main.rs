@@ -298,6 +298,47 @@ async fn uuid_and_ulid_names_can_be_made_locally_once_their_kind_is_known() {
     assert!(client.stats("uuid7").unwrap().fetches == 1);
 }
 
+/// TypeIDs and KSUIDs need no coordination either: once the first fetch showed the kind
+/// (and, for a TypeID, its prefix), they are made here in the servers' forms, TypeIDs with
+/// the prefix of those fetched and in increasing order, even with every server gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typeid_and_ksuid_names_can_be_made_locally_once_their_kind_is_known() {
+    let dir = server::dir("client-local-typeid");
+    // Generator tables after the `[server]` keys the helper writes.
+    let generators = "[[generator]]\nname = \"users\"\nkind = \"typeid\"\nprefix = \"user\"\n\
+                      [[generator]]\nname = \"ksuid\"\nkind = \"ksuid\"\n";
+    let s = Server::start_with(&dir, 0, None, generators).await;
+    let client = Client::builder()
+        .endpoints([s.base()])
+        .generate_locally(true)
+        .batch(100, 100)
+        .deadline(Duration::from_millis(300))
+        .backoff(Duration::from_millis(20), Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let mut seen = HashSet::new();
+    let mut last = client.next_text("users").await.unwrap();
+    assert!(last.starts_with("user_"), "{last}");
+    assert!(seen.insert(last.clone()));
+    assert!(seen.insert(client.next_text("ksuid").await.unwrap()));
+    s.stop().await;
+    for _ in 0..1_000 {
+        let t = client.next_text("users").await.unwrap();
+        let id: snowdrift_core::kinds::TypeId = t.parse().unwrap();
+        assert_eq!(id.prefix(), "user", "{t}");
+        assert_eq!(id.uuid().get_version_num(), 7, "{t}");
+        assert!(t > last, "{t} after {last}");
+        last = t.clone();
+        assert!(seen.insert(t));
+        let k = client.next_text("ksuid").await.unwrap();
+        let parsed: snowdrift_core::kinds::Ksuid = k.parse().unwrap();
+        assert_eq!(parsed.to_string(), k);
+        assert!(seen.insert(k));
+    }
+    assert_eq!(client.stats("users").unwrap().fetches, 1);
+    assert_eq!(client.stats("ksuid").unwrap().fetches, 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_endpoints_are_checked_against_the_given_ca() {
     let dir = server::dir("client-tls");

@@ -1,4 +1,5 @@
-//! The 128- and 96-bit ID kinds: UUID (v1 to v7), ULID and MongoDB's ObjectId.
+//! The 128-, 160- and 96-bit ID kinds: UUID (v1 to v7), ULID, MongoDB's ObjectId, TypeID and
+//! KSUID.
 //!
 //! These are for when an ID's size does not matter and no node needs a worker ID: any
 //! process can make them with no coordination, at the cost of randomness standing in for
@@ -16,11 +17,17 @@
 //! | UUID v3, v5 | MD5 / SHA-1 of a name | no | [`uuid::v3`], [`uuid::v5`] |
 //! | ULID | 48 ms + 80 random | yes, monotonic per generator | [`ulid::UlidGenerator`] |
 //! | ObjectId | 32 s + 40 process + 24 counter | by second | [`objectid::ObjectIdGenerator`] |
+//! | TypeID | a type prefix and a UUID v7 in base32 | yes, monotonic per generator | [`typeid::TypeIdGenerator`] |
+//! | KSUID | 32 s since 2014 + 128 random | by second | [`ksuid::KsuidGenerator`] |
 
+pub mod ksuid;
 pub mod objectid;
+pub mod typeid;
 pub mod ulid;
 pub mod uuid;
 
+pub use self::ksuid::{Ksuid, KsuidGenerator};
 pub use self::objectid::{ObjectId, ObjectIdGenerator};
+pub use self::typeid::{TypeId, TypeIdGenerator};
 pub use self::ulid::{Ulid, UlidGenerator};
 pub use self::uuid::{GregorianUuidGenerator, Uuid, UuidV7Generator};

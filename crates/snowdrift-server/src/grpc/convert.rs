@@ -95,6 +95,9 @@ fn decoded(kind: Kind, v: &Value) -> pb::DecodeResponse {
         node: text("node"),
         domain: text("domain"),
         local_id: small("local_id"),
+        prefix: text("prefix"),
+        uuid: text("uuid"),
+        payload: text("payload"),
     }
 }
 

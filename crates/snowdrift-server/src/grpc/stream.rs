@@ -17,7 +17,8 @@ use crate::kinds::{IdSource, Source};
 use crate::state::issue;
 
 /// Most IDs in one message of text IDs (UUIDs, ULIDs, ObjectIds, formatted 64-bit IDs), so a
-/// message is about 16 KiB (a UUID is 36 characters and 2 bytes of framing). The server holds
+/// message is about 16 KiB (a UUID is 36 characters and 2 bytes of framing; a TypeID of the
+/// longest prefix, 90 characters, makes it 37 KiB). The server holds
 /// the message a stream's client has not taken yet: with `limits.max_streams` streams that
 /// never read, a batch of `max_count` UUIDs (380 KB) held 470 MB (BENCHMARKS.md, "Slow and
 /// hostile clients"). 64-bit IDs go as runs, a few bytes whatever the batch.

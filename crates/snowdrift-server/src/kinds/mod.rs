@@ -45,6 +45,10 @@ kinds! {
     tso: Tso(TsoSource, TsoPlan),
     /// A ZooKeeper znode's data version.
     zk_version: ZkVersion(ZkVersionSource, ZkVersionPlan),
+    /// TypeIDs of one prefix.
+    typeid: Typeid(TypeidSource, TypeidPlan),
+    /// KSUIDs.
+    ksuid: Ksuid(KsuidSource, KsuidPlan),
 }
 
 impl Source {

@@ -22,6 +22,7 @@ mod support;
 mod tls;
 mod tso;
 mod tso_trust;
+mod typeid_ksuid;
 mod ui_chromium;
 mod uuid_kinds;
 mod worker_lease;

@@ -1,17 +1,20 @@
 //! `snowdrift decode`: an ID back to its fields, as JSON.
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use snowdrift_core::codec::{Format, IdFormat};
+use snowdrift_core::kinds::{Ksuid, TypeId};
+use snowdrift_proto::Kind;
 
 use crate::layout_args::LayoutArgs;
 use crate::obfuscate_args::ObfuscateArgs;
 
 /// Print the fields of an ID as JSON: a snowflake ID's time, node fields and sequence; a
 /// UUID's version and variant, and for v1, v2 and v6 its time, clock sequence and node
-/// (v2: also domain and local ID), for v7 its time.
+/// (v2: also domain and local ID), for v7 its time; a TypeID's prefix, UUID and time; a
+/// KSUID's time, timestamp and payload.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  snowdrift decode 1050118621198921728\n  snowdrift decode 175928847299117063 --layout discord\n  snowdrift decode 20210623131730192-1-0 --bits time:41,worker:10,seq:12\n  snowdrift decode 1mQyWz8kQ7 --format base62\n  snowdrift decode 1ef0c6d2-9c1b-6a3e-8a51-0123456789ab\n  SNOWDRIFT_OBFUSCATE_KEY=5f1e0c9a27b34d6e8a91c2d3e4f50617 snowdrift decode 3W7I5iheWFp --format obfuscated-base62"
+    after_help = "Examples:\n  snowdrift decode 1050118621198921728\n  snowdrift decode 175928847299117063 --layout discord\n  snowdrift decode 20210623131730192-1-0 --bits time:41,worker:10,seq:12\n  snowdrift decode 1mQyWz8kQ7 --format base62\n  snowdrift decode 1ef0c6d2-9c1b-6a3e-8a51-0123456789ab\n  snowdrift decode user_01h455vb4pex5vsknk084sn02q\n  snowdrift decode 0ujtsYcgvSTl8PAuAdqWYSMnLOv\n  snowdrift decode --kind typeid 01h455vb4pex5vsknk084sn02q\n  SNOWDRIFT_OBFUSCATE_KEY=5f1e0c9a27b34d6e8a91c2d3e4f50617 snowdrift decode 3W7I5iheWFp --format obfuscated-base62"
 )]
 pub struct Args {
     /// The ID: decimal, or the friendly form time-node-sequence; other encodings with
@@ -28,11 +31,60 @@ pub struct Args {
     format: Option<IdFormat>,
     #[command(flatten)]
     obfuscation: ObfuscateArgs,
+    /// Read the ID as this kind's text: typeid or ksuid. Default: a TypeID when it holds a
+    /// '_' (one without a prefix needs --kind typeid), a KSUID when it is 27 letters and
+    /// digits, a UUID when it reads as one, else a snowflake ID.
+    #[arg(long, value_name = "KIND", value_parser = text_kind_parser())]
+    kind: Option<Kind>,
+}
+
+/// The kinds `--kind` names: those whose text decode reads without a layout.
+const TEXT_KINDS: &[Kind] = &[Kind::Typeid, Kind::Ksuid];
+
+fn text_kind_parser() -> impl clap::builder::TypedValueParser<Value = Kind> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(TEXT_KINDS.iter().map(|k| k.as_str()))
+        .try_map(|name| name.parse::<Kind>())
+}
+
+/// The text kind `text` is written in, when `--kind` does not say: a TypeID holds a '_',
+/// which no snowflake format writes; a KSUID is 27 base62 characters, longer than any
+/// 64-bit ID's text and shorter than a UUID's.
+fn text_kind_of(text: &str) -> Option<Kind> {
+    if text.contains('_') {
+        Some(Kind::Typeid)
+    } else if text.len() == 27 && text.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        Some(Kind::Ksuid)
+    } else {
+        None
+    }
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let text = args.id.trim();
+    let text_kind = match args.kind {
+        Some(kind) => Some(kind),
+        None if args.format.is_none() => text_kind_of(text),
+        None => None,
+    };
+    if let Some(kind) = text_kind {
+        if args.format.is_some() {
+            bail!("--format applies to 64-bit IDs; a {kind} has one text form");
+        }
+        let out = match kind {
+            Kind::Typeid => {
+                let id: TypeId = text.parse().context("cannot read it as a TypeID")?;
+                snowdrift_server::decode::typeid_fields(&id)
+            }
+            _ => {
+                let id: Ksuid = text.parse().context("cannot read it as a KSUID")?;
+                snowdrift_server::decode::ksuid_fields(&id)
+            }
+        };
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
     // No snowflake encoding is 32 characters or more, so a text that reads as a UUID is one.
     if args.format.is_none()
         && text.len() >= 32

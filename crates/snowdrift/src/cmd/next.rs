@@ -50,6 +50,14 @@ const LOCAL_KINDS: &[(Kind, &str)] = &[
     ),
     (Kind::Objectid, "MongoDB ObjectId (24 hex characters)"),
     (
+        Kind::Typeid,
+        "TypeID (spec v0.3): --prefix, '_' and a UUID v7 in 26 base32 characters, monotonic",
+    ),
+    (
+        Kind::Ksuid,
+        "KSUID (segmentio): 4 bytes of seconds since 2014 and 16 random bytes, 27 base62 characters",
+    ),
+    (
         Kind::Segment,
         "The next IDs of a segment tag (Leaf's segment mode), claimed from --store",
     ),
@@ -79,7 +87,7 @@ fn kind_parser() -> impl clap::builder::TypedValueParser<Value = Kind> {
 /// at a time, so any number of processes can take IDs of one tag at once without repeats.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  snowdrift next -n 5\n  snowdrift next --layout sonyflake --worker 7 --format base62\n  SNOWDRIFT_OBFUSCATE_KEY=5f1e0c9a27b34d6e8a91c2d3e4f50617 snowdrift next -n 3 --format obfuscated-base62\n  snowdrift next --bits time:39,worker:12,seq:12 --unit 10ms --epoch 2024-01-01\n  snowdrift next --kind uuid7 -n 3\n  snowdrift next --kind uuid6 --node 02:00:5e:10:00:01 -n 3\n  snowdrift next --kind uuid5 --namespace dns --input example.com\n  snowdrift next --kind uuid2 --domain group --local-id 100\n  snowdrift next --kind segment --tag order --store sqlite://snowdrift.db -n 100\n  snowdrift next --registry postgres://root@127.0.0.1/test -n 1000000 --threads 2\n  snowdrift next --registry file:///var/lib/snowdrift --worker-source static --worker 3\n  snowdrift next --server http://10.0.0.1:8080,http://10.0.0.2:8080 order -n 1000"
+    after_help = "Examples:\n  snowdrift next -n 5\n  snowdrift next --layout sonyflake --worker 7 --format base62\n  SNOWDRIFT_OBFUSCATE_KEY=5f1e0c9a27b34d6e8a91c2d3e4f50617 snowdrift next -n 3 --format obfuscated-base62\n  snowdrift next --bits time:39,worker:12,seq:12 --unit 10ms --epoch 2024-01-01\n  snowdrift next --kind uuid7 -n 3\n  snowdrift next --kind uuid6 --node 02:00:5e:10:00:01 -n 3\n  snowdrift next --kind uuid5 --namespace dns --input example.com\n  snowdrift next --kind uuid2 --domain group --local-id 100\n  snowdrift next --kind typeid --prefix user -n 3\n  snowdrift next --kind ksuid\n  snowdrift next --kind segment --tag order --store sqlite://snowdrift.db -n 100\n  snowdrift next --registry postgres://root@127.0.0.1/test -n 1000000 --threads 2\n  snowdrift next --registry file:///var/lib/snowdrift --worker-source static --worker 3\n  snowdrift next --server http://10.0.0.1:8080,http://10.0.0.2:8080 order -n 1000"
 )]
 pub struct Args {
     /// How many IDs to print.
@@ -108,6 +116,10 @@ pub struct Args {
     obfuscation: ObfuscateArgs,
     #[command(flatten)]
     uuid: UuidArgs,
+    /// --kind typeid: the type prefix, up to 63 characters of a-z and _ starting and ending
+    /// with a letter ("user" gives user_01h455vb4pex5vsknk084sn02q); "" for none.
+    #[arg(long, value_name = "PREFIX", required_if_eq("kind", "typeid"))]
+    prefix: Option<String>,
     /// The segment tag to take IDs from (--kind segment).
     #[arg(long, value_name = "TAG", required_if_eq("kind", "segment"))]
     tag: Option<String>,
@@ -124,7 +136,7 @@ pub struct Args {
         value_name = "URL[,URL...]",
         value_delimiter = ',',
         requires = "name",
-        conflicts_with_all = ["kind", "layout", "bits", "worker", "format", "tag", "registry", "node", "input", "domain", "local_id", "mastodon_table"]
+        conflicts_with_all = ["kind", "layout", "bits", "worker", "format", "tag", "registry", "node", "input", "domain", "local_id", "prefix", "mastodon_table"]
     )]
     server: Vec<String>,
     /// With --server: the generator or segment tag to take IDs from.
@@ -184,6 +196,12 @@ pub fn run(args: Args) -> Result<()> {
     let uuid = args
         .uuid
         .resolve(args.kind, args.count, args.lease.namespace.as_deref())?;
+    if args.prefix.is_some() && args.kind != Kind::Typeid {
+        bail!(
+            "--prefix applies to --kind typeid, not {}",
+            args.kind.as_str()
+        );
+    }
     if args.kind != Kind::Snowflake {
         if args.format.is_some() {
             let kind = args.kind.as_str();
@@ -191,7 +209,13 @@ pub fn run(args: Args) -> Result<()> {
                 "--format applies to 64-bit snowflake IDs; {kind} IDs have one standard text form"
             );
         }
-        return crate::cmd::next_kinds::print(args.kind, args.count, uuid, &mut out);
+        return crate::cmd::next_kinds::print(
+            args.kind,
+            args.count,
+            uuid,
+            args.prefix.as_deref(),
+            &mut out,
+        );
     }
     let (layout, name) = args.layout.resolve(None)?;
     let tail = args.mastodon.tail(&name, &layout)?;

@@ -4,15 +4,23 @@ use std::io::Write;
 
 use anyhow::{Context, Result};
 use snowdrift_core::kinds::uuid::v2::DceSecurityGenerator;
-use snowdrift_core::kinds::{objectid::ObjectIdGenerator, ulid::UlidGenerator, uuid};
+use snowdrift_core::kinds::{
+    KsuidGenerator, TypeIdGenerator, objectid::ObjectIdGenerator, ulid::UlidGenerator, uuid,
+};
 
 use crate::clock::process_clock;
 use crate::uuid_args::UuidChoice;
 use snowdrift_proto::Kind;
 
-/// Prints `count` IDs of `kind`, one per line, with the UUID options in `uuid`.
-/// Randomness comes from the operating system.
-pub fn print(kind: Kind, count: u64, uuid: UuidChoice, out: &mut impl Write) -> Result<()> {
+/// Prints `count` IDs of `kind`, one per line, with the UUID options in `uuid` and a
+/// TypeID's `prefix`. Randomness comes from the operating system.
+pub fn print(
+    kind: Kind,
+    count: u64,
+    uuid: UuidChoice,
+    prefix: Option<&str>,
+    out: &mut impl Write,
+) -> Result<()> {
     let clock = process_clock()?;
     let mut seed = [0u8; 8];
     getrandom::fill(&mut seed).context("reading random bytes from the OS")?;
@@ -79,6 +87,15 @@ pub fn print(kind: Kind, count: u64, uuid: UuidChoice, out: &mut impl Write) -> 
             let process = [seed[0], seed[1], seed[2], seed[3], seed[4]];
             let counter = u32::from_le_bytes([seed[5], seed[6], seed[7], 0]);
             let g = ObjectIdGenerator::new(clock, process, counter);
+            (0..count).try_for_each(|_| -> Result<()> { Ok(writeln!(out, "{}", g.next()?)?) })?
+        }
+        Kind::Typeid => {
+            let g = TypeIdGenerator::new(prefix.unwrap_or_default(), clock)
+                .map_err(|e| anyhow::anyhow!("--prefix: {}", crate::uuid_args::reason(e)))?;
+            (0..count).try_for_each(|_| -> Result<()> { Ok(writeln!(out, "{}", g.next()?)?) })?
+        }
+        Kind::Ksuid => {
+            let g = KsuidGenerator::new(clock);
             (0..count).try_for_each(|_| -> Result<()> { Ok(writeln!(out, "{}", g.next()?)?) })?
         }
         // Snowflake and segment IDs are printed by next.rs and next_segment.rs, and --kind

@@ -256,12 +256,83 @@ fn other_kinds_have_standard_forms_and_increase() {
     );
 }
 
+/// TypeIDs and KSUIDs made here, and decoded by `snowdrift decode` whether it is told the
+/// kind or reads it from the text; bad prefixes and malformed IDs are one line saying why.
+#[test]
+fn typeids_and_ksuids_are_made_and_decoded() {
+    let out = ok(&["next", "--kind", "typeid", "--prefix", "user", "-n", "2000"]);
+    let ids: Vec<&str> = out.lines().collect();
+    assert_eq!(ids.len(), 2000);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "TypeIDs increase");
+    for id in &ids {
+        assert!(id.starts_with("user_") && id.len() == 31, "{id}");
+    }
+    let d = json(&ok(&["decode", ids[0]]));
+    assert_eq!(d["prefix"], "user");
+    assert_eq!(d["uuid"].as_str().map(|u| &u[14..15]), Some("7"), "{d}");
+    assert!(d["time"].as_str().unwrap().starts_with("20"), "{d}");
+    let bare = ok(&["next", "--kind", "typeid", "--prefix", ""]);
+    let bare = bare.trim();
+    assert_eq!(bare.len(), 26);
+    let d = json(&ok(&["decode", "--kind", "typeid", bare]));
+    assert_eq!(d["prefix"], "");
+    // The specification's example and segmentio's.
+    let d = json(&ok(&["decode", "prefix_01h455vb4pex5vsknk084sn02q"]));
+    assert_eq!(d["uuid"], "01890a5d-ac96-774b-bcce-b302099a8057");
+    let d = json(&ok(&["decode", "0ujtsYcgvSTl8PAuAdqWYSMnLOv"]));
+    assert_eq!(d["timestamp"], 107_608_047);
+    assert_eq!(d["payload"], "b5a1cd34b5f99d1154fb6853345c9735");
+    assert_eq!(d["time"], "2017-10-10T04:00:47.000Z");
+
+    let out = ok(&["next", "--kind", "ksuid", "-n", "2000"]);
+    let ids: HashSet<&str> = out.lines().collect();
+    assert_eq!(ids.len(), 2000);
+    let id = ids.iter().next().unwrap();
+    assert_eq!(id.len(), 27);
+    let d = json(&ok(&["decode", id]));
+    assert_eq!(d["id"], *id);
+    assert!(d["time"].as_str().unwrap().starts_with("20"), "{d}");
+
+    for (args, says) in [
+        (
+            &["next", "--kind", "typeid", "--prefix", "User"][..],
+            "'U' at byte 0",
+        ),
+        (
+            &["next", "--kind", "ksuid", "--prefix", "user"][..],
+            "--prefix applies to --kind typeid",
+        ),
+        (
+            &["decode", "user_01h455vb4pex5vsknk084sn02"][..],
+            "the suffix has 25 bytes",
+        ),
+        (
+            &["decode", "user_8zzzzzzzzzzzzzzzzzzzzzzzzz"][..],
+            "starts above 7",
+        ),
+        (
+            &["decode", "--kind", "ksuid", "0ujtsYcgvSTl8PAuAdqWYSMnLO-"][..],
+            "'-' at byte 26",
+        ),
+        (
+            &["decode", "aWgEPTl1tmebfsQzFP4bxwgy80W"][..],
+            "larger than 160 bits",
+        ),
+    ] {
+        let err = fails(args);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let out = snowdrift(&["next", "--kind", "typeid"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--prefix <PREFIX>"));
+}
+
 /// `--kind` takes the kinds `next` makes in this process, by their config names, and refuses
 /// the others (kinds only a server issues, such as tso, included) listing what it takes.
 #[test]
 fn next_takes_only_the_kinds_it_makes_here() {
     let local = "snowflake, uuid1, uuid2, uuid3, uuid4, uuid5, uuid6, uuid7, ulid, objectid, \
-                 segment";
+                 typeid, ksuid, segment";
     for kind in [
         "tso",
         "ticket",

@@ -152,6 +152,11 @@ pub struct GeneratorConfig {
     /// network you trust.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forward_plaintext: Option<bool>,
+    /// `typeid`: the type prefix of its IDs (`user` gives `user_01h455vb4pex5vsknk084sn02q`):
+    /// up to 63 characters of `a`-`z` and `_`, starting and ending with a letter, or `""`
+    /// for IDs without one. Required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
     /// `snowflake` with `layout = "mastodon"`: the secret the low bits' hash is keyed with,
     /// at least 16 bytes (Mastodon's is 32 hex digits). A secret: `--check-config` masks it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -214,6 +219,7 @@ impl GeneratorConfig {
             ttl: None,
             forward_token: None,
             forward_plaintext: None,
+            prefix: None,
             secret: None,
         }
     }
