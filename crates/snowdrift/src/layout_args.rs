@@ -6,8 +6,8 @@ use snowdrift_core::layout::{DEFAULT_EPOCH, DEFAULT_UNIT, Layout, resolve};
 /// Which bit layout to use.
 #[derive(Debug, Clone, clap::Args)]
 pub struct LayoutArgs {
-    /// A preset layout: twitter, sonyflake, baidu, discord, instagram, js53, tsid or
-    /// sonyflake-v2.
+    /// A preset layout: twitter, sonyflake, baidu, discord, instagram, js53, tsid,
+    /// sonyflake-v2 or mastodon (next: with --mastodon-secret and --mastodon-table).
     #[arg(long, value_name = "PRESET", conflicts_with = "bits")]
     pub layout: Option<String>,
     /// A custom layout, fields from high bits to low as name:bits, the time field first

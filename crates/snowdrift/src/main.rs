@@ -3,6 +3,7 @@
 mod clock;
 mod cmd;
 mod layout_args;
+mod mastodon_args;
 mod obfuscate_args;
 mod store_args;
 mod uuid_args;

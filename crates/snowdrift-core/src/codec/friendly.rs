@@ -347,7 +347,7 @@ mod tests {
     proptest! {
         #[test]
         fn round_trip_presets(
-            preset in proptest::sample::select(vec!["twitter", "sonyflake", "discord", "baidu", "instagram", "js53"]),
+            preset in proptest::sample::select(vec!["twitter", "sonyflake", "discord", "baidu", "instagram", "js53", "mastodon"]),
             raw: u64,
         ) {
             let layout = Layout::preset(preset).expect("preset");

@@ -2,11 +2,13 @@
 
 mod block;
 mod fence;
+pub mod mastodon;
 mod packing;
 mod snowflake;
 
 pub use block::{IdBlock, IdBlockIter, Runs};
 pub use fence::{ClosedReason, Fence};
+pub use mastodon::MastodonTail;
 pub use snowflake::{Builder, OnBackward, SnowflakeGenerator};
 
 use std::time::Duration;

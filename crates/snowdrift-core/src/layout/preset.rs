@@ -10,6 +10,7 @@
 //! | `js53` | time 38, worker 5, seq 10 | 10 ms | 2025-01-01 |
 //! | `tsid` | time 41, node 10, counter 12 | 1 ms | 2020-01-01 |
 //! | `sonyflake-v2` | time 39, seq 8, machine 16 | 10 ms | 2025-01-01 |
+//! | `mastodon` | time 48, worker 6, hashed_seq 10 | 1 ms | 1970-01-01 |
 //!
 //! `tsid` is TSID's (tsid-creator's) default: a 1,024-node TSID is `time:42, node:10,
 //! counter:12` since 2020-01-01, so its values are this preset's until 2089, when TSID's
@@ -22,6 +23,11 @@
 //! (87 years). The price of fitting 53 bits: 10 ms ticks instead of 1 ms, 32 nodes instead
 //! of 1024, and 102,400 IDs per second per node instead of 4,096,000. Borrowing future
 //! ticks (`max_lead`) lifts the short-burst rate when needed.
+//!
+//! `mastodon` is Mastodon's 48 bits of Unix milliseconds above 16 low bits, of which the
+//! worker ID takes 6 and the sequence 10. Its sequence is meant to be issued hashed: a
+//! [`MastodonTail`](crate::generator::MastodonTail) adds a keyed hash of the millisecond to
+//! it, as Mastodon's `timestamp_id` does, so the low bits do not count IDs.
 
 use super::{Field, Layout, Role};
 use crate::error::{Error, Result};
@@ -36,6 +42,7 @@ pub const NAMES: &[&str] = &[
     "js53",
     "tsid",
     "sonyflake-v2",
+    "mastodon",
 ];
 
 fn layout(fields: &[(&str, u8, Role)], unit_ms: u64, epoch_ms: u64) -> Layout {
@@ -100,6 +107,15 @@ pub fn get(name: &str) -> Result<Layout> {
             &[("time", 39, Time), ("seq", 8, Seq), ("machine", 16, Node)],
             10,
             1_735_689_600_000,
+        ),
+        "mastodon" => layout(
+            &[
+                ("time", 48, Time),
+                ("worker", 6, Node),
+                ("hashed_seq", 10, Seq),
+            ],
+            1,
+            0,
         ),
         _ => return Err(Error::UnknownPreset(name.to_string())),
     })

@@ -30,6 +30,10 @@ pub const OTHER_VARIABLES: &[(&str, &str)] = &[
     ),
     ("SNOWDRIFT_SERVER_URL", "`snowdrift tags`: --server"),
     (
+        "SNOWDRIFT_MASTODON_SECRET",
+        "`snowdrift next --layout mastodon`: --mastodon-secret",
+    ),
+    (
         "SNOWDRIFT_TEST_CLOCK_OFFSET_MS",
         "tests only: shifts the clock of the server and of `snowdrift next` (clock-step tests)",
     ),

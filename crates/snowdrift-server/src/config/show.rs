@@ -1,6 +1,6 @@
 //! The effective config as TOML, for `--check-config`: every section with its defaults
 //! filled in and the default generators spelled out, written by the `toml` crate, with every
-//! secret masked (passwords in URLs and in their query parameters, obfuscation keys). Token hashes stay: they are not
+//! secret masked (passwords in URLs and in their query parameters, obfuscation keys, Mastodon secrets). Token hashes stay: they are not
 //! secrets, and the output parses back as a config. Keys whose defaults have no effect
 //! where they are (`store.url` beside `store.urls`, ...) are left out, since the plan
 //! refuses them when they are set.
@@ -21,6 +21,7 @@ impl Config {
             g.servers = g.servers.iter().map(|u| mask_url(u)).collect();
             g.obfuscate_key = g.obfuscate_key.as_ref().map(|_| "***".into());
             g.forward_token = g.forward_token.as_ref().map(|_| "***".into());
+            g.secret = g.secret.as_ref().map(|_| "***".into());
         }
         // The schema is plain tables, strings, numbers and lists, so it always serializes;
         // say so in the output rather than print nothing if that ever changes.

@@ -11,6 +11,7 @@ mod grpc;
 mod hostile;
 mod http_api;
 mod leaf_compat;
+mod mastodon;
 mod metrics;
 mod obfuscation;
 mod openapi_routes;

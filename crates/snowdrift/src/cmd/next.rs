@@ -10,6 +10,7 @@ use snowdrift_proto::Kind;
 mod leased;
 
 use crate::layout_args::LayoutArgs;
+use crate::mastodon_args::MastodonArgs;
 use crate::obfuscate_args::ObfuscateArgs;
 use crate::store_args::StoreArgs;
 use crate::uuid_args::UuidArgs;
@@ -97,6 +98,8 @@ pub struct Args {
     kind: Kind,
     #[command(flatten)]
     layout: LayoutArgs,
+    #[command(flatten)]
+    mastodon: MastodonArgs,
     /// Node ID: all node fields' bits together, high field first (for twitter,
     /// datacenter * 32 + worker). Must fit the layout's node bits.
     /// Default 0; under --registry, the static worker ID to claim.
@@ -133,7 +136,7 @@ pub struct Args {
         value_name = "URL[,URL...]",
         value_delimiter = ',',
         requires = "name",
-        conflicts_with_all = ["kind", "layout", "bits", "worker", "format", "tag", "registry", "node", "input", "domain", "local_id", "prefix"]
+        conflicts_with_all = ["kind", "layout", "bits", "worker", "format", "tag", "registry", "node", "input", "domain", "local_id", "prefix", "mastodon_table"]
     )]
     server: Vec<String>,
     /// With --server: the generator or segment tag to take IDs from.
@@ -158,11 +161,19 @@ pub fn run(args: Args) -> Result<()> {
             );
         }
         let (layout, name) = args.layout.resolve(None)?;
+        let tail = args.mastodon.tail(&name, &layout)?;
         let codec = args
             .obfuscation
             .codec(args.format.unwrap_or_default(), Some(&layout))?;
-        return leased::print(&args.lease, args.worker, layout, &codec, args.count)
-            .with_context(|| format!("generating {name} IDs under a lease"));
+        return leased::print(
+            &args.lease,
+            args.worker,
+            layout,
+            tail.as_ref(),
+            &codec,
+            args.count,
+        )
+        .with_context(|| format!("generating {name} IDs under a lease"));
     }
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
@@ -207,6 +218,7 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     let (layout, name) = args.layout.resolve(None)?;
+    let tail = args.mastodon.tail(&name, &layout)?;
     let clock = crate::clock::process_clock()?;
     let generator = SnowflakeGenerator::builder(layout.clone())
         .node_id(args.worker.unwrap_or(0))
@@ -220,8 +232,17 @@ pub fn run(args: Args) -> Result<()> {
         let block = generator
             .next_block(left)
             .with_context(|| format!("generating {name} IDs"))?;
-        for id in block {
-            writeln!(out, "{}", codec.encode(id)?)?;
+        match &tail {
+            None => {
+                for id in block {
+                    writeln!(out, "{}", codec.encode(id)?)?;
+                }
+            }
+            Some(tail) => {
+                for id in tail.ids(&block) {
+                    writeln!(out, "{}", codec.encode(id)?)?;
+                }
+            }
         }
         left -= block.len();
     }

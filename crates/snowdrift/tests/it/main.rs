@@ -6,6 +6,7 @@ mod cli;
 mod client_chaos;
 mod common;
 mod generator_options;
+mod mastodon_ruby;
 mod memory_limits;
 mod next_server;
 mod readme_range_cache;

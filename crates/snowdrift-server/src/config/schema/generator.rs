@@ -77,7 +77,8 @@ pub struct GeneratorConfig {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub servers: Vec<String>,
     /// `ticket`: the table (MySQL/MariaDB) or sequence (PostgreSQL) on every server
-    /// (default `tickets64`).
+    /// (default `tickets64`). `snowflake` with `layout = "mastodon"`: the table name
+    /// hashed into each ID's low bits, as Mastodon's (default: the generator's name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table: Option<String>,
     /// `counter`: the Redis URL. `tso`: the etcd cluster the leader is elected on and the
@@ -156,6 +157,10 @@ pub struct GeneratorConfig {
     /// for IDs without one. Required.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<String>,
+    /// `snowflake` with `layout = "mastodon"`: the secret the low bits' hash is keyed with,
+    /// at least 16 bytes (Mastodon's is 32 hex digits). A secret: `--check-config` masks it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
 }
 
 word_enum!(
@@ -215,6 +220,7 @@ impl GeneratorConfig {
             forward_token: None,
             forward_plaintext: None,
             prefix: None,
+            secret: None,
         }
     }
 }

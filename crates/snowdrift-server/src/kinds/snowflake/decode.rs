@@ -46,7 +46,9 @@ pub(super) fn decode(
     let of = format!("layout {}", s.layout_name());
     let id = crate::kinds::codec::read(s, name, text, format, obfuscator, &of)?;
     if !s.options().bit_reversed {
-        return fields(s.layout(), s.layout_name(), id);
+        let mut v = fields(s.layout(), s.layout_name(), id)?;
+        hashed_note(s, &mut v);
+        return Ok(v);
     }
     // The fields are in the ID whose bits were reversed on the way out.
     let composed = unreversed(s.layout(), id)?;
@@ -54,7 +56,19 @@ pub(super) fn decode(
     v["id"] = id.to_string().into();
     v["output"] = "bit-reversed".into();
     v["composed"] = composed.to_string().into();
+    hashed_note(s, &mut v);
     Ok(v)
+}
+
+/// Under `layout = "mastodon"`, says that the sequence field is hashed. Decode never takes
+/// the hash off: whoever may decode would learn how many IDs a millisecond held, which is
+/// what the hash hides.
+fn hashed_note(s: &SnowflakeSource, v: &mut Value) {
+    if s.tail().is_some() {
+        v["hashed"] = "the sequence field holds the sequence plus a keyed hash of the \
+                       millisecond and worker (Mastodon's), so it does not count IDs"
+            .into();
+    }
 }
 
 /// The ID a bit-reversed generator composed before reversing `id`'s bits: refused, as the

@@ -1,9 +1,10 @@
 //! A `snowflake` generator's keys and plan: its layout, worker lease and clock policies.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use snowdrift_core::clock::{Clock, MonotonicClock, SystemClock};
-use snowdrift_core::generator::{Builder, OnBackward, SnowflakeGenerator};
+use snowdrift_core::generator::{Builder, MastodonTail, OnBackward, SnowflakeGenerator, mastodon};
 use snowdrift_core::layout::Layout;
 use snowdrift_store::worker::{LeaseConfig, WorkerNode, WorkerRegistry};
 
@@ -31,6 +32,8 @@ pub struct SnowflakePlan {
     /// The worker ID is leased only on this machine while the server listens beyond
     /// loopback: another machine could issue under the same ID.
     pub unverified: bool,
+    /// `layout = "mastodon"`: the keyed hash added to each ID's sequence bits.
+    pub tail: Option<Arc<MastodonTail>>,
 }
 
 /// A snowflake generator's options beyond its layout: the clock and sequence policies the
@@ -81,6 +84,8 @@ impl KindPlan for SnowflakePlan {
             "output",
             "obfuscate_key",
             "obfuscate_bits",
+            "table",
+            "secret",
         ]
     }
 
@@ -97,6 +102,7 @@ impl KindPlan for SnowflakePlan {
             g.epoch.as_deref(),
         )
         .map_err(|e| PlanError::Whole(core_reason(e)))?;
+        let tail = mastodon_tail(g, &layout_name, &layout).map_err(|(k, e)| PlanError::Key(k, e))?;
         let mut lease = lease_plan::lease(&config.worker, &g.name)
             .map_err(|e| PlanError::Whole(e.message().to_string()))?;
         lease_plan::check_split(&lease, &layout)
@@ -113,6 +119,7 @@ impl KindPlan for SnowflakePlan {
             lease,
             options,
             unverified: exposed && lease_plan::machine_local(&config.worker),
+            tail,
         })
     }
 
@@ -180,7 +187,8 @@ impl KindPlan for SnowflakePlan {
             self.layout_name.clone(),
             self.options,
             self.unverified,
-        ))
+        )
+        .with_tail(self.tail.clone()))
     }
 
     async fn reach(&self, name: &str, seen: &mut Vec<String>) -> Vec<Reached> {
@@ -202,6 +210,55 @@ impl KindPlan for SnowflakePlan {
             answer,
         )]
     }
+}
+
+/// The Mastodon tail of a `layout = "mastodon"` generator (keyed by `secret`, which it needs,
+/// and `table`, by default the generator's name); `None` for any other layout, which takes
+/// neither key. Or the key that is wrong and why.
+fn mastodon_tail(
+    g: &GeneratorConfig,
+    layout_name: &str,
+    layout: &Layout,
+) -> Result<Option<Arc<MastodonTail>>, (&'static str, String)> {
+    if layout_name != mastodon::PRESET {
+        let shown = if layout_name == "custom" {
+            "a custom layout (bits)".to_string()
+        } else {
+            format!("layout \"{layout_name}\"")
+        };
+        for (key, set) in [("secret", g.secret.is_some()), ("table", g.table.is_some())] {
+            if set {
+                return Err((
+                    key,
+                    format!(
+                        "applies to layout = \"mastodon\" (the keyed hash of Mastodon's IDs), \
+                         not to {shown}"
+                    ),
+                ));
+            }
+        }
+        return Ok(None);
+    }
+    let Some(secret) = &g.secret else {
+        return Err((
+            "secret",
+            "layout = \"mastodon\" needs a secret: the key of the hash that hides how many IDs \
+             each millisecond held (at least 16 bytes; `openssl rand -hex 16` makes one)"
+                .into(),
+        ));
+    };
+    let table = g.table.as_deref().unwrap_or(&g.name);
+    MastodonTail::new(layout, table, secret)
+        .map(|tail| Some(Arc::new(tail)))
+        .map_err(|e| {
+            // The preset's sequence fits the hash, so the secret or the table is at fault.
+            let key = if secret.len() < mastodon::MIN_SECRET_LEN {
+                "secret"
+            } else {
+                "table"
+            };
+            (key, core_reason(e))
+        })
 }
 
 /// The clock and sequence policies of a `snowflake` generator, or the key that is wrong and

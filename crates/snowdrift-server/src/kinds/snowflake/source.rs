@@ -1,11 +1,11 @@
 //! Snowflake IDs from a generator fenced by this node's worker-ID lease.
 
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use snowdrift_core::clock::MonotonicClock;
-use snowdrift_core::generator::Attempt;
+use snowdrift_core::generator::{Attempt, MastodonTail};
 use snowdrift_core::layout::Layout;
 use snowdrift_store::worker::{WorkerNode, WorkerStatus};
 
@@ -40,6 +40,8 @@ pub struct SnowflakeSource {
     ids_per_tick: u64,
     /// Requests in [`IdSource::next`] now.
     waiting: AtomicU64,
+    /// `layout = "mastodon"`: the keyed hash added to each ID's sequence bits.
+    tail: Option<Arc<MastodonTail>>,
 }
 
 /// One request counted in [`SnowflakeSource::waiting`] while it lives.
@@ -80,7 +82,20 @@ impl SnowflakeSource {
             unverified,
             ids_per_tick,
             waiting: AtomicU64::new(0),
+            tail: None,
         }
+    }
+
+    /// Issues every ID with `tail`'s keyed hash added to its sequence bits (`layout =
+    /// "mastodon"`); `None` issues them plain.
+    pub fn with_tail(mut self, tail: Option<Arc<MastodonTail>>) -> Self {
+        self.tail = tail;
+        self
+    }
+
+    /// The keyed hash on the sequence bits, for `layout = "mastodon"`.
+    pub fn tail(&self) -> Option<&MastodonTail> {
+        self.tail.as_deref()
     }
 
     /// The bit layout.
@@ -171,11 +186,15 @@ impl IdSource for SnowflakeSource {
             match self.attempt(left.min(share))? {
                 Attempt::Ready(block) => {
                     left -= block.len();
-                    runs.extend(block.runs().map(|(first, count, stride)| IdRun {
+                    let run = |(first, count, stride)| IdRun {
                         first,
                         count,
                         stride,
-                    }));
+                    };
+                    match &self.tail {
+                        None => runs.extend(block.runs().map(run)),
+                        Some(tail) => runs.extend(tail.runs(&block).map(run)),
+                    }
                     if left > 0 && share < self.ids_per_tick {
                         // A share taken: the others' turn.
                         tokio::task::yield_now().await;

@@ -9,6 +9,14 @@ use super::SnowflakeSource;
 /// Adds the layout, clock policies and worker lease of `s` to `v`.
 pub(super) fn describe(s: &SnowflakeSource, v: &mut Value) {
     v["layout"] = s.layout_name().into();
+    if let Some(tail) = s.tail() {
+        // The secret is never shown.
+        v["mastodon"] = json!({
+            "table": tail.table(),
+            "hash": "md5",
+            "hashed_bits": tail.sequence_bits(),
+        });
+    }
     let o = s.options();
     v["output"] = if o.bit_reversed {
         "bit-reversed"

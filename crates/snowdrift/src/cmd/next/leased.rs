@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use snowdrift_core::codec::Codec;
-use snowdrift_core::generator::SnowflakeGenerator;
+use snowdrift_core::generator::{MastodonTail, SnowflakeGenerator};
 use snowdrift_core::layout::Layout;
 use snowdrift_store::worker::{LeaseConfig, WorkerNode, WorkerSource};
 
@@ -123,6 +123,7 @@ pub fn print(
     args: &LeaseArgs,
     worker: Option<u64>,
     layout: Layout,
+    tail: Option<&MastodonTail>,
     codec: &Codec,
     count: u64,
 ) -> Result<()> {
@@ -173,7 +174,7 @@ pub fn print(
         let handles: Vec<_> = (0..args.threads)
             .map(|t| {
                 let (node, left) = (&node, &left);
-                s.spawn(move || issue(node, t, left, codec, args.annotate))
+                s.spawn(move || issue(node, t, left, tail, codec, args.annotate))
             })
             .collect();
         handles
@@ -197,6 +198,7 @@ fn issue<C: snowdrift_core::clock::Clock + Clone + 'static>(
     node: &WorkerNode<C>,
     thread: u64,
     left: &AtomicU64,
+    tail: Option<&MastodonTail>,
     codec: &Codec,
     annotate: bool,
 ) -> Result<()> {
@@ -223,7 +225,11 @@ fn issue<C: snowdrift_core::clock::Clock + Clone + 'static>(
                             epoch.number()
                         );
                     }
-                    for id in block {
+                    let ids: Box<dyn Iterator<Item = u64>> = match tail {
+                        Some(tail) => Box::new(tail.ids(&block)),
+                        None => Box::new(block.iter()),
+                    };
+                    for id in ids {
                         if annotate {
                             write!(buf, "{thread} {} {} ", epoch.worker_id(), epoch.number())?;
                         }
