@@ -23,6 +23,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -91,9 +93,9 @@ final class Transport {
                 endpoints.succeeded(e);
                 return b;
             } catch (Failed f) {
-                last = f.getMessage();
-                long wait = f.garbage ? endpoints.refused(e, last) : endpoints.failed(e, last);
-                if (endpoints.size() == 1) {
+                last = e.url + ": " + f.getMessage();
+                long wait = f.garbage ? endpoints.refused(e, f.getMessage()) : endpoints.failed(e, f.getMessage());
+                if (endpoints.size() == 1 && a + 1 < attempts) {
                     sleep(wait);
                 }
             }
@@ -139,14 +141,14 @@ final class Transport {
                     .decode(ByteBuffer.wrap(answer.body()))
                     .toString();
         } catch (CharacterCodingException x) {
-            throw new Failed(e.url + " answered HTTP " + answer.statusCode()
+            throw new Failed("answered HTTP " + answer.statusCode()
                     + " with a body that is not UTF-8: refused", true);
         }
         if (answer.statusCode() == 200) {
             try {
                 return runs ? runs(name, count, body, sentAt) : texts(name, count, body);
             } catch (Json.Malformed | IllegalArgumentException x) {
-                throw new Failed(e.url + " answered " + describe(name, body) + ", which is not a"
+                throw new Failed("answered " + describe(name, body) + ", which is not a"
                         + " valid answer (" + x.getMessage() + "): refused, none of its IDs is used",
                         true);
             }
@@ -157,15 +159,25 @@ final class Transport {
 
     /** Sends the request and waits for the whole answer, at most the deadline. */
     private HttpResponse<byte[]> exchange(Endpoints.Endpoint e, HttpRequest request) throws Failed {
-        CompletableFuture<HttpResponse<byte[]>> f =
-                http.sendAsync(request, HttpResponse.BodyHandlers.ofByteArray());
+        AtomicBoolean headers = new AtomicBoolean();
+        AtomicInteger status = new AtomicInteger();
+        CompletableFuture<HttpResponse<byte[]>> f = http.sendAsync(request, info -> {
+            status.set(info.statusCode());
+            headers.set(true);
+            return HttpResponse.BodySubscribers.ofByteArray();
+        });
         try {
             return f.get(deadline.toNanos(), TimeUnit.NANOSECONDS);
         } catch (TimeoutException x) {
             f.cancel(true);
-            throw new Failed(e.url + ": no answer within " + deadline.toMillis() + " ms", false);
+            throw new Failed("no answer within " + deadline.toMillis() + " ms", false);
         } catch (ExecutionException x) {
-            throw new Failed(e.url + ": " + describe(x.getCause()), false);
+            if (headers.get()) {
+                // The status and headers came, then the body broke off: an answer cut short.
+                throw new Failed("answered HTTP " + status.get() + ", then the body broke off ("
+                        + describe(x.getCause()) + "): refused", true);
+            }
+            throw new Failed(describe(x.getCause()), false);
         } catch (InterruptedException x) {
             f.cancel(true);
             Thread.currentThread().interrupt();
@@ -211,7 +223,7 @@ final class Transport {
         }
         if (code == null) {
             String cut = body.length() > 120 ? body.substring(0, 120) + "..." : body;
-            throw new Failed(e.url + " answered HTTP " + status + " with a body that is not a"
+            throw new Failed("answered HTTP " + status + " with a body that is not a"
                     + " snowdrift error: \"" + cut.replace("\n", "\\n") + "\"", status < 500);
         }
         String text = e.url + ": " + message;
@@ -234,7 +246,7 @@ final class Transport {
             throw new SnowdriftException(kind, text);
         }
         // Overload, an outage, a store that is down: another endpoint may do.
-        throw new Failed(e.url + " answered HTTP " + status + " (" + code + "): " + message, false);
+        throw new Failed("answered HTTP " + status + " (" + code + "): " + message, false);
     }
 
     private static Batch.Runs runs(String name, long asked, String body, long sentAt)

@@ -1,0 +1,137 @@
+package dev.snowdrift.client;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A server that answers garbage is a failed endpoint, never a source of IDs. The garbage comes
+ * from a fake server (the only fake in these tests); the good answers from a real one.
+ */
+class GarbageTest {
+    @TempDir
+    static Path base;
+    static Server real;
+    static HttpServer fake;
+    static String fakeUrl;
+    /** What the fake answers: status, then the body; "CUT" as status: a body cut by the connection. */
+    static final AtomicReference<String[]> answer = new AtomicReference<>();
+    static final AtomicInteger asked = new AtomicInteger();
+
+    /** The ID every garbage answer offers first: the real server's tags never reach it here. */
+    static final long BAIT = 999_999_999_999L;
+
+    @BeforeAll
+    static void start() throws Exception {
+        real = Server.start(base, Server.config(base, ""));
+        real.createTag("order", 1000);
+        fake = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        fake.createContext("/", ex -> {
+            String[] a = answer.get();
+            if (ex.getRequestURI().getPath().equals("/readyz")) {
+                a = new String[] {"200", "{\"ready\":true}"};
+            } else {
+                asked.incrementAndGet();
+            }
+            byte[] body = a[1].getBytes(StandardCharsets.UTF_8);
+            ex.getResponseHeaders().set("Content-Type", "application/json");
+            try (OutputStream out = ex.getResponseBody()) {
+                if (a[0].equals("CUT")) {
+                    ex.sendResponseHeaders(200, body.length * 2L);
+                    out.write(body);
+                    out.flush();
+                    // The exchange closes short of its Content-Length.
+                    ex.getHttpContext().getServer();
+                    throw new IOException("cut");
+                }
+                ex.sendResponseHeaders(Integer.parseInt(a[0]), body.length);
+                out.write(body);
+            }
+        });
+        fake.start();
+        fakeUrl = "http://127.0.0.1:" + fake.getAddress().getPort();
+    }
+
+    @AfterAll
+    static void stop() {
+        fake.stop(0);
+        real.close();
+    }
+
+    static String runs(String name, String kind, String first, String count, String stride) {
+        return "{\"name\":\"" + name + "\",\"kind\":\"" + kind + "\",\"runs\":[{\"first\":" + first
+                + ",\"count\":" + count + ",\"stride\":" + stride + "}]}";
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', value = {
+        "not JSON|200|<html>hello</html>|unexpected character",
+        "JSON cut short|200|{\"name\":\"order\",\"kind\":\"segment\",\"runs\":[{\"first\":\"999999999999\",\"cou|ends early",
+        "body cut by the connection|CUT|{\"name\":\"order\",\"kind\":\"segment\",\"runs\":[{\"first\":\"999999999999\",\"count\":5,\"stride\":1}]}|the body broke off",
+        "negative count|200|RUNS:\"999999999999\":-5:1|has -5 IDs",
+        "zero count|200|RUNS:\"999999999999\":0:1|has 0 IDs",
+        "stride 0|200|RUNS:\"999999999999\":5:0|stride 0",
+        "negative stride|200|RUNS:\"999999999999\":5:-1|stride -1",
+        "fractional count|200|RUNS:\"999999999999\":2.5:1|not a whole number",
+        "first as a number|200|RUNS:999999999999:5:1|not a decimal string",
+        "negative first|200|RUNS:\"-999999999999\":5:1|not a decimal string",
+        "ID above 2^64|200|RUNS:\"18446744073709551616\":1:1|above 9223372036854775807",
+        "run past 63 bits|200|RUNS:\"9223372036854775807\":2:1|above 9223372036854775807",
+        "more IDs than asked|200|RUNS:\"999999999999\":99999999:1|more IDs than",
+        "a text kind's runs|200|KIND:uuid7|not a 64-bit kind",
+        "another name|200|NAME:other|it names other",
+        "no runs|200|{\"name\":\"order\",\"kind\":\"segment\",\"runs\":[]}|no runs",
+        "an HTML 404|404|<html>not here</html>|not a snowdrift error",
+    })
+    void garbageIsAFailedEndpointNeverIds(String what, String status, String body, String reason) {
+        String b = body;
+        if (b.startsWith("RUNS:")) {
+            String[] p = b.substring(5).split(":");
+            b = runs("order", "segment", p[0], p[1], p[2]);
+        } else if (b.startsWith("KIND:")) {
+            b = runs("order", b.substring(5), "\"999999999999\"", "5", "1");
+        } else if (b.startsWith("NAME:")) {
+            b = runs(b.substring(5), "segment", "\"999999999999\"", "5", "1");
+        }
+        answer.set(new String[] {status, b});
+
+        // The garbage server alone: no ID, a clear error naming it and why.
+        try (Client c = Client.builder().endpoints(fakeUrl).token(Server.TOKEN).attempts(1)
+                .backoff(Duration.ofSeconds(10), Duration.ofSeconds(20)).build()) {
+            SnowdriftException e = assertThrows(SnowdriftException.class, () -> c.next("order"), what);
+            assertEquals(ErrorKind.UNAVAILABLE, e.kind(), e.getMessage());
+            assertTrue(e.getMessage().contains(fakeUrl), e.getMessage());
+            assertTrue(e.getMessage().contains(reason), what + ": " + e.getMessage());
+            EndpointState s = c.endpoints().get(0);
+            assertFalse(s.healthy(), "left out at once, without a second chance: " + s);
+        }
+
+        // Beside a real server: every call gets the real server's IDs, none of the bait.
+        int before = asked.get();
+        try (Client c = Client.builder().endpoints(fakeUrl, real.url).token(Server.TOKEN)
+                .batch(10, 10).backoff(Duration.ofMillis(1), Duration.ofMillis(5)).build()) {
+            for (int i = 0; i < 300; i++) {
+                long id = c.next("order");
+                assertTrue(id < BAIT && id != BAIT + 1, what + ": handed out " + id);
+            }
+        }
+        assertNotEquals(before, asked.get(), "the fake was asked too");
+    }
+}
