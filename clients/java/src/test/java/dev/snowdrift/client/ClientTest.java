@@ -237,6 +237,36 @@ class ClientTest {
     }
 
     @Test
+    void manyThreadsTakingFromTheSharedRunsGetUniqueIds() throws Exception {
+        // nextN takes from the shared runs on every call (no per-thread block), so every call
+        // is a claim on the run's cursor that the other threads race.
+        int threads = 4;
+        int each = 100_000;
+        try (Client c = client().batch(100_000, 1_000_000).build()) {
+            ExecutorService pool = Executors.newFixedThreadPool(threads);
+            CyclicBarrier start = new CyclicBarrier(threads);
+            List<Future<long[]>> got = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                got.add(pool.submit(() -> {
+                    long[] ids = new long[each];
+                    start.await();
+                    for (int i = 0; i < each; i++) {
+                        ids[i] = c.nextN("order", 1)[0];
+                    }
+                    return ids;
+                }));
+            }
+            Set<Long> seen = new HashSet<>(threads * each * 2);
+            for (Future<long[]> f : got) {
+                for (long id : f.get()) {
+                    assertTrue(seen.add(id), "ID " + id + " handed out twice");
+                }
+            }
+            pool.shutdown();
+        }
+    }
+
+    @Test
     void closedClientRefusesCalls() {
         Client c = client().build();
         c.next("order");

@@ -106,6 +106,8 @@ final class Server implements AutoCloseable {
         pb.environment().keySet().removeIf(k -> k.startsWith("SNOWDRIFT_"));
         pb.environment().put("SNOWDRIFT_LOG", "warn");
         Process p = pb.start();
+        // Whatever a test leaves running ends with the test JVM.
+        Runtime.getRuntime().addShutdownHook(new Thread(p::destroyForcibly));
         BufferedReader err = new BufferedReader(new InputStreamReader(p.getErrorStream(), StandardCharsets.UTF_8));
         CompletableFuture<String> line = new CompletableFuture<>();
         // Copies the server's log to its file (and keeps the pipe from filling), noting the
