@@ -21,6 +21,31 @@ class FailoverTest {
     Path base;
 
     @Test
+    void fetchesGoToTheEndpointsInTurn() throws Exception {
+        String config = Server.config(base, "");
+        String labels = "route=\"/v1/ids/{name}\",method=\"GET\",status=\"200\"";
+        try (Server a = Server.start(base, config); Server b = Server.start(base, config)) {
+            a.createTag("spread", 100);
+            double beforeA = a.metric("snowdrift_request_duration_seconds_count", labels);
+            double beforeB = b.metric("snowdrift_request_duration_seconds_count", labels);
+            try (Client c = Client.builder().endpoints(a.url, b.url).token(Server.TOKEN)
+                    .batch(10, 10).prefetchAt(1.0).build()) {
+                // 40 batches of 10, one after another.
+                for (int i = 0; i < 400; i++) {
+                    c.next("spread");
+                }
+                long fetches = c.stats("spread").orElseThrow().fetches();
+                double toA = a.metric("snowdrift_request_duration_seconds_count", labels) - beforeA;
+                double toB = b.metric("snowdrift_request_duration_seconds_count", labels) - beforeB;
+                // (A prefetch may still be on its way: at least every fetch counted.)
+                assertTrue(toA + toB >= fetches, toA + " + " + toB + " requests for " + fetches + " fetches");
+                assertTrue(toA >= fetches / 3 && toB >= fetches / 3,
+                        "round-robin spreads the fetches: " + toA + " and " + toB + " of " + fetches);
+            }
+        }
+    }
+
+    @Test
     void killsRidesOutOutagesAndRecovers() throws Exception {
         String config = Server.config(base, "");
         Server a = Server.start(base, config);
