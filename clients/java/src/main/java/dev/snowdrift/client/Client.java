@@ -547,12 +547,15 @@ public final class Client implements AutoCloseable {
         if (closed || !c.prefetching.compareAndSet(false, true)) {
             return;
         }
+        long fetchesThen = c.fetchCount();
         try {
             background.execute(() -> {
                 try {
                     c.fetchLock.lock();
                     try {
-                        if (!closed && c.kind != NameCache.ORDERED) {
+                        // A caller that ran dry may have fetched while this waited for the lock:
+                        // then the batch is here, and the rate since it is not yet measured.
+                        if (!closed && c.kind != NameCache.ORDERED && c.fetchCount() == fetchesThen) {
                             fetchInto(name, c, c.nextSize(1), 1, c.kind == NameCache.TEXT);
                         }
                     } finally {

@@ -240,6 +240,11 @@ final class NameCache {
         }
     }
 
+    /** Batches fetched so far. */
+    long fetchCount() {
+        return fetches.get();
+    }
+
     /** Counts a fetch, and starts the next rate measurement. */
     void fetched() {
         fetches.incrementAndGet();
