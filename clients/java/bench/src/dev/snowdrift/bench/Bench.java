@@ -36,8 +36,10 @@ public final class Bench {
         String name = args[1];
         int rounds = Integer.parseInt(args[2]);
         double seconds = Double.parseDouble(args[3]);
+        long min = Long.getLong("batch.min", 1_000_000);
+        long max = Long.getLong("batch.max", 10_000_000);
         try (Client client = Client.builder().endpoints(url)
-                .batch(1_000_000, 10_000_000).requestMax(10_000_000).build()) {
+                .batch(min, max).requestMax(10_000_000).build()) {
             // Warm-up: the JIT compiles the warm path, the batch size settles at its bound.
             warm(client, name, 1, 3);
             warm(client, name, 2, 2);
@@ -45,12 +47,16 @@ public final class Bench {
             List<Double> one = new ArrayList<>();
             List<Double> two = new ArrayList<>();
             List<Double> perRequest = new ArrayList<>();
+            List<Double> control = new ArrayList<>();
             for (int r = 1; r <= rounds; r++) {
+                // The machine's own scaling, same moment: a loop that shares nothing.
+                control.add(spin(2, seconds / 3) / spin(1, seconds / 3));
                 one.add(warm(client, name, 1, seconds));
                 two.add(warm(client, name, 2, seconds));
                 perRequest.add(http(url, name, seconds));
-                System.out.printf("round %d: next() 1 thread %.1f M/s, 2 threads %.1f M/s, one HTTP request per ID %.0f /s%n",
-                        r, one.get(r - 1) / 1e6, two.get(r - 1) / 1e6, perRequest.get(r - 1));
+                System.out.printf("round %d: next() 1 thread %.1f M/s, 2 threads %.1f M/s, one HTTP request per ID %.0f /s;"
+                        + " a loop sharing nothing: 2 threads %.2fx 1 thread%n",
+                        r, one.get(r - 1) / 1e6, two.get(r - 1) / 1e6, perRequest.get(r - 1), control.get(r - 1));
             }
             double m1 = median(one);
             double m2 = median(two);
@@ -61,6 +67,8 @@ public final class Bench {
             System.out.println("rounds 1 thread: " + fmt(one, 1e6) + " M/s");
             System.out.println("rounds 2 threads: " + fmt(two, 1e6) + " M/s");
             System.out.println("rounds per request: " + fmt(perRequest, 1) + " /s");
+            System.out.printf("a loop sharing nothing, 2 threads over 1 (the machine's own scaling): %s, median %.2fx%n",
+                    fmt(control, 0.01), median(control));
             System.out.println("stats: " + client.stats(name).orElseThrow());
         }
     }
@@ -68,7 +76,8 @@ public final class Bench {
     static String fmt(List<Double> v, double unit) {
         List<String> out = new ArrayList<>();
         for (double d : v) {
-            out.add(unit == 1 ? String.format("%.0f", d) : String.format("%.1f", d / unit));
+            out.add(unit == 1 ? String.format("%.0f", d)
+                    : unit < 1 ? String.format("%.2f", d) : String.format("%.1f", d / unit));
         }
         return String.join(" / ", out);
     }
@@ -120,6 +129,42 @@ public final class Bench {
             total += counts[t * 16];
         }
         return total / (elapsed / 1e9);
+    }
+
+    /** Iterations per second of a loop that shares nothing, on {@code threads} threads. */
+    static double spin(int threads, double seconds) throws Exception {
+        AtomicBoolean stop = new AtomicBoolean();
+        long[] counts = new long[threads * 16];
+        Thread[] workers = new Thread[threads];
+        for (int t = 0; t < threads; t++) {
+            int slot = t * 16;
+            workers[t] = new Thread(() -> {
+                long n = 0;
+                long x = slot + 1;
+                while (!stop.get()) {
+                    for (int i = 0; i < 4096; i++) {
+                        x ^= x << 13;
+                        x ^= x >>> 7;
+                        x ^= x << 17;
+                    }
+                    n += 4096;
+                }
+                counts[slot] = n;
+                sink ^= x;
+            });
+            workers[t].start();
+        }
+        long t0 = System.nanoTime();
+        Thread.sleep((long) (seconds * 1000));
+        stop.set(true);
+        for (Thread w : workers) {
+            w.join();
+        }
+        long total = 0;
+        for (int t = 0; t < threads; t++) {
+            total += counts[t * 16];
+        }
+        return total / ((System.nanoTime() - t0) / 1e9);
     }
 
     /** IDs per second from one thread making one HTTP request per ID. */
