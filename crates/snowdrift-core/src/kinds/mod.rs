@@ -1,11 +1,13 @@
-//! The 128- and 96-bit ID kinds: UUID (v1 to v7), ULID and MongoDB's ObjectId.
+//! The 128- and 96-bit ID kinds and the text ones: UUID (v1 to v7), ULID, MongoDB's
+//! ObjectId, xid, Nano ID and cuid2.
 //!
 //! These are for when an ID's size does not matter and no node needs a worker ID: any
 //! process can make them with no coordination, at the cost of randomness standing in for
 //! uniqueness. UUIDs and ULIDs are the `uuid` and `ulid` crates' own types, re-exported;
 //! this module adds what the crates leave to the caller: a [`Clock`](crate::clock::Clock)
 //! for the time, and generator state that the caller owns (no process-wide globals), so two
-//! generators in one process, or a test with a manual clock, never interfere.
+//! generators in one process, or a test with a manual clock, never interfere. (The one
+//! process-wide value is [`os_random`]'s per-thread pool of OS random bytes.)
 //!
 //! | kind | bits | sorts by time | made by |
 //! | --- | --- | --- | --- |
@@ -16,11 +18,19 @@
 //! | UUID v3, v5 | MD5 / SHA-1 of a name | no | [`uuid::v3`], [`uuid::v5`] |
 //! | ULID | 48 ms + 80 random | yes, monotonic per generator | [`ulid::UlidGenerator`] |
 //! | ObjectId | 32 s + 40 process + 24 counter | by second | [`objectid::ObjectIdGenerator`] |
+//! | xid | 32 s + 24 machine + 16 process + 24 counter | by second | [`xid::XidGenerator`] |
+//! | Nano ID | `size` random characters of an alphabet | no | [`nanoid::Nanoid`] |
+//! | cuid2 | a letter and a SHA3 of time, salt, counter, fingerprint | no | [`cuid2::Cuid2Generator`] |
 
+pub mod cuid2;
+pub mod nanoid;
 pub mod objectid;
+pub mod os_random;
 pub mod ulid;
 pub mod uuid;
+pub mod xid;
 
 pub use self::objectid::{ObjectId, ObjectIdGenerator};
 pub use self::ulid::{Ulid, UlidGenerator};
 pub use self::uuid::{GregorianUuidGenerator, Uuid, UuidV7Generator};
+pub use self::xid::{Xid, XidGenerator};
