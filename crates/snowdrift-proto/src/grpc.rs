@@ -88,6 +88,9 @@ impl From<Kind> for KindCode {
             Kind::Objectid => KindCode::Objectid,
             Kind::Tso => KindCode::Tso,
             Kind::ZkVersion => KindCode::ZkVersion,
+            Kind::Xid => KindCode::Xid,
+            Kind::Nanoid => KindCode::Nanoid,
+            Kind::Cuid2 => KindCode::Cuid2,
         }
     }
 }

@@ -46,6 +46,12 @@ pub enum Kind {
     /// A ZooKeeper znode's data version after an unconditional `setData`: one quorum
     /// write per ID.
     ZkVersion,
+    /// xid (rs/xid): seconds, machine ID, process ID and counter in 20 base32hex characters.
+    Xid,
+    /// Nano ID: random characters of an alphabet, uniformly drawn.
+    Nanoid,
+    /// cuid2: a letter and a SHA3 of time, salt, counter and fingerprint, in base 36.
+    Cuid2,
 }
 
 impl Kind {
@@ -66,6 +72,9 @@ impl Kind {
         Kind::Objectid,
         Kind::Tso,
         Kind::ZkVersion,
+        Kind::Xid,
+        Kind::Nanoid,
+        Kind::Cuid2,
     ];
 
     /// The config name, as [`as_str`](Self::as_str): the name the server's config `Kind`
@@ -93,6 +102,9 @@ impl Kind {
             Kind::Objectid => "objectid",
             Kind::Tso => "tso",
             Kind::ZkVersion => "zk-version",
+            Kind::Xid => "xid",
+            Kind::Nanoid => "nanoid",
+            Kind::Cuid2 => "cuid2",
         }
     }
 
@@ -108,7 +120,7 @@ impl Kind {
         matches!(self, Kind::Tso)
     }
 
-    /// Its IDs are always text (UUIDs, ULIDs, ObjectIds). Counters are text only under a
+    /// Its IDs are always text (UUIDs, ULIDs, ObjectIds, xids, Nano IDs, cuid2s). Counters are text only under a
     /// `template`, so they are not counted here: the batch says which it holds.
     pub const fn is_text(self) -> bool {
         matches!(
@@ -122,13 +134,20 @@ impl Kind {
                 | Kind::Uuid7
                 | Kind::Ulid
                 | Kind::Objectid
+                | Kind::Xid
+                | Kind::Nanoid
+                | Kind::Cuid2
         )
     }
 
-    /// Its uniqueness is in random bits alone (UUID v4 and v7, ULID), so an application may
-    /// make its IDs itself instead of asking a server.
+    /// Its uniqueness is in random bits alone (UUID v4 and v7, ULID, Nano ID, cuid2), or in
+    /// the maker's own host and process (xid: machine ID, process ID, counter), so an
+    /// application may make its IDs itself instead of asking a server.
     pub const fn needs_no_coordination(self) -> bool {
-        matches!(self, Kind::Uuid4 | Kind::Uuid7 | Kind::Ulid)
+        matches!(
+            self,
+            Kind::Uuid4 | Kind::Uuid7 | Kind::Ulid | Kind::Xid | Kind::Nanoid | Kind::Cuid2
+        )
     }
 }
 
@@ -198,6 +217,9 @@ mod tests {
             "objectid",
             "tso",
             "zk-version",
+            "xid",
+            "nanoid",
+            "cuid2",
         ];
         let listed: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
         assert_eq!(listed, names);
@@ -217,7 +239,7 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "\"snowflak\" is not one of snowflake, segment, ticket, counter, uuid1, uuid2, \
-             uuid3, uuid4, uuid5, uuid6, uuid7, ulid, objectid, tso, zk-version"
+             uuid3, uuid4, uuid5, uuid6, uuid7, ulid, objectid, tso, zk-version, xid, nanoid, cuid2"
         );
         let e = serde_json::from_str::<Kind>("\"Snowflake\"").unwrap_err();
         assert!(
@@ -243,12 +265,13 @@ mod tests {
         assert_eq!(
             which(Kind::is_text),
             [
-                "uuid1", "uuid2", "uuid3", "uuid4", "uuid5", "uuid6", "uuid7", "ulid", "objectid"
+                "uuid1", "uuid2", "uuid3", "uuid4", "uuid5", "uuid6", "uuid7", "ulid", "objectid",
+                "xid", "nanoid", "cuid2"
             ]
         );
         assert_eq!(
             which(Kind::needs_no_coordination),
-            ["uuid4", "uuid7", "ulid"]
+            ["uuid4", "uuid7", "ulid", "xid", "nanoid", "cuid2"]
         );
     }
 }

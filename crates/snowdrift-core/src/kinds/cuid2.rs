@@ -160,7 +160,7 @@ pub fn check(text: &str, length: usize) -> Result<()> {
         let ok = c.is_ascii_lowercase() || (i > 0 && c.is_ascii_digit());
         if !ok {
             let place = if i == 0 {
-                " (the first must be a letter)"
+                " (the first must be a letter a-z)"
             } else {
                 ""
             };
@@ -202,6 +202,18 @@ impl<C: Clock> Cuid2Generator<C> {
             fingerprint,
             counter: AtomicU64::new(counter_start),
         })
+    }
+
+    /// A generator for this process, its draws from the OS CSPRNG: the fingerprint hashes
+    /// the host name, the process ID and 32 random digits (the reference hashes its global
+    /// object's keys and 32 digits), and the counter starts at a random value.
+    pub fn for_this_process(clock: C, length: usize) -> Result<Self> {
+        use super::os_random;
+        let host = gethostname::gethostname();
+        let environment = format!("{},{}", host.to_string_lossy(), std::process::id());
+        let fingerprint = fingerprint(&environment, &mut os_random::u32)?;
+        let start = counter_start(os_random::u32()?);
+        Self::new(clock, length, fingerprint, start)
     }
 
     /// Characters per cuid2.
@@ -306,7 +318,7 @@ mod tests {
         for (text, reason) in [
             (
                 "1z4a98xxat96iws9zmbrgj3a",
-                "'1' at byte 0 is not allowed (the first must be a letter)",
+                "'1' at byte 0 is not allowed (the first must be a letter a-z)",
             ),
             ("tz4a98xxaT96iws9zmbrgj3a", "'T' at byte 9"),
             ("tz4a98xxat96iws9zmbrgj3", "it has 23 characters"),

@@ -312,6 +312,23 @@ impl<C: Clock> XidGenerator<C> {
         }
     }
 
+    /// A generator for this process by rs/xid's rules: `machine`, or this host's machine
+    /// ID ([`read_host_machine_id`], `XID_MACHINE_ID` first); this process's ID
+    /// ([`read_process_id`]); a counter start from the OS CSPRNG.
+    pub fn for_this_process(clock: C, machine: Option<[u8; 3]>) -> Result<Self> {
+        let mut seed = [0u8; 7];
+        super::os_random::fill(&mut seed)?;
+        let machine = match machine {
+            Some(m) => m,
+            None => {
+                let env = std::env::var("XID_MACHINE_ID").ok();
+                read_host_machine_id(env.as_deref(), [seed[4], seed[5], seed[6]])?.0
+            }
+        };
+        let start = u32::from_le_bytes([seed[0], seed[1], seed[2], seed[3]]);
+        Ok(Self::new(clock, machine, read_process_id(), start))
+    }
+
     /// The machine ID in every xid it makes.
     pub fn machine(&self) -> [u8; 3] {
         self.machine

@@ -95,6 +95,8 @@ fn decoded(kind: Kind, v: &Value) -> pb::DecodeResponse {
         node: text("node"),
         domain: text("domain"),
         local_id: small("local_id"),
+        machine: text("machine"),
+        pid: small("pid"),
     }
 }
 

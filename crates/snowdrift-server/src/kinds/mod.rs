@@ -45,6 +45,12 @@ kinds! {
     tso: Tso(TsoSource, TsoPlan),
     /// A ZooKeeper znode's data version.
     zk_version: ZkVersion(ZkVersionSource, ZkVersionPlan),
+    /// rs/xid's IDs.
+    xid: Xid(XidSource, XidPlan),
+    /// Nano IDs.
+    nanoid: Nanoid(NanoidSource, NanoidPlan),
+    /// cuid2s.
+    cuid2: Cuid2(Cuid2Source, Cuid2Plan),
 }
 
 impl Source {

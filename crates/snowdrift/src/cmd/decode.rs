@@ -8,10 +8,11 @@ use crate::obfuscate_args::ObfuscateArgs;
 
 /// Print the fields of an ID as JSON: a snowflake ID's time, node fields and sequence; a
 /// UUID's version and variant, and for v1, v2 and v6 its time, clock sequence and node
-/// (v2: also domain and local ID), for v7 its time.
+/// (v2: also domain and local ID), for v7 its time; with --kind, an xid's time, machine,
+/// process ID and counter, or a Nano ID or cuid2 checked (they hold no fields).
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  snowdrift decode 1050118621198921728\n  snowdrift decode 175928847299117063 --layout discord\n  snowdrift decode 20210623131730192-1-0 --bits time:41,worker:10,seq:12\n  snowdrift decode 1mQyWz8kQ7 --format base62\n  snowdrift decode 1ef0c6d2-9c1b-6a3e-8a51-0123456789ab\n  SNOWDRIFT_OBFUSCATE_KEY=5f1e0c9a27b34d6e8a91c2d3e4f50617 snowdrift decode 3W7I5iheWFp --format obfuscated-base62"
+    after_help = "Examples:\n  snowdrift decode 1050118621198921728\n  snowdrift decode 175928847299117063 --layout discord\n  snowdrift decode 20210623131730192-1-0 --bits time:41,worker:10,seq:12\n  snowdrift decode 1mQyWz8kQ7 --format base62\n  snowdrift decode 1ef0c6d2-9c1b-6a3e-8a51-0123456789ab\n  snowdrift decode --kind xid 9m4e2mr0ui3e8a215n4g\n  snowdrift decode --kind nanoid --size 12 --alphabet 0123456789abcdef 4f90d13a42bc\n  SNOWDRIFT_OBFUSCATE_KEY=5f1e0c9a27b34d6e8a91c2d3e4f50617 snowdrift decode 3W7I5iheWFp --format obfuscated-base62"
 )]
 pub struct Args {
     /// The ID: decimal, or the friendly form time-node-sequence; other encodings with
@@ -28,11 +29,29 @@ pub struct Args {
     format: Option<IdFormat>,
     #[command(flatten)]
     obfuscation: ObfuscateArgs,
+    /// The kind of ID when it is not a snowflake ID or a UUID (those are told apart by the
+    /// ID itself): xid (shows time, machine, pid, counter), nanoid (checked against
+    /// --alphabet and --size) or cuid2 (checked against --length); the last two hold no
+    /// fields.
+    #[arg(long, value_name = "KIND", value_parser = ["xid", "nanoid", "cuid2"])]
+    kind: Option<String>,
+    /// --kind nanoid: the alphabet IDs are drawn from (default nanoid's A-Za-z0-9_-).
+    #[arg(long, value_name = "CHARS", requires = "kind")]
+    alphabet: Option<String>,
+    /// --kind nanoid: characters per ID (default 21).
+    #[arg(long, value_name = "N", requires = "kind")]
+    size: Option<u64>,
+    /// --kind cuid2: characters per ID (default 24).
+    #[arg(long, value_name = "N", requires = "kind")]
+    length: Option<u64>,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let text = args.id.trim();
+    if let Some(kind) = &args.kind {
+        return text_kind(&args, kind, text);
+    }
     // No snowflake encoding is 32 characters or more, so a text that reads as a UUID is one.
     if args.format.is_none()
         && text.len() >= 32
@@ -61,6 +80,39 @@ pub fn run(args: Args) -> Result<()> {
             )
         })?;
     let out = snowdrift_server::decode::snowflake(&layout, &name, id)?;
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(())
+}
+
+/// `--kind xid|nanoid|cuid2`: the fields of an xid, or the check of a Nano ID or cuid2
+/// against its shape (they hold no fields); a malformed ID is refused saying why.
+fn text_kind(args: &Args, kind: &str, text: &str) -> Result<()> {
+    let given = [
+        ("--alphabet", args.alphabet.is_some(), "nanoid"),
+        ("--size", args.size.is_some(), "nanoid"),
+        ("--length", args.length.is_some(), "cuid2"),
+    ];
+    for (flag, present, owner) in given {
+        if present && kind != owner {
+            anyhow::bail!("{flag} applies to --kind {owner}, not {kind}");
+        }
+    }
+    let shape = crate::cmd::next_text::TextIdArgs {
+        machine_id: None,
+        alphabet: args.alphabet.clone(),
+        size: args.size,
+        length: args.length,
+        explain: false,
+        rate: None,
+        json: false,
+    };
+    let fields = match kind {
+        "xid" => snowdrift_server::decode::xid(text),
+        "nanoid" => snowdrift_server::decode::nanoid(&shape.nanoid()?, text),
+        _ => snowdrift_server::decode::cuid2(shape.cuid2_length()?, text),
+    };
+    // The core's message names the ID, the kind and what is wrong.
+    let out = fields.map_err(|e| anyhow::anyhow!("{e}"))?;
     println!("{}", serde_json::to_string_pretty(&out)?);
     Ok(())
 }
