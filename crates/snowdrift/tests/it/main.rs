@@ -6,6 +6,7 @@ mod cli;
 mod client_chaos;
 mod common;
 mod generator_options;
+mod id_references;
 mod memory_limits;
 mod next_server;
 mod readme_range_cache;
