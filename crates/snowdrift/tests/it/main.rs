@@ -13,6 +13,7 @@ mod readme_range_cache;
 mod reload_cli;
 mod segment_cli;
 mod serve_cli;
+mod text_kinds;
 mod tickets_cli;
 mod token_cli;
 mod tso_chaos;
