@@ -251,7 +251,7 @@ impl NameCache {
             Batch::Text { ids, kind } => {
                 self.kind.store(TEXT, Ordering::Relaxed);
                 if self.policy.generate_locally
-                    && let Some(local) = kind.and_then(Local::for_kind)
+                    && let Some(local) = kind.and_then(|kind| Local::for_batch(kind, &ids))
                 {
                     let _ = self.local.set(local);
                 }
