@@ -136,21 +136,34 @@ impl Nanoid {
         }
         // customRandom(): step bytes per round, read from the last; bytes past the
         // alphabet are skipped. The step never exceeds 3.2 × size bytes.
-        let mut bytes = [0u8; 4 * MAX_SIZE];
-        let bytes = &mut bytes[..self.step];
+        let mut buf = [0u8; 4 * MAX_SIZE];
+        let bytes = &mut buf[..self.step];
+        if let Some(table) = &self.ascii {
+            // One byte per character: collected as bytes, checked as UTF-8 once.
+            let mut id = Vec::with_capacity(self.size);
+            loop {
+                random(bytes)?;
+                for &b in bytes.iter().rev() {
+                    if let Some(&c) = table.get(usize::from(b & self.mask)) {
+                        id.push(c);
+                        if id.len() == self.size {
+                            return String::from_utf8(id)
+                                .map_err(|e| Error::InvalidConfig(e.to_string()));
+                        }
+                    }
+                }
+            }
+        }
         let mut made = 0;
         loop {
             random(bytes)?;
             for &b in bytes.iter().rev() {
-                let at = usize::from(b & self.mask);
-                match &self.ascii {
-                    Some(table) if at < table.len() => out.push(char::from(table[at])),
-                    None if at < self.chars.len() => out.push(self.chars[at]),
-                    _ => continue,
-                }
-                made += 1;
-                if made == self.size {
-                    return Ok(out);
+                if let Some(&c) = self.chars.get(usize::from(b & self.mask)) {
+                    out.push(c);
+                    made += 1;
+                    if made == self.size {
+                        return Ok(out);
+                    }
                 }
             }
         }
