@@ -261,7 +261,7 @@ fn other_kinds_have_standard_forms_and_increase() {
 #[test]
 fn next_takes_only_the_kinds_it_makes_here() {
     let local = "snowflake, uuid1, uuid2, uuid3, uuid4, uuid5, uuid6, uuid7, ulid, objectid, \
-                 segment";
+                 xid, nanoid, cuid2, segment";
     for kind in [
         "tso",
         "ticket",
