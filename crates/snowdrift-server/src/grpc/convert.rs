@@ -98,6 +98,8 @@ fn decoded(kind: Kind, v: &Value) -> pb::DecodeResponse {
         prefix: text("prefix"),
         uuid: text("uuid"),
         payload: text("payload"),
+        machine: text("machine"),
+        pid: small("pid"),
     }
 }
 
