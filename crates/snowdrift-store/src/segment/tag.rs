@@ -1,5 +1,6 @@
 //! Tags, claims, and the validation of what users send.
 
+use snowdrift_core::counter::CounterTemplate;
 use snowdrift_core::segment::IdRange;
 
 use crate::error::{Error, Result};
@@ -24,6 +25,13 @@ pub struct Tag {
     pub step: i64,
     /// Free text.
     pub description: Option<String>,
+    /// The template its numbers are rendered through (`ORD{date:%Y%m%d}{seq:06}`, with its
+    /// UTC offset), when it has one: its `max_id` then counts in [`period`](Self::period)
+    /// and starts again from 1 each period. SQL stores only.
+    pub template: Option<CounterTemplate>,
+    /// For a tag with a template, the period `max_id` counts in (`20261122`): 0 before its
+    /// first claim, and always for a template without a date. 0 for other tags.
+    pub period: i64,
 }
 
 /// A tag to create.
@@ -35,6 +43,9 @@ pub struct NewTag {
     pub step: i64,
     /// Free text, at most 256 characters.
     pub description: Option<String>,
+    /// A template to render its numbers through, counting from 1 each period it names
+    /// (SQL stores only); `None` for Leaf's numeric IDs.
+    pub template: Option<CounterTemplate>,
 }
 
 /// Changes to a tag; `None` leaves a field as it is.
@@ -56,6 +67,17 @@ pub struct Claim {
     /// The tag's step as stored when claimed, so a step changed with `update_tag` reaches
     /// running buffers at their next claim.
     pub stored_step: i64,
+}
+
+/// A segment of a tag with a template, claimed for one period: what
+/// [`SegmentStore::claim_dated`](super::SegmentStore::claim_dated) returns. Its IDs are the
+/// period's sequence numbers (1 is its first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DatedClaim {
+    /// The numbers, the step used and the stored step.
+    pub claim: Claim,
+    /// The period the row now counts in: the one asked for.
+    pub period: i64,
 }
 
 /// Checks a tag name: 1 to 128 characters from `A-Z a-z 0-9 _ - . :`.
