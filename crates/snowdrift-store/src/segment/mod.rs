@@ -22,7 +22,8 @@ pub use sql::SqlSegmentStore;
 pub use store::SegmentStore;
 pub use striped::StripedStore;
 pub use tag::{
-    Claim, DEFAULT_STEP, DatedClaim, MAX_STEP, NewTag, Tag, TagUpdate, validate_step, validate_tag,
+    Claim, DEFAULT_STEP, DatedClaim, MAX_STEP, NewTag, Tag, TagUpdate, parse_utc_offset,
+    show_utc_offset, validate_step, validate_tag,
 };
 #[cfg(feature = "zookeeper")]
 pub use zookeeper::ZkSegmentStore;

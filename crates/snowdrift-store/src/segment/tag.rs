@@ -128,6 +128,56 @@ impl TagUpdate {
     }
 }
 
+/// Reads a UTC offset written `+HH:MM` or `-HH:MM` (`Z` for UTC): the seconds east of UTC a
+/// template's dates are in, as [`CounterTemplate::with_utc_offset`] takes them.
+///
+/// ```
+/// use snowdrift_store::segment::{parse_utc_offset, show_utc_offset};
+/// assert_eq!(parse_utc_offset("+08:00").unwrap(), 8 * 3600);
+/// assert_eq!(parse_utc_offset("-05:30").unwrap(), -(5 * 3600 + 1800));
+/// assert_eq!(show_utc_offset(-(5 * 3600 + 1800)), "-05:30");
+/// assert!(parse_utc_offset("8").is_err());
+/// ```
+pub fn parse_utc_offset(text: &str) -> Result<i32> {
+    if text == "Z" {
+        return Ok(0);
+    }
+    let bad = || {
+        Error::InvalidInput(format!(
+            "utc_offset {text:?} is not an offset: write +HH:MM or -HH:MM (\"+08:00\", \
+             \"-05:30\"; \"Z\" or \"+00:00\" for UTC), at most 25:59"
+        ))
+    };
+    let (sign, rest) = match text.as_bytes().first() {
+        Some(b'+') => (1, &text[1..]),
+        Some(b'-') => (-1, &text[1..]),
+        _ => return Err(bad()),
+    };
+    let (h, m) = rest.split_once(':').ok_or_else(bad)?;
+    let two = |s: &str| {
+        (s.len() == 2 && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse::<i32>().ok())
+            .flatten()
+    };
+    match (two(h), two(m)) {
+        (Some(h), Some(m)) if h <= 25 && m <= 59 => Ok(sign * (h * 3600 + m * 60)),
+        _ => Err(bad()),
+    }
+}
+
+/// An offset in seconds east of UTC as `+HH:MM` (seconds, which no written offset has,
+/// are shown as `+HH:MM:SS`).
+pub fn show_utc_offset(seconds: i32) -> String {
+    let sign = if seconds < 0 { '-' } else { '+' };
+    let s = seconds.unsigned_abs();
+    let (h, m, rest) = (s / 3600, s % 3600 / 60, s % 60);
+    if rest == 0 {
+        format!("{sign}{h:02}:{m:02}")
+    } else {
+        format!("{sign}{h:02}:{m:02}:{rest:02}")
+    }
+}
+
 /// Checks the arguments of a claim.
 pub(crate) fn validate_claim(tag: &str, step: Option<i64>) -> Result<()> {
     validate_tag(tag)?;
