@@ -35,7 +35,10 @@ fn days() -> [String; 2] {
 fn seq(n: &str) -> u64 {
     let days = days();
     let digits = n.strip_prefix("ORD").unwrap_or_else(|| panic!("{n:?}"));
-    assert!(days.iter().any(|d| digits.starts_with(d.as_str())), "{n} on {days:?}");
+    assert!(
+        days.iter().any(|d| digits.starts_with(d.as_str())),
+        "{n} on {days:?}"
+    );
     assert_eq!(digits.len(), 14, "{n}");
     digits[8..].parse().unwrap()
 }
@@ -78,7 +81,10 @@ async fn a_tag_with_a_template_answers_rendered_numbers_everywhere() {
         .await;
     assert_eq!(created["template"], TEMPLATE);
     assert_eq!(created["utc_offset"], "+08:00");
-    assert!(created.get("period").is_none(), "no period before the first claim");
+    assert!(
+        created.get("period").is_none(),
+        "no period before the first claim"
+    );
 
     let ids = strings(&s.json("/v1/ids/order?count=3", 200).await);
     assert_eq!(ids.iter().map(|n| seq(n)).collect::<Vec<_>>(), [1, 2, 3]);
@@ -117,7 +123,10 @@ async fn a_tag_with_a_template_answers_rendered_numbers_everywhere() {
         .into_inner();
     assert!(batch.runs.is_empty());
     assert_eq!(batch.kind, "segment");
-    assert_eq!(batch.text.iter().map(|n| seq(n)).collect::<Vec<_>>(), [7, 8]);
+    assert_eq!(
+        batch.text.iter().map(|n| seq(n)).collect::<Vec<_>>(),
+        [7, 8]
+    );
 
     // RESP: INCR answers a bulk string; INCRBY is refused, nothing issued.
     let resp = s.resp().unwrap();
@@ -153,9 +162,15 @@ async fn a_tag_with_a_template_answers_rendered_numbers_everywhere() {
     // The listing shows the template and the period its count is in.
     let listed = s.json("/v1/tags/order", 200).await;
     assert_eq!(listed["template"], TEMPLATE);
-    assert!(days().contains(&listed["period"].as_str().unwrap().to_string()), "{listed}");
+    assert!(
+        days().contains(&listed["period"].as_str().unwrap().to_string()),
+        "{listed}"
+    );
     let next = strings(&s.json("/v1/ids/order", 200).await);
-    assert!(seq(&next[0]) > 9, "INCRBY issued nothing it did not answer: {next:?}");
+    assert!(
+        seq(&next[0]) > 9,
+        "INCRBY issued nothing it did not answer: {next:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -185,8 +200,14 @@ async fn a_tag_without_a_template_is_shown_and_served_as_before() {
             r#"{"tag": "bad", "template": "ORD{date:%m%d}{seq}"}"#,
             "no year",
         ),
-        (r#"{"tag": "bad", "template": "{seq}", "utc_offset": "8"}"#, "+HH:MM"),
-        (r#"{"tag": "bad", "utc_offset": "+08:00"}"#, "applies to a tag with a template"),
+        (
+            r#"{"tag": "bad", "template": "{seq}", "utc_offset": "8"}"#,
+            "+HH:MM",
+        ),
+        (
+            r#"{"tag": "bad", "utc_offset": "+08:00"}"#,
+            "applies to a tag with a template",
+        ),
     ] {
         let v = s.post("/v1/tags", body, 400).await;
         let message = v["error"]["message"].as_str().unwrap();

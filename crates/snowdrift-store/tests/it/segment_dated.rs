@@ -181,7 +181,10 @@ async fn an_old_table_gets_the_columns_and_its_rows_claim_as_before(backend: &st
     let t = table("dated_old");
     if let Some(file) = url(backend).strip_prefix("sqlite://") {
         // The raw connection below opens an existing file only.
-        let _ = std::fs::OpenOptions::new().create(true).append(true).open(file);
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file);
     }
     let engine = if backend == "mysql" {
         " ENGINE=InnoDB"
@@ -535,4 +538,83 @@ async fn templates_need_a_sql_store() {
     assert!(err.to_string().contains("kind \"counter\""), "{err}");
     assert!(s.claim_dated("order", None, 1).await.is_err());
     drop_table("redis", &t).await;
+}
+
+/// A Leaf table the store's user may read and write but not alter (PostgreSQL: only the
+/// owner alters a table; the user may create tables, as `CREATE TABLE IF NOT EXISTS` at
+/// every start has always needed): the store starts and serves Leaf's tags exactly as
+/// before, and a tag with a template is refused with the statement that would allow it.
+#[tokio::test]
+async fn a_table_the_store_may_not_alter_serves_leafs_tags_and_refuses_templates() {
+    let t = table("dated_locked");
+    let role = snowdrift_testkit::unique_name("noalter").to_lowercase();
+    raw(
+        "postgres",
+        format!(
+            "CREATE TABLE {t} (biz_tag VARCHAR(128) NOT NULL PRIMARY KEY, max_id BIGINT NOT NULL \
+             DEFAULT 1, step INT NOT NULL, description VARCHAR(256) DEFAULT NULL, update_time \
+             TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)"
+        ),
+    )
+    .await;
+    raw(
+        "postgres",
+        format!("INSERT INTO {t} (biz_tag, max_id, step) VALUES ('order', 1000, 100)"),
+    )
+    .await;
+    raw(
+        "postgres",
+        format!("CREATE ROLE {role} LOGIN PASSWORD 'pw'"),
+    )
+    .await;
+    raw(
+        "postgres",
+        format!("GRANT SELECT, INSERT, UPDATE ON {t} TO {role}"),
+    )
+    .await;
+    raw(
+        "postgres",
+        format!("GRANT CREATE ON SCHEMA public TO {role}"),
+    )
+    .await;
+    let admin = url("postgres");
+    let (scheme, rest) = admin.split_once("://").unwrap();
+    let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    let s = SegmentStore::connect(&format!("{scheme}://{role}:pw@{host}"), &t)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.claim("order", None).await.unwrap().ids,
+        IdRange::new(1000, 1100)
+    );
+    s.create_tag(&NewTag {
+        tag: "plain".into(),
+        step: 5,
+        description: None,
+        template: None,
+    })
+    .await
+    .unwrap();
+    let err = s
+        .create_tag(&dated("dated", "D{date:%Y}{seq}", 10))
+        .await
+        .unwrap_err();
+    let said = err.to_string();
+    assert!(
+        said.contains("ALTER TABLE") && said.contains("id_template"),
+        "{said}"
+    );
+    let tags = s.list_tags().await.unwrap();
+    assert_eq!(tags.len(), 2);
+    assert!(tags.iter().all(|t| t.template.is_none()));
+    if let SegmentStore::Sql(sql) = s {
+        sql.close().await;
+    }
+    drop_table("postgres", &t).await;
+    raw(
+        "postgres",
+        format!("REVOKE CREATE ON SCHEMA public FROM {role}"),
+    )
+    .await;
+    raw("postgres", format!("DROP ROLE {role}")).await;
 }
