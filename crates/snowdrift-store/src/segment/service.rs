@@ -121,7 +121,7 @@ impl SegmentService {
     /// returns. Fails on the first tag that does not exist or cannot be claimed.
     pub async fn preload(&self, tags: &[&str]) -> Result<()> {
         for tag in tags {
-            self.buffer(tag).await?;
+            self.started(tag).await?;
         }
         Ok(())
     }

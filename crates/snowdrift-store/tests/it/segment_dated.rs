@@ -462,6 +462,9 @@ async fn the_service_serves_both_kinds_of_tag(backend: &str) {
     let clock = ManualClock::new(NOV22 + 3_600_000);
     let service = SegmentService::new(s.clone(), config()).with_clock(shared(&clock));
     assert_eq!(service.is_dated("order"), None, "not started yet");
+    // Preloading claims the first segment of either kind of tag.
+    service.preload(&["order"]).await.unwrap();
+    assert_eq!(service.is_dated("order"), Some(true));
     let ids = service.issue("order", 2).await.unwrap();
     assert_eq!(
         ids,
