@@ -23,7 +23,7 @@ pub use store::SegmentStore;
 pub use striped::StripedStore;
 pub use tag::{
     Claim, DEFAULT_STEP, DatedClaim, MAX_STEP, NewTag, Tag, TagUpdate, parse_utc_offset,
-    show_utc_offset, validate_step, validate_tag,
+    show_utc_offset, validate_step, validate_tag, validate_tag_template,
 };
 #[cfg(feature = "zookeeper")]
 pub use zookeeper::ZkSegmentStore;

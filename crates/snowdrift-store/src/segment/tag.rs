@@ -109,7 +109,24 @@ impl NewTag {
     pub(crate) fn validate(&self) -> Result<()> {
         validate_tag(&self.tag)?;
         validate_step(self.step)?;
-        validate_description(self.description.as_deref())
+        validate_description(self.description.as_deref())?;
+        self.template
+            .as_ref()
+            .map_or(Ok(()), |t| validate_tag_template(t.as_str()))
+    }
+}
+
+/// Checks what a tag's template may hold beyond what every template may: printable ASCII
+/// only, since its numbers go into URLs, Leaf's plain-text answers and `VARCHAR(256)`
+/// columns (and so its length in bytes is its length in characters).
+pub fn validate_tag_template(text: &str) -> Result<()> {
+    match text.char_indices().find(|(_, c)| !(' '..='~').contains(c)) {
+        None => Ok(()),
+        Some((at, c)) => Err(Error::InvalidInput(format!(
+            "template {text:?} holds {c:?} at character {}: a tag's template is printable \
+             ASCII (space to '~'), as its numbers go into URLs and Leaf's text answers",
+            text[..at].chars().count() + 1
+        ))),
     }
 }
 
