@@ -5,6 +5,7 @@ mod check_config;
 mod cli;
 mod client_chaos;
 mod common;
+mod dated_segments;
 mod generator_options;
 mod id_references;
 mod mastodon_ruby;
