@@ -208,7 +208,7 @@ export class NameCache {
     const now = performance.now();
     for (const r of runs) this.runs.push({ next: r.first, left: r.count, stride: r.stride, fetchedAt: now });
     this.cached += total;
-    this.prefetchBelow = Math.floor(total * (1 - this.policy.prefetchAt));
+    this.prefetchBelow = below(total, this.policy.prefetchAt);
   }
 
   /** Puts fetched text IDs in. */
@@ -216,7 +216,7 @@ export class NameCache {
     this.fetched();
     this.kind = TEXT;
     for (const id of ids) this.texts.push(id);
-    this.textPrefetchBelow = Math.floor(ids.length * (1 - this.policy.prefetchAt));
+    this.textPrefetchBelow = below(ids.length, this.policy.prefetchAt);
   }
 
   /** Counts IDs fetched for one caller of an ordered name. */
@@ -251,4 +251,10 @@ export class NameCache {
       refused: this.refused,
     };
   }
+}
+
+/** How many of a batch of `total` are left at the prefetch point (0.8 of 100: 20, where
+ *  floating point's 100 * (1 - 0.8) is 19.999...). */
+function below(total: number, prefetchAt: number): number {
+  return Math.floor(total * (1 - prefetchAt) + 1e-6);
 }
