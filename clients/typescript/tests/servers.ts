@@ -5,14 +5,14 @@
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import * as http from "node:http";
 import * as net from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** The package's directory (this file runs from build/test/). */
+/** The package's directory (this file runs from build/tests/). */
 export const PACKAGE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const REPO_DIR = resolve(PACKAGE_DIR, "..", "..");
 export const BIN = process.env["SNOWDRIFT_BIN"] ?? join(REPO_DIR, "target", "debug", "snowdrift");
@@ -43,6 +43,9 @@ export class Cluster {
   readonly servers: Server[] = [];
 
   constructor(readonly opts: { token?: boolean; tso?: boolean; tls?: { cert: string; key: string } } = {}) {
+    if (!existsSync(BIN)) {
+      throw new Error(`no snowdrift binary at ${BIN}: build it (cargo build -p snowdrift) or set SNOWDRIFT_BIN`);
+    }
     execFileSync(BIN, ["tags", "--store", this.store, "create", "order"], { stdio: "pipe" });
   }
 

@@ -28,9 +28,9 @@ test("across strides: only a shared ID is a repeat (Chinese remainder theorem)",
   seen.admit([run(1001n, 10, 3n)]);
   // Multiples of 4 meet the evens.
   assert.throws(() => seen.admit([run(2000n, 5, 4n), run(400n, 2, 4n)]), /IDs 400\.\.=404 step 4/);
-  // 1030 = 1001 + 29 is not on the stride-3 run (1001 + 3k); 1031 - 1001 = 30 is.
-  seen.admit([run(1030n, 1)]);
-  assert.throws(() => seen.admit([run(1031n, 1)]), /ID 1031/);
+  // The stride-3 run is 1001, 1004, ..., 1028: 1027 is not on it, 1025 is.
+  seen.admit([run(1027n, 1)]);
+  assert.throws(() => seen.admit([run(1025n, 1)]), /ID 1025, which overlap IDs this client already received \(IDs 1001\.\.=1028 step 3\)/);
   // Striped tags: residues mod 10 stay apart.
   const striped = new Seen();
   striped.admit([run(1n, 1000, 10n)]);
