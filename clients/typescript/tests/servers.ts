@@ -42,7 +42,7 @@ export class Cluster {
   readonly tsoName = `tstso_${randomBytes(4).toString("hex")}`;
   readonly servers: Server[] = [];
 
-  constructor(readonly opts: { token?: boolean; tso?: boolean; tls?: { cert: string; key: string } } = {}) {
+  constructor(readonly opts: { token?: boolean; tso?: boolean; tls?: { cert: string; key: string }; readme?: boolean } = {}) {
     if (!existsSync(BIN)) {
       throw new Error(`no snowdrift binary at ${BIN}: build it (cargo build -p snowdrift) or set SNOWDRIFT_BIN`);
     }
@@ -69,6 +69,10 @@ export class Cluster {
       "[[generator]]", 'name = "u7"', 'kind = "uuid7"',
       "[[generator]]", 'name = "u5"', 'kind = "uuid5"', 'namespace = "dns"',
     );
+    if (this.opts.readme === true) {
+      // The names README's example uses.
+      lines.push("[[generator]]", 'name = "uuid7"', 'kind = "uuid7"', "[[generator]]", 'name = "site"', 'kind = "uuid5"', 'namespace = "url"');
+    }
     if (this.opts.tso === true) {
       lines.push("[[generator]]", `name = "${this.tsoName}"`, 'kind = "tso"', 'url = "etcd://127.0.0.1:2379"');
       if (this.opts.token !== false) lines.push(`forward_token = "${TOKEN}"`, "forward_plaintext = true");
