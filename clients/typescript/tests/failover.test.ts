@@ -4,13 +4,15 @@ import { test } from "node:test";
 
 import { Client, SnowdriftError } from "@snowdrift/client";
 
-import { Cluster, sleep, TOKEN } from "./servers.js";
+import { Cluster, freePort, sleep, TOKEN } from "./servers.js";
 
 test("killing servers in turn: no error and no repeat while one is up", async () => {
   const cluster = new Cluster();
   try {
     const servers = [await cluster.start(), await cluster.start(), await cluster.start()];
-    const client = new Client({ endpoints: servers.map((s) => s.url), token: TOKEN, minBatch: 20, maxBatch: 50, deadlineMs: 1000 });
+    // Small batches fetched by the callers themselves (prefetchAt 1), and /readyz polled too
+    // rarely to help: the client learns of each dead server by failing on it.
+    const client = new Client({ endpoints: servers.map((s) => s.url), token: TOKEN, minBatch: 5, maxBatch: 5, prefetchAt: 1, deadlineMs: 1000, readyIntervalMs: 60_000 });
     const seen = new Set<bigint>();
     let drawn = 0;
     let errors = 0;
@@ -18,10 +20,14 @@ test("killing servers in turn: no error and no repeat while one is up", async ()
     const draw = async (): Promise<void> => {
       while (!stop) {
         try {
-          const id = await client.next("order");
-          assert.ok(!seen.has(id), `ID ${id} handed out twice`);
-          seen.add(id);
-          drawn++;
+          // nextN of several batches: the caller fetches them itself, so a dead server's
+          // failure reaches a caller unless the client moves on to another endpoint.
+          const ids = drawn % 2 === 0 ? await client.nextN("order", 20) : [await client.next("order")];
+          for (const id of ids) {
+            assert.ok(!seen.has(id), `ID ${id} handed out twice`);
+            seen.add(id);
+            drawn++;
+          }
         } catch (e) {
           errors++;
           throw e;
@@ -122,6 +128,25 @@ test("/readyz: a server that says not ready is avoided while another is ready", 
     // Every fetch goes to the ready one: no failure is recorded for the other.
     for (let i = 0; i < 20; i++) await client.nextText("u7");
     assert.equal(client.endpoints()[1]?.failures, 0);
+    client.close();
+  } finally {
+    cluster.stop();
+  }
+});
+
+test("a call that fails on one endpoint is retried on the next within the same call", async () => {
+  const cluster = new Cluster();
+  try {
+    const live = await cluster.start();
+    // Nothing listens on the first: the round-robin starts there.
+    const dead = `http://127.0.0.1:${await freePort()}`;
+    const client = new Client({ endpoints: [dead, live.url], token: TOKEN, readyIntervalMs: 60_000 });
+    const ids = await client.nextN("order", 10);
+    assert.equal(ids.length, 10);
+    const [d, l] = client.endpoints();
+    assert.equal(d?.failures, 1, "the first try went to the dead endpoint");
+    assert.match(d?.lastError ?? "", /ECONNREFUSED/);
+    assert.equal(l?.failures, 0);
     client.close();
   } finally {
     cluster.stop();
