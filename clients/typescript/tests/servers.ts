@@ -34,6 +34,12 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Every server started, killed when the test process exits however it exits. */
+const started = new Set<ChildProcess>();
+process.on("exit", () => {
+  for (const p of started) if (p.exitCode === null && p.signalCode === null) p.kill("SIGKILL");
+});
+
 /** A store, worker registry and tag shared by the servers of one test. */
 export class Cluster {
   readonly dir = mkdtempSync(join(tmpdir(), "ts-snowdrift-"));
@@ -90,6 +96,7 @@ export class Cluster {
     // The server refuses SNOWDRIFT_ variables it does not know (SNOWDRIFT_BIN among them).
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SNOWDRIFT_")));
     const proc = spawn(BIN, args, { stdio: ["ignore", "ignore", "pipe"], env });
+    started.add(proc);
     let log = "";
     proc.stderr?.on("data", (d: Buffer) => {
       log += d.toString();
