@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -153,16 +154,14 @@ class Server:
         request = urllib.request.Request(self.url + path)
         if token:
             request.add_header("Authorization", f"Bearer {token}")
-        context = None
-        if self.ca is not None:
-            import ssl
-
-            context = ssl.create_default_context(cafile=str(self.ca))
         try:
-            with urllib.request.urlopen(request, timeout=5, context=context) as answer:
+            with urllib.request.urlopen(request, timeout=5, context=self._context()) as answer:
                 return answer.status, answer.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()
+
+    def _context(self) -> Optional[ssl.SSLContext]:
+        return None if self.ca is None else ssl.create_default_context(cafile=str(self.ca))
 
     def create_tag(self, tag: str, step: int = 1000) -> None:
         request = urllib.request.Request(
@@ -172,7 +171,7 @@ class Server:
             method="POST",
         )
         try:
-            urllib.request.urlopen(request, timeout=5).close()
+            urllib.request.urlopen(request, timeout=5, context=self._context()).close()
         except urllib.error.HTTPError as e:
             if e.code != 409:
                 raise

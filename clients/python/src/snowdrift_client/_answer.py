@@ -81,12 +81,14 @@ def _int(run: Dict[str, Any], key: str) -> int:
 def runs(body: bytes, name: str, asked: int) -> Runs:
     """The runs of a ``form=runs`` answer to a request for ``asked`` IDs of ``name``."""
     value = _name(_json(body), name)
+    if "runs" not in value and "ids" in value:
+        raise Broken("text IDs where runs were asked for")
     kind = value.get("kind")
     if not isinstance(kind, str) or kind not in RUN_KINDS:
         raise Broken(f"runs of kind {kind!r}, which is not a 64-bit kind")
     items = value.get("runs")
     if not isinstance(items, list) or not items:
-        raise Broken("no runs" if "ids" not in value else "text IDs where runs were asked for")
+        raise Broken("no runs")
     out: List[Tuple[int, int, int]] = []
     total = 0
     for run in items:

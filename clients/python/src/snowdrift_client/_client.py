@@ -489,7 +489,7 @@ class Client:
                     return answer
                 server = _answer.error_of(status, body)
             except Broken as b:
-                last = f"endpoint {e.url} answered {b} for {name!r}: a broken answer is refused"
+                last = f"endpoint {e.url} answered, for {name!r}, {b}: a broken answer is refused"
                 _log.warning("snowdrift client: %s", last)
                 e.failed(last, refused=True)
                 continue
