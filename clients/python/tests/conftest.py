@@ -17,7 +17,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -232,8 +232,8 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     c.stop()
 
 
-def settings(**more: object) -> Dict[str, object]:
+def settings(**more: Any) -> Dict[str, Any]:
     """Client settings that keep tests quick: short backoff and deadline."""
-    base: Dict[str, object] = {"token": TOKEN, "deadline": 2.0, "backoff": (0.02, 0.2)}
+    base: Dict[str, Any] = {"token": TOKEN, "deadline": 2.0, "backoff": (0.02, 0.2)}
     base.update(more)
     return base

@@ -7,7 +7,7 @@ import json
 import sys
 import threading
 import time
-from typing import Callable, List
+from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
 
@@ -33,7 +33,7 @@ def server_next(server: Server, name: str) -> int:
 
 
 def test_ids_are_new_increasing_and_the_server_goes_on_after_the_cache(server: Server) -> None:
-    with Client([server.url], **settings()) as client:  # type: ignore[arg-type]
+    with Client([server.url], **settings()) as client:
         ids = [client.next("order") for _ in range(1500)] + client.next_n("order", 2500)
         assert all(isinstance(i, int) for i in ids)
         assert all(a < b for a, b in zip(ids, ids[1:])), "one thread's segment IDs increase"
@@ -50,7 +50,7 @@ def test_threads_never_get_one_id_twice(server: Server) -> None:
     old = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
     try:
-        with Client([server.url], **settings(batch_min=50, batch_max=500)) as client:  # type: ignore[arg-type]
+        with Client([server.url], **settings(batch_min=50, batch_max=500)) as client:
             got: List[List[int]] = [[] for _ in range(8)]
             barrier = threading.Barrier(8)
 
@@ -77,7 +77,7 @@ def test_threads_never_get_one_id_twice(server: Server) -> None:
 
 def test_the_next_batch_is_fetched_in_the_background_at_prefetch_at(server: Server) -> None:
     with Client(
-        [server.url], **settings(batch_min=1000, batch_max=1000, prefetch_at=0.5)  # type: ignore[arg-type]
+        [server.url], **settings(batch_min=1000, batch_max=1000, prefetch_at=0.5)
     ) as client:
         first = [client.next("order") for _ in range(500)]
         s = client.stats("order")
@@ -92,7 +92,7 @@ def test_the_next_batch_is_fetched_in_the_background_at_prefetch_at(server: Serv
 
 def test_the_batch_follows_the_rate_within_bounds(server: Server) -> None:
     with Client(
-        [server.url], **settings(batch_min=10, batch_max=5000, hold=1.0)  # type: ignore[arg-type]
+        [server.url], **settings(batch_min=10, batch_max=5000, hold=1.0)
     ) as client:
         for _ in range(30_000):
             client.next("order")
@@ -101,7 +101,7 @@ def test_the_batch_follows_the_rate_within_bounds(server: Server) -> None:
         # Tens of thousands of IDs a second for a hold of 1 s: the batch grew to its bound.
         assert s.batch == 5000, s
         assert s.fetches < 100, s
-    with Client([server.url], **settings(batch_min=10, batch_max=5000, hold=1.0)) as client:  # type: ignore[arg-type]
+    with Client([server.url], **settings(batch_min=10, batch_max=5000, hold=1.0)) as client:
         for _ in range(5):
             client.next("order")
             time.sleep(0.2)
@@ -113,7 +113,7 @@ def test_the_batch_follows_the_rate_within_bounds(server: Server) -> None:
 def test_a_batch_above_max_count_is_several_requests(server: Server) -> None:
     before = server.requests("200")
     with Client(
-        [server.url], **settings(batch_min=1000, batch_max=1000, max_count=100)  # type: ignore[arg-type]
+        [server.url], **settings(batch_min=1000, batch_max=1000, max_count=100)
     ) as client:
         ids = client.next_n("order", 10)
         s = client.stats("order")
@@ -123,7 +123,7 @@ def test_a_batch_above_max_count_is_several_requests(server: Server) -> None:
 
 
 def test_snowflake_ids_held_past_max_age_are_not_served(server: Server) -> None:
-    with Client([server.url], **settings(max_age=0.3, batch_min=1000)) as client:  # type: ignore[arg-type]
+    with Client([server.url], **settings(max_age=0.3, batch_min=1000)) as client:
         first = client.next("flake")
         second = client.next("flake")
         s = client.stats("flake")
@@ -134,7 +134,7 @@ def test_snowflake_ids_held_past_max_age_are_not_served(server: Server) -> None:
         assert s is not None and s.wasted >= 998, s
     # Twitter layout: milliseconds above bit 22. The ID after the pause was made after it.
     assert (late >> 22) - (second >> 22) >= 500, (first, second, late)
-    with Client([server.url], **settings(max_age=30.0, batch_min=1000)) as client:  # type: ignore[arg-type]
+    with Client([server.url], **settings(max_age=30.0, batch_min=1000)) as client:
         a = client.next("flake")
         time.sleep(0.6)
         b = client.next("flake")
@@ -144,7 +144,7 @@ def test_snowflake_ids_held_past_max_age_are_not_served(server: Server) -> None:
 
 
 def test_tso_ids_are_never_cached(server: Server) -> None:
-    with Client([server.url], **settings()) as a, Client([server.url], **settings()) as b:  # type: ignore[arg-type]
+    with Client([server.url], **settings()) as a, Client([server.url], **settings()) as b:
         seen: List[int] = []
         for _ in range(20):
             seen.append(a.next(TSO))
@@ -158,7 +158,7 @@ def test_tso_ids_are_never_cached(server: Server) -> None:
 def test_text_and_named_ids(server: Server) -> None:
     import uuid
 
-    with Client([server.url], **settings(batch_min=20, batch_max=20)) as client:  # type: ignore[arg-type]
+    with Client([server.url], **settings(batch_min=20, batch_max=20)) as client:
         texts = [client.next_text("u7") for _ in range(50)]
         assert len(set(texts)) == 50
         assert all(uuid.UUID(t).version == 7 for t in texts)
@@ -175,7 +175,7 @@ def test_text_and_named_ids(server: Server) -> None:
 
 
 def test_a_text_name_asked_for_numbers_is_a_bad_request_from_the_server(server: Server) -> None:
-    with Client([server.url], **settings()) as client:  # type: ignore[arg-type]
+    with Client([server.url], **settings()) as client:
         with pytest.raises(BadRequest, match="u7.*409.*form=runs") as e:
             client.next("u7")
         assert e.value.final
@@ -183,7 +183,7 @@ def test_a_text_name_asked_for_numbers_is_a_bad_request_from_the_server(server: 
 
 def test_final_errors_come_at_once_and_are_not_retried(server: Server) -> None:
     before = server.requests("404"), server.requests("401")
-    with Client([server.url, server.url], **settings()) as client:  # type: ignore[arg-type]
+    with Client([server.url, server.url], **settings()) as client:
         with pytest.raises(UnknownName, match="'no-such-name'.*404"):
             client.next("no-such-name")
         with pytest.raises(UnknownName):
@@ -204,7 +204,7 @@ def test_final_errors_come_at_once_and_are_not_retried(server: Server) -> None:
 
 
 def test_bad_arguments_and_settings_say_what_is_allowed(server: Server) -> None:
-    cases = [
+    cases: List[Tuple[Dict[str, Any], str]] = [
         (dict(endpoints=[]), "no endpoint"),
         (dict(endpoints="http://127.0.0.1:1"), "give a list of URLs"),
         (dict(endpoints=["127.0.0.1:8080"]), "http://HOST:PORT"),
@@ -223,11 +223,12 @@ def test_bad_arguments_and_settings_say_what_is_allowed(server: Server) -> None:
     ]
     for kwargs, message in cases:
         with pytest.raises(BadRequest, match=message):
-            Client(**kwargs)  # type: ignore[arg-type]
-    with Client([server.url], **settings()) as client:  # type: ignore[arg-type]
-        for n in (0, -1, 1.5, True):
+            Client(**kwargs)
+    with Client([server.url], **settings()) as client:
+        bad: List[Any] = [0, -1, 1.5, True]
+        for n in bad:
             with pytest.raises(BadRequest, match="at least 1"):
-                client.next_n("order", n)  # type: ignore[arg-type]
+                client.next_n("order", n)
         with pytest.raises(BadRequest, match="non-empty str"):
             client.next("")
         with pytest.raises(ValueError):
@@ -235,7 +236,7 @@ def test_bad_arguments_and_settings_say_what_is_allowed(server: Server) -> None:
 
 
 def test_closed_client(server: Server) -> None:
-    client = Client([server.url], **settings())  # type: ignore[arg-type]
+    client = Client([server.url], **settings())
     client.next("order")
     client.close()
     with pytest.raises(ClientClosed):

@@ -55,14 +55,14 @@ def test_a_broken_answer_is_a_failed_endpoint_never_ids(server: Server, case: st
     answer, said = BROKEN[case]
     fake = Fake(answer)
     try:
-        with Client([fake.url, server.url], **settings(batch_min=100, batch_max=100)) as client:  # type: ignore[arg-type]
+        with Client([fake.url, server.url], **settings(batch_min=100, batch_max=100)) as client:
             ids = [client.next("order") for _ in range(1000)]
             assert len(set(ids)) == 1000 and max(ids) < FAKE
             assert fake.id_requests >= 1
             state = client.endpoints()[0]
             assert state.url == fake.url and state.last_error is not None
             assert said in state.last_error, state.last_error
-        with Client([fake.url], **settings(attempts=2)) as client:  # type: ignore[arg-type]
+        with Client([fake.url], **settings(attempts=2)) as client:
             with pytest.raises(Unavailable) as e:
                 client.next("order")
             message = str(e.value)
@@ -82,11 +82,11 @@ def test_a_broken_text_answer_is_refused(server: Server) -> None:
     for body, said in cases:
         fake = Fake(http_answer(body))
         try:
-            with Client([fake.url], **settings(attempts=1, batch_min=10, batch_max=10)) as client:  # type: ignore[arg-type]
+            with Client([fake.url], **settings(attempts=1, batch_min=10, batch_max=10)) as client:
                 with pytest.raises(Unavailable, match=said):
                     client.next_text("u7")
             if said == "not text":
-                with Client([fake.url], **settings(attempts=1)) as client:  # type: ignore[arg-type]
+                with Client([fake.url], **settings(attempts=1)) as client:
                     with pytest.raises(Unavailable, match=said):
                         client.next_named("u7", "x")
         finally:
@@ -96,12 +96,12 @@ def test_a_broken_text_answer_is_refused(server: Server) -> None:
 def test_a_server_past_the_deadline_is_left_for_another(server: Server) -> None:
     stall = Fake(b"", stall=30)
     try:
-        with Client([stall.url, server.url], **settings(deadline=0.3)) as client:  # type: ignore[arg-type]
+        with Client([stall.url, server.url], **settings(deadline=0.3)) as client:
             ids = client.next_n("order", 500)
             assert len(set(ids)) == 500
             state = client.endpoints()[0]
             assert state.last_error is not None and "Timeout" in state.last_error, state
-        with Client([stall.url], **settings(deadline=0.3, attempts=2, health_interval=0)) as client:  # type: ignore[arg-type]
+        with Client([stall.url], **settings(deadline=0.3, attempts=2, health_interval=0)) as client:
             start = time.monotonic()
             with pytest.raises(Unavailable, match="Timeout"):
                 client.next("order")
@@ -114,7 +114,7 @@ def test_an_endpoint_whose_readyz_says_not_ready_is_avoided(server: Server) -> N
     fake = Fake(http_answer(runs((str(FAKE), 100, 1))), ready=503)
     try:
         with Client(
-            [fake.url, server.url], **settings(health_interval=0.05, batch_min=10, batch_max=10)  # type: ignore[arg-type]
+            [fake.url, server.url], **settings(health_interval=0.05, batch_min=10, batch_max=10)
         ) as client:
             wait_until("the first look at /readyz", lambda: client.endpoints()[0].ready is False)
             before = fake.id_requests
@@ -129,7 +129,7 @@ def test_an_endpoint_whose_readyz_says_not_ready_is_avoided(server: Server) -> N
 
 def test_fetches_go_to_the_endpoints_in_turn(cluster: Cluster) -> None:
     before = [s.requests("200") for s in cluster.servers]
-    with Client(cluster.urls, **settings(batch_min=10, batch_max=10)) as client:  # type: ignore[arg-type]
+    with Client(cluster.urls, **settings(batch_min=10, batch_max=10)) as client:
         ids = client.next_n("order", 200)
     assert len(set(ids)) == 200
     after = [s.requests("200") - b for s, b in zip(cluster.servers, before)]
@@ -141,7 +141,7 @@ def test_kills_then_an_outage_then_recovery(cluster: Cluster) -> None:
     errors: List[BaseException] = []
     ids: List[int] = []
     stop = threading.Event()
-    with Client(cluster.urls, **settings(batch_min=50, batch_max=50, deadline=1.0)) as client:  # type: ignore[arg-type]
+    with Client(cluster.urls, **settings(batch_min=50, batch_max=50, deadline=1.0)) as client:
 
         def draw() -> None:
             while not stop.is_set():

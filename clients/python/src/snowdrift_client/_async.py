@@ -47,6 +47,7 @@ class AsyncClient:
         )
 
     async def _off_loop(self, call: Callable[..., T], *args: Any) -> T:
+        self._client._check_open()
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, functools.partial(call, *args))
 
