@@ -95,6 +95,14 @@ class Server:
             'name = "u5"',
             'kind = "uuid5"',
             'namespace = "dns"',
+            # The names README's example asks for.
+            "[[generator]]",
+            'name = "uuid7"',
+            'kind = "uuid7"',
+            "[[generator]]",
+            'name = "site"',
+            'kind = "uuid5"',
+            'namespace = "dns"',
         ]
         if tso:
             lines += [

@@ -9,7 +9,6 @@ mod generator_options;
 mod mastodon_ruby;
 mod memory_limits;
 mod next_server;
-mod readme_range_cache;
 mod reload_cli;
 mod segment_cli;
 mod serve_cli;
