@@ -131,13 +131,13 @@ def _overlap(runs: List[Tuple[int, int, int]]) -> Optional[int]:
         for lo2, hi2, s2, r2 in spans[i + 1 :]:
             if lo2 > hi:
                 break
-            common = _first_common(lo, hi, s if r is not None else 0, lo2, hi2, s2 if r2 is not None else 0)
+            common = first_common(lo, hi, s if r is not None else 0, lo2, hi2, s2 if r2 is not None else 0)
             if common is not None:
                 return common
     return None
 
 
-def _first_common(lo: int, hi: int, s: int, lo2: int, hi2: int, s2: int) -> Optional[int]:
+def first_common(lo: int, hi: int, s: int, lo2: int, hi2: int, s2: int) -> Optional[int]:
     """The smallest ID in both ``lo, lo+s, ..., hi`` and ``lo2, lo2+s2, ..., hi2`` (a stride
     of 0 for a single ID), if any."""
     start, end = max(lo, lo2), min(hi, hi2)

@@ -15,6 +15,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Deque, List, Optional, Tuple
 
+from ._guard import Guard
+
 #: Above every 64-bit ID: the prefetch mark of a run that has none.
 NEVER = 1 << 65
 
@@ -62,6 +64,7 @@ class NameCache:
     __slots__ = (
         "lock",
         "fetch_lock",
+        "guard",
         "next_id",
         "end",
         "stride",
@@ -95,6 +98,8 @@ class NameCache:
     ) -> None:
         self.lock = threading.Lock()
         self.fetch_lock = threading.Lock()
+        #: Every 64-bit ID the name received, to refuse a server that repeats them.
+        self.guard = Guard()
         # The current run: IDs next_id, next_id + stride, ... below end.
         self.next_id = 0
         self.end = 0

@@ -15,6 +15,7 @@ from . import _answer
 from ._answer import Broken, Runs, ServerError
 from ._cache import NEVER, NUMBERS, ORDERED, TEXT, NameCache, Stats
 from ._endpoints import Endpoint, Endpoints, EndpointState
+from ._guard import Guard
 from ._errors import (
     BadRequest,
     ClientClosed,
@@ -382,7 +383,7 @@ class Client:
         got = 0
         while got < size:
             try:
-                batch = self._call(name, min(size - got, self._max_count), runs=True)
+                batch = self._call(name, min(size - got, self._max_count), runs=True, guard=c.guard)
             except SnowdriftError as e:
                 # What came before is whole and new: keep it.
                 if got > 0 and not e.final:
@@ -404,7 +405,7 @@ class Client:
     def _ordered(self, name: str, c: NameCache, n: int) -> List[int]:
         """``n`` IDs of a ``tso`` name, fetched for this caller alone."""
         self._check_open()
-        batch = self._call(name, n, runs=True)
+        batch = self._call(name, n, runs=True, guard=c.guard)
         assert isinstance(batch, Runs)
         ids = [f + k * s for f, count, s in batch.runs for k in range(count)]
         if len(ids) != n:
@@ -450,11 +451,17 @@ class Client:
     # --- one request, with failover -------------------------------------------------
 
     def _call(
-        self, name: str, asked: int, runs: bool, input: Optional[str] = None
+        self,
+        name: str,
+        asked: int,
+        runs: bool,
+        input: Optional[str] = None,
+        guard: Optional[Guard] = None,
     ) -> Union[Runs, List[str]]:
         """One answer for ``asked`` IDs of ``name``: each try on the next endpoint in turn,
         a failed or broken one retried elsewhere after a backoff, a final error raised at
-        once."""
+        once. With ``guard``, runs that repeat IDs the name received before are refused as
+        broken, and accepted ones recorded."""
         path = f"/v1/ids/{quote(name, safe='')}?count={asked}"
         if runs:
             path += "&form=runs"
@@ -485,6 +492,10 @@ class Client:
                     answer: Union[Runs, List[str]] = (
                         _answer.runs(body, name, asked) if runs else _answer.texts(body, name, asked)
                     )
+                    if guard is not None and isinstance(answer, Runs):
+                        why = guard.admit(answer.runs)
+                        if why is not None:
+                            raise Broken(why)
                     e.succeeded()
                     return answer
                 server = _answer.error_of(status, body)
