@@ -239,3 +239,19 @@ def test_tls_with_a_private_ca(tmp_path: Path, tls: Tuple[Path, Path, Path]) -> 
                 client.next("order")
     finally:
         s.kill()
+
+
+def test_ids_a_failed_next_n_had_taken_are_never_handed_out(cluster: Cluster) -> None:
+    with Client(cluster.urls, **settings(batch_min=100, batch_max=100, prefetch_at=1.0)) as client:
+        first = client.next_n("order", 50)
+        cluster.stop()
+        with pytest.raises(Unavailable):
+            client.next_n("order", 80)
+        s = client.stats("order")
+        # The 50 it had taken from the cache before the fetch for the other 30 failed.
+        assert s is not None and s.wasted == 50 and s.cached == 0, s
+        taken = set(range(first[-1] + 1, first[-1] + 51))
+        for server in cluster.servers:
+            server.start()
+        again = client.next_n("order", 500)
+        assert not taken & set(again) and not set(first) & set(again)
