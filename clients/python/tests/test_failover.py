@@ -255,3 +255,18 @@ def test_ids_a_failed_next_n_had_taken_are_never_handed_out(cluster: Cluster) ->
             server.start()
         again = client.next_n("order", 500)
         assert not taken & set(again) and not set(first) & set(again)
+
+
+def test_runs_of_another_kind_than_the_name_issued_are_refused(server: Server) -> None:
+    fake = Fake(http_answer(runs((str(FAKE), 100, 1), kind="snowflake")))
+    try:
+        # The real server first (the turn starts at the first endpoint): the name issues
+        # segment IDs; then the fake says snowflake.
+        with Client([server.url, fake.url], **settings(batch_min=100, batch_max=100)) as client:
+            ids = [client.next("order") for _ in range(1000)]
+            assert len(set(ids)) == 1000 and max(ids) < FAKE
+            assert fake.id_requests >= 1
+            said = client.endpoints()[1].last_error or ""
+            assert "kind 'snowflake' for a name that issued 'segment' IDs" in said, said
+    finally:
+        fake.close()

@@ -65,6 +65,7 @@ class NameCache:
         "lock",
         "fetch_lock",
         "guard",
+        "run_kind",
         "next_id",
         "end",
         "stride",
@@ -100,6 +101,8 @@ class NameCache:
         self.fetch_lock = threading.Lock()
         #: Every 64-bit ID the name received, to refuse a server that repeats them.
         self.guard = Guard()
+        #: The kind the servers said for the name's runs; an answer of another is refused.
+        self.run_kind: Optional[str] = None
         # The current run: IDs next_id, next_id + stride, ... below end.
         self.next_id = 0
         self.end = 0

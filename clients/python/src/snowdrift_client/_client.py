@@ -15,7 +15,6 @@ from . import _answer
 from ._answer import Broken, Runs, ServerError
 from ._cache import NEVER, NUMBERS, ORDERED, TEXT, NameCache, Stats
 from ._endpoints import Endpoint, Endpoints, EndpointState
-from ._guard import Guard
 from ._errors import (
     BadRequest,
     ClientClosed,
@@ -383,7 +382,7 @@ class Client:
         got = 0
         while got < size:
             try:
-                batch = self._call(name, min(size - got, self._max_count), runs=True, guard=c.guard)
+                batch = self._call(name, min(size - got, self._max_count), runs=True, cache=c)
             except SnowdriftError as e:
                 # What came before is whole and new: keep it.
                 if got > 0 and not e.final:
@@ -405,7 +404,7 @@ class Client:
     def _ordered(self, name: str, c: NameCache, n: int) -> List[int]:
         """``n`` IDs of a ``tso`` name, fetched for this caller alone."""
         self._check_open()
-        batch = self._call(name, n, runs=True, guard=c.guard)
+        batch = self._call(name, n, runs=True, cache=c)
         assert isinstance(batch, Runs)
         ids = [f + k * s for f, count, s in batch.runs for k in range(count)]
         if len(ids) != n:
@@ -456,12 +455,13 @@ class Client:
         asked: int,
         runs: bool,
         input: Optional[str] = None,
-        guard: Optional[Guard] = None,
+        cache: Optional[NameCache] = None,
     ) -> Union[Runs, List[str]]:
         """One answer for ``asked`` IDs of ``name``: each try on the next endpoint in turn,
         a failed or broken one retried elsewhere after a backoff, a final error raised at
-        once. With ``guard``, runs that repeat IDs the name received before are refused as
-        broken, and accepted ones recorded."""
+        once. With the name's ``cache``, runs of another kind than the name issued before,
+        or that repeat IDs it received before, are refused as broken, and accepted ones
+        recorded."""
         path = f"/v1/ids/{quote(name, safe='')}?count={asked}"
         if runs:
             path += "&form=runs"
@@ -492,10 +492,16 @@ class Client:
                     answer: Union[Runs, List[str]] = (
                         _answer.runs(body, name, asked) if runs else _answer.texts(body, name, asked)
                     )
-                    if guard is not None and isinstance(answer, Runs):
-                        why = guard.admit(answer.runs)
+                    if cache is not None and isinstance(answer, Runs):
+                        known = cache.run_kind
+                        if known is not None and answer.kind != known:
+                            raise Broken(
+                                f"runs of kind {answer.kind!r} for a name that issued {known!r} IDs"
+                            )
+                        why = cache.guard.admit(answer.runs)
                         if why is not None:
                             raise Broken(why)
+                        cache.run_kind = answer.kind
                     e.succeeded()
                     return answer
                 server = _answer.error_of(status, body)
