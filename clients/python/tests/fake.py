@@ -9,12 +9,16 @@ from typing import List, Optional
 
 
 class Fake:
-    """Answers every ``/v1/ids`` request with ``answer`` (raw HTTP bytes) and ``/readyz``
+    """Answers every ``/v1/ids`` request with ``answer`` (raw HTTP bytes; those with
+    ``form=runs`` with ``runs_answer`` when given) and ``/readyz``
     with ``ready`` (200 or 503); ``stall`` seconds before answering anything. Counts the ID
     requests it was sent."""
 
-    def __init__(self, answer: bytes, ready: int = 200, stall: float = 0.0) -> None:
+    def __init__(
+        self, answer: bytes, ready: int = 200, stall: float = 0.0, runs_answer: Optional[bytes] = None
+    ) -> None:
         self.answer = answer
+        self.runs_answer = runs_answer
         self.ready = ready
         self.stall = stall
         self.id_requests = 0
@@ -57,7 +61,8 @@ class Fake:
                 out = head.encode() + body
             else:
                 self.id_requests += 1
-                out = self.answer
+                runs = self.runs_answer is not None and "form=runs" in path
+                out = self.runs_answer if runs and self.runs_answer is not None else self.answer
             try:
                 conn.sendall(out)
                 conn.shutdown(socket.SHUT_WR)
@@ -78,3 +83,10 @@ def http_answer(body: bytes, status: int = 200, length: Optional[int] = None) ->
         "Connection: close\r\n\r\n"
     )
     return head.encode() + body
+
+
+#: What a server answers a request for runs of a text kind.
+TEXT_KIND = http_answer(
+    b'{"error":{"code":"unsupported","message":"form=runs is for 64-bit IDs; uuid7 IDs are text: use form=ids"}}',
+    status=409,
+)

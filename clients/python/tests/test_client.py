@@ -178,6 +178,20 @@ def test_text_and_named_ids(server: Server) -> None:
             client.next_text("order")
 
 
+def test_next_text_learns_the_kind_before_it_takes_text(server: Server) -> None:
+    before = server.requests("409")
+    with Client([server.url], **settings(batch_min=10, batch_max=10)) as client:
+        # A 64-bit name: the first next_text asks for runs, which come back; no decimal text.
+        with pytest.raises(BadRequest, match="'order' issues 64-bit IDs: use next or next_n"):
+            client.next_text("order")
+        s = client.stats("order")
+        assert s is not None and s.fetches == 1 and s.cached == 10
+        assert client.next("order") > 0
+        # A text name: one refused request for runs (nothing issued), then text from then on.
+        assert [client.next_text("u7") for _ in range(25)]
+    assert server.requests("409") - before == 1
+
+
 def test_a_text_name_asked_for_numbers_is_a_bad_request_from_the_server(server: Server) -> None:
     with Client([server.url], **settings()) as client:
         with pytest.raises(BadRequest, match="u7.*409.*form=runs") as e:

@@ -14,7 +14,7 @@ import pytest
 from snowdrift_client import Client, Unavailable
 
 from conftest import TOKEN, Cluster, Server, settings
-from fake import Fake, http_answer
+from fake import TEXT_KIND, Fake, http_answer
 from test_client import wait_until
 
 #: IDs the fakes hand out start here, far above anything the real servers issue in a test.
@@ -80,7 +80,7 @@ def test_a_broken_text_answer_is_refused(server: Server) -> None:
         (json.dumps({"name": "u7", "ids": [str(k) for k in range(11)]}).encode(), "11 IDs where 10"),
     ]
     for body, said in cases:
-        fake = Fake(http_answer(body))
+        fake = Fake(http_answer(body), runs_answer=TEXT_KIND)
         try:
             with Client([fake.url], **settings(attempts=1, batch_min=10, batch_max=10)) as client:
                 with pytest.raises(Unavailable, match=said):

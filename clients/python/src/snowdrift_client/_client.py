@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from . import _answer
 from ._answer import Broken, Runs, ServerError
-from ._cache import NEVER, NUMBERS, ORDERED, TEXT, NameCache, Stats
+from ._cache import NEVER, NUMBERS, ORDERED, TEXT, UNKNOWN, NameCache, Stats
 from ._endpoints import Endpoint, Endpoints, EndpointState
 from ._errors import (
     BadRequest,
@@ -262,8 +262,9 @@ class Client:
 
     def next_text(self, name: str) -> str:
         """The next ID of ``name`` for a text kind (UUID, ULID, ObjectId, TypeID, KSUID,
-        templated counter), from the name's cache. Raises as :meth:`next`; a name known to
-        issue 64-bit IDs is a :class:`BadRequest`."""
+        templated counter), from the name's cache. Raises as :meth:`next`; a name that
+        issues 64-bit IDs is a :class:`BadRequest` (the first call for a name asks for runs,
+        which a text kind refuses before issuing anything, so that the kind is known)."""
         c = self._cache(name)
         while True:
             if c.kind in (NUMBERS, ORDERED):
@@ -365,6 +366,21 @@ class Client:
             self._check_open()
             if c.kind == ORDERED or c.has_ids(text):
                 return None
+            if text and c.kind == UNKNOWN:
+                # form=ids would answer a 64-bit name's IDs as decimal text: ask for runs
+                # first, which a text kind refuses (409) before issuing anything, so the
+                # kind is known as the Rust client knows it from its first answer.
+                try:
+                    direct = self._fill(name, c, c.next_size(demand), False)
+                    if direct is not None:
+                        with c.lock:
+                            c.discarded += len(direct)
+                    return None
+                except BadRequest as e:
+                    if e.code != "unsupported":
+                        raise
+                with c.lock:
+                    c.kind = TEXT
             return self._fill(name, c, c.next_size(demand), text)
         finally:
             c.fetch_lock.release()
@@ -530,7 +546,9 @@ class Client:
         if error.status == 404 and error.code == "not_found":
             return UnknownName(f"{name!r}: no generator or tag of that name; {said}")
         if error.status == 400:
-            return BadRequest(f"{name!r}: the server refused the request; {said}")
+            return BadRequest(f"{name!r}: the server refused the request; {said}", 400, error.code)
         if error.status == 409:
-            return BadRequest(f"{name!r}: the name's kind cannot answer this; {said}")
+            return BadRequest(
+                f"{name!r}: the name's kind cannot answer this; {said}", 409, error.code
+            )
         return None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
 if TYPE_CHECKING:
     from ._endpoints import EndpointState
@@ -41,10 +41,17 @@ class BadRequest(SnowdriftError, ValueError):
     that cannot answer it, such as ``next`` of a UUID generator), or the client's own
     arguments or settings are (a count of 0, an endpoint URL it cannot read). Final.
 
-    It is also a :class:`ValueError`, as Python's own bad arguments are.
+    It is also a :class:`ValueError`, as Python's own bad arguments are. ``status`` and
+    ``code`` are the server's HTTP status and error code when it was the server's answer,
+    None when the client refused the call itself.
     """
 
     final = True
+
+    def __init__(self, message: str, status: Optional[int] = None, code: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
 
 
 class Unavailable(SnowdriftError):
