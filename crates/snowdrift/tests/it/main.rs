@@ -11,7 +11,6 @@ mod id_references;
 mod mastodon_ruby;
 mod memory_limits;
 mod next_server;
-mod readme_range_cache;
 mod reload_cli;
 mod segment_cli;
 mod serve_cli;
