@@ -98,12 +98,17 @@ def test_the_batch_follows_the_rate_within_bounds(server: Server) -> None:
     with Client(
         [server.url], **settings(batch_min=10, batch_max=5000, hold=1.0)
     ) as client:
-        for _ in range(30_000):
+        largest = 0
+        for i in range(30_000):
             client.next("order")
+            if i % 500 == 0:
+                largest = max(largest, client.stats("order").batch)  # type: ignore[union-attr]
         s = client.stats("order")
         assert s is not None
-        # Tens of thousands of IDs a second for a hold of 1 s: the batch grew to its bound.
-        assert s.batch == 5000, s
+        # Tens of thousands of IDs a second for a hold of 1 s: the batch grew to its bound
+        # and never past it. (The last batch alone can be smaller: on a loaded machine a
+        # stall of the process between two fetches lowers the rate seen.)
+        assert largest == 5000 and s.batch <= 5000, (largest, s)
         assert s.fetches < 100, s
     with Client([server.url], **settings(batch_min=10, batch_max=5000, hold=1.0)) as client:
         for _ in range(5):
