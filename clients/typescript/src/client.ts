@@ -321,6 +321,9 @@ export class Client {
         runs.push(...a.runs);
         if (a.kind === "tso") kind = "tso";
       }
+      // The chunks were in flight together and a server answers them in the order it
+      // takes them, not the order they were sent: sorted, one caller's IDs increase.
+      runs.sort((x, y) => (x.first < y.first ? -1 : x.first > y.first ? 1 : 0));
       cache.installRuns(kind, runs);
     } else {
       cache.installTexts((got as string[][]).flat());
