@@ -270,6 +270,16 @@ impl SegmentService {
         buffers.get(tag)?.get()?.refill_error()
     }
 
+    /// How many tags served now have a failing refill (the latest failed, none succeeded
+    /// since): the store unreachable or refusing, seen before their buffers run dry.
+    pub fn refills_failing(&self) -> usize {
+        let buffers = self.buffers.read().unwrap_or_else(|e| e.into_inner());
+        buffers
+            .values()
+            .filter(|slot| slot.get().is_some_and(|b| b.refill_error().is_some()))
+            .count()
+    }
+
     /// The tags being served now and what each buffer holds, by name.
     pub fn status(&self) -> Vec<(String, ChainStatus)> {
         let buffers = self.buffers.read().unwrap_or_else(|e| e.into_inner());
