@@ -15,7 +15,7 @@ import json, os, pathlib, subprocess, sys, time, tomllib, urllib.request, urllib
 import manifests
 
 podman_args, run_args = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-image, binary, workdir = sys.argv[3], sys.argv[4], pathlib.Path(sys.argv[5])
+image, binary, workdir = sys.argv[3], sys.argv[4], pathlib.Path(sys.argv[5]).resolve()
 NET = 'dep-test-net'
 started = []
 
@@ -191,14 +191,18 @@ def main():
         if ids[0] <= last or ids != sorted(ids):
             fail(f'tso IDs out of order: {ids} after {last}', *pods)
         last = ids[-1]
-    roles = []
+    roles, forwards = [], []
     for p in pods:
         gens = json.loads(get(addr[p] + '/v1/generators', apps)[1])
         gens = gens.get('generators', gens) if isinstance(gens, dict) else gens
-        roles.append(next(g for g in gens if g.get('name') == 'ts').get('role'))
+        tso = next(g for g in gens if g.get('name') == 'ts').get('tso', {})
+        roles.append(tso.get('role'))
+        forwards.append(tso.get('forwards', 0))
     if sorted(map(str, roles)) != ['follower', 'leader']:
         fail(f'tso roles are {roles}, expected one leader and one follower', *pods)
-    print(f'pods: 20 tso requests alternating between the pods strictly increase (roles {roles})')
+    if forwards[roles.index('follower')] < 10:
+        fail(f'the follower forwarded {forwards[roles.index("follower")]} requests to the leader, expected its 10', *pods)
+    print(f'pods: 20 tso requests alternating between the pods strictly increase; roles {roles}, the follower forwarded its 10 to the leader\'s advertised name')
 
     # A second live pod with ordinal 1 (a force-deleted pod still running) is refused.
     dup = start_pod(1, name='dep-dup-1')
