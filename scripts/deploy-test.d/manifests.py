@@ -102,6 +102,10 @@ def check(docs):
     mount = next((m for m in c['volumeMounts'] if m['name'] == vol['name']), None)
     if mount is None or env.get('SNOWDRIFT_CONFIG') != mount['mountPath'].rstrip('/') + '/snowdrift.toml':
         raise Misfit(f'SNOWDRIFT_CONFIG ({env.get("SNOWDRIFT_CONFIG")}) is not the ConfigMap\'s snowdrift.toml as mounted ({mount and mount["mountPath"]})')
+    # A tso leader is reached at the URL it advertises: its name under the headless Service.
+    want = f'http://$(POD_NAME).{spec["serviceName"]}:{listen_port}'
+    if env.get('SNOWDRIFT_SERVER__ADVERTISE') != want:
+        raise Misfit(f'the pods advertise {env.get("SNOWDRIFT_SERVER__ADVERTISE")!r}; the tso followers reach a leader at {want!r}')
     secret = one(docs, 'Secret')
     refs = [s['secretRef']['name'] for s in c.get('envFrom', []) if 'secretRef' in s]
     if refs != [secret['metadata']['name']]:
