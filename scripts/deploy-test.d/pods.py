@@ -144,6 +144,9 @@ def main():
         return name
 
     pods = [start_pod(0), start_pod(1)]
+    for p in pods:
+        if podman('inspect', p, '--format', '{{.State.Running}}').stdout.strip() != 'true':
+            fail(f'{p} exited at start with code {podman("inspect", p, "--format", "{{.State.ExitCode}}").stdout.strip()}', p)
     addr = {p: f'http://{ip(p)}:{port}' for p in pods}
     ready_path = c['readinessProbe']['httpGet']['path']
     live_path = c['livenessProbe']['httpGet']['path']
@@ -153,6 +156,8 @@ def main():
             status, body = get(addr[p] + ready_path)
             if status == 200:
                 break
+            if podman('inspect', p, '--format', '{{.State.Running}}').stdout.strip() != 'true':
+                fail(f'{p} exited before it was ready', p)
             if time.monotonic() > deadline:
                 fail(f'{p} did not become ready on {ready_path} within 60 s (last: {status} {body})', p)
             time.sleep(0.5)
