@@ -51,11 +51,21 @@ var garbage = map[string]func(name string) string{
 	"truncated": func(n string) string {
 		return "TRUNCATE:" + runsBody(n, "segment", `{"first":"900000000000001","count":5,"stride":1}`)
 	},
-	"cut JSON":         func(n string) string { return runsBody(n, "segment", `{"first":"900000000000001","count":5,"stride":1}`)[:30] },
-	"negative count":   func(n string) string { return runsBody(n, "segment", `{"first":"900000000000001","count":-5,"stride":1}`) },
-	"zero count":       func(n string) string { return runsBody(n, "segment", `{"first":"900000000000001","count":0,"stride":1}`) },
-	"fractional count": func(n string) string { return runsBody(n, "segment", `{"first":"900000000000001","count":2.5,"stride":1}`) },
-	"stride 0":         func(n string) string { return runsBody(n, "segment", `{"first":"900000000000001","count":5,"stride":0}`) },
+	"cut JSON": func(n string) string {
+		return runsBody(n, "segment", `{"first":"900000000000001","count":5,"stride":1}`)[:30]
+	},
+	"negative count": func(n string) string {
+		return runsBody(n, "segment", `{"first":"900000000000001","count":-5,"stride":1}`)
+	},
+	"zero count": func(n string) string {
+		return runsBody(n, "segment", `{"first":"900000000000001","count":0,"stride":1}`)
+	},
+	"fractional count": func(n string) string {
+		return runsBody(n, "segment", `{"first":"900000000000001","count":2.5,"stride":1}`)
+	},
+	"stride 0": func(n string) string {
+		return runsBody(n, "segment", `{"first":"900000000000001","count":5,"stride":0}`)
+	},
 	"overflowing first": func(n string) string {
 		return runsBody(n, "segment", `{"first":"18446744073709551616","count":1,"stride":1}`)
 	},
@@ -67,13 +77,19 @@ var garbage = map[string]func(name string) string{
 	"no kind": func(n string) string {
 		return fmt.Sprintf(`{"name":%q,"runs":[{"first":"900000000000001","count":5,"stride":1}]}`, n)
 	},
-	"other name":      func(string) string { return runsBody("other", "segment", `{"first":"900000000000001","count":5,"stride":1}`) },
-	"no runs":         func(n string) string { return runsBody(n, "segment", ``) },
-	"more than asked": func(n string) string { return runsBody(n, "segment", `{"first":"900000000000001","count":100000000,"stride":1}`) },
+	"other name": func(string) string {
+		return runsBody("other", "segment", `{"first":"900000000000001","count":5,"stride":1}`)
+	},
+	"no runs": func(n string) string { return runsBody(n, "segment", ``) },
+	"more than asked": func(n string) string {
+		return runsBody(n, "segment", `{"first":"900000000000001","count":100000000,"stride":1}`)
+	},
 	"overlapping runs": func(n string) string {
 		return runsBody(n, "segment", `{"first":"900000000000001","count":5,"stride":1},{"first":"900000000000003","count":5,"stride":1}`)
 	},
-	"trailing bytes":    func(n string) string { return runsBody(n, "segment", `{"first":"900000000000001","count":5,"stride":1}`) + "xyz" },
+	"trailing bytes": func(n string) string {
+		return runsBody(n, "segment", `{"first":"900000000000001","count":5,"stride":1}`) + "xyz"
+	},
 	"404 not snowdrift": func(string) string { return "STATUS404:<h1>Not Found</h1>" },
 }
 

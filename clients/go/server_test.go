@@ -107,7 +107,7 @@ func sharedServer(t testing.TB) *server {
 			sharedErr = err.Error()
 			return
 		}
-		f := &fatalTB{TB: t}
+		f := &fatalTB{}
 		func() {
 			defer func() {
 				if r := recover(); r != nil {
@@ -133,6 +133,18 @@ func (f *fatalTB) Fatal(args ...any)                 { panic(fmt.Sprint(args...)
 func (f *fatalTB) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
 
 func TestMain(m *testing.M) {
+	// The example (example_test.go) finds the server through the variables a user sets.
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				fmt.Fprintln(os.Stderr, "the shared test server did not start:", r)
+				os.Exit(1)
+			}
+		}()
+		s := sharedServer(&fatalTB{})
+		os.Setenv("SNOWDRIFT_URL", s.URL)
+		os.Setenv("SNOWDRIFT_TOKEN", testToken)
+	}()
 	code := m.Run()
 	if shared != nil {
 		shared.stop()
