@@ -46,6 +46,54 @@ func (r *run) expired(maxAge time.Duration) bool {
 	return r.expires && time.Since(r.born) > maxAge
 }
 
+// blockSize is how many IDs a per-processor block takes from the shared run at once.
+const blockSize = 64
+
+// block is IDs of one run held for one processor (Config.PerProcessor): left IDs from
+// next by stride, handed out without touching shared memory.
+type block struct {
+	next, left, stride uint64
+}
+
+// takeBlock hands out one ID from this processor's block of the current run, refilling the
+// block with one atomic add when it is used up.
+func (nc *nameCache) takeBlock(c *Client) (uint64, bool) {
+	bl, _ := nc.blocks.Get().(*block)
+	if bl == nil {
+		bl = &block{}
+	}
+	for bl.left == 0 {
+		r := nc.cur.Load()
+		if r == nil || r.expires {
+			nc.blocks.Put(bl)
+			return 0, false
+		}
+		start := r.next.Add(blockSize) - blockSize
+		if start >= r.count {
+			if !nc.advance(c, r) {
+				nc.blocks.Put(bl)
+				return 0, false
+			}
+			continue
+		}
+		end := start + blockSize
+		if end > r.count {
+			end = r.count
+		}
+		bl.next, bl.left, bl.stride = r.first+start*r.stride, end-start, r.stride
+		if r.trigger >= start && r.trigger < end {
+			c.prefetch(nc)
+		}
+	}
+	id := bl.next
+	bl.left--
+	if bl.left > 0 {
+		bl.next += bl.stride
+	}
+	nc.blocks.Put(bl)
+	return id, true
+}
+
 // flight is one fetch of a name in progress; callers that find the cache empty wait for it
 // rather than start another.
 type flight struct {
@@ -58,6 +106,8 @@ type nameCache struct {
 	name string
 	cur  atomic.Pointer[run]
 	kind atomic.Uint32
+	// blocks holds each processor's block (Config.PerProcessor).
+	blocks sync.Pool
 
 	mu sync.Mutex
 	// Everything below is guarded by mu.
@@ -76,6 +126,11 @@ type nameCache struct {
 // take hands out one cached ID, or reports there is none. Lock-free unless the current run
 // is used up.
 func (nc *nameCache) take(c *Client) (uint64, bool) {
+	if c.s.perProcessor && nc.kind.Load() == kindNumbers {
+		if id, ok := nc.takeBlock(c); ok {
+			return id, true
+		}
+	}
 	for {
 		r := nc.cur.Load()
 		if r == nil {

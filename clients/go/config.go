@@ -46,6 +46,14 @@ type Config struct {
 	RequestMax uint64
 	// ReadyInterval is how often each endpoint's /readyz is asked. Default 1 s.
 	ReadyInterval time.Duration
+	// PerProcessor hands out 64-bit IDs of segment, ticket and counter names from blocks of
+	// up to 64 held per processor (sync.Pool), each taken from the shared run with one
+	// atomic add, so goroutines on several cores do not all write one word per ID. The
+	// price: a goroutine the scheduler moves to another processor may get an ID below one
+	// it got before (IDs stay unique), and IDs held in blocks when the client closes or the
+	// garbage collector empties the pool are skipped. Default false: every take is one
+	// atomic add on the shared run, and one goroutine's IDs of a run increase.
+	PerProcessor bool
 }
 
 // settings is a Config with its defaults filled in and checked.
@@ -59,6 +67,7 @@ type settings struct {
 	backoffMin, backoffMax time.Duration
 	requestMax             uint64
 	readyInterval          time.Duration
+	perProcessor           bool
 	transport              *http.Transport
 }
 
@@ -79,6 +88,7 @@ func (c Config) settings() (*settings, error) {
 		backoffMax:    pick(c.BackoffMax, 2*time.Second),
 		requestMax:    pick(c.RequestMax, 10_000),
 		readyInterval: pick(c.ReadyInterval, time.Second),
+		perProcessor:  c.PerProcessor,
 	}
 	if len(c.Endpoints) == 0 {
 		return nil, invalid(`no endpoint: give the servers' URLs, e.g. Endpoints: []string{"http://10.0.0.1:8080"}`)

@@ -27,8 +27,10 @@ type EndpointState struct {
 	Ready int
 	// Failures counts the failed requests in a row.
 	Failures int
-	// LastError is the last failure's message, "" when none.
+	// LastError is the last failed request's message, "" when none since the last success.
 	LastError string
+	// ReadyError says why the last /readyz was not a 200, "" when it was (or not asked yet).
+	ReadyError string
 	// DownSince is when the endpoint was left out, zero while it is not.
 	DownSince time.Time
 }
@@ -42,6 +44,7 @@ type endpoint struct {
 	lastError string
 	downSince time.Time
 	ready     int
+	readyErr  string
 }
 
 type endpoints struct {
@@ -155,7 +158,7 @@ func (es *endpoints) describe() string {
 			extra += fmt.Sprintf(", down for %.1f s", time.Since(e.downSince).Seconds())
 		}
 		if e.ready < 0 {
-			extra += ", /readyz: not ready"
+			extra += ", " + e.readyErr
 		}
 		e.mu.Unlock()
 		parts = append(parts, fmt.Sprintf("%s (%s%s)", e.url, last, extra))
@@ -169,12 +172,13 @@ func (es *endpoints) states() []EndpointState {
 	for _, e := range es.list {
 		e.mu.Lock()
 		out = append(out, EndpointState{
-			URL:       e.url,
-			Healthy:   !e.retryAt.After(now) && e.ready >= 0,
-			Ready:     e.ready,
-			Failures:  e.failures,
-			LastError: e.lastError,
-			DownSince: e.downSince,
+			URL:        e.url,
+			Healthy:    !e.retryAt.After(now) && e.ready >= 0,
+			Ready:      e.ready,
+			Failures:   e.failures,
+			LastError:  e.lastError,
+			ReadyError: e.readyErr,
+			DownSince:  e.downSince,
 		})
 		e.mu.Unlock()
 	}
@@ -189,9 +193,15 @@ func (c *Client) watchReady(ctx context.Context, e *endpoint) {
 	t := time.NewTicker(c.s.readyInterval)
 	defer t.Stop()
 	for {
-		ready := c.askReady(ctx, e)
+		why := c.askReady(ctx, e)
+		if ctx.Err() != nil {
+			return
+		}
 		e.mu.Lock()
-		e.ready = ready
+		e.ready, e.readyErr = 1, why
+		if why != "" {
+			e.ready = -1
+		}
 		e.mu.Unlock()
 		select {
 		case <-ctx.Done():
@@ -201,22 +211,23 @@ func (c *Client) watchReady(ctx context.Context, e *endpoint) {
 	}
 }
 
-func (c *Client) askReady(ctx context.Context, e *endpoint) int {
+// askReady asks e's /readyz once; it returns why e is not ready, "" when it is.
+func (c *Client) askReady(ctx context.Context, e *endpoint) string {
 	ctx, cancel := context.WithTimeout(ctx, c.s.deadline)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url+"/readyz", nil)
 	if err != nil {
-		return -1
+		return err.Error()
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return -1
+		return err.Error()
 	}
 	// Read to the end so the connection goes back to the pool.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
 	if resp.StatusCode == http.StatusOK {
-		return 1
+		return ""
 	}
-	return -1
+	return fmt.Sprintf("/readyz answered %d", resp.StatusCode)
 }

@@ -102,7 +102,7 @@ var (
 // stops it.
 func sharedServer(t testing.TB) *server {
 	sharedOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "snowdrift-go-")
+		dir, err := osMkdirTemp()
 		if err != nil {
 			sharedErr = err.Error()
 			return
@@ -146,9 +146,11 @@ func TestMain(m *testing.M) {
 		os.Setenv("SNOWDRIFT_TOKEN", testToken)
 	}()
 	code := m.Run()
-	if shared != nil {
-		shared.stop()
-		os.RemoveAll(shared.dir)
+	for _, s := range []*server{shared, benchSrv} {
+		if s != nil {
+			s.stop()
+			os.RemoveAll(s.dir)
+		}
 	}
 	os.Exit(code)
 }
@@ -259,8 +261,10 @@ func (s *server) ready() bool {
 	return resp.StatusCode == 200
 }
 
-func (s *server) createTag(tag string) {
-	req, _ := http.NewRequest("POST", s.URL+"/v1/tags", strings.NewReader(fmt.Sprintf(`{"tag":%q,"step":1000}`, tag)))
+func (s *server) createTag(tag string) { s.createTagStep(tag, 1000) }
+
+func (s *server) createTagStep(tag string, step int) {
+	req, _ := http.NewRequest("POST", s.URL+"/v1/tags", strings.NewReader(fmt.Sprintf(`{"tag":%q,"step":%d}`, tag, step)))
 	req.Header.Set("Authorization", "Bearer "+testToken)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.httpClient().Do(req)
@@ -314,3 +318,5 @@ func ctxT(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+func osMkdirTemp() (string, error) { return os.MkdirTemp("", "snowdrift-go-") }
