@@ -3,6 +3,7 @@ package snowdrift
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -77,8 +78,16 @@ func TestCallsAgainstARealServer(t *testing.T) {
 // Goroutines sharing a client never get one ID twice, and each one's IDs increase within a
 // fetched run (go test -race checks the cache's memory accesses too).
 func TestConcurrentCallersGetUniqueIDs(t *testing.T) {
+	for _, perProcessor := range []bool{false, true} {
+		t.Run(fmt.Sprint("PerProcessor=", perProcessor), func(t *testing.T) {
+			concurrentUnique(t, perProcessor)
+		})
+	}
+}
+
+func concurrentUnique(t *testing.T, perProcessor bool) {
 	s := sharedServer(t)
-	c := newTestClient(t, Config{Endpoints: []string{s.URL}, BatchMin: 1000, BatchMax: 20000})
+	c := newTestClient(t, Config{Endpoints: []string{s.URL}, BatchMin: 1000, BatchMax: 20000, PerProcessor: perProcessor})
 	const workers, each = 8, 20000
 	got := make([][]uint64, workers)
 	var wg sync.WaitGroup
@@ -108,6 +117,18 @@ func TestConcurrentCallersGetUniqueIDs(t *testing.T) {
 	}
 	if len(seen) != workers*each {
 		t.Fatalf("%d IDs, want %d", len(seen), workers*each)
+	}
+	if perProcessor {
+		return
+	}
+	// Without PerProcessor, one goroutine's IDs increase within a run: with one server
+	// (one sequence of segments) they increase throughout.
+	for w, ids := range got {
+		for i := 1; i < len(ids); i++ {
+			if ids[i] <= ids[i-1] {
+				t.Fatalf("goroutine %d got %d after %d", w, ids[i], ids[i-1])
+			}
+		}
 	}
 }
 
