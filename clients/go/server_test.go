@@ -202,6 +202,7 @@ role = "admin"
 		}
 	}
 	s.cmd.Env = append(s.cmd.Env, "NO_COLOR=1")
+	dieWithParent(s.cmd)
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
