@@ -61,9 +61,16 @@ type request struct {
 func (c *Client) fetch(ctx context.Context, nc *nameCache, req request) (*batch, error) {
 	var last string
 	var refusals []string
+	// Waiting out backoffs stops after one Deadline in all, so a call in a total outage
+	// fails in bounded time (the cache has served what it had by then).
+	slept := time.Duration(0)
 	for attempt := 0; attempt < c.s.attempts; attempt++ {
 		e := c.eps.pick()
-		if wait := time.Until(e.retryAtTime()); wait > 0 {
+		if wait := time.Until(e.retryAtTime()); wait > 0 && slept < c.s.deadline {
+			if wait > c.s.deadline-slept {
+				wait = c.s.deadline - slept
+			}
+			slept += wait
 			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
