@@ -17,7 +17,10 @@ type Client struct {
 
 	// caches is read on every call without a lock; names are added rarely, by copying.
 	caches atomic.Pointer[map[string]*nameCache]
-	mu     sync.Mutex // serializes adding names and Close
+	// hot is the name whose cache Next last refilled: checked before the map, so the
+	// common case of one name per client costs a string compare instead of a map lookup.
+	hot atomic.Pointer[nameCache]
+	mu  sync.Mutex // serializes adding names and Close
 
 	ctx        context.Context // ends at Close: background fetches and /readyz polls
 	cancel     context.CancelFunc
@@ -57,7 +60,11 @@ func New(cfg Config) (*Client, error) {
 // go back (segment ranges of different servers interleave). A tso name is never cached:
 // each call is its own request.
 func (c *Client) Next(ctx context.Context, name string) (uint64, error) {
-	if nc := (*c.caches.Load())[name]; nc != nil {
+	nc := c.hot.Load()
+	if nc == nil || nc.name != name {
+		nc = (*c.caches.Load())[name]
+	}
+	if nc != nil {
 		if id, ok := nc.take(c); ok {
 			return id, nil
 		}
@@ -65,6 +72,15 @@ func (c *Client) Next(ctx context.Context, name string) (uint64, error) {
 	ids, err := c.NextN(ctx, name, 1)
 	if err != nil {
 		return 0, err
+	}
+	// Written here, on the way back from the network, never on the warm path: goroutines
+	// taking IDs do not write a shared word for it.
+	if nc = (*c.caches.Load())[name]; nc != nil {
+		c.hot.Store(nc)
+		if c.closed.Load() {
+			// Close ran meanwhile: it must not find the cache in use again.
+			c.hot.Store(nil)
+		}
 	}
 	return ids[0], nil
 }
@@ -190,6 +206,7 @@ func (c *Client) Close() error {
 	}
 	empty := map[string]*nameCache{}
 	c.caches.Store(&empty)
+	c.hot.Store(nil)
 	c.mu.Unlock()
 	c.cancel()
 	c.background.Wait()
