@@ -1,6 +1,7 @@
 package snowdrift
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // garbageServer answers /v1/ids/ with body (status 200) and /readyz with 200: a server
@@ -164,5 +166,36 @@ func TestRepeatedIDsAreRefused(t *testing.T) {
 		if _, err := c.NextNamed(ctxT(t), "u", "x"); err == nil || final(err) {
 			t.Fatalf("text IDs %s: want a failed endpoint, got %v", what, err)
 		}
+	}
+}
+
+// A server that never answers is cut at Deadline and counted as failed; a caller's context
+// ends its call with an error that is both ErrUnavailable and the context's error.
+func TestDeadlines(t *testing.T) {
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/ids/") {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	t.Cleanup(func() { close(release); hang.Close() })
+	c := newTestClient(t, Config{Endpoints: []string{hang.URL}, Deadline: 200 * time.Millisecond, Attempts: 2})
+	start := time.Now()
+	_, err := c.Next(ctxT(t), "order")
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no answer within 200ms") {
+		t.Fatalf("want ErrUnavailable saying no answer within 200ms, got %v", err)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Fatalf("two attempts of 200 ms took %v", time.Since(start))
+	}
+	slow := newTestClient(t, Config{Endpoints: []string{hang.URL}, Deadline: 10 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err = slow.Next(ctx, "order")
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want ErrUnavailable wrapping the context's deadline, got %v", err)
 	}
 }
