@@ -2,6 +2,7 @@ package snowdrift
 
 import (
 	"context"
+	"sync"
 	"testing"
 )
 
@@ -31,3 +32,43 @@ func benchTake(b *testing.B, perProcessor bool) {
 
 func BenchmarkTakeInProcess(b *testing.B)             { benchTake(b, false) }
 func BenchmarkTakeInProcessPerProcessor(b *testing.B) { benchTake(b, true) }
+
+// The two primitives the warm path can be built on, alone: every goroutine adding to one
+// shared word (the default: order per goroutine, one cache line written by every core), or
+// a block of 64 per processor from a sync.Pool (Config.PerProcessor: one shared add per 64
+// IDs). Run with -cpu 1,2 (BENCHMARKS.md, "The Go client").
+func BenchmarkPrimitiveSharedAdd(b *testing.B) {
+	r := &run{count: 1 << 62, stride: 1}
+	b.RunParallel(func(pb *testing.PB) {
+		var sum uint64
+		for pb.Next() {
+			if i := r.next.Add(1) - 1; i < r.count {
+				sum += r.first + i*r.stride
+			}
+		}
+		sink(sum)
+	})
+}
+
+func BenchmarkPrimitivePoolBlock(b *testing.B) {
+	r := &run{count: 1 << 62, stride: 1}
+	var pool sync.Pool
+	b.RunParallel(func(pb *testing.PB) {
+		var sum uint64
+		for pb.Next() {
+			bl, _ := pool.Get().(*block)
+			if bl == nil {
+				bl = &block{}
+			}
+			if bl.left == 0 {
+				start := r.next.Add(blockSize) - blockSize
+				bl.next, bl.left, bl.stride = r.first+start*r.stride, blockSize, r.stride
+			}
+			sum += bl.next
+			bl.next += bl.stride
+			bl.left--
+			pool.Put(bl)
+		}
+		sink(sum)
+	})
+}
