@@ -289,13 +289,27 @@ func (c *Client) prefetch(nc *nameCache) {
 // startFetch starts a fetch of nc's next batch. Called with nc.mu held.
 func (c *Client) startFetch(nc *nameCache, demand uint64, text bool) *flight {
 	f := &flight{done: make(chan struct{})}
+	// Added under c.mu, which Close holds while it sets closed: no fetch starts once Close
+	// waits for the background work.
+	c.mu.Lock()
+	if c.closed.Load() {
+		c.mu.Unlock()
+		f.err = newError(ErrClosed, nc.name, "snowdrift: the client was closed")
+		close(f.done)
+		return f
+	}
+	c.background.Add(1)
+	c.mu.Unlock()
 	nc.flight = f
 	size := nc.nextSize(c.s, demand)
 	known := nc.kind.Load()
-	c.background.Add(1)
 	go func() {
 		defer c.background.Done()
 		b, err := c.fetchBatch(nc, size, text, known)
+		if err != nil && c.closed.Load() {
+			// Cut by Close, not by the servers.
+			err = newError(ErrClosed, nc.name, "snowdrift: the client was closed")
+		}
 		nc.mu.Lock()
 		if err == nil {
 			nc.install(c, b)

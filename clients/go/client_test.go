@@ -353,3 +353,42 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// Close while goroutines draw IDs: every call ends with an ID or ErrClosed, and calls after
+// Close fail with ErrClosed (none is served from the dropped cache).
+func TestCloseWhileInUse(t *testing.T) {
+	s := sharedServer(t)
+	c, err := New(Config{Endpoints: []string{s.URL}, Token: testToken, BatchMin: 50, BatchMax: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := c.Next(context.Background(), "order"); err != nil && !errors.Is(err, ErrClosed) {
+					t.Errorf("during Close: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	c.Close()
+	time.Sleep(10 * time.Millisecond)
+	for i := 0; i < 100; i++ {
+		if _, err := c.Next(context.Background(), "order"); !errors.Is(err, ErrClosed) {
+			t.Fatalf("call %d after Close: want ErrClosed, got %v", i, err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+}
