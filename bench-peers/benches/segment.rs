@@ -108,6 +108,7 @@ fn segment_buffer_next(c: &mut Criterion) {
                 tag: "bench".into(),
                 step: 1000,
                 description: None,
+                template: None,
             })
             .await
             .expect("tag");

@@ -255,6 +255,7 @@ fn pg(delay: Option<Duration>, rate: u64, seconds: u64, step: u64) {
                     tag: tag.into(),
                     step: i64::try_from(step).expect("step fits i64"),
                     description: None,
+                    template: None,
                 })
                 .await
                 .expect("tag");

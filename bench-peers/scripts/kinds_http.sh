@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# One ID per HTTP request for each text kind beside snowflake, on one server in one run
-# (BENCHMARKS.md "Server load", "TypeID and KSUID over HTTP"): `snowdrift bench --target
+# One ID per HTTP request for each kind of issue 29 beside snowflake, on one server in one
+# run (BENCHMARKS.md "Server load", "The kinds of issue 29 over HTTP"): the mastodon layout,
+# TypeID, KSUID, xid, Nano ID, cuid2, and a segment tag with a dated template beside a plain
+# one (SQLite store), with uuid7 and ulid for reference. `snowdrift bench --target
 # URL/v1/ids/NAME` for every generator below, REPS rounds of DURATION seconds each, the order
 # of the kinds turned each round so no kind is always measured last. The server runs on
 # SERVER_CPU and the client on CLIENT_CPU, so the client never takes the server's CPU; the
@@ -19,7 +21,7 @@ DURATION=${DURATION:-5}
 C=${C:-50}
 SERVER_CPU=${SERVER_CPU:-1}
 CLIENT_CPU=${CLIENT_CPU:-0}
-KINDS=(snowflake uuid7 ulid typeid ksuid)
+KINDS=(snowflake mastodon uuid7 ulid typeid ksuid xid nanoid cuid2 segment dated)
 
 for tool in taskset curl python3; do
     command -v "$tool" >/dev/null || { echo "kinds_http.sh: $tool is missing" >&2; exit 1; }
@@ -64,10 +66,29 @@ prefix = "user"
 [[generator]]
 name = "ksuid"
 kind = "ksuid"
+[[generator]]
+name = "mastodon"
+kind = "snowflake"
+layout = "mastodon"
+secret = "5f1e0c9a27b34d6e8a91c2d3e4f50617"
+[[generator]]
+name = "xid"
+kind = "xid"
+[[generator]]
+name = "nanoid"
+kind = "nanoid"
+[[generator]]
+name = "cuid2"
+kind = "cuid2"
 EOF
 taskset -c "$SERVER_CPU" "$SD" serve --config "$OUT/server.toml" >"$OUT/server.log" 2>&1 &
 SERVER_PID=$!
 wait_http "$URL/readyz"
+# Two segment tags with the same step: one plain, one whose numbers restart each day.
+for body in '{"tag": "segment", "step": 100000}' \
+    '{"tag": "dated", "step": 100000, "template": "ORD{date:%Y%m%d}{seq:010}"}'; do
+    curl -fsS -XPOST "$URL/v1/tags" -H 'content-type: application/json' -d "$body" >/dev/null
+done
 log "snowdrift serve pid $SERVER_PID on CPU $SERVER_CPU ($URL); client on CPU $CLIENT_CPU; $C connections, ${DURATION} s a row"
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

@@ -125,10 +125,12 @@ impl ClientBuilder {
         self
     }
 
-    /// For names whose kind is `uuid4`, `uuid7`, `ulid`, `typeid` or `ksuid`: once the first
-    /// fetch has shown the kind, make their IDs in this process instead of fetching them
-    /// (their uniqueness is in their random bits, so they need no server), in the servers'
-    /// text form (a TypeID with the prefix of the IDs fetched).
+    /// For names whose kind is `uuid4`, `uuid7`, `ulid`, `typeid`, `ksuid`, `xid` or `cuid2`:
+    /// once the first fetch has shown the kind, make their IDs in this process instead of
+    /// fetching them (their uniqueness is in their random bits, or for xid in this host's
+    /// machine ID and this process's ID, so they need no server), in the servers' text form:
+    /// a TypeID with the prefix of the IDs fetched, a cuid2 of the length the servers' batch
+    /// had. `nanoid` names are still fetched: a batch does not carry their alphabet.
     /// Default false: every ID comes from the servers.
     pub fn generate_locally(mut self, yes: bool) -> Self {
         self.generate_locally = yes;

@@ -251,8 +251,7 @@ impl NameCache {
             Batch::Text { ids, kind } => {
                 self.kind.store(TEXT, Ordering::Relaxed);
                 if self.policy.generate_locally
-                    && let Some(local) =
-                        kind.and_then(|k| Local::for_kind(k, ids.first().map(String::as_str)))
+                    && let Some(local) = kind.and_then(|kind| Local::for_batch(kind, &ids))
                 {
                     let _ = self.local.set(local);
                 }

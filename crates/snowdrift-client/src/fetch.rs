@@ -4,7 +4,8 @@
 
 use std::time::Instant;
 
-use snowdrift_proto::grpc::{NextRequest, StreamRequest};
+use snowdrift_proto::Kind;
+use snowdrift_proto::grpc::{IdBatch, NextRequest, StreamRequest};
 
 use crate::cache::Batch;
 use crate::client::Shared;
@@ -49,10 +50,11 @@ impl Shared {
             let answer =
                 tokio::time::timeout(self.deadline, self.call(endpoint, name, count, input)).await;
             let error = match answer {
-                Ok(Ok(batch)) => {
-                    let checked = match guard {
-                        Some(g) => g.admit(&endpoint.url, name, &batch, count),
-                        None => check_shape(&endpoint.url, name, &batch, count),
+                Ok(Ok((batch, mismatch))) => {
+                    let checked = match (mismatch, guard) {
+                        (Some(why), _) => Err(Refusal(why)),
+                        (None, Some(g)) => g.admit(&endpoint.url, name, &batch, count),
+                        (None, None) => check_shape(&endpoint.url, name, &batch, count),
                     };
                     match checked {
                         Ok(()) => {
@@ -131,13 +133,15 @@ impl Shared {
         ))
     }
 
+    /// One call to `endpoint`: the batch, and why it must be refused when one of its
+    /// messages does not fit the request (see [`mismatch`]).
     async fn call(
         &self,
         endpoint: &Endpoint,
         name: &str,
         count: u64,
         input: Option<&str>,
-    ) -> Result<Batch, Error> {
+    ) -> Result<(Batch, Option<String>), Error> {
         let mut client = endpoint.client.clone();
         let status = |s: tonic::Status| Error::from_status(&endpoint.url, &s);
         if count <= NEXT_MAX {
@@ -147,8 +151,9 @@ impl Shared {
                 format: None,
                 input: input.map(str::to_string),
             });
-            let batch = client.next(request).await.map_err(status)?;
-            return Ok(Batch::from_message(batch.into_inner()));
+            let batch = client.next(request).await.map_err(status)?.into_inner();
+            let why = mismatch(&endpoint.url, name, &batch);
+            return Ok((Batch::from_message(batch), why));
         }
         let request = self.request(StreamRequest {
             name: name.to_string(),
@@ -159,24 +164,31 @@ impl Shared {
         });
         let mut stream = client.stream(request).await.map_err(status)?.into_inner();
         let mut batch: Option<Batch> = None;
+        let mut why = None;
         loop {
             match stream.message().await {
-                Ok(Some(message)) => match &mut batch {
-                    Some(b) => b.extend(message),
-                    None => batch = Some(Batch::from_message(message)),
-                },
+                Ok(Some(message)) => {
+                    if why.is_none() {
+                        why = mismatch(&endpoint.url, name, &message);
+                    }
+                    match &mut batch {
+                        Some(b) => b.extend(message),
+                        None => batch = Some(Batch::from_message(message)),
+                    }
+                }
                 Ok(None) => break,
                 // What came before the error is whole and new: keep it.
                 Err(_) if batch.as_ref().is_some_and(|b| b.len() > 0) => break,
                 Err(e) => return Err(status(e)),
             }
         }
-        batch.ok_or_else(|| {
+        let batch = batch.ok_or_else(|| {
             Error::new(
                 ErrorKind::Unavailable,
                 format!("{}: the stream of {name:?} ended with no ID", endpoint.url),
             )
-        })
+        })?;
+        Ok((batch, why))
     }
 
     fn request<T>(&self, message: T) -> tonic::Request<T> {
@@ -189,4 +201,34 @@ impl Shared {
         }
         request
     }
+}
+
+/// Why a message answered for `name` cannot be taken, from what it says of itself rather
+/// than from its IDs (which [`crate::guard`] checks): it names another generator, or its
+/// IDs come in the form the other kind has (runs under a text kind such as `uuid7`, text
+/// under a 64-bit kind such as `segment`), or in both forms at once. Such an answer is no
+/// snowdrift server's (each names the name asked and fills exactly the form of its kind), so
+/// its IDs are not held, whatever they are. A kind this build does not know (a newer
+/// server's) is judged by its IDs alone.
+pub(crate) fn mismatch(endpoint: &str, name: &str, message: &IdBatch) -> Option<String> {
+    let broken = |what: String| {
+        Some(format!(
+            "endpoint {endpoint} answered {what} for {name:?}: a broken answer is refused"
+        ))
+    };
+    if message.name != name {
+        return broken(format!("IDs of {:?}", message.name));
+    }
+    if !message.runs.is_empty() && !message.text.is_empty() {
+        return broken("both runs and text IDs in one message".into());
+    }
+    let kind = message.kind_value()?;
+    if kind.is_text() && !message.runs.is_empty() {
+        return broken(format!("runs of 64-bit IDs under the text kind {kind}"));
+    }
+    // Counters are text under a template, numbers without one: either form fits.
+    if !kind.is_text() && kind != Kind::Counter && !message.text.is_empty() {
+        return broken(format!("text IDs under the 64-bit kind {kind}"));
+    }
+    None
 }

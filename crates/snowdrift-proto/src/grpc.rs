@@ -90,6 +90,9 @@ impl From<Kind> for KindCode {
             Kind::ZkVersion => KindCode::ZkVersion,
             Kind::Typeid => KindCode::Typeid,
             Kind::Ksuid => KindCode::Ksuid,
+            Kind::Xid => KindCode::Xid,
+            Kind::Nanoid => KindCode::Nanoid,
+            Kind::Cuid2 => KindCode::Cuid2,
         }
     }
 }

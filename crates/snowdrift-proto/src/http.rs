@@ -215,6 +215,17 @@ pub struct Tag {
     pub step: i64,
     /// What it is for.
     pub description: Option<String>,
+    /// The template its numbers are rendered through (`ORD{date:%Y%m%d}{seq:06}`), for a
+    /// tag that has one; absent for Leaf's numeric tags.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// The UTC offset the template's dates are in (`+08:00`), with a template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utc_offset: Option<String>,
+    /// The period `max_id` counts in (`20261122`), with a template whose count has started
+    /// in a dated period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period: Option<String>,
 }
 
 /// The body of `GET /v1/tags`.
@@ -236,6 +247,14 @@ pub struct NewTag {
     /// What it is for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// A template to render its numbers through, counting from 1 each period it names
+    /// (`ORD{date:%Y%m%d}{seq:06}`); SQL stores only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// The UTC offset the template's dates and periods are in, `+HH:MM` or `-HH:MM`
+    /// (UTC when absent); only with a template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utc_offset: Option<String>,
 }
 
 /// The body of `PATCH /v1/tags/{tag}`: what to change.

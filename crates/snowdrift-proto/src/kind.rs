@@ -50,6 +50,12 @@ pub enum Kind {
     Typeid,
     /// KSUID (segmentio/ksuid): 32-bit seconds since 2014 and 128 random bits, base62.
     Ksuid,
+    /// xid (rs/xid): seconds, machine ID, process ID and counter in 20 base32hex characters.
+    Xid,
+    /// Nano ID: random characters of an alphabet, uniformly drawn.
+    Nanoid,
+    /// cuid2: a letter and a SHA3 of time, salt, counter and fingerprint, in base 36.
+    Cuid2,
 }
 
 impl Kind {
@@ -72,6 +78,9 @@ impl Kind {
         Kind::ZkVersion,
         Kind::Typeid,
         Kind::Ksuid,
+        Kind::Xid,
+        Kind::Nanoid,
+        Kind::Cuid2,
     ];
 
     /// The config name, as [`as_str`](Self::as_str): the name the server's config `Kind`
@@ -101,6 +110,9 @@ impl Kind {
             Kind::ZkVersion => "zk-version",
             Kind::Typeid => "typeid",
             Kind::Ksuid => "ksuid",
+            Kind::Xid => "xid",
+            Kind::Nanoid => "nanoid",
+            Kind::Cuid2 => "cuid2",
         }
     }
 
@@ -116,7 +128,8 @@ impl Kind {
         matches!(self, Kind::Tso)
     }
 
-    /// Its IDs are always text (UUIDs, ULIDs, ObjectIds, TypeIDs, KSUIDs). Counters are text only under a
+    /// Its IDs are always text (UUIDs, ULIDs, ObjectIds, TypeIDs, KSUIDs, xids, Nano IDs,
+    /// cuid2s). Counters are text only under a
     /// `template`, so they are not counted here: the batch says which it holds.
     pub const fn is_text(self) -> bool {
         matches!(
@@ -132,15 +145,26 @@ impl Kind {
                 | Kind::Objectid
                 | Kind::Typeid
                 | Kind::Ksuid
+                | Kind::Xid
+                | Kind::Nanoid
+                | Kind::Cuid2
         )
     }
 
-    /// Its uniqueness is in random bits alone (UUID v4 and v7, ULID, TypeID, KSUID), so an
+    /// Its uniqueness is in random bits alone (UUID v4 and v7, ULID, TypeID, KSUID, Nano ID,
+    /// cuid2), or in the maker's own host and process (xid: machine ID, process ID, counter), so an
     /// application may make its IDs itself instead of asking a server.
     pub const fn needs_no_coordination(self) -> bool {
         matches!(
             self,
-            Kind::Uuid4 | Kind::Uuid7 | Kind::Ulid | Kind::Typeid | Kind::Ksuid
+            Kind::Uuid4
+                | Kind::Uuid7
+                | Kind::Ulid
+                | Kind::Typeid
+                | Kind::Ksuid
+                | Kind::Xid
+                | Kind::Nanoid
+                | Kind::Cuid2
         )
     }
 }
@@ -213,6 +237,9 @@ mod tests {
             "zk-version",
             "typeid",
             "ksuid",
+            "xid",
+            "nanoid",
+            "cuid2",
         ];
         let listed: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
         assert_eq!(listed, names);
@@ -232,7 +259,8 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "\"snowflak\" is not one of snowflake, segment, ticket, counter, uuid1, uuid2, \
-             uuid3, uuid4, uuid5, uuid6, uuid7, ulid, objectid, tso, zk-version, typeid, ksuid"
+             uuid3, uuid4, uuid5, uuid6, uuid7, ulid, objectid, tso, zk-version, typeid, ksuid, \
+             xid, nanoid, cuid2"
         );
         let e = serde_json::from_str::<Kind>("\"Snowflake\"").unwrap_err();
         assert!(
@@ -259,12 +287,14 @@ mod tests {
             which(Kind::is_text),
             [
                 "uuid1", "uuid2", "uuid3", "uuid4", "uuid5", "uuid6", "uuid7", "ulid", "objectid",
-                "typeid", "ksuid"
+                "typeid", "ksuid", "xid", "nanoid", "cuid2"
             ]
         );
         assert_eq!(
             which(Kind::needs_no_coordination),
-            ["uuid4", "uuid7", "ulid", "typeid", "ksuid"]
+            [
+                "uuid4", "uuid7", "ulid", "typeid", "ksuid", "xid", "nanoid", "cuid2"
+            ]
         );
     }
 }

@@ -13,6 +13,7 @@ use crate::state::Generators;
 
 pub use crate::kinds::snowflake::{fields as snowflake, unreversed};
 pub use crate::kinds::uuid::uuid_fields;
+pub use crate::kinds::{cuid2::fields as cuid2, nanoid::fields as nanoid, xid::fields as xid};
 pub use crate::kinds::{ksuid::fields as ksuid_fields, typeid::fields as typeid_fields};
 
 /// What `text`, an ID of generator (or tag) `name` served by `source`, holds. `format` says

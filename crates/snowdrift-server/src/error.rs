@@ -157,10 +157,11 @@ impl From<snowdrift_store::Error> for Error {
         match e {
             E::TagNotFound(_) => Self::not_found(message),
             E::TagExists(_) => Self::conflict(message),
-            E::InvalidInput(_) => Self::invalid(message),
-            E::Overflow { .. } | E::CounterOverflow { .. } | E::VersionOverflow { .. } => {
-                Self::exhausted(message)
-            }
+            E::InvalidInput(_) | E::TagTemplated { .. } => Self::invalid(message),
+            E::Overflow { .. }
+            | E::CounterOverflow { .. }
+            | E::VersionOverflow { .. }
+            | E::PeriodFull { .. } => Self::exhausted(message),
             _ => Self::unavailable(message),
         }
     }

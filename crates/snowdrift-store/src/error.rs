@@ -25,6 +25,44 @@ pub enum Error {
         /// The step that did not fit.
         step: i64,
     },
+    /// A tag with a template has moved on to a later period (another node's clock reached
+    /// it first) than the one this node claimed for: this node's clock is behind. Nothing
+    /// was claimed.
+    #[error(
+        "tag {tag:?} has moved on to period {stored} (another node's clock reached it) while this node's clock still reads period {period}; a period that is over is never claimed again, so this node serves the tag once its clock reaches {stored}: check its clock"
+    )]
+    PeriodAhead {
+        /// The tag.
+        tag: String,
+        /// The period this node asked for.
+        period: i64,
+        /// The period the store holds.
+        stored: i64,
+    },
+    /// A tag with a template has issued every number its `{seq}` field holds in this
+    /// period. Nothing was served twice, nothing was claimed.
+    #[error(
+        "tag {tag:?} has issued every number of period {period} its template holds (up to {max}); nothing was served twice. It issues again from the next period on; widen the template's {{seq:0N}} for more per period"
+    )]
+    PeriodFull {
+        /// The tag.
+        tag: String,
+        /// The period.
+        period: i64,
+        /// The largest number the template shows.
+        max: u64,
+    },
+    /// A tag with a template was claimed as a plain tag: its numbers count per period and
+    /// are rendered as text, so it is served through its template. Nothing was claimed.
+    #[error(
+        "tag {tag:?} has a template ({template}): its numbers count per period and are rendered as text; nothing was claimed as a plain number"
+    )]
+    TagTemplated {
+        /// The tag.
+        tag: String,
+        /// Its template.
+        template: Box<snowdrift_core::counter::CounterTemplate>,
+    },
     /// Every buffered ID of a tag is used up and no refill came within the wait bound.
     #[error("no IDs left for tag {tag:?} after waiting {waited:?}: {cause}")]
     Exhausted {

@@ -28,6 +28,12 @@ pub enum Lie {
     },
     /// As many IDs as asked from `u64::MAX - 2`: three exist, the rest would wrap to 0, 1, 2.
     Wrap,
+    /// New IDs `first, first + 1, ...` on every call (never the same twice), but under
+    /// another name than the one asked for: `other-` and the name.
+    OtherName {
+        /// The first ID of the first answer.
+        first: u64,
+    },
 }
 
 /// A running lying server; stopped when dropped.
@@ -51,6 +57,7 @@ impl Liar {
             kind: kind.to_string(),
             lie,
             calls: calls.clone(),
+            given: AtomicU64::new(0),
         });
         let (health, health_service) = tonic_health::server::health_reporter();
         health
@@ -97,6 +104,8 @@ struct Lies {
     kind: String,
     lie: Lie,
     calls: Arc<AtomicU64>,
+    /// IDs answered so far, for the lies that never repeat.
+    given: AtomicU64,
 }
 
 impl Lies {
@@ -104,12 +113,20 @@ impl Lies {
         match self.lie {
             Lie::Repeat { first } => first,
             Lie::Wrap => u64::MAX - 2,
+            Lie::OtherName { first } => first,
         }
     }
 
     fn batch(&self, name: &str, first: u64, count: u64) -> IdBatch {
+        let (name, first) = match self.lie {
+            Lie::OtherName { .. } => (
+                format!("other-{name}"),
+                first + self.given.fetch_add(count, Ordering::Relaxed),
+            ),
+            _ => (name.to_string(), first),
+        };
         IdBatch {
-            name: name.to_string(),
+            name,
             kind: self.kind.clone(),
             count,
             // Wrapping on purpose: the wire carries whatever a broken server computes.

@@ -21,7 +21,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    Next(cmd::next::Args),
+    Next(Box<cmd::next::Args>),
     Decode(cmd::decode::Args),
     Layout(cmd::layout::Args),
     Bench(cmd::bench::Args),
@@ -35,7 +35,7 @@ enum Command {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Next(a) => cmd::next::run(a),
+        Command::Next(a) => cmd::next::run(*a),
         Command::Decode(a) => cmd::decode::run(a),
         Command::Layout(a) => cmd::layout::run(a),
         Command::Bench(a) => cmd::bench::run(a),

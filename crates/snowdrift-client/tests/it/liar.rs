@@ -193,3 +193,58 @@ fn refusals_go_to_the_metrics_recorder() {
     let value: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
     assert!(value >= 3.0, "{line}");
 }
+
+/// An answer that does not fit the request by what it says of itself (issue 31's
+/// conformance suite, scenario 7): IDs under another name, or runs under a text kind. Its
+/// IDs are new and well formed, so only those fields give it away; beside an honest server
+/// none of them is handed out, and alone the call fails naming what was sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_for_another_name_or_in_the_other_kinds_form_are_refused() {
+    let dir = server::dir("client-liar-mismatch");
+    let honest = Server::start(&dir, 0, None).await;
+    create_tag(&honest.base(), "order", 1000).await;
+    let other_name = Liar::start("segment", Lie::OtherName { first: 1 << 41 })
+        .await
+        .unwrap();
+    let text_kind = Liar::start("uuid7", Lie::OtherName { first: 1 << 42 })
+        .await
+        .unwrap();
+    // Same name, but runs under uuid7: a repeat-free lie, so only the kind gives it away.
+    let text_kind_same_name = Liar::start("uuid7", Lie::Repeat { first: 1 << 43 })
+        .await
+        .unwrap();
+    for (liar, what) in [
+        (&other_name, "IDs of \"other-order\""),
+        (
+            &text_kind_same_name,
+            "runs of 64-bit IDs under the text kind uuid7",
+        ),
+    ] {
+        let client = client(&[liar.url(), honest.base()], 2_000);
+        let seen = collect(&client, "order", 20_000).await;
+        assert!(
+            seen.iter().all(|&id| id < 1 << 40),
+            "{what}: {:?} handed out",
+            seen.iter().max()
+        );
+        let stats = client.stats("order").unwrap();
+        assert!(
+            liar.calls() >= 1 && stats.refused >= 1,
+            "{what}: {stats:?}, {} liar calls",
+            liar.calls()
+        );
+
+        let alone = client_alone(liar);
+        let e = alone.next("order").await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Refused, "{e}");
+        assert!(
+            e.message().contains(&liar.url()) && e.message().contains(what),
+            "{what}: {e}"
+        );
+    }
+    // Both at once (another name, a text kind): refused for the name first.
+    let e = client_alone(&text_kind).next("order").await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Refused, "{e}");
+    honest.stop().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -339,6 +339,70 @@ async fn typeid_and_ksuid_names_can_be_made_locally_once_their_kind_is_known() {
     assert_eq!(client.stats("ksuid").unwrap().fetches, 1);
 }
 
+/// xid and cuid2 names are made locally once their kind is known: xids with this host's
+/// machine ID (not the server's configured one) and this process's ID (rs/xid's rules), cuid2s of the length the servers'
+/// batch had. Nano IDs are fetched only (a batch does not carry the alphabet), so they run
+/// out when the server is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn xid_and_cuid2_names_are_made_locally_and_nanoids_fetched() {
+    use snowdrift_core::kinds::{cuid2, xid};
+    let dir = server::dir("client-local-text");
+    let s = Server::start_with(
+        &dir,
+        0,
+        None,
+        "[[generator]]\nname = \"x\"\nkind = \"xid\"\nmachine_id = 1\n\
+         [[generator]]\nname = \"c\"\nkind = \"cuid2\"\nlength = 10\n\
+         [[generator]]\nname = \"n\"\nkind = \"nanoid\"\nsize = 30\n",
+    )
+    .await;
+    let client = Client::builder()
+        .endpoints([s.base()])
+        .generate_locally(true)
+        .batch(100, 100)
+        .deadline(Duration::from_millis(300))
+        .backoff(Duration::from_millis(20), Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let mut seen = HashSet::new();
+    for name in ["x", "c", "n"] {
+        assert!(seen.insert(client.next_text(name).await.unwrap()));
+    }
+    s.stop().await;
+    let (machine, _) = xid::read_host_machine_id(None, [0; 3]).unwrap();
+    let pid = xid::read_process_id();
+    // The rest of the fetched batch first (the server's machine_id 1), then local ones.
+    let mut local = 0;
+    for _ in 0..1_000 {
+        let x: xid::Xid = client.next_text("x").await.unwrap().parse().unwrap();
+        assert_eq!(x.pid(), pid, "{x}");
+        if x.machine() == machine {
+            local += 1;
+        } else {
+            assert_eq!((x.machine(), local), ([0, 0, 1], 0), "{x}");
+        }
+        assert!(seen.insert(x.to_string()));
+        let c = client.next_text("c").await.unwrap();
+        cuid2::check(&c, 10).unwrap();
+        assert!(seen.insert(c));
+    }
+    let mut nanoids = 0;
+    let e = loop {
+        match client.next_text("n").await {
+            Ok(id) => {
+                assert_eq!(id.len(), 30);
+                assert!(seen.insert(id));
+                nanoids += 1;
+            }
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(nanoids < 100, "{nanoids}");
+    assert!(local > 900, "{local}");
+    assert_eq!(client.stats("x").unwrap().fetches, 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_endpoints_are_checked_against_the_given_ca() {
     let dir = server::dir("client-tls");

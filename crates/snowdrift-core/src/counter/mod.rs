@@ -55,6 +55,27 @@ pub const MAX_TEMPLATE_LEN: usize = 256;
 /// Widest `{seq:0N}`: 19 digits hold `i64::MAX`.
 pub const MAX_SEQ_WIDTH: u8 = 19;
 
+/// One period of a template: its number and when it begins and ends, as
+/// [`CounterTemplate::period_span`] finds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PeriodSpan {
+    /// The period as a number: `2026`, `202611`, `20261122` or `2026112210` for a yearly,
+    /// monthly, daily or hourly template; 0 for one that never resets.
+    pub key: i64,
+    /// Its first instant, ms since 1970.
+    pub start_ms: u64,
+    /// The first instant of the next period, ms since 1970 (`u64::MAX`: none).
+    pub end_ms: u64,
+}
+
+impl PeriodSpan {
+    /// True when `ms` lies in the period.
+    #[inline]
+    pub const fn contains(&self, ms: u64) -> bool {
+        self.start_ms <= ms && ms < self.end_ms
+    }
+}
+
 /// How often a counter starts again from 1: the finest date part its template shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Period {

@@ -7,7 +7,7 @@ use jiff::Timestamp;
 use jiff::civil::DateTime;
 use jiff::tz::Offset;
 
-use super::{MAX_SEQ_WIDTH, MAX_TEMPLATE_LEN, Period};
+use super::{MAX_SEQ_WIDTH, MAX_TEMPLATE_LEN, Period, PeriodSpan};
 use crate::error::{Error, Result};
 
 /// One piece of a parsed template.
@@ -329,6 +329,73 @@ impl CounterTemplate {
     /// not change when a template is reworded.
     pub fn period_key(&self, ms: u64) -> Result<String> {
         Ok(self.at(ms)?.period_key)
+    }
+
+    /// The period holding `ms` as a number and its bounds: what a segment tag with this
+    /// template binds each claim to. The number is [`period_key`](Self::period_key) read as
+    /// decimal (`20261122`), 0 for a template that never resets; numbers of later periods
+    /// are larger, so a store compares them as integers. `start_ms` and `end_ms` are the
+    /// first instant of the period and the first of the next (`u64::MAX` when the next
+    /// would begin after the year 9999, or never).
+    ///
+    /// ```
+    /// use snowdrift_core::counter::{CounterTemplate, PeriodSpan};
+    /// let t = CounterTemplate::parse("ORD{date:%Y%m%d}{seq:06}")?;
+    /// let ms = 1_795_342_800_000; // 2026-11-22T10:20:00Z
+    /// let day = t.period_span(ms)?;
+    /// assert_eq!(day.key, 20261122);
+    /// assert_eq!(day.start_ms, 1_795_305_600_000); // 2026-11-22T00:00:00Z
+    /// assert_eq!(day.end_ms, 1_795_392_000_000); // 2026-11-23T00:00:00Z
+    /// assert!(day.contains(ms) && !day.contains(day.end_ms));
+    /// # Ok::<(), snowdrift_core::Error>(())
+    /// ```
+    pub fn period_span(&self, ms: u64) -> Result<PeriodSpan> {
+        if self.period == Period::None {
+            return Ok(PeriodSpan {
+                key: 0,
+                start_ms: 0,
+                end_ms: u64::MAX,
+            });
+        }
+        let dt = self.datetime(ms)?;
+        let (y, m, d, h) = (dt.year(), dt.month(), dt.day(), dt.hour());
+        let key = match self.period {
+            Period::None => 0,
+            Period::Year => i64::from(y),
+            Period::Month => i64::from(y) * 100 + i64::from(m),
+            Period::Day => (i64::from(y) * 100 + i64::from(m)) * 100 + i64::from(d),
+            Period::Hour => {
+                ((i64::from(y) * 100 + i64::from(m)) * 100 + i64::from(d)) * 100 + i64::from(h)
+            }
+        };
+        let start =
+            match self.period {
+                Period::None | Period::Year => dt.first_of_year().start_of_day(),
+                Period::Month => dt.first_of_month().start_of_day(),
+                Period::Day => dt.start_of_day(),
+                Period::Hour => dt.start_of_day().with().hour(h).build().map_err(|e| {
+                    Error::InvalidConfig(format!("the start of hour {h} of {dt}: {e}"))
+                })?,
+            };
+        let next = match self.period {
+            Period::None | Period::Year => start.checked_add(jiff::Span::new().years(1)),
+            Period::Month => start.checked_add(jiff::Span::new().months(1)),
+            Period::Day => start.checked_add(jiff::Span::new().days(1)),
+            Period::Hour => start.checked_add(jiff::Span::new().hours(1)),
+        };
+        let instant = |civil: DateTime| -> Option<u64> {
+            let ts = self.offset.to_timestamp(civil).ok()?;
+            u64::try_from(ts.as_millisecond()).ok()
+        };
+        // A fixed offset maps every civil time to one instant; only the ends of jiff's range
+        // (before 1970 for the start, past 9999 for the end) have none.
+        let start_ms = instant(start).unwrap_or(0);
+        let end_ms = next.ok().and_then(instant).unwrap_or(u64::MAX);
+        Ok(PeriodSpan {
+            key,
+            start_ms,
+            end_ms,
+        })
     }
 
     /// Renders sequence value `seq` at time `ms`. Fails with [`Error::CounterOverflow`] when

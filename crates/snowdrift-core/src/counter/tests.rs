@@ -252,6 +252,62 @@ fn ms() -> impl Strategy<Value = u64> {
     0u64..7_258_118_400_000
 }
 
+/// 2026-11-22T00:00:00Z.
+const NOV22_MIDNIGHT: u64 = 1_795_305_600_000;
+
+#[test]
+fn period_spans_begin_and_end_where_the_period_does() {
+    let span = |text: &str, ms: u64| t(text).period_span(ms).unwrap();
+    let day = span("ORD{date:%Y%m%d}{seq:06}", NOV22);
+    assert_eq!(
+        (day.key, day.start_ms, day.end_ms),
+        (20261122, NOV22_MIDNIGHT, NOV22_MIDNIGHT + DAY)
+    );
+    let hour = span("{date:%Y%m%d%H}-{seq}", NOV22);
+    assert_eq!(
+        (hour.key, hour.start_ms, hour.end_ms),
+        (
+            2026112210,
+            NOV22_MIDNIGHT + 10 * HOUR,
+            NOV22_MIDNIGHT + 11 * HOUR
+        )
+    );
+    // November has 30 days; 2026-12-01T00:00Z is 9 days after the 22nd.
+    let month = span("{date:%Y%m}-{seq}", NOV22);
+    assert_eq!(month.key, 202611);
+    assert_eq!(month.start_ms, NOV22_MIDNIGHT - 21 * DAY);
+    assert_eq!(month.end_ms, NOV22_MIDNIGHT + 9 * DAY);
+    // 2028 is a leap year: February has 29 days.
+    let feb_2028 = 1_835_481_600_000; // 2028-03-01T00:00:00Z
+    let feb = span("{date:%Y%m}-{seq}", feb_2028 - 1);
+    assert_eq!((feb.key, feb.end_ms), (202802, feb_2028));
+    assert_eq!(feb.end_ms - feb.start_ms, 29 * DAY);
+    let year = span("{date:%Y}-{seq}", NOV22);
+    assert_eq!(year.key, 2026);
+    assert_eq!(year.end_ms, 1_798_761_600_000); // 2027-01-01T00:00:00Z
+    let never = span("N{seq}", NOV22);
+    assert_eq!((never.key, never.start_ms, never.end_ms), (0, 0, u64::MAX));
+    // The last period jiff can show has no next one.
+    let last = span("{date:%Y}-{seq}", JIFF_MAX_MS);
+    assert_eq!((last.key, last.end_ms), (9999, u64::MAX));
+}
+
+#[test]
+fn period_spans_follow_the_utc_offset() {
+    let tokyo = t("{date:%Y%m%d}-{seq}").with_utc_offset(9 * 3600).unwrap();
+    // 2026-11-22T20:00Z is the 23rd in Tokyo, which began at 2026-11-22T15:00Z.
+    let span = tokyo.period_span(NOV22_MIDNIGHT + 20 * HOUR).unwrap();
+    assert_eq!(span.key, 20261123);
+    assert_eq!(span.start_ms, NOV22_MIDNIGHT + 15 * HOUR);
+    assert_eq!(span.end_ms, NOV22_MIDNIGHT + 15 * HOUR + DAY);
+    let west = t("{date:%Y%m%d}-{seq}")
+        .with_utc_offset(-(5 * 3600 + 1800))
+        .unwrap();
+    let span = west.period_span(NOV22_MIDNIGHT).unwrap();
+    assert_eq!(span.key, 20261121);
+    assert_eq!(span.end_ms, NOV22_MIDNIGHT + 5 * HOUR + 30 * 60_000);
+}
+
 proptest! {
     #[test]
     fn any_text_parses_or_errors_and_renders_without_panicking(
@@ -337,6 +393,27 @@ proptest! {
         prop_assert_eq!(ka.len(), kb.len());
         if a <= b {
             prop_assert!(ka <= kb);
+        }
+    }
+
+    /// A period's span holds the instant it was taken at, its number is the period key,
+    /// and the instant at its end begins the next period, with a larger number.
+    #[test]
+    fn period_spans_tile_time(text in template(), at in ms(), offset in -93_599i32..=93_599) {
+        let tpl = CounterTemplate::parse(&text).unwrap().with_utc_offset(offset).unwrap();
+        let span = tpl.period_span(at).unwrap();
+        prop_assert!(span.contains(at), "{:?} holds {}", span, at);
+        let key = tpl.period_key(at).unwrap();
+        prop_assert_eq!(span.key, if key.is_empty() { 0 } else { key.parse::<i64>().unwrap() });
+        if span.end_ms < JIFF_MAX_MS {
+            let next = tpl.period_span(span.end_ms).unwrap();
+            prop_assert_eq!(next.start_ms, span.end_ms);
+            prop_assert!(next.key > span.key);
+        }
+        if span.start_ms > 0 {
+            let before = tpl.period_span(span.start_ms - 1).unwrap();
+            prop_assert_eq!(before.end_ms, span.start_ms);
+            prop_assert!(before.key < span.key);
         }
     }
 }

@@ -14,12 +14,18 @@
 //!
 //! [`StepPolicy`] is Leaf's dynamic step: a segment used up quickly makes the next one
 //! larger, a segment that lasts long makes it smaller.
+//!
+//! A tag with a template (`ORD{date:%Y%m%d}{seq:06}`) counts again from 1 each period; its
+//! segments are bound to the period they were claimed in, and a [`DatedChain`] serves them
+//! only while the clock is inside that period.
 
 mod chain;
+mod dated;
 mod local;
 mod step;
 
 pub use chain::{ChainConfig, ChainStatus, MAX_SEGMENT_LEN, SegmentChain, SegmentView, Take};
+pub use dated::{DatedChain, DatedIds, DatedStatus, DatedTake, Wanted};
 pub use local::{LocalConfig, LocalSegment, LocalTake};
 pub use step::{StepPolicy, StepTracker};
 

@@ -37,7 +37,19 @@ pub(crate) async fn next(
     // Decimal is written straight into the body, without a codec's string per ID.
     let codec = codec.filter(|c| c.id_format() != IdFormat::default());
     let ids = issue(name, &source, count, input).await?;
+    if codec.is_some() && matches!(ids, Ids::Text(_)) {
+        // Only a tag whose template this node learnt with this very request gets here.
+        return Err(text_has_no_format(name));
+    }
     json_body(name, &ids, codec.as_ref())
+}
+
+/// The refusal of a format for `name`, which turned out to issue text.
+pub(crate) fn text_has_no_format(name: &str) -> Error {
+    Error::invalid(format!(
+        "{name:?} issues text IDs (a segment tag with a template); format applies to 64-bit \
+         IDs: ask without one"
+    ))
 }
 
 /// The body of `form=runs`: checked before anything is issued (runs carry 64-bit IDs as
@@ -64,10 +76,11 @@ async fn runs_body(
     // 64-bit kinds take no input: `issue` refuses one rather than ignore it.
     let runs = match issue(name, source, count, input).await? {
         Ids::Runs(runs) => runs,
+        // A tag with a template, served for the first time by this request.
         Ids::Text(_) => {
-            return Err(Error::internal(format!(
-                "generator {name:?} of kind {} issued text; please report this",
-                kind.as_str()
+            return Err(Error::unsupported(format!(
+                "form=runs is for 64-bit IDs; {name:?} issues text (a segment tag with a \
+                 template): use form=ids"
             )));
         }
     };

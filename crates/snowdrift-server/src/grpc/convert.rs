@@ -38,7 +38,10 @@ pub fn batch(
                 .collect(),
             Vec::new(),
         ),
-        (Ids::Text(text), _) => (Vec::new(), text),
+        // A format is checked before issuing for kinds that are always text; a segment tag
+        // shows it has a template only once this node serves it.
+        (Ids::Text(_), Some(_)) => return Err(crate::answer::ids::text_has_no_format(name)),
+        (Ids::Text(text), None) => (Vec::new(), text),
     };
     Ok(pb::IdBatch {
         name: name.to_string(),
@@ -98,6 +101,8 @@ fn decoded(kind: Kind, v: &Value) -> pb::DecodeResponse {
         prefix: text("prefix"),
         uuid: text("uuid"),
         payload: text("payload"),
+        machine: text("machine"),
+        pid: small("pid"),
     }
 }
 

@@ -26,12 +26,13 @@ pub async fn render(State(state): State<Arc<AppState>>) -> Response {
         source.gauges(name);
     }
     let buffers = state.generators.segments().status();
+    let failing = state.generators.segments().refills_failing();
     let mut out = Out::default();
     out.push_str(&handle.render());
     write_issued(&mut out);
     write_fast(&mut out);
     write_connections(&mut out, &state.conns);
-    buffers::write(&mut out, &buffers);
+    buffers::write(&mut out, &buffers, failing);
     let chunks = out.into_chunks().into_iter().map(Ok::<_, Infallible>);
     let body = Body::from_stream(futures_util::stream::iter(chunks));
     ([(CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()

@@ -8,21 +8,54 @@ use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use snowdrift_core::counter::CounterTemplate;
 use snowdrift_proto::http as shape;
-use snowdrift_store::segment::{DEFAULT_STEP, NewTag, TagUpdate};
+use snowdrift_store::segment::{
+    DEFAULT_STEP, NewTag, TagUpdate, parse_utc_offset, show_utc_offset,
+};
 
 use super::path::ApiPath;
 use crate::error::Error;
 use crate::state::AppState;
 
-/// A tag as the API shows it; `max_id` is a string like every ID.
+/// A tag as the API shows it; `max_id` is a string like every ID. A tag with a template
+/// also shows it, its UTC offset and the period `max_id` counts in (once its count has
+/// started in a dated period); a tag without one shows exactly Leaf's fields.
 pub fn tag_json(tag: &snowdrift_store::segment::Tag) -> shape::Tag {
+    let template = tag.template.as_ref();
     shape::Tag {
         tag: tag.tag.clone(),
         max_id: tag.max_id.to_string(),
         step: tag.step,
         description: tag.description.clone(),
+        template: template.map(|t| t.as_str().to_string()),
+        utc_offset: template.map(|t| show_utc_offset(t.utc_offset_seconds())),
+        period: template
+            .filter(|_| tag.period != 0)
+            .map(|_| tag.period.to_string()),
     }
+}
+
+/// The template of a new tag, with its UTC offset: refused with what is wrong.
+fn template_of(
+    template: Option<&str>,
+    utc_offset: Option<&str>,
+) -> Result<Option<CounterTemplate>, Error> {
+    let Some(text) = template else {
+        return match utc_offset {
+            Some(_) => Err(Error::invalid(
+                "utc_offset applies to a tag with a template; give one, or drop utc_offset",
+            )),
+            None => Ok(None),
+        };
+    };
+    let parsed =
+        CounterTemplate::parse(text).map_err(|e| Error::invalid(format!("template: {e}")))?;
+    let offset = utc_offset.map(parse_utc_offset).transpose()?.unwrap_or(0);
+    let parsed = parsed
+        .with_utc_offset(offset)
+        .map_err(|e| Error::invalid(format!("utc_offset: {e}")))?;
+    Ok(Some(parsed))
 }
 
 /// Every tag in the store.
@@ -56,10 +89,13 @@ pub async fn create(
         ))
         .into_response());
     }
+    let template = template_of(body.template.as_deref(), body.utc_offset.as_deref())
+        .map_err(IntoResponse::into_response)?;
     let new = NewTag {
         tag: body.tag,
         step: body.step.unwrap_or(DEFAULT_STEP),
         description: body.description,
+        template,
     };
     let tag = state
         .generators

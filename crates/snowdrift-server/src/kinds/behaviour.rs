@@ -75,6 +75,13 @@ pub trait KindPlan: Sized {
         None
     }
 
+    /// What a person should know before running it, though nothing is wrong enough to
+    /// refuse (a Nano ID size whose collision risk at the expected rate comes within a
+    /// year): `--check-config` prints each, start logs each.
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Reaches what start would connect to, for `--check-config=connect`; `seen` names
     /// what other generators reached already (a registry they share is reached once).
     fn reach(

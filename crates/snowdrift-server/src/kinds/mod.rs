@@ -49,6 +49,12 @@ kinds! {
     typeid: Typeid(TypeidSource, TypeidPlan),
     /// KSUIDs.
     ksuid: Ksuid(KsuidSource, KsuidPlan),
+    /// rs/xid's IDs.
+    xid: Xid(XidSource, XidPlan),
+    /// Nano IDs.
+    nanoid: Nanoid(NanoidSource, NanoidPlan),
+    /// cuid2s.
+    cuid2: Cuid2(Cuid2Source, Cuid2Plan),
 }
 
 impl Source {

@@ -72,6 +72,13 @@ macro_rules! kinds {
                 }
             }
 
+            /// What a person should know before running it (see [`KindPlan::warnings`]).
+            pub fn warnings(&self) -> Vec<String> {
+                match self {
+                    $( SourcePlan::$variant(p) => KindPlan::warnings(p), )*
+                }
+            }
+
             /// Reaches what start would connect to (see [`KindPlan::reach`]).
             pub async fn reach(&self, name: &str, seen: &mut Vec<String>) -> Vec<$crate::kinds::Reached> {
                 match self {

@@ -18,14 +18,15 @@ type Buffer = (String, ChainStatus);
 /// A series of every tag (or of the lowest): its name, help text and value.
 type PerTag = (&'static str, &'static str, fn(&ChainStatus) -> u64);
 
-/// Writes the series of `buffers` (tag and state) to `out`.
-pub fn write(out: &mut Out, buffers: &[Buffer]) {
+/// Writes the series of `buffers` (tag and state) to `out`; `failing` is how many of them
+/// have a failing refill.
+pub fn write(out: &mut Out, buffers: &[Buffer], failing: usize) {
     let total = |f: fn(&ChainStatus) -> u64| {
         buffers
             .iter()
             .fold(0u64, |sum, (_, s)| sum.saturating_add(f(s)))
     };
-    let totals: [(&str, &str, u64); 2] = [
+    let totals: [(&str, &str, u64); 3] = [
         (
             "snowdrift_segment_buffers",
             "Segment tags with a buffer on this node.",
@@ -35,6 +36,11 @@ pub fn write(out: &mut Out, buffers: &[Buffer]) {
             "snowdrift_segment_buffered_ids",
             "IDs held by all segment buffers of this node: left in current segments and ready ahead.",
             total(held),
+        ),
+        (
+            "snowdrift_segment_refills_failing",
+            "Segment tags whose latest refill from the store failed, with none succeeding since (the store unreachable or refusing).",
+            failing as u64,
         ),
     ];
     for (name, help, value) in totals {
@@ -147,7 +153,7 @@ mod tests {
             .collect();
         buffers.push(buffer("dry", 3, 0, 7));
         let mut out = Out::default();
-        write(&mut out, &buffers);
+        write(&mut out, &buffers, 0);
         let out = text::tests::joined(out);
         assert!(out.contains("snowdrift_segment_buffers 51\n"), "{out}");
         let held: u64 = (0..50).map(|i| 150 + i).sum::<u64>() + 3;
@@ -173,16 +179,16 @@ mod tests {
             gauge_lines("snowdrift_segment_ids_ahead").len(),
             LOWEST_TAGS
         );
-        // Two counters per tag, gauges for ten, two totals: nothing else grows with tags.
+        // Two counters per tag, gauges for ten, three totals: nothing else grows with tags.
         let samples = out.lines().filter(|l| !l.starts_with('#')).count();
-        assert_eq!(samples, 2 * 51 + 3 * LOWEST_TAGS + 2);
+        assert_eq!(samples, 2 * 51 + 3 * LOWEST_TAGS + 3);
     }
 
     #[test]
     fn few_tags_all_get_gauges() {
         let buffers = [buffer("a", 1, 0, 0), buffer("b", 2, 0, 0)];
         let mut out = Out::default();
-        write(&mut out, &buffers);
+        write(&mut out, &buffers, 0);
         let out = text::tests::joined(out);
         assert!(out.contains("snowdrift_segment_segments_ahead{tag=\"a\"} 0\n"));
         assert!(out.contains("snowdrift_segment_segments_ahead{tag=\"b\"} 0\n"));

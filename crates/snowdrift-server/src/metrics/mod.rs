@@ -63,6 +63,10 @@ pub fn install_recorder() -> bool {
             );
             describe_snowflake();
             describe_tso();
+            metrics::describe_gauge!(
+                "snowdrift_ticket_server_up",
+                "1 while a ticket server takes calls, 0 while it is down (label server: k for the k-th of servers, from 1, whose IDs are k mod N)."
+            );
             Some(handle)
         })
         .is_some()
@@ -75,6 +79,10 @@ fn describe_snowflake() {
     describe_gauge!(
         "snowdrift_worker_ready",
         "1 while the generator's worker lease lets it issue, else 0."
+    );
+    describe_gauge!(
+        "snowdrift_worker_state",
+        "1 for the state the generator's worker lease is in (starting, waiting_for_mark, issuing, lease_lost, clock_behind, stopped), 0 for the others."
     );
     describe_gauge!("snowdrift_worker_id", "The worker ID the generator holds.");
     describe_counter!(
@@ -138,6 +146,11 @@ fn describe_tso() {
     describe_counter!(
         "snowdrift_tso_terms_total",
         "Terms this node has led the oracle since start."
+    );
+    describe_gauge!(
+        "snowdrift_tso_window_seconds",
+        Unit::Seconds,
+        "The window a leader saves ahead (tso window); a leader saves again when half is left."
     );
     describe_gauge!(
         "snowdrift_tso_window_seconds_left",

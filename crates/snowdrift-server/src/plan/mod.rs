@@ -147,6 +147,21 @@ impl Plan {
         &self.generators
     }
 
+    /// What a person should know before running this config, though nothing in it is
+    /// refused: each names its generator (`generator[0] ("short"): ...`).
+    pub fn warnings(&self) -> Vec<String> {
+        self.generators
+            .iter()
+            .enumerate()
+            .flat_map(|(i, g)| {
+                g.source
+                    .warnings()
+                    .into_iter()
+                    .map(move |w| format!("generator[{i}] ({:?}): {w}", g.name))
+            })
+            .collect()
+    }
+
     /// The names of the generators of `kind`.
     pub fn names_of(&self, kind: Kind) -> impl Iterator<Item = &str> {
         self.generators

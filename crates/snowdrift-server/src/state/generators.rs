@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use snowdrift_core::clock::{OffsetClock, SystemClock};
 use snowdrift_core::obfuscate::Obfuscator;
 use snowdrift_store::segment::{SegmentService, SegmentStore};
 
@@ -37,7 +38,12 @@ impl Generators {
                 SegmentStore::striped(stores)?
             }
         };
-        let segments = Arc::new(SegmentService::new(store, plan.buffer()));
+        // Tags with a template take their periods and dates from the wall clock (shifted
+        // for tests as the snowflake and tso clocks are).
+        let offset = crate::kinds::tso::oracle::test_clock_offset_ms()?;
+        let clock = OffsetClock::new(SystemClock, offset);
+        let segments =
+            Arc::new(SegmentService::new(store, plan.buffer()).with_clock(Arc::new(clock)));
         let keepers = Keepers::new()?;
         let cx = StartContext {
             segments: segments.clone(),

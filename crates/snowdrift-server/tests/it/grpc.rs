@@ -1027,3 +1027,73 @@ async fn calls_over_max_streams_are_unavailable_until_one_ends() {
     }
     drop(second);
 }
+
+/// xid, nanoid and cuid2 over gRPC: text batches with their kind codes, of the configured
+/// shapes; decode gives an xid's time, machine, process ID and counter as HTTP does, checks
+/// a Nano ID or cuid2 (which hold no fields), and refuses one of the wrong shape.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn xid_nanoid_and_cuid2_over_grpc() {
+    use snowdrift_proto::Kind;
+    use snowdrift_proto::grpc::KindCode;
+    let s = start(
+        "[[generator]]\nname = \"x\"\nkind = \"xid\"\nmachine_id = 65793\n\
+         [[generator]]\nname = \"n\"\nkind = \"nanoid\"\nalphabet = \"0123456789\"\nsize = 30\n\
+         [[generator]]\nname = \"c\"\nkind = \"cuid2\"\nlength = 12\n",
+    )
+    .await;
+    for (name, kind, len) in [
+        ("x", Kind::Xid, 20),
+        ("n", Kind::Nanoid, 30),
+        ("c", Kind::Cuid2, 12),
+    ] {
+        let batch = s.next(name, Some(2_000)).await.unwrap();
+        assert_eq!(batch.kind_code(), KindCode::from(kind));
+        assert!(batch.runs.is_empty(), "{name} IDs travel as text");
+        assert_eq!(batch.text.len(), 2_000);
+        assert!(batch.text.iter().all(|t| t.len() == len), "{name}");
+        let distinct: HashSet<_> = batch.text.iter().collect();
+        assert_eq!(distinct.len(), 2_000, "{name}");
+    }
+    let request = |name: &str, id: String| DecodeRequest {
+        name: name.into(),
+        id,
+        format: None,
+    };
+    let mut client = s.ids();
+    let xid = s.next("x", None).await.unwrap().text.remove(0);
+    let d = client
+        .decode(request("x", xid.clone()))
+        .await
+        .unwrap()
+        .into_inner();
+    let (status, v) = s
+        .http_json("GET", &format!("/v1/ids/x/decode/{xid}"), None)
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        (d.kind.as_str(), d.machine.as_deref()),
+        ("xid", Some("010101"))
+    );
+    assert_eq!(d.pid.map(u64::from), v["pid"].as_u64());
+    assert_eq!(d.counter.map(u64::from), v["counter"].as_u64());
+    assert_eq!(d.time_ms, v["time_ms"].as_u64());
+    let nano = s.next("n", None).await.unwrap().text.remove(0);
+    let d = client
+        .decode(request("n", nano.clone()))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((d.id, d.time_ms, d.counter), (nano, None, None));
+    for (name, id, why) in [
+        (
+            "n",
+            "0123456789".repeat(3).replace('9', "a"),
+            "not in the alphabet",
+        ),
+        ("c", "a".repeat(13), "it has 13 characters"),
+        ("x", "9M4E2MR0UI3E8A215N4G".into(), "'M' at byte 1"),
+    ] {
+        let e = client.decode(request(name, id)).await.unwrap_err();
+        assert!(e.message().contains(why), "{name}: {e:?}");
+    }
+}

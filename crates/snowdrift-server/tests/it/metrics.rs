@@ -277,3 +277,137 @@ pub fn promtool_check(text: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Scrapes until `ok` holds for the scrape, or panics after 60 s naming `what`.
+async fn scrape_until(s: &TestServer, what: &str, ok: impl Fn(&str) -> bool) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let text = scrape(s).await;
+        if ok(&text) {
+            return text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} never showed in\n{text}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// What the alert rules watch for a store outage and a ticket server down
+/// (`deploy/prometheus/alerts.yml`): with the segment store and one of two ticket servers cut
+/// off, `snowdrift_segment_refills_failing` counts the tag whose refills fail and
+/// `snowdrift_ticket_server_up` shows that server (by its class, no host) down and the other
+/// up; once both are back, the metrics say so. `/metrics` still passes promtool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_outage_and_a_ticket_server_down_show_in_metrics() {
+    use snowdrift_testkit::{FaultProxy, urls};
+    let (store_proxy, store_url) = FaultProxy::start_for_url(&urls::postgres()).await.unwrap();
+    let (ticket_proxy, ticket_url) = FaultProxy::start_for_url(&urls::postgres()).await.unwrap();
+    let table = snowdrift_testkit::unique_name("mon_store");
+    let tickets = snowdrift_testkit::unique_name("mon_tickets");
+    let s = crate::support::start(
+        "snowdrift-metrics-outage",
+        &format!(
+            "[store]\nurl = \"{store_url}\"\ntable = \"{table}\"\nwait = \"200ms\"\npreload = []\n\n\
+             [[generator]]\nname = \"tickets\"\nkind = \"ticket\"\ntable = \"{tickets}\"\n\
+             servers = [\"{ticket_url}\", \"{}\"]\n",
+            urls::mysql()
+        ),
+    )
+    .await;
+    s.post("/v1/tags", r#"{"tag": "outage", "step": 10}"#, 201)
+        .await;
+    s.json("/v1/ids/outage?count=3", 200).await;
+    s.json("/v1/ids/tickets?count=4", 200).await;
+    let up = |server: u32| {
+        format!(r#"snowdrift_ticket_server_up{{generator="tickets",server="{server}"}}"#)
+    };
+    let text = scrape(&s).await;
+    assert_eq!(
+        sample(&text, "snowdrift_segment_refills_failing"),
+        Some(0.0),
+        "{text}"
+    );
+    assert_eq!(sample(&text, &up(1)), Some(1.0), "{text}");
+    assert_eq!(sample(&text, &up(2)), Some(1.0), "{text}");
+    assert!(!text.contains("127.0.0.1"), "no host in /metrics: {text}");
+
+    store_proxy.cut();
+    ticket_proxy.cut();
+    // Requests go on: the tag until its buffer is empty, the tickets from the other server.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let r = s
+            .client
+            .get(format!("{}/v1/ids/outage?count=5", s.base))
+            .send()
+            .await
+            .unwrap();
+        if r.status().as_u16() == 503 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the buffer never ran out"
+        );
+    }
+    for _ in 0..4 {
+        s.json("/v1/ids/tickets", 200).await;
+    }
+    let text = scrape_until(&s, "the outage", |t| {
+        sample(t, "snowdrift_segment_refills_failing") == Some(1.0)
+            && sample(t, &up(1)) == Some(0.0)
+    })
+    .await;
+    assert_eq!(
+        sample(&text, &up(2)),
+        Some(1.0),
+        "the other server is up: {text}"
+    );
+    promtool_check(&text);
+
+    store_proxy.heal();
+    ticket_proxy.heal();
+    scrape_until(&s, "the recovery", |t| {
+        sample(t, "snowdrift_segment_refills_failing") == Some(0.0)
+            && sample(t, &up(1)) == Some(1.0)
+    })
+    .await;
+}
+
+/// The tso gauges the alert on a nearly used window compares: the window a leader saves
+/// ahead (3 s by default) and what is left of it, which stays within it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tso_leader_shows_its_window_and_what_is_left() {
+    let name = snowdrift_testkit::unique_name("montso");
+    let node = crate::tso::node(&name, &snowdrift_testkit::urls::etcd(), "10s").await;
+    let http = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let leader = format!(r#"snowdrift_tso_leader{{generator="{name}"}}"#);
+    let text = loop {
+        let _ = http
+            .get(format!("{}/v1/ids/{name}", node.base))
+            .send()
+            .await;
+        let text = http
+            .get(format!("{}/metrics", node.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if sample(&text, &leader) == Some(1.0) {
+            break text;
+        }
+        assert!(std::time::Instant::now() < deadline, "never led: {text}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let window = format!(r#"snowdrift_tso_window_seconds{{generator="{name}"}}"#);
+    let left = format!(r#"snowdrift_tso_window_seconds_left{{generator="{name}"}}"#);
+    assert_eq!(sample(&text, &window), Some(3.0), "{text}");
+    let left = sample(&text, &left).unwrap_or_else(|| panic!("{left} in {text}"));
+    assert!(left > 0.0 && left <= 3.0, "{left}");
+    promtool_check(&text);
+}

@@ -921,3 +921,25 @@ async fn real_redis_clients_take_ids() {
     );
     server.stop().await;
 }
+
+/// xid, nanoid and cuid2 over RESP: `INCR` answers one as text; `INCRBY` is refused (their
+/// batches are not one run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn xid_nanoid_and_cuid2_are_text() {
+    let server = start(
+        "[[generator]]\nname = \"x\"\nkind = \"xid\"\n\
+         [[generator]]\nname = \"n\"\nkind = \"nanoid\"\n\
+         [[generator]]\nname = \"c\"\nkind = \"cuid2\"\n",
+    )
+    .await;
+    let mut con = server.connect().await;
+    for (name, len) in [("x", 20), ("n", 21), ("c", 24)] {
+        let a: String = query(&mut con, &["INCR", name]).await.unwrap();
+        let b: String = query(&mut con, &["INCR", name]).await.unwrap();
+        assert_eq!((a.len(), b.len()), (len, len), "{a} {b}");
+        assert_ne!(a, b);
+        let (code, text) = refused(&mut con, &["INCRBY", name, "3"]).await;
+        assert_eq!(code, "WRONGTYPE", "{name}: {text}");
+    }
+    server.stop().await;
+}

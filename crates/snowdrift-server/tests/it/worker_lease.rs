@@ -46,6 +46,23 @@ async fn ids(base: &str, n: u64) -> Vec<u64> {
     crate::support::ids_of(&v)
 }
 
+/// `snowdrift_worker_state{generator="snowflake",state=...}` from `/metrics`, by state.
+async fn state_gauges(base: &str) -> std::collections::BTreeMap<String, f64> {
+    let text = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let prefix = r#"snowdrift_worker_state{generator="snowflake",state=""#;
+    text.lines()
+        .filter_map(|line| {
+            let (state, value) = line.strip_prefix(prefix)?.split_once("\"} ")?;
+            Some((state.to_string(), value.parse().ok()?))
+        })
+        .collect()
+}
+
 /// Waits until `/readyz` says 200 (a restarted snowflake generator waits for its mark).
 async fn ready(base: &str) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -123,8 +140,20 @@ async fn a_restart_serves_tags_at_once_and_snowflakes_after_the_mark() {
         .find(|g| g["name"] == "restart")
         .unwrap_or_else(|| panic!("/readyz names the tag served under its own name: {v}"));
     assert_eq!(tag["ready"], true, "{v}");
+    // What the alert on a worker not issuing reads: the state by name, every one present.
+    let states = state_gauges(&base).await;
+    assert_eq!(states.get("waiting_for_mark"), Some(&1.0), "{states:?}");
+    assert_eq!(states.get("issuing"), Some(&0.0), "{states:?}");
+    assert_eq!(states.len(), 6, "{states:?}");
 
     ready(&base).await;
+    let states = state_gauges(&base).await;
+    assert_eq!(states.get("issuing"), Some(&1.0), "{states:?}");
+    assert_eq!(
+        states.values().sum::<f64>(),
+        1.0,
+        "one state at a time: {states:?}"
+    );
     let after = ids(&base, 1000).await;
     assert!(
         after[0] > *before.last().unwrap(),

@@ -2,6 +2,7 @@
 //! Redis and ZooKeeper, and the buffer that serves them from memory.
 
 mod buffer;
+mod dated;
 #[cfg(feature = "redis")]
 mod redis;
 mod service;
@@ -13,12 +14,16 @@ mod tag;
 mod zookeeper;
 
 pub use buffer::{BufferConfig, SegmentBuffer, SegmentHandle};
+pub use dated::DatedBuffer;
 #[cfg(feature = "redis")]
 pub use redis::RedisSegmentStore;
-pub use service::SegmentService;
+pub use service::{SegmentService, TagIds};
 pub use sql::SqlSegmentStore;
 pub use store::SegmentStore;
 pub use striped::StripedStore;
-pub use tag::{Claim, DEFAULT_STEP, MAX_STEP, NewTag, Tag, TagUpdate, validate_step, validate_tag};
+pub use tag::{
+    Claim, DEFAULT_STEP, DatedClaim, MAX_STEP, NewTag, Tag, TagUpdate, parse_utc_offset,
+    show_utc_offset, validate_step, validate_tag, validate_tag_template,
+};
 #[cfg(feature = "zookeeper")]
 pub use zookeeper::ZkSegmentStore;

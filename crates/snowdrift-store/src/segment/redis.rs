@@ -105,6 +105,8 @@ impl RedisSegmentStore {
             max_id: 1,
             step: new.step,
             description: new.description.clone(),
+            template: None,
+            period: 0,
         })
     }
 
@@ -216,6 +218,8 @@ fn tag_of(tag: String, (max_id, step, description): Fields) -> Result<Tag> {
         step: parse(step, "step")?,
         description,
         tag,
+        template: None,
+        period: 0,
     })
 }
 

@@ -4,15 +4,49 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use snowdrift_core::clock::{Clock, SystemClock};
+use snowdrift_core::counter::CounterTemplate;
 use snowdrift_core::segment::{ChainStatus, IdRange};
 use tokio::sync::OnceCell;
 
 use super::tag::{NewTag, Tag, TagUpdate, validate_tag};
-use super::{BufferConfig, SegmentBuffer, SegmentStore};
+use super::{BufferConfig, DatedBuffer, SegmentBuffer, SegmentStore};
 use crate::error::{Error, Result};
 
 /// One tag's buffer, or the start of it that concurrent first callers share.
-type Slot = Arc<OnceCell<Arc<SegmentBuffer>>>;
+type Slot = Arc<OnceCell<TagBuffer>>;
+
+/// A started tag: Leaf's numbers, or a template's rendered numbers.
+#[derive(Debug, Clone)]
+enum TagBuffer {
+    Plain(Arc<SegmentBuffer>),
+    Dated(Arc<DatedBuffer>),
+}
+
+impl TagBuffer {
+    fn status(&self) -> ChainStatus {
+        match self {
+            TagBuffer::Plain(b) => b.status(),
+            TagBuffer::Dated(b) => b.servable(),
+        }
+    }
+
+    fn refill_error(&self) -> Option<String> {
+        match self {
+            TagBuffer::Plain(b) => b.refill_error(),
+            TagBuffer::Dated(b) => b.refill_error(),
+        }
+    }
+}
+
+/// The IDs of one request for a tag, from [`SegmentService::issue`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TagIds {
+    /// A tag without a template: Leaf's numbers, from one segment.
+    Numbers(IdRange),
+    /// A tag with a template: its numbers of the current period, rendered as text.
+    Rendered(Vec<String>),
+}
 
 /// How long a name the store said it does not have is answered "not found" without asking
 /// again: requests for a name nobody created cost the database nothing for this long,
@@ -43,13 +77,25 @@ const MOST_MISSING: usize = 4096;
 /// let ids = segments.next("order", 100).await?;
 /// # Ok(()) }
 /// ```
-#[derive(Debug)]
 pub struct SegmentService {
     store: SegmentStore,
     config: BufferConfig,
     buffers: RwLock<HashMap<String, Slot>>,
     /// Names the store did not have, and when it said so.
     missing: Mutex<HashMap<String, Instant>>,
+    /// The time tags with a template take their periods and dates from.
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for SegmentService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SegmentService")
+            .field("store", &self.store)
+            .field("config", &self.config)
+            .field("buffers", &self.buffers)
+            .field("missing", &self.missing)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SegmentService {
@@ -60,25 +106,80 @@ impl SegmentService {
             config,
             buffers: RwLock::default(),
             missing: Mutex::default(),
+            clock: Arc::new(SystemClock),
         }
+    }
+
+    /// The same service with tags with a template reading `clock` for their periods and
+    /// dates (the system clock unless set).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Starts the buffers of `tags` now: each has its first segment claimed when this
     /// returns. Fails on the first tag that does not exist or cannot be claimed.
     pub async fn preload(&self, tags: &[&str]) -> Result<()> {
         for tag in tags {
-            self.buffer(tag).await?;
+            self.started(tag).await?;
         }
         Ok(())
     }
 
-    /// Up to `n` IDs (at least one) of `tag`, from one segment.
+    /// Up to `n` IDs (at least one) of `tag`, from one segment. A tag with a template is
+    /// refused ([`Error::TagTemplated`]): its numbers are text, from [`issue`](Self::issue).
     pub async fn next(&self, tag: &str, n: u64) -> Result<IdRange> {
         self.buffer(tag).await?.next(n).await
     }
 
-    /// The buffer serving `tag`, started if this is the tag's first use.
+    /// Up to `n` IDs (at least one) of `tag`, from one segment: numbers, or for a tag with a
+    /// template its numbers of the current period rendered as text.
+    pub async fn issue(&self, tag: &str, n: u64) -> Result<TagIds> {
+        match self.started(tag).await? {
+            TagBuffer::Plain(b) => b.next(n).await.map(TagIds::Numbers),
+            TagBuffer::Dated(b) => b.next_rendered(n).await.map(TagIds::Rendered),
+        }
+    }
+
+    /// The buffer serving `tag`, started if this is the tag's first use. A tag with a
+    /// template is served by a [`DatedBuffer`] ([`dated`](Self::dated)) and refused here.
     pub async fn buffer(&self, tag: &str) -> Result<Arc<SegmentBuffer>> {
+        match self.started(tag).await? {
+            TagBuffer::Plain(b) => Ok(b),
+            TagBuffer::Dated(b) => Err(Error::TagTemplated {
+                tag: tag.to_string(),
+                template: Box::new(b.template().clone()),
+            }),
+        }
+    }
+
+    /// The buffer serving `tag`, a tag with a template, started if this is its first use.
+    pub async fn dated(&self, tag: &str) -> Result<Arc<DatedBuffer>> {
+        match self.started(tag).await? {
+            TagBuffer::Dated(b) => Ok(b),
+            TagBuffer::Plain(_) => Err(Error::InvalidInput(format!(
+                "tag {tag:?} has no template: its IDs are numbers"
+            ))),
+        }
+    }
+
+    /// Whether `tag` has a template, once it is being served on this node (`None` before
+    /// its first use): its IDs are then text.
+    pub fn is_dated(&self, tag: &str) -> Option<bool> {
+        self.template_of(tag).map(|t| t.is_some())
+    }
+
+    /// The template of `tag` (`Some(None)` for a tag without one), once it is being served
+    /// on this node.
+    pub fn template_of(&self, tag: &str) -> Option<Option<CounterTemplate>> {
+        let buffers = self.buffers.read().unwrap_or_else(|e| e.into_inner());
+        Some(match buffers.get(tag)?.get()? {
+            TagBuffer::Plain(_) => None,
+            TagBuffer::Dated(b) => Some(b.template().clone()),
+        })
+    }
+
+    async fn started(&self, tag: &str) -> Result<TagBuffer> {
         let slot = self.slot(tag)?;
         let started = slot
             .get_or_try_init(|| async {
@@ -86,11 +187,25 @@ impl SegmentService {
                 if self.recently_missing(tag) {
                     return Err(Error::TagNotFound(tag.to_string()));
                 }
-                let started = SegmentBuffer::start(self.store.clone(), tag, self.config).await;
+                let started = match SegmentBuffer::start(self.store.clone(), tag, self.config).await
+                {
+                    Ok(plain) => Ok(TagBuffer::Plain(Arc::new(plain))),
+                    // The claim was rolled back: the tag counts per period.
+                    Err(Error::TagTemplated { template, .. }) => DatedBuffer::start(
+                        self.store.clone(),
+                        tag,
+                        *template,
+                        self.config,
+                        self.clock.clone(),
+                    )
+                    .await
+                    .map(|dated| TagBuffer::Dated(Arc::new(dated))),
+                    Err(e) => Err(e),
+                };
                 if let Err(Error::TagNotFound(_)) = &started {
                     self.remember_missing(tag);
                 }
-                started.map(Arc::new)
+                started
             })
             .await;
         match started {
@@ -145,7 +260,7 @@ impl SegmentService {
     /// one tag's state without copying every tag's name, as [`status`](Self::status) does.
     pub fn status_of(&self, tag: &str) -> Option<ChainStatus> {
         let buffers = self.buffers.read().unwrap_or_else(|e| e.into_inner());
-        buffers.get(tag)?.get().map(|b| b.status())
+        buffers.get(tag)?.get().map(TagBuffer::status)
     }
 
     /// Why `tag`'s latest refill failed, while none has succeeded since; `None` when it is
@@ -153,6 +268,16 @@ impl SegmentService {
     pub fn refill_error(&self, tag: &str) -> Option<String> {
         let buffers = self.buffers.read().unwrap_or_else(|e| e.into_inner());
         buffers.get(tag)?.get()?.refill_error()
+    }
+
+    /// How many tags served now have a failing refill (the latest failed, none succeeded
+    /// since): the store unreachable or refusing, seen before their buffers run dry.
+    pub fn refills_failing(&self) -> usize {
+        let buffers = self.buffers.read().unwrap_or_else(|e| e.into_inner());
+        buffers
+            .values()
+            .filter(|slot| slot.get().is_some_and(|b| b.refill_error().is_some()))
+            .count()
     }
 
     /// The tags being served now and what each buffer holds, by name.

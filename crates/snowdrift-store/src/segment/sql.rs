@@ -1,10 +1,13 @@
 //! Leaf's `leaf_alloc` table on SQLite, PostgreSQL and MySQL/MariaDB.
 
+use snowdrift_core::counter::CounterTemplate;
 use snowdrift_core::segment::IdRange;
 use sqlx::any::AnyRow;
 use sqlx::{AnyPool, AssertSqlSafe, Row};
 
-use super::tag::{Claim, NewTag, Tag, TagUpdate, validate_claim, validate_table, validate_tag};
+use super::tag::{
+    Claim, DatedClaim, NewTag, Tag, TagUpdate, validate_claim, validate_table, validate_tag,
+};
 use crate::error::{Error, Result};
 use crate::sql_connection::Dialect;
 
@@ -16,12 +19,30 @@ use crate::sql_connection::Dialect;
 /// `UPDATE ... SET max_id = max_id + step WHERE biz_tag = ? AND max_id <= i64::MAX - step`,
 /// then a read of the new `max_id`; the row stays locked between the two, so processes
 /// racing on one tag never get overlapping ranges.
+///
+/// Three more columns serve tags with a template ([`claim_dated`](Self::claim_dated)):
+/// `id_template varchar(256)` (NULL for Leaf's tags), `utc_offset int` (seconds east of
+/// UTC its dates are in) and `period_key bigint` (the period `max_id` counts in, e.g.
+/// `20261122`). A table made by Leaf or an earlier snowdrift gets them on
+/// [`connect`](Self::connect) (`ALTER TABLE ... ADD COLUMN`, with defaults that leave its
+/// rows as they were); if that is not allowed, Leaf's tags are served as before and only
+/// tags with a template are refused, naming the statement to run.
 #[derive(Debug, Clone)]
 pub struct SqlSegmentStore {
     pool: AnyPool,
     dialect: Dialect,
     table: String,
+    /// Whether the table has the template columns, or why not.
+    dated: std::result::Result<(), String>,
 }
+
+/// The columns tags with a template need, as `ALTER TABLE ... ADD COLUMN` adds them: every
+/// old row reads as a tag without a template.
+const DATED_COLUMNS: [(&str, &str); 3] = [
+    ("id_template", "VARCHAR(256) DEFAULT NULL"),
+    ("utc_offset", "INT NOT NULL DEFAULT 0"),
+    ("period_key", "BIGINT NOT NULL DEFAULT 0"),
+];
 
 impl SqlSegmentStore {
     /// Connects to `url` (`sqlite://file.db`, `postgres://...`, `mysql://...`) and creates
@@ -29,12 +50,20 @@ impl SqlSegmentStore {
     pub async fn connect(url: &str, table: &str) -> Result<Self> {
         validate_table(table)?;
         let (pool, dialect) = crate::sql_connection::connect(url).await?;
-        let store = Self {
+        let mut store = Self {
             pool,
             dialect,
             table: table.to_string(),
+            dated: Ok(()),
         };
         store.migrate().await?;
+        store.dated = store.add_dated_columns().await;
+        if let Err(why) = &store.dated {
+            tracing::warn!(
+                table,
+                "segment tags with a template are refused on this table: {why}"
+            );
+        }
         Ok(store)
     }
 
@@ -43,7 +72,7 @@ impl SqlSegmentStore {
     fn sql(&self, template: &str) -> AssertSqlSafe<String> {
         let mut s = template.replace("{t}", &self.table);
         if self.dialect != Dialect::Postgres {
-            for n in (1..=4).rev() {
+            for n in (1..=9).rev() {
                 s = s.replace(&format!("${n}"), "?");
             }
         }
@@ -58,30 +87,109 @@ impl SqlSegmentStore {
              max_id BIGINT NOT NULL DEFAULT 1, \
              step INT NOT NULL, \
              description VARCHAR(256) DEFAULT NULL, \
-             update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP){engine}"
+             update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, \
+             id_template VARCHAR(256) DEFAULT NULL, \
+             utc_offset INT NOT NULL DEFAULT 0, \
+             period_key BIGINT NOT NULL DEFAULT 0){engine}"
         );
         crate::sql_connection::create_table(&self.pool, self.sql(&ddl)).await
     }
 
-    /// Creates a tag whose first segment starts at 1 (as Leaf's do).
+    /// Adds the template columns a table made before them lacks. Several nodes may start at
+    /// once: a node whose `ALTER` fails looks again, and the column another node added is
+    /// enough. Any other failure (no right to alter the table) leaves the table as it is and
+    /// says why, for the refusal of tags with a template.
+    async fn add_dated_columns(&self) -> std::result::Result<(), String> {
+        for (column, ty) in DATED_COLUMNS {
+            if self.has_column(column).await {
+                continue;
+            }
+            let alter = self.sql(&format!("ALTER TABLE {{t}} ADD COLUMN {column} {ty}"));
+            let shown = alter.0.clone();
+            if let Err(e) = sqlx::query(alter).execute(&self.pool).await
+                && !self.has_column(column).await
+            {
+                return Err(format!(
+                    "the table has no {column} column and adding it failed ({e}); run `{shown}` \
+                     (and the same for {}) as a user allowed to",
+                    DATED_COLUMNS
+                        .iter()
+                        .map(|(c, _)| *c)
+                        .filter(|c| *c != column)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    async fn has_column(&self, column: &str) -> bool {
+        let probe = self.sql(&format!("SELECT {column} FROM {{t}} WHERE 1 = 0"));
+        sqlx::query(probe).fetch_optional(&self.pool).await.is_ok()
+    }
+
+    /// The columns a tag is read from: Leaf's, and the template's when the table has them.
+    fn tag_columns(&self) -> &'static str {
+        if self.dated.is_ok() {
+            "biz_tag, max_id, step, description, id_template, utc_offset, period_key"
+        } else {
+            "biz_tag, max_id, step, description"
+        }
+    }
+
+    /// Refuses a template when the table could not get its columns.
+    fn templates_allowed(&self) -> Result<()> {
+        self.dated.clone().map_err(|why| {
+            Error::InvalidInput(format!(
+                "segment tags with a template need three more columns in table {:?}: {why}",
+                self.table
+            ))
+        })
+    }
+
+    /// Creates a tag whose first segment starts at 1 (as Leaf's do). A tag with a template
+    /// counts from 1 in every period; its row starts in period 0, before any.
     pub async fn create_tag(&self, new: &NewTag) -> Result<Tag> {
         new.validate()?;
-        let insert = self.sql(
-            "INSERT INTO {t} (biz_tag, max_id, step, description, update_time) \
-             VALUES ($1, 1, $2, $3, CURRENT_TIMESTAMP)",
-        );
-        let result = sqlx::query(insert)
-            .bind(&new.tag)
-            .bind(new.step)
-            .bind(new.description.clone())
-            .execute(&self.pool)
-            .await;
+        let result = match &new.template {
+            None => {
+                let insert = self.sql(
+                    "INSERT INTO {t} (biz_tag, max_id, step, description, update_time) \
+                     VALUES ($1, 1, $2, $3, CURRENT_TIMESTAMP)",
+                );
+                sqlx::query(insert)
+                    .bind(&new.tag)
+                    .bind(new.step)
+                    .bind(new.description.clone())
+                    .execute(&self.pool)
+                    .await
+            }
+            Some(template) => {
+                self.templates_allowed()?;
+                let insert = self.sql(
+                    "INSERT INTO {t} (biz_tag, max_id, step, description, update_time, \
+                     id_template, utc_offset, period_key) \
+                     VALUES ($1, 1, $2, $3, CURRENT_TIMESTAMP, $4, $5, 0)",
+                );
+                sqlx::query(insert)
+                    .bind(&new.tag)
+                    .bind(new.step)
+                    .bind(new.description.clone())
+                    .bind(template.as_str().to_string())
+                    .bind(template.utc_offset_seconds())
+                    .execute(&self.pool)
+                    .await
+            }
+        };
         match result {
             Ok(_) => Ok(Tag {
                 tag: new.tag.clone(),
                 max_id: 1,
                 step: new.step,
                 description: new.description.clone(),
+                template: new.template.clone(),
+                period: 0,
             }),
             Err(e)
                 if e.as_database_error()
@@ -95,8 +203,10 @@ impl SqlSegmentStore {
 
     /// All tags, by name.
     pub async fn list_tags(&self) -> Result<Vec<Tag>> {
-        let select =
-            self.sql("SELECT biz_tag, max_id, step, description FROM {t} ORDER BY biz_tag");
+        let select = self.sql(&format!(
+            "SELECT {} FROM {{t}} ORDER BY biz_tag",
+            self.tag_columns()
+        ));
         let rows = sqlx::query(select).fetch_all(&self.pool).await?;
         rows.iter().map(tag_of).collect()
     }
@@ -104,8 +214,10 @@ impl SqlSegmentStore {
     /// One tag.
     pub async fn get_tag(&self, tag: &str) -> Result<Tag> {
         validate_tag(tag)?;
-        let select =
-            self.sql("SELECT biz_tag, max_id, step, description FROM {t} WHERE biz_tag = $1");
+        let select = self.sql(&format!(
+            "SELECT {} FROM {{t}} WHERE biz_tag = $1",
+            self.tag_columns()
+        ));
         let row = sqlx::query(select)
             .bind(tag)
             .fetch_optional(&self.pool)
@@ -172,8 +284,10 @@ impl SqlSegmentStore {
                     .await?
             }
         };
-        let select =
-            self.sql("SELECT biz_tag, max_id, step, description FROM {t} WHERE biz_tag = $1");
+        let select = self.sql(&format!(
+            "SELECT {} FROM {{t}} WHERE biz_tag = $1",
+            self.tag_columns()
+        ));
         let row = sqlx::query(select)
             .bind(tag)
             .fetch_optional(&mut *tx)
@@ -182,6 +296,13 @@ impl SqlSegmentStore {
             return Err(Error::TagNotFound(tag.to_string()));
         };
         let stored = tag_of(&row)?;
+        if let Some(template) = stored.template {
+            // Dropping the transaction rolls the claim back: this tag counts per period.
+            return Err(Error::TagTemplated {
+                tag: tag.to_string(),
+                template: Box::new(template),
+            });
+        }
         let used = step.unwrap_or(stored.step);
         if updated.rows_affected() == 0 {
             return Err(Error::Overflow {
@@ -205,6 +326,127 @@ impl SqlSegmentStore {
         })
     }
 
+    /// Claims the next segment of `tag`, a tag with a template, for period `period` (the
+    /// key of [`snowdrift_core::counter::CounterTemplate::period_span`] at the caller's
+    /// clock): `step` numbers, or the tag's stored step when `None`.
+    ///
+    /// One statement moves the row and claims, in the transaction that reads the result:
+    /// in the row's period, `max_id` goes up by the step; for a later period, the row moves
+    /// to it and `max_id` starts again at `1 + step`, so the period's numbers start at 1;
+    /// for an earlier period nothing changes and the claim fails with
+    /// [`Error::PeriodAhead`] (another node's clock moved the tag on: a node whose clock is
+    /// behind never claims in a period that is over). A segment reaching past the largest
+    /// number the template's `{seq}` shows is cut there; a claim with none left fails with
+    /// [`Error::PeriodFull`] and changes nothing.
+    pub async fn claim_dated(
+        &self,
+        tag: &str,
+        step: Option<i64>,
+        period: i64,
+    ) -> Result<DatedClaim> {
+        validate_claim(tag, step)?;
+        self.templates_allowed()?;
+        let mut tx = self.pool.begin().await?;
+        // MySQL assigns left to right, each seeing the ones before: max_id is set first, so
+        // it reads the row's old period_key on every dialect.
+        let updated = match step {
+            None => {
+                let update = self.sql(
+                    "UPDATE {t} SET \
+                     max_id = CASE WHEN period_key = $1 THEN max_id + step ELSE 1 + step END, \
+                     period_key = $2, update_time = CURRENT_TIMESTAMP \
+                     WHERE biz_tag = $3 AND id_template IS NOT NULL AND period_key <= $4 \
+                     AND (period_key < $5 OR max_id <= 9223372036854775807 - step)",
+                );
+                sqlx::query(update)
+                    .bind(period)
+                    .bind(period)
+                    .bind(tag)
+                    .bind(period)
+                    .bind(period)
+                    .execute(&mut *tx)
+                    .await?
+            }
+            Some(step) => {
+                let update = self.sql(
+                    "UPDATE {t} SET \
+                     max_id = CASE WHEN period_key = $1 THEN max_id + $2 ELSE 1 + $3 END, \
+                     period_key = $4, update_time = CURRENT_TIMESTAMP \
+                     WHERE biz_tag = $5 AND id_template IS NOT NULL AND period_key <= $6 \
+                     AND (period_key < $7 OR max_id <= 9223372036854775807 - $8)",
+                );
+                sqlx::query(update)
+                    .bind(period)
+                    .bind(step)
+                    .bind(step)
+                    .bind(period)
+                    .bind(tag)
+                    .bind(period)
+                    .bind(period)
+                    .bind(step)
+                    .execute(&mut *tx)
+                    .await?
+            }
+        };
+        let select = self.sql(&format!(
+            "SELECT {} FROM {{t}} WHERE biz_tag = $1",
+            self.tag_columns()
+        ));
+        let row = sqlx::query(select)
+            .bind(tag)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(row) = row else {
+            return Err(Error::TagNotFound(tag.to_string()));
+        };
+        let stored = tag_of(&row)?;
+        let Some(template) = &stored.template else {
+            return Err(Error::InvalidInput(format!(
+                "tag {tag:?} has no template: its IDs are numbers, claimed without a period"
+            )));
+        };
+        let used = step.unwrap_or(stored.step);
+        if updated.rows_affected() == 0 {
+            if stored.period > period {
+                return Err(Error::PeriodAhead {
+                    tag: tag.to_string(),
+                    period,
+                    stored: stored.period,
+                });
+            }
+            return Err(Error::Overflow {
+                tag: tag.to_string(),
+                max_id: stored.max_id,
+                step: used,
+            });
+        }
+        let end = stored.max_id;
+        let Some(start) = end.checked_sub(used).filter(|s| *s >= 1) else {
+            return Err(Error::InvalidInput(format!(
+                "tag {tag:?} has max_id {end}, below its step {used} + 1: the table was edited by hand; fix max_id"
+            )));
+        };
+        let max = template.max_seq();
+        if start as u64 > max {
+            // Rolled back: a full period stays as it is.
+            return Err(Error::PeriodFull {
+                tag: tag.to_string(),
+                period,
+                max,
+            });
+        }
+        let end = (end as u64).min(max + 1);
+        tx.commit().await?;
+        Ok(DatedClaim {
+            claim: Claim {
+                ids: IdRange::new(start as u64, end),
+                step: used,
+                stored_step: stored.step,
+            },
+            period,
+        })
+    }
+
     /// `sqlite`, `postgres` or `mysql`.
     pub fn backend(&self) -> &'static str {
         match self.dialect {
@@ -220,11 +462,39 @@ impl SqlSegmentStore {
     }
 }
 
+/// A tag from a row of [`SqlSegmentStore::tag_columns`]: a row without the template
+/// columns, or with a NULL template, is a tag without one.
 fn tag_of(row: &AnyRow) -> Result<Tag> {
+    let tag: String = row.try_get("biz_tag")?;
+    let text: Option<String> = match row.try_column("id_template") {
+        Ok(_) => row.try_get("id_template")?,
+        Err(_) => None,
+    };
+    let (template, period) = match text {
+        None => (None, 0),
+        Some(text) => {
+            // Read as Leaf's `step` is: every dialect's INT decodes as an i64.
+            let offset: i64 = row.try_get("utc_offset")?;
+            let template = CounterTemplate::parse(&text)
+                .and_then(|t| {
+                    let seconds = i32::try_from(offset).unwrap_or(i32::MAX);
+                    t.with_utc_offset(seconds)
+                })
+                .map_err(|e| {
+                    Error::InvalidInput(format!(
+                        "tag {tag:?} has template {text:?} (utc_offset {offset}), which the \
+                         table holds but snowdrift cannot read: {e}; it was edited by hand"
+                    ))
+                })?;
+            (Some(template), row.try_get("period_key")?)
+        }
+    };
     Ok(Tag {
-        tag: row.try_get("biz_tag")?,
+        tag,
         max_id: row.try_get("max_id")?,
         step: row.try_get("step")?,
         description: row.try_get("description")?,
+        template,
+        period,
     })
 }

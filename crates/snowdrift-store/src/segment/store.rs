@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 #[cfg(feature = "zookeeper")]
 use super::ZkSegmentStore;
-use super::tag::{Claim, NewTag, Tag, TagUpdate};
+use super::tag::{Claim, DatedClaim, NewTag, Tag, TagUpdate};
 use super::{SqlSegmentStore, StripedStore};
 use crate::error::{Error, Result};
 
@@ -20,7 +20,9 @@ use crate::error::{Error, Result};
 /// # async fn demo() -> snowdrift_store::Result<()> {
 /// use snowdrift_store::segment::{NewTag, SegmentStore};
 /// let store = SegmentStore::connect("sqlite://snowdrift.db", "leaf_alloc").await?;
-/// store.create_tag(&NewTag { tag: "order".into(), step: 1000, description: None }).await?;
+/// store
+///     .create_tag(&NewTag { tag: "order".into(), step: 1000, description: None, template: None })
+///     .await?;
 /// let claim = store.claim("order", None).await?;
 /// assert_eq!(claim.ids.len(), 1000);
 /// # Ok(()) }
@@ -166,8 +168,20 @@ impl SegmentStore {
         Err(missing_feature(url, "zookeeper"))
     }
 
-    /// Creates a tag whose first segment starts at 1 (as Leaf's do).
+    /// Creates a tag whose first segment starts at 1 (as Leaf's do). A tag with a template
+    /// needs a SQL store: its claims move a period and `max_id` in one transaction.
     pub async fn create_tag(&self, new: &NewTag) -> Result<Tag> {
+        if let Some(template) = &new.template
+            && !matches!(self, SegmentStore::Sql(_))
+        {
+            return Err(Error::InvalidInput(format!(
+                "tag {:?} has a template ({template}), and segment tags with a template need \
+                 a SQL store (postgres, mysql/mariadb or sqlite), not {}; on Redis, a \
+                 [[generator]] of kind \"counter\" takes the same template",
+                new.tag,
+                self.backend()
+            )));
+        }
         each_backend!(self, s => s.create_tag(new).await)
     }
 
@@ -189,6 +203,23 @@ impl SegmentStore {
     /// Claims the next segment of `tag` (its stored step, or `step`), durably.
     pub async fn claim(&self, tag: &str, step: Option<i64>) -> Result<Claim> {
         each_backend!(self, s => s.claim(tag, step).await)
+    }
+
+    /// Claims the next segment of `tag`, a tag with a template, for `period`: see
+    /// [`SqlSegmentStore::claim_dated`]. Only SQL stores hold such tags.
+    pub async fn claim_dated(
+        &self,
+        tag: &str,
+        step: Option<i64>,
+        period: i64,
+    ) -> Result<DatedClaim> {
+        match self {
+            SegmentStore::Sql(s) => s.claim_dated(tag, step, period).await,
+            other => Err(Error::InvalidInput(format!(
+                "tag {tag:?}: segment tags with a template live in SQL stores, not {}",
+                other.backend()
+            ))),
+        }
     }
 
     /// This store as a single backend; a striped store is not one.

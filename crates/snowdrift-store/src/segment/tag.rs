@@ -1,5 +1,6 @@
 //! Tags, claims, and the validation of what users send.
 
+use snowdrift_core::counter::CounterTemplate;
 use snowdrift_core::segment::IdRange;
 
 use crate::error::{Error, Result};
@@ -24,6 +25,13 @@ pub struct Tag {
     pub step: i64,
     /// Free text.
     pub description: Option<String>,
+    /// The template its numbers are rendered through (`ORD{date:%Y%m%d}{seq:06}`, with its
+    /// UTC offset), when it has one: its `max_id` then counts in [`period`](Self::period)
+    /// and starts again from 1 each period. SQL stores only.
+    pub template: Option<CounterTemplate>,
+    /// For a tag with a template, the period `max_id` counts in (`20261122`): 0 before its
+    /// first claim, and always for a template without a date. 0 for other tags.
+    pub period: i64,
 }
 
 /// A tag to create.
@@ -35,6 +43,9 @@ pub struct NewTag {
     pub step: i64,
     /// Free text, at most 256 characters.
     pub description: Option<String>,
+    /// A template to render its numbers through, counting from 1 each period it names
+    /// (SQL stores only); `None` for Leaf's numeric IDs.
+    pub template: Option<CounterTemplate>,
 }
 
 /// Changes to a tag; `None` leaves a field as it is.
@@ -56,6 +67,17 @@ pub struct Claim {
     /// The tag's step as stored when claimed, so a step changed with `update_tag` reaches
     /// running buffers at their next claim.
     pub stored_step: i64,
+}
+
+/// A segment of a tag with a template, claimed for one period: what
+/// [`SegmentStore::claim_dated`](super::SegmentStore::claim_dated) returns. Its IDs are the
+/// period's sequence numbers (1 is its first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DatedClaim {
+    /// The numbers, the step used and the stored step.
+    pub claim: Claim,
+    /// The period the row now counts in: the one asked for.
+    pub period: i64,
 }
 
 /// Checks a tag name: 1 to 128 characters from `A-Z a-z 0-9 _ - . :`.
@@ -87,7 +109,24 @@ impl NewTag {
     pub(crate) fn validate(&self) -> Result<()> {
         validate_tag(&self.tag)?;
         validate_step(self.step)?;
-        validate_description(self.description.as_deref())
+        validate_description(self.description.as_deref())?;
+        self.template
+            .as_ref()
+            .map_or(Ok(()), |t| validate_tag_template(t.as_str()))
+    }
+}
+
+/// Checks what a tag's template may hold beyond what every template may: printable ASCII
+/// only, since its numbers go into URLs, Leaf's plain-text answers and `VARCHAR(256)`
+/// columns (and so its length in bytes is its length in characters).
+pub fn validate_tag_template(text: &str) -> Result<()> {
+    match text.char_indices().find(|(_, c)| !(' '..='~').contains(c)) {
+        None => Ok(()),
+        Some((at, c)) => Err(Error::InvalidInput(format!(
+            "template {text:?} holds {c:?} at character {}: a tag's template is printable \
+             ASCII (space to '~'), as its numbers go into URLs and Leaf's text answers",
+            text[..at].chars().count() + 1
+        ))),
     }
 }
 
@@ -103,6 +142,56 @@ impl TagUpdate {
             validate_step(step)?;
         }
         validate_description(self.description.as_deref())
+    }
+}
+
+/// Reads a UTC offset written `+HH:MM` or `-HH:MM` (`Z` for UTC): the seconds east of UTC a
+/// template's dates are in, as [`CounterTemplate::with_utc_offset`] takes them.
+///
+/// ```
+/// use snowdrift_store::segment::{parse_utc_offset, show_utc_offset};
+/// assert_eq!(parse_utc_offset("+08:00").unwrap(), 8 * 3600);
+/// assert_eq!(parse_utc_offset("-05:30").unwrap(), -(5 * 3600 + 1800));
+/// assert_eq!(show_utc_offset(-(5 * 3600 + 1800)), "-05:30");
+/// assert!(parse_utc_offset("8").is_err());
+/// ```
+pub fn parse_utc_offset(text: &str) -> Result<i32> {
+    if text == "Z" {
+        return Ok(0);
+    }
+    let bad = || {
+        Error::InvalidInput(format!(
+            "utc_offset {text:?} is not an offset: write +HH:MM or -HH:MM (\"+08:00\", \
+             \"-05:30\"; \"Z\" or \"+00:00\" for UTC), at most 25:59"
+        ))
+    };
+    let (sign, rest) = match text.as_bytes().first() {
+        Some(b'+') => (1, &text[1..]),
+        Some(b'-') => (-1, &text[1..]),
+        _ => return Err(bad()),
+    };
+    let (h, m) = rest.split_once(':').ok_or_else(bad)?;
+    let two = |s: &str| {
+        (s.len() == 2 && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse::<i32>().ok())
+            .flatten()
+    };
+    match (two(h), two(m)) {
+        (Some(h), Some(m)) if h <= 25 && m <= 59 => Ok(sign * (h * 3600 + m * 60)),
+        _ => Err(bad()),
+    }
+}
+
+/// An offset in seconds east of UTC as `+HH:MM` (seconds, which no written offset has,
+/// are shown as `+HH:MM:SS`).
+pub fn show_utc_offset(seconds: i32) -> String {
+    let sign = if seconds < 0 { '-' } else { '+' };
+    let s = seconds.unsigned_abs();
+    let (h, m, rest) = (s / 3600, s % 3600 / 60, s % 60);
+    if rest == 0 {
+        format!("{sign}{h:02}:{m:02}")
+    } else {
+        format!("{sign}{h:02}:{m:02}:{rest:02}")
     }
 }
 

@@ -212,5 +212,7 @@ fn tag_of(tag: &str, stored: Stored) -> Tag {
         max_id: stored.max_id,
         step: stored.step,
         description: stored.description,
+        template: None,
+        period: 0,
     }
 }

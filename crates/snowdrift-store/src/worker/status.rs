@@ -19,6 +19,18 @@ pub enum WorkerState {
 }
 
 impl WorkerState {
+    /// Every state, in the order a node usually passes through them: the `state` label
+    /// values of `snowdrift_worker_state`, each exported (0 or 1) so a dashboard or alert
+    /// sees a state that is absent as 0 rather than as no series.
+    pub const ALL: [WorkerState; 6] = [
+        WorkerState::Starting,
+        WorkerState::WaitingForMark,
+        WorkerState::Issuing,
+        WorkerState::LeaseLost,
+        WorkerState::ClockBehind,
+        WorkerState::Stopped,
+    ];
+
     /// A stable lower-case name: `starting`, `waiting_for_mark`, `issuing`, `lease_lost`,
     /// `clock_behind`, `stopped`.
     pub fn as_str(self) -> &'static str {

@@ -528,6 +528,7 @@ async fn zookeeper_znodes_are_writable_only_with_the_digest() {
             tag: "orders".into(),
             step: 1000,
             description: None,
+            template: None,
         })
         .await
         .unwrap();

@@ -5,6 +5,7 @@ mod common;
 mod coordinator_auth;
 mod counter_redis;
 mod segment_buffer;
+mod segment_dated;
 mod segment_faults;
 mod segment_local;
 mod segment_service;

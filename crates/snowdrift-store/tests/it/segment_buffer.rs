@@ -18,6 +18,7 @@ async fn tasks_share_a_tag_without_duplicates_and_with_few_claims() {
             tag: "order".into(),
             step: 100,
             description: None,
+            template: None,
         })
         .await
         .unwrap();
@@ -79,6 +80,7 @@ async fn outage_serves_buffered_ids_then_refuses_then_recovers() {
             tag: "pay".into(),
             step: 1000,
             description: None,
+            template: None,
         })
         .await
         .unwrap();

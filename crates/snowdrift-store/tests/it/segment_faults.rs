@@ -55,6 +55,7 @@ async fn proxied_tag(backend: &str, name: &str, step: i64) -> Proxied {
             tag: name.into(),
             step,
             description: None,
+            template: None,
         }),
     )
     .await
@@ -399,6 +400,7 @@ async fn unknown_names_are_remembered_briefly_and_cost_the_database_nothing() {
             tag: "made-up".into(),
             step: 10,
             description: None,
+            template: None,
         }),
     )
     .await
@@ -420,6 +422,7 @@ async fn unknown_names_are_remembered_briefly_and_cost_the_database_nothing() {
             tag: "later".into(),
             step: 10,
             description: None,
+            template: None,
         }),
     )
     .await

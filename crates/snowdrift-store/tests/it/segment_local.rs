@@ -19,6 +19,7 @@ async fn store_with_tag(backend: &str, t: &str, tag: &str, step: i64) -> SqlSegm
             tag: tag.into(),
             step,
             description: None,
+            template: None,
         })
         .await
         .unwrap();

@@ -13,6 +13,7 @@ fn new_tag(tag: &str, step: i64) -> NewTag {
         tag: tag.into(),
         step,
         description: None,
+        template: None,
     }
 }
 

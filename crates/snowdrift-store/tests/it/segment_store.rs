@@ -33,6 +33,7 @@ fn new_tag(tag: &str, step: i64) -> NewTag {
         tag: tag.into(),
         step,
         description: Some("orders".into()),
+        template: None,
     }
 }
 
@@ -47,6 +48,7 @@ async fn tags_are_created_listed_and_updated(backend: &str) {
         tag: "user:id".into(),
         step: 1,
         description: None,
+        template: None,
     })
     .await
     .unwrap();
@@ -127,6 +129,7 @@ async fn bad_input_is_refused_and_writes_nothing(backend: &str) {
             tag: "ok".into(),
             step: 1,
             description: Some("d".repeat(257)),
+            template: None,
         })
         .await
         .unwrap_err();

@@ -15,6 +15,7 @@ fn tag(step: i64) -> NewTag {
         tag: "order".into(),
         step,
         description: None,
+        template: None,
     }
 }
 
@@ -44,6 +45,7 @@ async fn striped_stores_never_collide_and_survive_one_down() {
         tag: "tiny".into(),
         step: 2,
         description: None,
+        template: None,
     };
     let err = striped.create_tag(&tiny).await.unwrap_err();
     assert!(err.to_string().contains("at least 3"), "{err}");

@@ -346,6 +346,8 @@ async fn a_clock_behind_the_peers_is_refused_and_stops_issuing() {
     let b = WorkerNode::start(config, twitter(), stuck.clone())
         .await
         .unwrap();
+    // Current when it first issues, however long the start took on a loaded machine.
+    stuck.set(MonotonicClock::new().now_ms());
     assert!(b.next_block(1).is_ok());
     eventually("the stuck node to notice its clock is behind", || {
         b.status().state == WorkerState::ClockBehind

@@ -6,6 +6,7 @@ pub mod layout;
 pub mod next;
 mod next_kinds;
 mod next_segment;
+pub(crate) mod next_text;
 
 pub mod serve;
 pub mod tags;

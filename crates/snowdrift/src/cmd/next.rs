@@ -58,6 +58,18 @@ const LOCAL_KINDS: &[(Kind, &str)] = &[
         "KSUID (segmentio): 4 bytes of seconds since 2014 and 16 random bytes, 27 base62 characters",
     ),
     (
+        Kind::Xid,
+        "xid (rs/xid): seconds, machine ID (--machine-id), process ID, counter; 20 characters",
+    ),
+    (
+        Kind::Nanoid,
+        "Nano ID: --size random characters of --alphabet (--explain: the collision risk)",
+    ),
+    (
+        Kind::Cuid2,
+        "cuid2: a letter and a SHA3 of time, salt, counter and fingerprint (--length)",
+    ),
+    (
         Kind::Segment,
         "The next IDs of a segment tag (Leaf's segment mode), claimed from --store",
     ),
@@ -87,7 +99,7 @@ fn kind_parser() -> impl clap::builder::TypedValueParser<Value = Kind> {
 /// at a time, so any number of processes can take IDs of one tag at once without repeats.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  snowdrift next -n 5\n  snowdrift next --layout sonyflake --worker 7 --format base62\n  SNOWDRIFT_OBFUSCATE_KEY=5f1e0c9a27b34d6e8a91c2d3e4f50617 snowdrift next -n 3 --format obfuscated-base62\n  snowdrift next --bits time:39,worker:12,seq:12 --unit 10ms --epoch 2024-01-01\n  snowdrift next --kind uuid7 -n 3\n  snowdrift next --kind uuid6 --node 02:00:5e:10:00:01 -n 3\n  snowdrift next --kind uuid5 --namespace dns --input example.com\n  snowdrift next --kind uuid2 --domain group --local-id 100\n  snowdrift next --kind typeid --prefix user -n 3\n  snowdrift next --kind ksuid\n  snowdrift next --kind segment --tag order --store sqlite://snowdrift.db -n 100\n  snowdrift next --registry postgres://root@127.0.0.1/test -n 1000000 --threads 2\n  snowdrift next --registry file:///var/lib/snowdrift --worker-source static --worker 3\n  snowdrift next --server http://10.0.0.1:8080,http://10.0.0.2:8080 order -n 1000"
+    after_help = "Examples:\n  snowdrift next -n 5\n  snowdrift next --layout sonyflake --worker 7 --format base62\n  SNOWDRIFT_OBFUSCATE_KEY=5f1e0c9a27b34d6e8a91c2d3e4f50617 snowdrift next -n 3 --format obfuscated-base62\n  snowdrift next --bits time:39,worker:12,seq:12 --unit 10ms --epoch 2024-01-01\n  snowdrift next --kind uuid7 -n 3\n  snowdrift next --kind uuid6 --node 02:00:5e:10:00:01 -n 3\n  snowdrift next --kind uuid5 --namespace dns --input example.com\n  snowdrift next --kind uuid2 --domain group --local-id 100\n  snowdrift next --kind typeid --prefix user -n 3\n  snowdrift next --kind ksuid\n  snowdrift next --kind nanoid --alphabet 0123456789abcdef --size 12 --explain --rate 1000\n  snowdrift next --kind segment --tag order --store sqlite://snowdrift.db -n 100\n  snowdrift next --registry postgres://root@127.0.0.1/test -n 1000000 --threads 2\n  snowdrift next --registry file:///var/lib/snowdrift --worker-source static --worker 3\n  snowdrift next --server http://10.0.0.1:8080,http://10.0.0.2:8080 order -n 1000"
 )]
 pub struct Args {
     /// How many IDs to print.
@@ -120,6 +132,8 @@ pub struct Args {
     /// with a letter ("user" gives user_01h455vb4pex5vsknk084sn02q); "" for none.
     #[arg(long, value_name = "PREFIX", required_if_eq("kind", "typeid"))]
     prefix: Option<String>,
+    #[command(flatten)]
+    text: Box<crate::cmd::next_text::TextIdArgs>,
     /// The segment tag to take IDs from (--kind segment).
     #[arg(long, value_name = "TAG", required_if_eq("kind", "segment"))]
     tag: Option<String>,
@@ -202,12 +216,16 @@ pub fn run(args: Args) -> Result<()> {
             args.kind.as_str()
         );
     }
+    args.text.check(args.kind)?;
     if args.kind != Kind::Snowflake {
         if args.format.is_some() {
             let kind = args.kind.as_str();
             bail!(
                 "--format applies to 64-bit snowflake IDs; {kind} IDs have one standard text form"
             );
+        }
+        if crate::cmd::next_text::prints(args.kind) {
+            return crate::cmd::next_text::print(args.kind, args.count, &args.text, &mut out);
         }
         return crate::cmd::next_kinds::print(
             args.kind,

@@ -2,9 +2,14 @@
 
 use std::io::Write;
 
-use anyhow::{Context, Result};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use snowdrift_core::clock::{OffsetClock, SystemClock};
 use snowdrift_core::codec::Codec;
-use snowdrift_store::segment::{BufferConfig, SegmentBuffer};
+use snowdrift_core::counter::CounterTemplate;
+use snowdrift_store::Error;
+use snowdrift_store::segment::{BufferConfig, DatedBuffer, SegmentBuffer, SegmentStore};
 
 use crate::store_args::{StoreArgs, runtime};
 
@@ -24,9 +29,12 @@ pub fn print(
 ) -> Result<()> {
     runtime()?.block_on(async {
         let store = store.connect().await?;
-        let buffer = SegmentBuffer::start(store, tag, BufferConfig::default())
-            .await
-            .with_context(|| format!("starting tag {tag:?}"))?;
+        let buffer = match SegmentBuffer::start(store.clone(), tag, BufferConfig::default()).await {
+            Err(Error::TagTemplated { template, .. }) => {
+                return print_rendered(store, tag, *template, count, codec, out).await;
+            }
+            started => started.with_context(|| format!("starting tag {tag:?}"))?,
+        };
         let mut left = count;
         while left > 0 {
             let ids = buffer.next(left.min(RUN)).await?;
@@ -41,4 +49,37 @@ pub fn print(
         out.flush()?;
         Ok(())
     })
+}
+
+/// Prints `count` numbers of `tag`, a tag with a template, rendered with the date they were
+/// issued at (this process's clock, shifted by `SNOWDRIFT_TEST_CLOCK_OFFSET_MS` in tests).
+async fn print_rendered(
+    store: SegmentStore,
+    tag: &str,
+    template: CounterTemplate,
+    count: u64,
+    codec: Option<&Codec>,
+    out: &mut impl Write,
+) -> Result<()> {
+    if codec.is_some() {
+        bail!(
+            "tag {tag:?} has a template ({template}): its numbers are text, and --format \
+             applies to 64-bit IDs; drop --format"
+        );
+    }
+    let offset = crate::clock::test_offset_ms()?;
+    let clock = Arc::new(OffsetClock::new(SystemClock, offset));
+    let buffer = DatedBuffer::start(store, tag, template, BufferConfig::default(), clock)
+        .await
+        .with_context(|| format!("starting tag {tag:?}"))?;
+    let mut left = count;
+    while left > 0 {
+        let numbers = buffer.next_rendered(left.min(RUN)).await?;
+        for n in &numbers {
+            writeln!(out, "{n}")?;
+        }
+        left -= numbers.len() as u64;
+    }
+    out.flush()?;
+    Ok(())
 }

@@ -84,12 +84,21 @@ pub fn run(args: Args) -> Result<()> {
     let plan = load(&args)?.plan()?;
     if let Some(level) = args.check_config {
         print!("{}", plan.config().to_masked_toml());
+        // As TOML comments, so the output still parses; on stderr too, where a script that
+        // keeps stdout still shows them.
+        for warning in plan.warnings() {
+            println!("# warning: {warning}");
+            eprintln!("warning: {warning}");
+        }
         if level == CheckLevel::Connect {
             return check_connections(&plan);
         }
         return Ok(());
     }
     init_logs(args.log_format);
+    for warning in plan.warnings() {
+        tracing::warn!("{warning}");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

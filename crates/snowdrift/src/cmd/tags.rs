@@ -1,7 +1,8 @@
 //! `snowdrift tags`: create, list and update segment tags.
 
 use anyhow::{Context, Result, bail};
-use snowdrift_store::segment::{NewTag, Tag, TagUpdate};
+use snowdrift_core::counter::CounterTemplate;
+use snowdrift_store::segment::{NewTag, Tag, TagUpdate, parse_utc_offset, show_utc_offset};
 
 use crate::store_args::{StoreArgs, runtime};
 
@@ -12,7 +13,7 @@ use crate::store_args::{StoreArgs, runtime};
 /// with no server running.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  snowdrift tags create order --step 1000 --description orders\n  snowdrift tags --server http://10.0.0.5:8080 list\n  snowdrift tags --store sqlite://snowdrift.db create order --step 1000\n  snowdrift tags --store postgres://root@127.0.0.1/test list\n  snowdrift tags --store redis://127.0.0.1:6379 update order --step 5000"
+    after_help = "Examples:\n  snowdrift tags create order --step 1000 --description orders\n  snowdrift tags create invoice --template 'INV{date:%Y%m%d}{seq:06}' --utc-offset +08:00\n  snowdrift tags --server http://10.0.0.5:8080 list\n  snowdrift tags --store sqlite://snowdrift.db create order --step 1000\n  snowdrift tags --store postgres://root@127.0.0.1/test list\n  snowdrift tags --store redis://127.0.0.1:6379 update order --step 5000"
 )]
 pub struct Args {
     #[command(subcommand)]
@@ -45,6 +46,19 @@ enum Action {
         /// Free text, at most 256 characters.
         #[arg(long)]
         description: Option<String>,
+        /// Render its numbers through a template, counting from 1 each period it names:
+        /// 'ORD{date:%Y%m%d}{seq:06}' restarts daily (SQL stores only).
+        #[arg(long, value_name = "TEMPLATE")]
+        template: Option<String>,
+        /// The UTC offset of the template's dates and periods, +HH:MM or -HH:MM (UTC when
+        /// not given).
+        #[arg(
+            long,
+            value_name = "OFFSET",
+            requires = "template",
+            allow_hyphen_values = true
+        )]
+        utc_offset: Option<String>,
     },
     /// List every tag.
     List {
@@ -77,11 +91,18 @@ pub fn run(args: Args) -> Result<()> {
                 tag,
                 step,
                 description,
+                template,
+                utc_offset,
             } => {
+                let template = match template {
+                    Some(text) => Some(template_of(&text, utc_offset.as_deref())?),
+                    None => None,
+                };
                 let new = NewTag {
                     tag,
                     step,
                     description,
+                    template,
                 };
                 let t = match &admin {
                     Admin::Store(store) => store.create_tag(&new).await?,
@@ -101,11 +122,12 @@ pub fn run(args: Args) -> Result<()> {
                     println!("{:<32} {:>20} {:>10}  DESCRIPTION", "TAG", "MAX_ID", "STEP");
                     for t in &tags {
                         println!(
-                            "{:<32} {:>20} {:>10}  {}",
+                            "{:<32} {:>20} {:>10}  {}{}",
                             t.tag,
                             t.max_id,
                             t.step,
-                            t.description.as_deref().unwrap_or("")
+                            t.description.as_deref().unwrap_or(""),
+                            templated(t)
                         );
                     }
                 }
@@ -135,14 +157,41 @@ enum Admin {
 
 fn summary(t: &Tag) -> String {
     format!(
-        "{} (max_id {}, step {}{})",
+        "{} (max_id {}, step {}{}){}",
         t.tag,
         t.max_id,
         t.step,
         t.description
             .as_deref()
             .map(|d| format!(", {d:?}"))
-            .unwrap_or_default()
+            .unwrap_or_default(),
+        templated(t)
+    )
+}
+
+/// `TEMPLATE` read with `--utc-offset`.
+fn template_of(text: &str, utc_offset: Option<&str>) -> Result<CounterTemplate> {
+    let template = CounterTemplate::parse(text).context("--template")?;
+    let offset = utc_offset
+        .map(parse_utc_offset)
+        .transpose()
+        .context("--utc-offset")?
+        .unwrap_or(0);
+    template.with_utc_offset(offset).context("--utc-offset")
+}
+
+/// What a tag with a template shows after its line (nothing for Leaf's tags).
+fn templated(t: &Tag) -> String {
+    let Some(template) = &t.template else {
+        return String::new();
+    };
+    let period = match t.period {
+        0 => String::new(),
+        p => format!(", period {p}"),
+    };
+    format!(
+        " [template {template}, UTC{}{period}]",
+        show_utc_offset(template.utc_offset_seconds())
     )
 }
 
@@ -171,9 +220,13 @@ impl TagClient {
     }
 
     async fn create(&self, new: &NewTag) -> Result<Tag> {
-        let body = serde_json::json!({
+        let mut body = serde_json::json!({
             "tag": new.tag, "step": new.step, "description": new.description,
         });
+        if let Some(template) = &new.template {
+            body["template"] = template.as_str().into();
+            body["utc_offset"] = show_utc_offset(template.utc_offset_seconds()).into();
+        }
         let v = self.send(self.http.post(self.url("")).json(&body)).await?;
         from_json(&v)
     }
@@ -245,19 +298,38 @@ fn from_json(v: &serde_json::Value) -> Result<Tag> {
     };
     let step = field("step")?.as_i64().context("step is not a number")?;
     let description = v["description"].as_str().map(str::to_string);
+    let template = match v["template"].as_str() {
+        Some(text) => Some(template_of(text, v["utc_offset"].as_str())?),
+        None => None,
+    };
+    let period = match v["period"].as_str() {
+        Some(p) => p.parse().context("period is not a number")?,
+        None => 0,
+    };
     Ok(Tag {
         tag,
         max_id,
         step,
         description,
+        template,
+        period,
     })
 }
 
+/// A tag as `list --json` prints it: the server's shape, so both read alike.
 fn to_json(t: &Tag) -> serde_json::Value {
-    serde_json::json!({
+    let mut v = serde_json::json!({
         "tag": t.tag,
         "max_id": t.max_id.to_string(),
         "step": t.step,
         "description": t.description,
-    })
+    });
+    if let Some(template) = &t.template {
+        v["template"] = template.as_str().into();
+        v["utc_offset"] = show_utc_offset(template.utc_offset_seconds()).into();
+        if t.period != 0 {
+            v["period"] = t.period.to_string().into();
+        }
+    }
+    v
 }

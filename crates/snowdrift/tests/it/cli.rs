@@ -332,7 +332,7 @@ fn typeids_and_ksuids_are_made_and_decoded() {
 #[test]
 fn next_takes_only_the_kinds_it_makes_here() {
     let local = "snowflake, uuid1, uuid2, uuid3, uuid4, uuid5, uuid6, uuid7, ulid, objectid, \
-                 typeid, ksuid, segment";
+                 typeid, ksuid, xid, nanoid, cuid2, segment";
     for kind in [
         "tso",
         "ticket",

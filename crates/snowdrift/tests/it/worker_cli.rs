@@ -231,7 +231,23 @@ fn processes_starting_together_get_distinct_worker_ids() {
                 Proc::spawn(&format!("p{i}"), cmd, checker.clone())
             })
             .collect();
-        wait_until("all five to issue", || procs.iter().all(|p| p.count() > 0));
+        let start = Instant::now();
+        while !procs.iter().all(|p| p.count() > 0) {
+            if start.elapsed() > PATIENCE {
+                // Say which registry and which process is stuck, with what it wrote.
+                let counts: Vec<u64> = procs.iter().map(Proc::count).collect();
+                let stderr: Vec<String> = procs
+                    .iter_mut()
+                    .enumerate()
+                    .map(|(i, p)| format!("p{i}:\n{}", p.stderr_after_kill()))
+                    .collect();
+                panic!(
+                    "{registry}: not all five issued within {PATIENCE:?}; IDs so far {counts:?}\n{}",
+                    stderr.join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let mut seen = BTreeSet::new();
         for p in &mut procs {
             let workers = p.kill9().workers;

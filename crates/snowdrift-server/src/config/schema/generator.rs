@@ -161,6 +161,24 @@ pub struct GeneratorConfig {
     /// at least 16 bytes (Mastodon's is 32 hex digits). A secret: `--check-config` masks it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
+    /// `xid`: the machine ID, 0 to 16777215 (rs/xid's `XID_MACHINE_ID`); default rs/xid's
+    /// rule: the first 3 bytes of the SHA-256 of `/etc/machine-id` (else the host name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_id: Option<u64>,
+    /// `nanoid`: the characters IDs are drawn from, 2 to 256 distinct (default nanoid's
+    /// `A-Za-z0-9_-`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alphabet: Option<String>,
+    /// `nanoid`: characters per ID, 1 to 255 (default 21).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// `nanoid`: the IDs per second this generator is expected to issue, for the collision
+    /// report: `--check-config` warns when a 1% chance of a repeat comes in under a year.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_rate: Option<f64>,
+    /// `cuid2`: characters per ID, 2 to 32 (default 24).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub length: Option<u64>,
 }
 
 word_enum!(
@@ -221,6 +239,11 @@ impl GeneratorConfig {
             forward_plaintext: None,
             prefix: None,
             secret: None,
+            machine_id: None,
+            alphabet: None,
+            size: None,
+            expected_rate: None,
+            length: None,
         }
     }
 }

@@ -25,6 +25,17 @@ pub(super) async fn consecutive(
                 .into(),
         ));
     }
+    // Starts the tag's buffer if needed and says which kind of tag it is, issuing nothing.
+    match service.buffer(segment.tag()).await {
+        Err(snowdrift_store::Error::TagTemplated { .. }) => {
+            return Ok(Consecutive::Never(
+                "its numbers are text, rendered through the tag's template".into(),
+            ));
+        }
+        other => {
+            other?;
+        }
+    }
     for _ in 0..SEGMENT_TRIES {
         let range = service.next(segment.tag(), n).await?;
         crate::metrics::issued(name, Kind::Segment, range.len());

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use snowdrift_store::segment::SegmentService;
+use snowdrift_store::segment::{SegmentService, TagIds, show_utc_offset};
 
 use crate::config::Kind;
 use crate::error::Error;
@@ -41,34 +41,58 @@ impl IdSource for SegmentSource {
 
     async fn next(&self, count: u64) -> Result<Ids, Error> {
         let mut runs = Vec::new();
+        let mut text = Vec::new();
         let mut left = count;
         while left > 0 {
             // One call returns IDs of one segment; a request spanning segments takes several.
-            let range = self.service.next(&self.tag, left).await?;
-            let n = range.len();
+            let n = match self.service.issue(&self.tag, left).await? {
+                // Segment IDs are positive i64s (Leaf's max_id), so they fit a u64.
+                TagIds::Numbers(range) => {
+                    let n = range.len();
+                    if n > 0 {
+                        runs.push(IdRun {
+                            first: range.start,
+                            count: n,
+                            stride: range.stride,
+                        });
+                    }
+                    n
+                }
+                // A tag with a template: its numbers rendered, as a templated counter's.
+                TagIds::Rendered(numbers) => {
+                    let n = numbers.len() as u64;
+                    text.extend(numbers);
+                    n
+                }
+            };
             if n == 0 {
                 return Err(Error::unavailable(format!(
                     "tag {:?} returned no IDs",
                     self.tag
                 )));
             }
-            // Segment IDs are positive i64s (Leaf's max_id), so they fit a u64.
-            runs.push(IdRun {
-                first: range.start as u64,
-                count: n,
-                stride: range.stride as u64,
-            });
             left = left.saturating_sub(n);
         }
-        Ok(Ids::Runs(runs))
+        // A tag is one or the other for as long as the node serves it.
+        Ok(if text.is_empty() {
+            Ids::Runs(runs)
+        } else {
+            Ids::Text(text)
+        })
     }
 
+    /// False for a tag with a template once this node serves it; before its first request
+    /// the node cannot know, and the IDs a format was asked for then are refused as text.
     fn numeric(&self) -> bool {
-        true
+        self.service.is_dated(&self.tag) != Some(true)
     }
 
     fn describe(&self, out: &mut Value) {
         out["tag"] = self.tag.as_str().into();
+        if let Some(Some(template)) = self.service.template_of(&self.tag) {
+            out["template"] = template.as_str().into();
+            out["utc_offset"] = show_utc_offset(template.utc_offset_seconds()).into();
+        }
     }
 
     async fn readiness(&self) -> Result<(), String> {

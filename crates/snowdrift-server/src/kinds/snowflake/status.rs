@@ -108,6 +108,14 @@ pub(super) fn gauges(name: &str, s: &SnowflakeSource) {
     if let Some(w) = s.worker() {
         let now = i128::from(w.now_ms);
         metrics::gauge!("snowdrift_worker_ready", &labels).set(f64::from(u8::from(w.is_ready())));
+        for state in WorkerState::ALL {
+            let labels = [
+                ("generator", name.to_string()),
+                ("state", state.as_str().to_string()),
+            ];
+            metrics::gauge!("snowdrift_worker_state", &labels)
+                .set(f64::from(u8::from(state == w.state)));
+        }
         if let Some(id) = w.worker_id {
             metrics::gauge!("snowdrift_worker_id", &labels).set(id as f64);
         }

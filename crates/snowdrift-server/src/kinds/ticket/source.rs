@@ -53,6 +53,19 @@ impl IdSource for TicketSource {
         }
     }
 
+    /// Each server's state by its class, not by its URL (`/metrics` names no hosts):
+    /// `server="k"` is the k-th of `servers`, whose IDs are ≡ k (mod N).
+    fn gauges(&self, name: &str) {
+        for server in self.pool.status() {
+            let labels = [
+                ("generator", name.to_string()),
+                ("server", server.offset.to_string()),
+            ];
+            metrics::gauge!("snowdrift_ticket_server_up", &labels)
+                .set(f64::from(u8::from(server.up)));
+        }
+    }
+
     async fn consecutive(&self, _name: &str, _n: u64) -> Result<Consecutive, Error> {
         Ok(Consecutive::Never(
             "ticket servers take turns, so a batch is not one run".into(),

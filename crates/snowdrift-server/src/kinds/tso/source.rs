@@ -75,7 +75,7 @@ impl IdSource for TsoSource {
     }
 
     fn gauges(&self, name: &str) {
-        super::status::gauges(name, &self.tso.report());
+        super::status::gauges(name, &self.tso.report(), self.tso.config().window_ms);
     }
 
     async fn shutdown(&self, _name: &str, _keepers: &tokio::runtime::Handle) {

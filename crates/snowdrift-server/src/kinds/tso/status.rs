@@ -71,11 +71,13 @@ pub(super) fn readiness(t: &Tso) -> Result<(), String> {
     }
 }
 
-/// A timestamp oracle's role, window, lease and counters, read at scrape time.
-pub(super) fn gauges(name: &str, r: &super::oracle::TsoReport) {
+/// A timestamp oracle's role, window, lease and counters, read at scrape time; `window_ms`
+/// is the window it saves ahead (`window`), against which what is left reads as a share.
+pub(super) fn gauges(name: &str, r: &super::oracle::TsoReport, window_ms: u64) {
     let labels = [("generator", name.to_string())];
     let leading = matches!(r.role, super::oracle::Role::Leader { .. });
     metrics::gauge!("snowdrift_tso_leader", &labels).set(f64::from(u8::from(leading)));
+    metrics::gauge!("snowdrift_tso_window_seconds", &labels).set(window_ms as f64 / 1000.0);
     metrics::counter!("snowdrift_tso_terms_total", &labels).absolute(r.terms);
     let window_left = r
         .status

@@ -1,0 +1,201 @@
+package snowdrift
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// garbageServer answers /v1/ids/ with body (status 200) and /readyz with 200: a server
+// that looks healthy and answers nonsense. This is the one fake server of the tests: no
+// real snowdrift answers garbage.
+func garbageServer(t *testing.T, body func(name string) string) (*httptest.Server, *atomic.Int64) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/v1/ids/") {
+			w.WriteHeader(200)
+			return
+		}
+		n.Add(1)
+		b := body(strings.TrimPrefix(r.URL.Path, "/v1/ids/"))
+		if strings.HasPrefix(b, "TRUNCATE:") {
+			// A body shorter than its Content-Length: the connection ends mid-answer.
+			b = strings.TrimPrefix(b, "TRUNCATE:")
+			w.Header().Set("Content-Length", fmt.Sprint(len(b)+100))
+			w.WriteHeader(200)
+			_, _ = w.Write([]byte(b))
+			return
+		}
+		if strings.HasPrefix(b, "STATUS404:") {
+			w.WriteHeader(404)
+			_, _ = w.Write([]byte(strings.TrimPrefix(b, "STATUS404:")))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(b))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+func runsBody(name, kind, runs string) string {
+	return fmt.Sprintf(`{"name":%q,"kind":%q,"runs":[%s]}`, name, kind, runs)
+}
+
+var garbage = map[string]func(name string) string{
+	"non-JSON": func(string) string { return "<html>hello</html>" },
+	"truncated": func(n string) string {
+		return "TRUNCATE:" + runsBody(n, "segment", `{"first":"900000000000001","count":5,"stride":1}`)
+	},
+	"cut JSON": func(n string) string {
+		return runsBody(n, "segment", `{"first":"900000000000001","count":5,"stride":1}`)[:30]
+	},
+	"negative count": func(n string) string {
+		return runsBody(n, "segment", `{"first":"900000000000001","count":-5,"stride":1}`)
+	},
+	"zero count": func(n string) string {
+		return runsBody(n, "segment", `{"first":"900000000000001","count":0,"stride":1}`)
+	},
+	"fractional count": func(n string) string {
+		return runsBody(n, "segment", `{"first":"900000000000001","count":2.5,"stride":1}`)
+	},
+	"stride 0": func(n string) string {
+		return runsBody(n, "segment", `{"first":"900000000000001","count":5,"stride":0}`)
+	},
+	"overflowing first": func(n string) string {
+		return runsBody(n, "segment", `{"first":"18446744073709551616","count":1,"stride":1}`)
+	},
+	"negative first": func(n string) string { return runsBody(n, "segment", `{"first":"-1","count":1,"stride":1}`) },
+	"run past 2^64": func(n string) string {
+		return runsBody(n, "segment", `{"first":"18446744073709551610","count":10,"stride":1}`)
+	},
+	"text kind": func(n string) string { return runsBody(n, "uuid7", `{"first":"900000000000001","count":5,"stride":1}`) },
+	"no kind": func(n string) string {
+		return fmt.Sprintf(`{"name":%q,"runs":[{"first":"900000000000001","count":5,"stride":1}]}`, n)
+	},
+	"other name": func(string) string {
+		return runsBody("other", "segment", `{"first":"900000000000001","count":5,"stride":1}`)
+	},
+	"no runs": func(n string) string { return runsBody(n, "segment", ``) },
+	"more than asked": func(n string) string {
+		return runsBody(n, "segment", `{"first":"900000000000001","count":100000000,"stride":1}`)
+	},
+	"overlapping runs": func(n string) string {
+		return runsBody(n, "segment", `{"first":"900000000000001","count":5,"stride":1},{"first":"900000000000003","count":5,"stride":1}`)
+	},
+	"trailing bytes": func(n string) string {
+		return runsBody(n, "segment", `{"first":"900000000000001","count":5,"stride":1}`) + "xyz"
+	},
+	"404 not snowdrift": func(string) string { return "STATUS404:<h1>Not Found</h1>" },
+}
+
+// A server answering garbage is a failed endpoint, never IDs: alone, it gives an error;
+// beside a real server, every ID comes from the real one.
+func TestGarbageIsNeverIDs(t *testing.T) {
+	real := sharedServer(t)
+	for what, body := range garbage {
+		t.Run(what, func(t *testing.T) {
+			bad, n := garbageServer(t, body)
+			alone := newTestClient(t, Config{Endpoints: []string{bad.URL}, Attempts: 2})
+			id, err := alone.Next(ctxT(t), "order")
+			if err == nil {
+				t.Fatalf("got ID %d from a server answering %s", id, what)
+			}
+			if errors.Is(err, ErrUnknownName) || final(err) {
+				t.Fatalf("garbage should be a failed endpoint, not a final error: %v", err)
+			}
+			if !strings.Contains(err.Error(), bad.URL) {
+				t.Fatalf("the error should name the endpoint: %v", err)
+			}
+			if n.Load() != 2 {
+				t.Fatalf("%d requests, want 2 (every attempt)", n.Load())
+			}
+			mixed := newTestClient(t, Config{Endpoints: []string{bad.URL, real.URL}, BatchMin: 10, BatchMax: 10})
+			for i := 0; i < 30; i++ {
+				id, err := mixed.Next(ctxT(t), "order")
+				if err != nil {
+					t.Fatalf("call %d beside a real server: %v", i, err)
+				}
+				if id >= 900000000000000 {
+					t.Fatalf("ID %d may be the garbage server's", id)
+				}
+			}
+			if st := mixed.Endpoints(); st[0].LastError == "" {
+				t.Fatalf("the garbage endpoint should carry its error: %+v", st)
+			}
+		})
+	}
+}
+
+// A server that repeats IDs the client already received is refused, and the next asked.
+func TestRepeatedIDsAreRefused(t *testing.T) {
+	bad, _ := garbageServer(t, func(n string) string {
+		return runsBody(n, "segment", `{"first":"1","count":10,"stride":1}`)
+	})
+	c := newTestClient(t, Config{Endpoints: []string{bad.URL}, BatchMin: 10, BatchMax: 10, Attempts: 2})
+	ctx := ctxT(t)
+	for i := 1; i <= 10; i++ {
+		id, err := c.Next(ctx, "order")
+		if err != nil || id != uint64(i) {
+			t.Fatalf("first batch: ID %d, %v", id, err)
+		}
+	}
+	id, err := c.Next(ctx, "order")
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "already received") {
+		t.Fatalf("a repeat of IDs 1..10 should be refused, got %d, %v", id, err)
+	}
+	if st, _ := c.Stats("order"); st.Refused != 2 {
+		t.Fatalf("two refused batches expected: %+v", st)
+	}
+	// Text answers: repeated or empty IDs.
+	for what, b := range map[string]string{
+		"twice":    `{"name":"u","ids":["a","a"]}`,
+		"empty":    `{"name":"u","ids":[""]}`,
+		"none":     `{"name":"u","ids":[]}`,
+		"non-text": `{"name":"u","ids":[1]}`,
+	} {
+		b := b
+		srv, _ := garbageServer(t, func(string) string { return b })
+		c := newTestClient(t, Config{Endpoints: []string{srv.URL}, Attempts: 1})
+		if _, err := c.NextNamed(ctxT(t), "u", "x"); err == nil || final(err) {
+			t.Fatalf("text IDs %s: want a failed endpoint, got %v", what, err)
+		}
+	}
+}
+
+// A server that never answers is cut at Deadline and counted as failed; a caller's context
+// ends its call with an error that is both ErrUnavailable and the context's error.
+func TestDeadlines(t *testing.T) {
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/ids/") {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	t.Cleanup(func() { close(release); hang.Close() })
+	c := newTestClient(t, Config{Endpoints: []string{hang.URL}, Deadline: 200 * time.Millisecond, Attempts: 2})
+	start := time.Now()
+	_, err := c.Next(ctxT(t), "order")
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no answer within 200ms") {
+		t.Fatalf("want ErrUnavailable saying no answer within 200ms, got %v", err)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Fatalf("two attempts of 200 ms took %v", time.Since(start))
+	}
+	slow := newTestClient(t, Config{Endpoints: []string{hang.URL}, Deadline: 10 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err = slow.Next(ctx, "order")
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want ErrUnavailable wrapping the context's deadline, got %v", err)
+	}
+}

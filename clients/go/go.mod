@@ -1,0 +1,3 @@
+module snowdrift.dev/snowdrift
+
+go 1.19

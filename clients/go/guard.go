@@ -1,0 +1,125 @@
+package snowdrift
+
+import (
+	"fmt"
+	"sort"
+)
+
+// maxRanges bounds the disjoint ranges a name remembers (about 32 bytes each); past it the
+// lowest are forgotten first, the oldest for every increasing kind.
+const maxRanges = 1 << 16
+
+// guard remembers the 64-bit IDs a name received, as disjoint ranges per progression
+// (stride and remainder), so that a batch repeating any of them is refused before one of
+// its IDs is held. A per-endpoint "above the last" rule would be cheaper but wrong: an
+// endpoint may be a load balancer over servers whose segments interleave. The check runs
+// once per fetched batch, never per ID. Guarded by its nameCache's mu.
+type guard struct {
+	classes map[[2]uint64][]interval
+	entries int
+}
+
+type interval struct{ first, last uint64 }
+
+func describe(first, last, stride uint64) string {
+	switch {
+	case first == last:
+		return fmt.Sprintf("ID %d", first)
+	case stride == 1:
+		return fmt.Sprintf("IDs %d..=%d", first, last)
+	}
+	return fmt.Sprintf("IDs %d..=%d step %d", first, last, stride)
+}
+
+// overlap gives a remembered range of the same progression that shares an ID with s.
+func (g *guard) overlap(s span) (interval, uint64, bool) {
+	stride := s.stride
+	if s.count == 1 {
+		stride = 1
+	}
+	last := s.first + (s.count-1)*s.stride
+	list := g.classes[[2]uint64{stride, s.first % stride}]
+	// The first remembered range that ends at or after s.first.
+	i := sort.Search(len(list), func(i int) bool { return list[i].last >= s.first })
+	if i < len(list) && list[i].first <= last {
+		return list[i], stride, true
+	}
+	return interval{}, 0, false
+}
+
+func (g *guard) insert(s span) {
+	if g.classes == nil {
+		g.classes = map[[2]uint64][]interval{}
+	}
+	stride := s.stride
+	if s.count == 1 {
+		stride = 1
+	}
+	key := [2]uint64{stride, s.first % stride}
+	list := g.classes[key]
+	iv := interval{s.first, s.first + (s.count-1)*s.stride}
+	i := sort.Search(len(list), func(i int) bool { return list[i].first > iv.first })
+	// Merge with the neighbours it continues, so one server's consecutive batches stay one
+	// entry.
+	if i > 0 && list[i-1].last+stride == iv.first && list[i-1].last < iv.first {
+		iv.first = list[i-1].first
+		list = append(list[:i-1], list[i:]...)
+		i--
+		g.entries--
+	}
+	if i < len(list) && iv.last+stride == list[i].first && iv.last < list[i].first {
+		iv.last = list[i].last
+		list = append(list[:i], list[i+1:]...)
+		g.entries--
+	}
+	list = append(list, interval{})
+	copy(list[i+1:], list[i:])
+	list[i] = iv
+	g.classes[key] = list
+	g.entries++
+	for g.entries > maxRanges {
+		g.forgetLowest()
+	}
+}
+
+func (g *guard) forgetLowest() {
+	var lowKey [2]uint64
+	found := false
+	for k, list := range g.classes {
+		if len(list) > 0 && (!found || list[0].first < g.classes[lowKey][0].first) {
+			lowKey, found = k, true
+		}
+	}
+	if !found {
+		g.entries = 0
+		return
+	}
+	list := g.classes[lowKey][1:]
+	if len(list) == 0 {
+		delete(g.classes, lowKey)
+	} else {
+		g.classes[lowKey] = list
+	}
+	g.entries--
+}
+
+// check refuses runs that repeat an ID the name received, or that overlap each other, and
+// records them when they pass. It returns why it refused, "" when it did not.
+func (g *guard) check(url, name string, runs []span) string {
+	var fresh guard
+	for _, s := range runs {
+		if old, stride, ok := fresh.overlap(s); ok {
+			return fmt.Sprintf("endpoint %s answered %s and %s for %q in one batch, which overlap: a server that repeats IDs is refused",
+				url, describe(old.first, old.last, stride), describe(s.first, s.first+(s.count-1)*s.stride, s.stride), name)
+		}
+		if old, stride, ok := g.overlap(s); ok {
+			return fmt.Sprintf("endpoint %s answered %s for %q, which overlap IDs this client already received (%s): a server that repeats IDs is refused",
+				url, describe(s.first, s.first+(s.count-1)*s.stride, s.stride), name, describe(old.first, old.last, stride))
+		}
+		fresh.insert(s)
+	}
+	for _, s := range runs {
+		g.insert(s)
+	}
+	return ""
+}

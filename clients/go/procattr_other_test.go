@@ -1,0 +1,7 @@
+//go:build !linux
+
+package snowdrift
+
+import "os/exec"
+
+func dieWithParent(cmd *exec.Cmd) {}

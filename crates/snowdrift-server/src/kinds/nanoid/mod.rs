@@ -1,0 +1,149 @@
+//! `nanoid`: random characters of an alphabet, from the OS CSPRNG, with nothing to connect.
+//! The plan checks `alphabet` and `size` and works out the collision risk at
+//! `expected_rate`, which `--check-config` warns about when it is under a year.
+
+use serde_json::{Value, json};
+use snowdrift_core::codec::IdFormat;
+use snowdrift_core::kinds::nanoid::{self, Nanoid, YEAR_SECS};
+use snowdrift_core::kinds::os_random;
+use snowdrift_core::obfuscate::Obfuscator;
+
+use crate::config::{Config, GeneratorConfig, Kind};
+use crate::error::Error;
+use crate::kinds::uuid::invalid_id;
+use crate::kinds::{IdSource, Ids, KindPlan, PlanError, StartContext};
+
+/// A `nanoid` generator: its shape and the rate it expects.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NanoidPlan {
+    /// The alphabet and size.
+    pub shape: Nanoid,
+    /// IDs per second expected, for the collision report.
+    pub expected_rate: Option<f64>,
+}
+
+impl KindPlan for NanoidPlan {
+    type Source = NanoidSource;
+    const KINDS: &'static [Kind] = &[Kind::Nanoid];
+
+    fn keys(_kind: Kind) -> &'static [&'static str] {
+        &["alphabet", "size", "expected_rate"]
+    }
+
+    fn plan(_config: &Config, g: &GeneratorConfig) -> Result<Self, PlanError> {
+        let size = match g.size {
+            None => nanoid::DEFAULT_SIZE,
+            Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+        };
+        let alphabet = g.alphabet.as_deref().unwrap_or(nanoid::DEFAULT_ALPHABET);
+        let key = if g.size.is_some() && !(1..=nanoid::MAX_SIZE).contains(&size) {
+            "size"
+        } else {
+            "alphabet"
+        };
+        let shape = Nanoid::new(alphabet, size)
+            .map_err(|e| PlanError::Key(key, crate::error::core_reason(e)))?;
+        if let Some(rate) = g.expected_rate
+            && !(rate.is_finite() && rate > 0.0)
+        {
+            return Err(PlanError::Key(
+                "expected_rate",
+                format!("{rate} is not a rate; give the IDs per second you expect, above 0"),
+            ));
+        }
+        Ok(NanoidPlan {
+            shape,
+            expected_rate: g.expected_rate,
+        })
+    }
+
+    fn kind(&self) -> Kind {
+        Kind::Nanoid
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        let Some(rate) = self.expected_rate else {
+            return Vec::new();
+        };
+        let risk = self.shape.collision_risk(rate);
+        if risk.seconds >= YEAR_SECS {
+            return Vec::new();
+        }
+        vec![format!(
+            "at expected_rate = {rate} IDs/s, {} {}-character IDs ({:.0} random bits) reach a \
+             1% chance of a repeat in {}: raise size (or widen the alphabet) until that is \
+             years; `snowdrift next --kind nanoid --size N --explain --rate {rate}` shows it",
+            self.shape.size(),
+            self.shape.alphabet().chars().count(),
+            risk.bits,
+            risk.time_text()
+        )]
+    }
+
+    async fn start(&self, _name: &str, _cx: &StartContext) -> Result<NanoidSource, snowdrift_store::Error> {
+        // The first draw, so a machine without OS randomness fails at start, not per ID.
+        os_random::u32().map_err(|e| snowdrift_store::Error::Unavailable(e.to_string().into()))?;
+        Ok(NanoidSource { plan: self.clone() })
+    }
+}
+
+/// Nano IDs of one shape.
+#[derive(Debug)]
+pub struct NanoidSource {
+    plan: NanoidPlan,
+}
+
+impl IdSource for NanoidSource {
+    fn kind(&self) -> Kind {
+        Kind::Nanoid
+    }
+
+    async fn next(&self, count: u64) -> Result<Ids, Error> {
+        let mut out = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            out.push(self.plan.shape.generate(&mut os_random::fill)?);
+        }
+        Ok(Ids::Text(out))
+    }
+
+    fn numeric(&self) -> bool {
+        false
+    }
+
+    fn decode(
+        &self,
+        _name: &str,
+        text: &str,
+        _format: Option<IdFormat>,
+        _obfuscator: Option<&Obfuscator>,
+    ) -> Result<Value, Error> {
+        fields(&self.plan.shape, text).map_err(|e| invalid_id(Kind::Nanoid, text, &e))
+    }
+
+    fn describe(&self, out: &mut Value) {
+        let shape = &self.plan.shape;
+        out["alphabet"] = shape.alphabet().into();
+        out["size"] = shape.size().into();
+        out["random_bits"] = shape.bits().into();
+        if let Some(rate) = self.plan.expected_rate {
+            let risk = shape.collision_risk(rate);
+            out["expected_rate"] = rate.into();
+            out["collision_1pct_after"] = risk.time_text().into();
+            out["collision_1pct_after_secs"] = risk.seconds.into();
+        }
+    }
+}
+
+/// What a Nano ID of `shape` holds: nothing but its characters, said plainly; refused when
+/// its length or a character does not fit the shape.
+pub fn fields(shape: &Nanoid, text: &str) -> Result<Value, snowdrift_core::Error> {
+    shape.check(text)?;
+    Ok(json!({
+        "id": text,
+        "holds": "no fields: a nanoid is random characters alone, with no time, counter or \
+                  node to read back",
+        "size": shape.size(),
+        "alphabet": shape.alphabet(),
+        "random_bits": shape.bits(),
+    }))
+}
