@@ -34,6 +34,23 @@ pub const OTHER_VARIABLES: &[(&str, &str)] = &[
         "`snowdrift next --layout mastodon`: --mastodon-secret",
     ),
     (
+        "SNOWDRIFT_BIN",
+        "tests only: the `snowdrift` binary the clients' tests, the conformance suite and \
+         scripts/deploy-test start",
+    ),
+    (
+        "SNOWDRIFT_ENDPOINTS",
+        "README's Java example: the servers an application lists (the application's own)",
+    ),
+    (
+        "SNOWDRIFT_URL",
+        "README's Go example: the server an application asks (the application's own)",
+    ),
+    (
+        "SNOWDRIFT_PY_ASYNC",
+        "tests only: the Python client's conformance program drives its AsyncClient",
+    ),
+    (
         "SNOWDRIFT_TEST_CLOCK_OFFSET_MS",
         "tests only: shifts the clock of the server and of `snowdrift next` (clock-step tests)",
     ),

@@ -48,6 +48,16 @@ impl Ids {
         self.len() == 0
     }
 
+    /// `count` text IDs, each made by `make`; the first failure is the answer (nothing was
+    /// handed out yet, so what was made before it is dropped).
+    pub fn text<E>(count: u64, mut make: impl FnMut() -> Result<String, E>) -> Result<Self, E> {
+        let mut out = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
+        for _ in 0..count {
+            out.push(make()?);
+        }
+        Ok(Ids::Text(out))
+    }
+
     /// Runs made of single values, merging neighbours one apart.
     pub fn from_values(values: impl IntoIterator<Item = u64>) -> Self {
         let mut runs: Vec<IdRun> = Vec::new();

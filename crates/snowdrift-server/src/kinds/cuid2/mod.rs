@@ -64,11 +64,7 @@ impl IdSource for Cuid2Source {
     }
 
     async fn next(&self, count: u64) -> Result<Ids, Error> {
-        let mut out = Vec::with_capacity(count as usize);
-        for _ in 0..count {
-            out.push(self.generator.next_with(&mut os_random::u32)?);
-        }
-        Ok(Ids::Text(out))
+        Ids::text(count, || Ok(self.generator.next_with(&mut os_random::u32)?))
     }
 
     fn numeric(&self) -> bool {

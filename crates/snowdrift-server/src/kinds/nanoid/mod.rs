@@ -99,11 +99,7 @@ impl IdSource for NanoidSource {
     }
 
     async fn next(&self, count: u64) -> Result<Ids, Error> {
-        let mut out = Vec::with_capacity(count as usize);
-        for _ in 0..count {
-            out.push(self.plan.shape.generate(&mut os_random::fill)?);
-        }
-        Ok(Ids::Text(out))
+        Ids::text(count, || Ok(self.plan.shape.generate(&mut os_random::fill)?))
     }
 
     fn numeric(&self) -> bool {

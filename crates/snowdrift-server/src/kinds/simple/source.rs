@@ -88,16 +88,14 @@ impl IdSource for SimpleSource {
     }
 
     async fn next(&self, count: u64) -> Result<Ids, Error> {
-        let mut out = Vec::with_capacity(count as usize);
-        for _ in 0..count {
-            out.push(match self {
+        Ids::text(count, || {
+            Ok(match self {
                 SimpleSource::Uuid4 => uuid_kind::v4().to_string(),
                 SimpleSource::Uuid7(g) => g.next()?.to_string(),
                 SimpleSource::Ulid(g) => g.next()?.to_string(),
                 SimpleSource::ObjectId { generator, .. } => generator.next()?.to_string(),
-            });
-        }
-        Ok(Ids::Text(out))
+            })
+        })
     }
 
     fn numeric(&self) -> bool {

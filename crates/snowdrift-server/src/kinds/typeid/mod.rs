@@ -70,11 +70,7 @@ impl IdSource for TypeidSource {
     }
 
     async fn next(&self, count: u64) -> Result<Ids, Error> {
-        let mut out = Vec::with_capacity(count as usize);
-        for _ in 0..count {
-            out.push(self.generator.next()?);
-        }
-        Ok(Ids::Text(out))
+        Ids::text(count, || Ok(self.generator.next()?))
     }
 
     fn numeric(&self) -> bool {

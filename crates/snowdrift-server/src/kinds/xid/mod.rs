@@ -76,11 +76,7 @@ impl IdSource for XidSource {
     }
 
     async fn next(&self, count: u64) -> Result<Ids, Error> {
-        let mut out = Vec::with_capacity(count as usize);
-        for _ in 0..count {
-            out.push(self.generator.next()?.to_string());
-        }
-        Ok(Ids::Text(out))
+        Ids::text(count, || Ok(self.generator.next()?.to_string()))
     }
 
     fn numeric(&self) -> bool {
