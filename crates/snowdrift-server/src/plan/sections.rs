@@ -1,5 +1,5 @@
 //! `[server]`, `[store]` and `[limits]` checked: every limit and duration within the range a
-//! user would expect (one table below, which README's configuration section repeats), and
+//! user would expect (one table below, which docs/src/reference/config.md renders), and
 //! no key set where it has no effect. `[worker]`'s durations are in the same table;
 //! `worker.rs` checks the rest of that section.
 

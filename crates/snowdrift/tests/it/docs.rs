@@ -167,9 +167,9 @@ fn every_toml_snippet_passes_check_config() {
         "TOML blocks --check-config refuses:\n{}",
         failures.join("\n")
     );
-    // The README's and the book's examples: far more than this, so a reader that found
-    // none (a changed fence, a moved directory) fails rather than passing on nothing.
-    assert!(checked >= 10, "only {checked} TOML blocks found");
+    // The README's and the book's examples (9 when this was written), so a reader that
+    // found none (a changed fence, a moved directory) fails rather than passing on nothing.
+    assert!(checked >= 8, "only {checked} TOML blocks found");
     eprintln!("{checked} TOML blocks pass --check-config");
 }
 
