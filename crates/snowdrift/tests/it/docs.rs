@@ -1,5 +1,5 @@
 //! The documentation shows configuration the server accepts and links that lead somewhere:
-//! every ```` ```toml ```` block of README.md and of `docs/` passes `snowdrift serve
+//! every ```` ```toml ```` block of README.md, BENCHMARKS.md and `docs/` passes `snowdrift serve
 //! --check-config`, and every relative link names a file that exists (and a heading of it,
 //! for an `#anchor`). A block that is a fragment of a config is marked ```` ```toml,partial
 //! ```` and checked inside a minimal config; no block is skipped.
@@ -12,10 +12,11 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// README.md and every Markdown file under `docs/`, relative to the repository.
+/// README.md, BENCHMARKS.md and every Markdown file under `docs/`, relative to the
+/// repository.
 fn markdown_files() -> Vec<PathBuf> {
     let root = repo();
-    let mut files = vec![PathBuf::from("README.md")];
+    let mut files = vec![PathBuf::from("README.md"), PathBuf::from("BENCHMARKS.md")];
     let mut dirs = vec![PathBuf::from("docs")];
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(root.join(&dir)).unwrap().flatten() {
