@@ -266,7 +266,7 @@ mod tests {
             }
         }
         let listed: Vec<&str> = OTHER_VARIABLES.iter().map(|(n, _)| *n).collect();
-        // Named in README as what is refused.
+        // Named in the docs (docs/src/server/configuration.md) as what is refused.
         let refused = ["SNOWDRIFT_LISTEN"];
         for name in &found {
             assert!(

@@ -7,6 +7,8 @@
 
 pub mod generator;
 mod reach;
+#[cfg(test)]
+mod reference;
 mod sections;
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,5 @@
 //! `[server]`, `[store]` and `[limits]` checked: every limit and duration within the range a
-//! user would expect (one table below, which README's configuration section repeats), and
+//! user would expect (one table below, which docs/src/reference/config.md renders), and
 //! no key set where it has no effect. `[worker]`'s durations are in the same table;
 //! `worker.rs` checks the rest of that section.
 
@@ -20,16 +20,16 @@ const MIB: u64 = 1024 * 1024;
 const MIN_REQUEST: u64 = KIB;
 
 /// A count or size key's range, and why each end is where it is.
-struct Count {
-    key: &'static str,
-    min: u64,
-    max: u64,
+pub(super) struct Count {
+    pub(super) key: &'static str,
+    pub(super) min: u64,
+    pub(super) max: u64,
     /// `bytes`, or empty.
-    unit: &'static str,
+    pub(super) unit: &'static str,
     /// Why less is refused.
-    low: &'static str,
+    pub(super) low: &'static str,
     /// Why more is refused.
-    high: &'static str,
+    pub(super) high: &'static str,
 }
 
 /// A duration key's range, and why each end is where it is.
@@ -50,7 +50,7 @@ const fn ms(ms: u64) -> Duration {
 }
 
 /// `[limits]`' counts and sizes.
-const COUNTS: &[Count] = &[
+pub(super) const COUNTS: &[Count] = &[
     Count {
         key: "limits.max_count",
         min: 1,

@@ -232,7 +232,7 @@ async fn incrby_answers_the_last_of_n_consecutive_ids() {
     assert!(text.contains("step"), "{text}");
     // Segments follow Leaf's dynamic step: claimed quickly, they grow past the stored
     // step, so a count a little above it is served from a grown segment (the short ones
-    // before it are skipped), as README says.
+    // before it are skipped), as docs/src/api/resp.md says.
     let grows = tag_name();
     server.create_tag(&grows, 10, None).await;
     let last = int(&mut con, &["INCRBY", &grows, "15"]).await;

@@ -356,7 +356,7 @@ async fn a_fake_under_the_attackers_own_lease_gets_no_answer_past_the_checks() {
 
     // A lie that passes every check a node can make alone (its term right, above all it
     // served, within reach) is served once by a node, and refused when repeated to it:
-    // without TLS and auth nothing tells such a fake from the leader (see README).
+    // without TLS and auth nothing tells such a fake from the leader (see docs/src/kinds/tso.md).
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

@@ -423,32 +423,6 @@ fn the_environment_and_the_flags_are_checked_and_named() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// README's configuration example is a config `--check-config` accepts: strictness must not
-/// leave README showing a refused key.
-#[test]
-fn the_readme_configuration_example_passes_the_check() {
-    let readme = include_str!("../../../../README.md");
-    let section = &readme[readme
-        .find("### Configuration")
-        .expect("README has the section")..];
-    let start = section
-        .find("```toml\n")
-        .expect("the section has a TOML block")
-        + 8;
-    let example = &section[start..start + section[start..].find("```").unwrap()];
-    let dir = std::env::temp_dir().join(unique_name("check-config-readme"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("snowdrift.toml");
-    std::fs::write(&file, example).unwrap();
-    let out = serve(&file, true);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::remove_dir_all(&dir).ok();
-}
-
 /// `--check-config=connect` reaches the store, the worker registry (etcd), each ticket
 /// server and the Redis counter, lists them after the config as TOML comments,
 /// and fails naming those that did not answer; plain `--check-config` connects to nothing.

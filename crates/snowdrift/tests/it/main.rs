@@ -6,6 +6,7 @@ mod cli;
 mod client_chaos;
 mod common;
 mod dated_segments;
+mod docs;
 mod generator_options;
 mod id_references;
 mod mastodon_ruby;
