@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod decode;
 pub mod layout;
+mod layout_migrate;
 pub mod next;
 mod next_kinds;
 mod next_segment;
