@@ -304,6 +304,18 @@ fn above_from(old: &Side, new: &Side) -> Option<u128> {
     }
 }
 
+/// The largest ID `layout` can have issued up to `t_ms` (every node, every sequence value,
+/// under `extension`); `None` before its epoch.
+pub fn largest_until(layout: &Layout, extension: u64, t_ms: u64) -> Option<u64> {
+    old_at(&Side::new(layout, extension, true), t_ms.into()).map(|v| v as u64)
+}
+
+/// The smallest ID `layout` issues at `t_ms` under `extension`; `None` when it cannot issue
+/// then (before its epoch, or its time field is full).
+pub fn smallest_at(layout: &Layout, extension: u64, t_ms: u64) -> Option<u64> {
+    new_at(&Side::new(layout, extension, false), t_ms.into()).map(|v| v as u64)
+}
+
 /// Checks a switch from `old` (issuing under extension value `old_extension`) to `new` at
 /// `at_ms`. The new layout issues under the same extension value when it has an
 /// extension field (as a server does, carrying it in the mark), else under none.

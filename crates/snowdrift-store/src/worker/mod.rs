@@ -66,7 +66,7 @@ pub use config::{
 pub use file::FileRegistry;
 pub use mark::{MAX_EXTENSION, Mark};
 pub use node::{Epoch, WorkerNode};
-pub use registry::{REGISTRY_SCHEMES, WorkerRegistry};
+pub use registry::{REGISTRY_SCHEMES, WorkerEntry, WorkerRegistry};
 pub use source::{BitsFrom, NodeSplit, WorkerSource, hostname};
 pub use sql::validate_namespace;
 pub use status::{PeerOffset, WorkerState, WorkerStatus};
