@@ -568,8 +568,7 @@ impl FileRegistry {
                 .flatten()
                 .and_then(|(f, _)| rustix::fs::fstat(&f).ok())
                 .map(|st| {
-                    u64::try_from(st.st_mtime).unwrap_or(0) * 1000
-                        + u64::try_from(st.st_mtime_nsec).unwrap_or(0) / 1_000_000
+                    u64::try_from(st.st_mtime).unwrap_or(0) * 1000 + st.st_mtime_nsec / 1_000_000
                 });
             out.push(super::WorkerEntry {
                 worker_id: id,

@@ -277,26 +277,28 @@ impl<C: Clock + Clone + 'static> Shared<C> {
                 )
             };
             let side = |l, which: &str| args(l).replace("{}", which);
-            return Err(Error::LayoutSwitchUnsafe {
-                worker_id,
-                mark: snowdrift_core::layout::format_ms(mark.ms),
-                old: recorded,
-                new: current,
-                new_first: new_first.map_or("none (the layout cannot issue now)".into(), |v| {
-                    v.to_string()
-                }),
-                old_last: old_last.map_or("none".into(), |v| v.to_string()),
-                command: format!(
-                    "snowdrift layout migrate --from {} --to {}{}",
-                    side(&old, "from"),
-                    side(new, "to"),
-                    if mark.extension > 0 {
-                        format!(" --extension {}", mark.extension)
-                    } else {
-                        String::new()
-                    }
-                ),
-            });
+            return Err(Error::LayoutSwitchUnsafe(Box::new(
+                crate::error::LayoutSwitch {
+                    worker_id,
+                    mark: snowdrift_core::layout::format_ms(mark.ms),
+                    old: recorded,
+                    new: current,
+                    new_first: new_first.map_or("none (the layout cannot issue now)".into(), |v| {
+                        v.to_string()
+                    }),
+                    old_last: old_last.map_or("none".into(), |v| v.to_string()),
+                    command: format!(
+                        "snowdrift layout migrate --from {} --to {}{}",
+                        side(&old, "from"),
+                        side(new, "to"),
+                        if mark.extension > 0 {
+                            format!(" --extension {}", mark.extension)
+                        } else {
+                            String::new()
+                        }
+                    ),
+                },
+            )));
         }
         let check = migrate::check(&old, mark.extension, new, start);
         match check.verdict {

@@ -87,7 +87,7 @@ fn named(which: &str, text: &str, unit: Option<&str>, epoch: Option<&str>) -> Re
 }
 
 fn unit_text(ms: u64) -> String {
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{ms}ms")

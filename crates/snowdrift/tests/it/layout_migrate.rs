@@ -163,7 +163,7 @@ fn config(dir: &Path, name: &str, worker: &str, generator: &str) -> PathBuf {
         &path,
         format!(
             "[server]\nlisten = \"127.0.0.1:0\"\n\n[store]\nurl = \"sqlite://{}/ids.db\"\n\n\
-             [worker]\n{worker}\nwindow = \"1s\"\n\n\
+             [worker]\n{worker}\nwindow = \"3s\"\n\n\
              [[generator]]\nname = \"sf\"\nkind = \"snowflake\"\n{generator}\n",
             dir.display()
         ),
