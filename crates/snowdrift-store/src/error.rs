@@ -209,6 +209,10 @@ pub enum Error {
         /// What to do about it, given the clock policy and the layout.
         advice: String,
     },
+    /// The generator's layout changed since the worker ID's high-water mark was written, and
+    /// the new layout's first IDs would not be above IDs the old one may have issued.
+    #[error("{0}")]
+    LayoutSwitchUnsafe(Box<LayoutSwitch>),
     /// This node's clock is behind a live peer's published clock by more than the bound.
     #[error(
         "this node's clock is at least {behind:?} behind {peer:?}'s (worker ID {peer_worker_id}), more than the {bound:?} allowed; fix the clock (NTP) before starting"
@@ -288,3 +292,25 @@ impl From<zookeeper_client::Error> for Error {
 
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What [`Error::LayoutSwitchUnsafe`] found (boxed: it is the largest error).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "worker ID {worker_id}'s high-water mark ({mark}) was written under layout {old}, and this node is configured with layout {new}: its first ID now would be {new_first}, not above {old_last}, the largest ID the old layout can have issued up to the mark (every worker, every sequence), so it could repeat or go below IDs already issued. Refused: configure the old layout again, or see when and how the switch is safe with `{command}`"
+)]
+pub struct LayoutSwitch {
+    /// The worker ID.
+    pub worker_id: u64,
+    /// The mark, as a time.
+    pub mark: String,
+    /// The layout recorded with the mark (`FIELDS/UNIT_MS/EPOCH_MS`).
+    pub old: String,
+    /// The configured layout.
+    pub new: String,
+    /// The smallest ID the configured layout would issue now (`none` if it cannot).
+    pub new_first: String,
+    /// The largest ID the old layout can have issued up to the mark.
+    pub old_last: String,
+    /// The `snowdrift layout migrate` command that checks this switch.
+    pub command: String,
+}

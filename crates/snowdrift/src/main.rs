@@ -30,6 +30,7 @@ enum Command {
     Serve(cmd::serve::Args),
     Token(cmd::token::Args),
     Verify(cmd::verify::Args),
+    Workers(cmd::workers::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -44,6 +45,7 @@ fn main() -> std::process::ExitCode {
         Command::Serve(a) => cmd::serve::run(a),
         Command::Token(a) => cmd::token::run(a),
         Command::Verify(a) => cmd::verify::run(a),
+        Command::Workers(a) => cmd::workers::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -9,6 +9,7 @@
 //! IDs issued after the bump still sort after every earlier one.
 
 mod codec;
+pub mod migrate;
 pub mod preset;
 mod resolve;
 mod spec;

@@ -29,7 +29,9 @@ const MAX_RACES: usize = 64;
 /// of `N` is `/{namespace}/mark/N`, a key without a lease (it outlives every lease),
 /// written by a transaction that checks that the lease key still names the holder and
 /// that the mark did not change since it was read; the mark only goes up. A clock report is
-/// `/{namespace}/time/N`, attached to the same lease.
+/// `/{namespace}/time/N`, attached to the same lease, and so is `/{namespace}/since/N`, the
+/// claiming node's clock when it claimed (written with the claim). The layout issued under
+/// up to the mark is `/{namespace}/layout/N`, without a lease, written only by the holder.
 ///
 /// etcd counts a lease's TTL from when its leader handled the keep-alive (after the node
 /// sent it), on its monotonic clock, and a new leader extends every lease rather than
@@ -81,6 +83,14 @@ impl EtcdRegistry {
         format!("{}/time/{worker_id}", self.root)
     }
 
+    fn since_key(&self, worker_id: u64) -> String {
+        format!("{}/since/{worker_id}", self.root)
+    }
+
+    fn layout_key(&self, worker_id: u64) -> String {
+        format!("{}/layout/{worker_id}", self.root)
+    }
+
     fn lease_prefix(&self) -> String {
         format!("{}/worker/", self.root)
     }
@@ -119,11 +129,18 @@ impl EtcdRegistry {
         let key = self.lease_key(worker_id);
         let txn = Txn::new()
             .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(
-                key.clone(),
-                holder,
-                Some(PutOptions::new().with_lease(lease)),
-            )])
+            .and_then([
+                TxnOp::put(
+                    key.clone(),
+                    holder,
+                    Some(PutOptions::new().with_lease(lease)),
+                ),
+                TxnOp::put(
+                    self.since_key(worker_id),
+                    now_ms().to_string(),
+                    Some(PutOptions::new().with_lease(lease)),
+                ),
+            ])
             .or_else([TxnOp::get(key, None)]);
         let answer = self
             .client
@@ -469,6 +486,116 @@ impl EtcdRegistry {
         peers.sort_by_key(|p| p.worker_id);
         Ok(peers)
     }
+    /// The layout recorded beside `worker_id`'s mark, if any.
+    pub async fn read_layout(&self, worker_id: u64) -> Result<Option<String>> {
+        let answer = self
+            .client
+            .kv_client()
+            .get(self.layout_key(worker_id), None)
+            .await
+            .map_err(unavailable)?;
+        Ok(answer.kvs().first().map(|kv| text(kv.value())))
+    }
+
+    /// Records the layout `holder` issues under; [`Error::LeaseLost`] unless it holds the
+    /// lease (the check and the write are one transaction).
+    pub async fn write_layout(&self, worker_id: u64, holder: &str, layout: &str) -> Result<()> {
+        validate_holder(holder)?;
+        let txn = Txn::new()
+            .when([Compare::value(
+                self.lease_key(worker_id),
+                CompareOp::Equal,
+                holder,
+            )])
+            .and_then([TxnOp::put(self.layout_key(worker_id), layout, None)]);
+        let answer = self
+            .client
+            .kv_client()
+            .txn(txn)
+            .await
+            .map_err(unavailable)?;
+        if answer.succeeded() {
+            return Ok(());
+        }
+        // Say why, as the other writes do.
+        self.held(worker_id, holder).await?;
+        Err(lost(
+            worker_id,
+            holder,
+            "the lease changed while the layout was written".into(),
+        ))
+    }
+
+    /// Every live lease with its claim time, time left (etcd's, whole seconds), mark and
+    /// layout.
+    pub async fn list(&self) -> Result<Vec<super::WorkerEntry>> {
+        let prefix = Some(GetOptions::new().with_prefix());
+        let kinds = ["worker", "since", "mark", "layout"];
+        let txn = Txn::new().and_then(
+            kinds
+                .iter()
+                .map(|k| TxnOp::get(format!("{}/{k}/", self.root), prefix.clone()))
+                .collect::<Vec<_>>(),
+        );
+        let answer = self
+            .client
+            .kv_client()
+            .txn(txn)
+            .await
+            .map_err(unavailable)?;
+        let ranges: Vec<Vec<KeyValue>> = answer
+            .op_responses()
+            .into_iter()
+            .filter_map(|r| match r {
+                TxnOpResponse::Get(g) => Some(g.kvs().to_vec()),
+                _ => None,
+            })
+            .collect();
+        let [leases, since, marks, layouts] = ranges.as_slice() else {
+            return Err(Error::Unavailable(
+                "etcd answered a four-range transaction without four ranges".into(),
+            ));
+        };
+        let by_id = |kvs: &[KeyValue], kind: &str| -> HashMap<u64, KeyValue> {
+            kvs.iter()
+                .filter_map(|kv| Some((self.id_in(kv, kind)?, kv.clone())))
+                .collect()
+        };
+        let (since, marks, layouts) = (
+            by_id(since, "since"),
+            by_id(marks, "mark"),
+            by_id(layouts, "layout"),
+        );
+        let mut out = Vec::new();
+        let mut leases_client = self.client.lease_client();
+        for kv in leases {
+            let Some(id) = self.id_in(kv, "worker") else {
+                continue;
+            };
+            let mut entry = super::WorkerEntry::new(id, text(kv.value()));
+            entry.since_ms = since
+                .get(&id)
+                .filter(|s| s.lease() == kv.lease())
+                .and_then(|s| text(s.value()).parse().ok());
+            entry.mark = marks.get(&id).and_then(|m| text(m.value()).parse().ok());
+            entry.layout = layouts.get(&id).map(|l| text(l.value()));
+            let ttl = leases_client
+                .time_to_live(kv.lease(), None)
+                .await
+                .map_err(unavailable)?;
+            if ttl.ttl() <= 0 {
+                // Expired between the range read and this one: free now.
+                continue;
+            }
+            let (left, granted) = (ttl.ttl() as u64 * 1000, ttl.granted_ttl() as u64 * 1000);
+            entry.lease_left_ms = Some(left);
+            entry.lease_ttl_ms = Some(granted);
+            // A holder keeps its lease above two thirds of the ttl (it renews every third).
+            entry.expiring = left < granted / 2;
+            out.push(entry);
+        }
+        Ok(out)
+    }
 }
 
 /// One [`EtcdRegistry::claim_lowest`] in progress: every try puts its key under the one
@@ -517,6 +644,13 @@ pub(crate) fn first_kv(responses: Vec<TxnOpResponse>) -> Option<KeyValue> {
         TxnOpResponse::Get(g) => g.kvs().first().cloned(),
         _ => None,
     })
+}
+
+/// This node's clock, ms since 1970 (etcd has none to ask).
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 pub(crate) fn text(bytes: &[u8]) -> String {

@@ -479,9 +479,22 @@ impl FileRegistry {
         if mark_ms <= current {
             return Ok(());
         }
-        let target = self.mark_name(worker_id);
-        let path = self.path.join(&target);
-        let tmp = format!(".{}-{worker_id}.mark.tmp", self.namespace);
+        self.replace_file(
+            &self.mark_name(worker_id),
+            mark_ms.to_string(),
+            "the high-water mark",
+        )
+        .await?;
+        self.verify(worker_id, holder)
+    }
+
+    /// Replaces `target` in the directory with `content`: written to a temporary file,
+    /// fsynced, renamed over it, and the directory fsynced, so a crash leaves the old file or
+    /// the new one.
+    async fn replace_file(&self, target: &str, content: String, what: &str) -> Result<()> {
+        let path = self.path.join(target);
+        let tmp = format!(".{target}.tmp");
+        let target = target.to_string();
         let dir = Arc::clone(&self.dir);
         let write = move || -> std::io::Result<()> {
             // A leftover (a crash mid-write, or something planted) is removed, never
@@ -497,7 +510,7 @@ impl FileRegistry {
                 Mode::from_raw_mode(0o600),
             )?;
             let mut f = File::from(fd);
-            f.write_all(mark_ms.to_string().as_bytes())?;
+            f.write_all(content.as_bytes())?;
             f.sync_all()?;
             rustix::fs::renameat(dir.as_fd(), &tmp, dir.as_fd(), &target)?;
             // The rename is durable only once the directory is.
@@ -511,8 +524,64 @@ impl FileRegistry {
             .await
             .map_err(|e| std::io::Error::other(format!("the writing thread failed: {e}")))
             .and_then(|written| written)
-            .map_err(|e| io_error(&path, "write the high-water mark", e))?;
+            .map_err(|e| io_error(&path, &format!("write {what}"), e))
+    }
+
+    fn layout_name(&self, worker_id: u64) -> String {
+        format!("{}-{worker_id}.layout", self.namespace)
+    }
+
+    /// The layout recorded beside `worker_id`'s mark (`DIR/{namespace}-N.layout`), if any.
+    pub async fn read_layout(&self, worker_id: u64) -> Result<Option<String>> {
+        let name = self.layout_name(worker_id);
+        let Some((mut file, _)) = self.open_file(&name, false, false)? else {
+            return Ok(None);
+        };
+        let mut text = String::new();
+        file.read_to_string(&mut text)
+            .map_err(|e| io_error(&self.path.join(&name), "read", e))?;
+        Ok(Some(text.trim().to_string()))
+    }
+
+    /// Records the layout `holder` issues under with `worker_id`, if it holds the ID here;
+    /// [`Error::LeaseLost`] otherwise.
+    pub async fn write_layout(&self, worker_id: u64, holder: &str, layout: &str) -> Result<()> {
+        self.verify(worker_id, holder)?;
+        self.replace_file(
+            &self.layout_name(worker_id),
+            layout.to_string(),
+            "the layout record",
+        )
+        .await?;
         self.verify(worker_id, holder)
+    }
+
+    /// Every worker ID whose lock file a process holds: its holder, when its lock file was
+    /// written (the claim), its mark and layout. A file lock has no time left: the
+    /// operating system drops it the moment its process dies.
+    pub async fn list(&self) -> Result<Vec<super::WorkerEntry>> {
+        let mut out = Vec::new();
+        for (id, holder) in self.holders().await? {
+            let since_ms = self
+                .open_file(&self.lock_name(id), false, false)
+                .ok()
+                .flatten()
+                .and_then(|(f, _)| rustix::fs::fstat(&f).ok())
+                .map(|st| {
+                    u64::try_from(st.st_mtime).unwrap_or(0) * 1000 + st.st_mtime_nsec / 1_000_000
+                });
+            out.push(super::WorkerEntry {
+                worker_id: id,
+                holder,
+                since_ms,
+                lease_left_ms: None,
+                lease_ttl_ms: None,
+                expiring: false,
+                mark: self.read_mark(id).await?,
+                layout: self.read_layout(id).await?,
+            });
+        }
+        Ok(out)
     }
 
     /// Records nothing (every node of a file registry shares this machine's clock), but

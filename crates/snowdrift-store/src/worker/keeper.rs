@@ -9,6 +9,7 @@ use tokio::time::Instant;
 
 use snowdrift_core::clock::Clock;
 use snowdrift_core::generator::{ClosedReason, OnBackward};
+use snowdrift_core::layout::migrate;
 
 use super::WorkerSource;
 use super::mark::{MAX_EXTENSION, Mark};
@@ -155,7 +156,7 @@ impl<C: Clock + Clone + 'static> Shared<C> {
     /// the extension value to issue under. With a `bound` (the first claim), a mark
     /// further ahead of the clock than the bound moves to the next extension value when the
     /// policy and the layout allow, and is refused otherwise.
-    async fn read_mark(&self, worker_id: u64, bound: Option<Duration>) -> Result<Mark> {
+    async fn read_mark(&self, worker_id: u64, bound: Option<Duration>) -> Result<(Mark, bool)> {
         self.set_state(WorkerState::WaitingForMark);
         lock(&self.status).worker_id = Some(worker_id);
         let stored = self
@@ -175,6 +176,9 @@ impl<C: Clock + Clone + 'static> Shared<C> {
             },
             None => Mark::from_stored(0),
         };
+        let record_layout = self
+            .check_layout(worker_id, stored.map(Mark::from_stored), now)
+            .await?;
         let policy = self.builder.backward_policy();
         let bound = bound.map(|b| match policy {
             // Only the window the last holder wrote ahead of its clock is waited out.
@@ -197,7 +201,7 @@ impl<C: Clock + Clone + 'static> Shared<C> {
                     extension_values_left = ext_max - next.extension,
                     "the clock is behind the worker ID's high-water mark by more than the wait bound; issuing at once under the next extension value"
                 );
-                return Ok(next);
+                return Ok((next, record_layout));
             }
             let advice = match policy {
                 OnBackward::Extension if ext_max == 0 => {
@@ -225,7 +229,100 @@ impl<C: Clock + Clone + 'static> Shared<C> {
                 "waiting for the clock to pass the worker ID's high-water mark"
             );
         }
-        Ok(mark)
+        Ok((mark, record_layout))
+    }
+
+    /// Compares the layout recorded beside the worker ID's mark with this node's. Refuses a
+    /// switch whose first IDs would not be above every ID the recorded layout can have
+    /// issued up to the mark ([`Error::LayoutSwitchUnsafe`]); returns whether this node's
+    /// layout must be recorded before its first ID (none is recorded yet, or it changed).
+    async fn check_layout(&self, worker_id: u64, mark: Option<Mark>, now: u64) -> Result<bool> {
+        let new = self.builder.layout();
+        let current = migrate::record(new);
+        let recorded = self
+            .call(
+                "reading the layout recorded with the high-water mark",
+                self.registry.read_layout(worker_id),
+            )
+            .await?;
+        let (recorded, mark) = match (recorded, mark) {
+            (Some(r), _) if r == current => return Ok(false),
+            // Nothing recorded (a first start, or marks of an older version, which knew
+            // no layouts), or no ID issued under the recorded one: record this node's.
+            (None, _) | (_, None) => return Ok(true),
+            (Some(r), Some(mark)) => (r, mark),
+        };
+        let old = migrate::parse_record(&recorded)
+            .map_err(|e| Error::InvalidInput(format!("worker ID {worker_id}: {e}")))?;
+        let start = now.max(mark.ms);
+        let new_ext = if new.extension_bits() > 0 {
+            mark.extension
+        } else {
+            0
+        };
+        let old_last = migrate::largest_until(&old, mark.extension, mark.ms);
+        let new_first = migrate::smallest_at(new, new_ext, start);
+        let above = match (new_first, old_last) {
+            (Some(n), Some(o)) => n > o,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if !above {
+            let args = |l: &snowdrift_core::layout::Layout| {
+                format!(
+                    "{} --{{}}-unit {}ms --{{}}-epoch {}",
+                    migrate::spec(l),
+                    l.unit_ms(),
+                    l.epoch_ms()
+                )
+            };
+            let side = |l, which: &str| args(l).replace("{}", which);
+            return Err(Error::LayoutSwitchUnsafe(Box::new(
+                crate::error::LayoutSwitch {
+                    worker_id,
+                    mark: snowdrift_core::layout::format_ms(mark.ms),
+                    old: recorded,
+                    new: current,
+                    new_first: new_first.map_or("none (the layout cannot issue now)".into(), |v| {
+                        v.to_string()
+                    }),
+                    old_last: old_last.map_or("none".into(), |v| v.to_string()),
+                    command: format!(
+                        "snowdrift layout migrate --from {} --to {}{}",
+                        side(&old, "from"),
+                        side(new, "to"),
+                        if mark.extension > 0 {
+                            format!(" --extension {}", mark.extension)
+                        } else {
+                            String::new()
+                        }
+                    ),
+                },
+            )));
+        }
+        let check = migrate::check(&old, mark.extension, new, start);
+        match check.verdict {
+            migrate::Verdict::Safe => tracing::info!(
+                worker_id,
+                old = %recorded,
+                new = %current,
+                "the layout changed since the worker ID's high-water mark; the new layout's IDs stay above every ID the old one can issue"
+            ),
+            migrate::Verdict::SafeIfOldStopsBy(by) => tracing::warn!(
+                worker_id,
+                old = %recorded,
+                new = %current,
+                old_must_stop_by = %snowdrift_core::layout::format_ms(by),
+                "the layout changed since the worker ID's high-water mark; this node's IDs are above every ID the old layout issued so far, but nodes still issuing under the old layout must move before old_must_stop_by"
+            ),
+            migrate::Verdict::Unsafe => tracing::warn!(
+                worker_id,
+                old = %recorded,
+                new = %current,
+                "the layout changed since the worker ID's high-water mark; this node's IDs are above every ID the old layout issued with this worker ID up to the mark, but a node still issuing under the old layout (or one that did after this mark) issues IDs above this node's: move every node (`snowdrift layout migrate` shows when that is safe)"
+            ),
+        }
+        Ok(true)
     }
 
     /// The largest extension value of the layout (0 without an extension field).
@@ -241,6 +338,7 @@ impl<C: Clock + Clone + 'static> Shared<C> {
             mut sent_ms,
             mut sent_at,
             mark,
+            record_layout,
         } = claimed;
         let renew_every = self.renew_every();
         loop {
@@ -274,6 +372,19 @@ impl<C: Clock + Clone + 'static> Shared<C> {
             .now_ms()
             .max(mark.ms)
             .saturating_add(ms(self.config.window));
+        if record_layout {
+            // Durable before the first ID too: a later start under another layout is
+            // checked against it.
+            self.call(
+                "recording the layout beside the high-water mark",
+                self.registry.write_layout(
+                    worker_id,
+                    &self.holder,
+                    &migrate::record(self.builder.layout()),
+                ),
+            )
+            .await?;
+        }
         // Durable before the first ID of the window: a restart waits past it, or moves
         // above its extension value.
         self.call(
@@ -321,6 +432,8 @@ pub(super) struct Claimed {
     /// The ID's high-water mark: no ID may be issued at or before it under its extension
     /// value, nor under a lower one.
     pub mark: Mark,
+    /// This node's layout is to be recorded beside the mark before its first ID.
+    pub record_layout: bool,
 }
 
 /// Claims an ID and reads its mark: for the first epoch (`first`) with the start-up checks
@@ -351,11 +464,12 @@ pub(super) async fn claim<C: Clock + Clone + 'static>(
     }
     .await;
     match result {
-        Ok(mark) => Ok(Claimed {
+        Ok((mark, record_layout)) => Ok(Claimed {
             worker_id,
             sent_ms,
             sent_at,
             mark,
+            record_layout,
         }),
         Err(e) => {
             release(shared, worker_id).await;

@@ -24,6 +24,11 @@
 //!   [`Error::LeaseLost`] unless `holder` holds the ID, and never lowers the mark.
 //! - `publish_time(worker_id, holder, now_ms)` and `peer_times() -> Vec<PeerTime>`: each live
 //!   node's latest clock reading, for the clock check across nodes.
+//! - `read_layout(worker_id)` and `write_layout(worker_id, holder, layout)`: the layout
+//!   issued under up to the mark ([`record`](snowdrift_core::layout::migrate::record)), so a
+//!   start under another layout is checked against it; written only by the holder.
+//! - `list() -> Vec<WorkerEntry>`: every held worker ID with its holder, claim time, lease
+//!   left, mark and layout, for `snowdrift workers list`.
 //!
 //! On top of them, [`WorkerNode`] is what a server runs: it claims a worker ID from a
 //! [`WorkerSource`] on a [`WorkerRegistry`] (any backend above, or lock files on one
@@ -66,7 +71,7 @@ pub use config::{
 pub use file::FileRegistry;
 pub use mark::{MAX_EXTENSION, Mark};
 pub use node::{Epoch, WorkerNode};
-pub use registry::{REGISTRY_SCHEMES, WorkerRegistry};
+pub use registry::{REGISTRY_SCHEMES, WorkerEntry, WorkerRegistry};
 pub use source::{BitsFrom, NodeSplit, WorkerSource, hostname};
 pub use sql::validate_namespace;
 pub use status::{PeerOffset, WorkerState, WorkerStatus};

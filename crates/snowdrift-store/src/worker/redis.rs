@@ -18,6 +18,9 @@ for id = 0, space - 1 do
   local key = prefix .. ':worker:' .. string.format('%d', id)
   if redis.call('SET', key, holder, 'NX', 'PX', ttl) then
     redis.call('DEL', prefix .. ':time:' .. string.format('%d', id))
+    local t = redis.call('TIME')
+    redis.call('SET', prefix .. ':since:' .. string.format('%d', id),
+      string.format('%d', t[1] * 1000 + math.floor(t[2] / 1000)) .. ':' .. ttl, 'PX', ttl)
     return {'ok', string.format('%d', id)}
   end
 end
@@ -32,37 +35,51 @@ end
 return answer
 ";
 
-/// Takes one ID, or extends it when the caller holds it already (KEYS: lease, clock;
-/// ARGV: holder, ttl in ms).
+/// Takes one ID, or extends it when the caller holds it already (KEYS: lease, clock,
+/// claim time; ARGV: holder, ttl in ms).
 const CLAIM: &str = r"
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   redis.call('DEL', KEYS[2])
+  local t = redis.call('TIME')
+  redis.call('SET', KEYS[3], string.format('%d', t[1] * 1000 + math.floor(t[2] / 1000)) .. ':' .. ARGV[2], 'PX', ARGV[2])
   return {'ok'}
 end
 local held = redis.call('GET', KEYS[1])
 if held == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('PEXPIRE', KEYS[3], ARGV[2])
   return {'ok'}
 end
 return {'taken', held or ''}
 ";
 
-/// Extends the lease if the caller still holds it (KEYS: lease, clock; ARGV: holder, ttl).
+/// Extends the lease if the caller still holds it (KEYS: lease, clock, claim time; ARGV:
+/// holder, ttl).
 const RENEW: &str = r"
 local held = redis.call('GET', KEYS[1])
 if held ~= ARGV[1] then return {'lost', held or ''} end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
+if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[2]) end
 return {'ok'}
 ";
 
-/// Drops the lease and the clock report if the caller holds it (KEYS: lease, clock;
-/// ARGV: holder).
+/// Drops the lease, the clock report and the claim time if the caller holds it (KEYS:
+/// lease, clock, claim time; ARGV: holder).
 const RELEASE: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1], KEYS[2])
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 end
 return 1
+";
+
+/// Records the layout if the caller holds the lease (KEYS: lease, layout; ARGV: holder,
+/// layout).
+const WRITE_LAYOUT: &str = r"
+local held = redis.call('GET', KEYS[1])
+if held ~= ARGV[1] then return {'lost', held or ''} end
+redis.call('SET', KEYS[2], ARGV[2])
+return {'ok'}
 ";
 
 /// Raises the mark if the caller holds the lease (KEYS: lease, mark; ARGV: holder, mark).
@@ -107,7 +124,9 @@ const MAX_SPACE: u64 = 1 << 53;
 /// that gave Yitter's Redis helper duplicate worker IDs). [`claim_lowest`] walks the space
 /// from 0 inside one script, so nodes starting together get distinct IDs. The high-water
 /// mark of `N` is the persistent key `{prefix}:mark:N`; a clock report is
-/// `{prefix}:time:N` (`time:holder`), expiring with the lease.
+/// `{prefix}:time:N` (`time:holder`), expiring with the lease, and so is `{prefix}:since:N`
+/// (`claim time:ttl`, both in ms, by Redis's clock). The layout issued under up to the mark
+/// is the persistent key `{prefix}:layout:N`, written only by the holder.
 ///
 /// A lease ends `ttl` after Redis ran the command, which is after the node sent it, by
 /// Redis's clock. Two limits are Redis's own: its expiry follows the server's wall clock,
@@ -154,6 +173,27 @@ impl RedisRegistry {
 
     fn time_key(&self, worker_id: u64) -> String {
         format!("{}:time:{worker_id}", self.prefix)
+    }
+
+    fn since_key(&self, worker_id: u64) -> String {
+        format!("{}:since:{worker_id}", self.prefix)
+    }
+
+    fn layout_key(&self, worker_id: u64) -> String {
+        format!("{}:layout:{worker_id}", self.prefix)
+    }
+
+    /// Runs a script on the lease, clock and claim-time keys of `worker_id`.
+    async fn run3(&self, script: &str, worker_id: u64, args: &[&str]) -> Result<Vec<String>> {
+        let script = Script::new(script);
+        let mut invocation = script.key(self.lease_key(worker_id));
+        invocation
+            .key(self.time_key(worker_id))
+            .key(self.since_key(worker_id));
+        for arg in args {
+            invocation.arg(*arg);
+        }
+        Ok(invocation.invoke_async(&mut self.conn.clone()).await?)
     }
 
     /// Runs a script on the lease and one other key; its answer is a list of strings.
@@ -219,14 +259,7 @@ impl RedisRegistry {
     pub async fn claim(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<()> {
         validate_holder(holder)?;
         let ttl_ms = ttl_millis(ttl)?.to_string();
-        let answer = self
-            .run(
-                CLAIM,
-                worker_id,
-                self.time_key(worker_id),
-                &[holder, &ttl_ms],
-            )
-            .await?;
+        let answer = self.run3(CLAIM, worker_id, &[holder, &ttl_ms]).await?;
         match answer.first().map(String::as_str) {
             Some("ok") => Ok(()),
             Some("taken") => Err(Error::WorkerTaken {
@@ -242,14 +275,7 @@ impl RedisRegistry {
     pub async fn renew(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<()> {
         validate_holder(holder)?;
         let ttl_ms = ttl_millis(ttl)?.to_string();
-        let answer = self
-            .run(
-                RENEW,
-                worker_id,
-                self.time_key(worker_id),
-                &[holder, &ttl_ms],
-            )
-            .await?;
+        let answer = self.run3(RENEW, worker_id, &[holder, &ttl_ms]).await?;
         self.lost_or_ok(worker_id, holder, "renew", &answer)
     }
 
@@ -261,6 +287,7 @@ impl RedisRegistry {
         let _: i64 = script
             .key(self.lease_key(worker_id))
             .key(self.time_key(worker_id))
+            .key(self.since_key(worker_id))
             .arg(holder)
             .invoke_async(&mut self.conn.clone())
             .await?;
@@ -406,6 +433,74 @@ impl RedisRegistry {
             }
         }
         Ok(peers)
+    }
+
+    /// The layout recorded beside `worker_id`'s mark, if any.
+    pub async fn read_layout(&self, worker_id: u64) -> Result<Option<String>> {
+        Ok(redis::cmd("GET")
+            .arg(self.layout_key(worker_id))
+            .query_async(&mut self.conn.clone())
+            .await?)
+    }
+
+    /// Records the layout `holder` issues under; [`Error::LeaseLost`] unless it holds the
+    /// lease (one script).
+    pub async fn write_layout(&self, worker_id: u64, holder: &str, layout: &str) -> Result<()> {
+        validate_holder(holder)?;
+        let answer = self
+            .run(
+                WRITE_LAYOUT,
+                worker_id,
+                self.layout_key(worker_id),
+                &[holder, layout],
+            )
+            .await?;
+        self.lost_or_ok(worker_id, holder, "write_layout", &answer)
+    }
+
+    /// Every live lease with its claim time and ttl, time left (Redis's), mark and layout.
+    pub async fn list(&self) -> Result<Vec<super::WorkerEntry>> {
+        let ids = self.scan_ids("worker").await?;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for id in &ids {
+            pipe.get(self.lease_key(*id))
+                .pttl(self.lease_key(*id))
+                .get(self.since_key(*id))
+                .get(self.mark_key(*id))
+                .get(self.layout_key(*id));
+        }
+        type Row = (
+            Option<String>,
+            i64,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        );
+        let rows: Vec<Row> = pipe.query_async(&mut self.conn.clone()).await?;
+        let mut out = Vec::new();
+        for (id, (holder, left, since, mark, layout)) in ids.into_iter().zip(rows) {
+            // Expired between the scan and the read.
+            let Some(holder) = holder else { continue };
+            let mut entry = super::WorkerEntry::new(id, holder);
+            let (since, ttl) = since
+                .as_deref()
+                .and_then(|s| s.split_once(':'))
+                .map_or((None, None), |(s, t)| {
+                    (s.parse().ok(), t.parse::<u64>().ok())
+                });
+            entry.since_ms = since;
+            entry.lease_ttl_ms = ttl;
+            entry.lease_left_ms = u64::try_from(left).ok();
+            // A holder renews every third of its ttl: below half, it has missed renewals.
+            entry.expiring = matches!((entry.lease_left_ms, ttl), (Some(l), Some(t)) if l < t / 2);
+            entry.mark = mark.and_then(|m| m.parse().ok());
+            entry.layout = layout;
+            out.push(entry);
+        }
+        Ok(out)
     }
 
     /// `ok`, or [`Error::LeaseLost`] saying who holds the ID now.

@@ -205,4 +205,67 @@ impl WorkerRegistry {
     pub async fn peer_times(&self) -> Result<Vec<PeerTime>> {
         dispatch!(self, r => r.peer_times().await)
     }
+
+    /// The layout recorded beside the worker ID's mark ([`record`] of the layout its last
+    /// holder issued under), if any.
+    ///
+    /// [`record`]: snowdrift_core::layout::migrate::record
+    pub async fn read_layout(&self, worker_id: u64) -> Result<Option<String>> {
+        dispatch!(self, r => r.read_layout(worker_id).await)
+    }
+
+    /// Records the layout `holder` issues under; [`Error::LeaseLost`] unless it holds the ID.
+    pub async fn write_layout(&self, worker_id: u64, holder: &str, layout: &str) -> Result<()> {
+        dispatch!(self, r => r.write_layout(worker_id, holder, layout).await)
+    }
+
+    /// Every worker ID held now (a lease not yet expired, renewed or not), by worker ID:
+    /// what an operator sees with `snowdrift workers list`.
+    pub async fn list(&self) -> Result<Vec<WorkerEntry>> {
+        let mut entries = dispatch!(self, r => r.list().await)?;
+        entries.sort_by_key(|e| e.worker_id);
+        Ok(entries)
+    }
+}
+
+/// One held worker ID as [`WorkerRegistry::list`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerEntry {
+    /// The worker ID.
+    pub worker_id: u64,
+    /// Who holds it (host/pid/nonce for a server).
+    pub holder: String,
+    /// When its holder claimed it (ms since 1970, by the coordinator's clock where it has
+    /// one, else the claiming node's); `None` when the claim did not record it (a node of an
+    /// older version).
+    pub since_ms: Option<u64>,
+    /// How long the lease lasts without a renewal; `None` for a file lock (it lasts as long
+    /// as its process).
+    pub lease_left_ms: Option<u64>,
+    /// The lease's length, as claimed; `None` when unknown.
+    pub lease_ttl_ms: Option<u64>,
+    /// Its holder has missed its renewals (or clock reports): the lease runs out unless it
+    /// comes back, and the ID is free then.
+    pub expiring: bool,
+    /// The stored high-water mark (see [`Mark::from_stored`](super::Mark::from_stored)).
+    pub mark: Option<u64>,
+    /// The layout recorded beside the mark.
+    pub layout: Option<String>,
+}
+
+impl WorkerEntry {
+    /// An entry with no times, mark or layout known yet.
+    pub fn new(worker_id: u64, holder: String) -> Self {
+        Self {
+            worker_id,
+            holder,
+            since_ms: None,
+            lease_left_ms: None,
+            lease_ttl_ms: None,
+            expiring: false,
+            mark: None,
+            layout: None,
+        }
+    }
 }

@@ -42,6 +42,13 @@ impl Dialect {
 /// | `lease_expires_ms BIGINT` | end of the lease, on the database's clock (ms since the Unix epoch) |
 /// | `high_water_ms BIGINT` | the high-water mark; kept across leases |
 /// | `reported_ms BIGINT` | the holder's clock as it last published it |
+/// | `claimed_ms BIGINT` | when the holder claimed it (database clock) |
+/// | `lease_ttl_ms BIGINT` | the lease's length, as claimed |
+/// | `layout VARCHAR(255)` | the layout issued under up to the mark (`FIELDS/UNIT_MS/EPOCH_MS`) |
+///
+/// The last three columns are added to a table of an older version at connect
+/// (`ALTER TABLE ... ADD COLUMN`, nullable): older nodes keep working beside newer ones,
+/// and leave them empty.
 ///
 /// Every expiry is judged by the database's clock, never the node's, so nodes with skewed
 /// clocks still agree on who holds what. A claim is one conditional `UPDATE` (the row is
@@ -107,9 +114,37 @@ impl SqlRegistry {
              holder VARCHAR(255) DEFAULT NULL, \
              lease_expires_ms BIGINT NOT NULL DEFAULT 0, \
              high_water_ms BIGINT DEFAULT NULL, \
-             reported_ms BIGINT DEFAULT NULL){engine}"
+             reported_ms BIGINT DEFAULT NULL, \
+             claimed_ms BIGINT DEFAULT NULL, \
+             lease_ttl_ms BIGINT DEFAULT NULL, \
+             layout VARCHAR(255) DEFAULT NULL){engine}"
         );
-        crate::sql_connection::create_table(&self.pool, self.sql(&ddl)).await
+        crate::sql_connection::create_table(&self.pool, self.sql(&ddl)).await?;
+        // A table of an older version lacks the later columns: add each that is missing.
+        // Two nodes may add one at the same instant; the loser finds it there.
+        for (column, kind) in [
+            ("claimed_ms", "BIGINT"),
+            ("lease_ttl_ms", "BIGINT"),
+            ("layout", "VARCHAR(255)"),
+        ] {
+            if self.has_column(column).await {
+                continue;
+            }
+            let alter = self.sql(&format!(
+                "ALTER TABLE {{t}} ADD COLUMN {column} {kind} DEFAULT NULL"
+            ));
+            if let Err(e) = sqlx::query(alter).execute(&self.pool).await
+                && !self.has_column(column).await
+            {
+                return Err(e.into());
+            }
+        }
+        Ok(())
+    }
+
+    async fn has_column(&self, column: &str) -> bool {
+        let probe = self.sql(&format!("SELECT {column} FROM {{t}} WHERE 1 = 0"));
+        sqlx::query(probe).fetch_all(&self.pool).await.is_ok()
     }
 
     /// Leases the lowest worker ID in `0..space` that no live lease holds to `holder` for
@@ -161,13 +196,17 @@ impl SqlRegistry {
             let update = self.sql(
                 "UPDATE {t} SET \
                  reported_ms = CASE WHEN holder = ? THEN reported_ms ELSE NULL END, \
+                 claimed_ms = CASE WHEN holder = ? AND claimed_ms IS NOT NULL THEN claimed_ms ELSE {now} END, \
                  holder = ?, \
-                 lease_expires_ms = {now} + ? + 1 \
+                 lease_expires_ms = {now} + ? + 1, \
+                 lease_ttl_ms = ? \
                  WHERE worker_id = ? AND (holder IS NULL OR holder = ? OR lease_expires_ms <= {now})",
             );
             let updated = sqlx::query(update)
                 .bind(holder)
                 .bind(holder)
+                .bind(holder)
+                .bind(ttl_ms)
                 .bind(ttl_ms)
                 .bind(id)
                 .bind(holder)
@@ -177,11 +216,13 @@ impl SqlRegistry {
                 return Ok(Ok(()));
             }
             let insert = self.sql(
-                "INSERT INTO {t} (worker_id, holder, lease_expires_ms) VALUES (?, ?, {now} + ? + 1)",
+                "INSERT INTO {t} (worker_id, holder, lease_expires_ms, claimed_ms, lease_ttl_ms) \
+                 VALUES (?, ?, {now} + ? + 1, {now}, ?)",
             );
             let inserted = sqlx::query(insert)
                 .bind(id)
                 .bind(holder)
+                .bind(ttl_ms)
                 .bind(ttl_ms)
                 .execute(&self.pool)
                 .await;
@@ -259,8 +300,8 @@ impl SqlRegistry {
         self.update_held(
             worker_id,
             holder,
-            "lease_expires_ms = {now} + ? + 1",
-            &[ttl_ms],
+            "lease_expires_ms = {now} + ? + 1, lease_ttl_ms = ?",
+            &[ttl_ms, ttl_ms],
         )
         .await
     }
@@ -397,6 +438,68 @@ impl SqlRegistry {
                     holder: row.try_get("holder")?,
                     // A reading below the epoch was written by hand; it is as old as can be.
                     time_ms: u64::try_from(time).unwrap_or(0),
+                })
+            })
+            .collect()
+    }
+
+    /// The layout recorded beside `worker_id`'s mark, if any.
+    pub async fn read_layout(&self, worker_id: u64) -> Result<Option<String>> {
+        let id = id_of(worker_id)?;
+        let select = self.sql("SELECT layout FROM {t} WHERE worker_id = ?");
+        let layout: Option<Option<String>> = sqlx::query_scalar(select)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(layout.flatten())
+    }
+
+    /// Records the layout `holder` issues under; [`Error::LeaseLost`] unless it holds a
+    /// live lease on `worker_id` (one statement).
+    pub async fn write_layout(&self, worker_id: u64, holder: &str, layout: &str) -> Result<()> {
+        validate_holder(holder)?;
+        let id = id_of(worker_id)?;
+        let update = self.sql(
+            "UPDATE {t} SET layout = ? WHERE worker_id = ? AND holder = ? AND lease_expires_ms > {now}",
+        );
+        let updated = sqlx::query(update)
+            .bind(layout)
+            .bind(id)
+            .bind(holder)
+            .execute(&self.pool)
+            .await?;
+        if updated.rows_affected() == 1 {
+            Ok(())
+        } else {
+            Err(self.lost(worker_id, holder).await?)
+        }
+    }
+
+    /// Every live lease with its claim time, time left (database clock), mark and layout.
+    pub async fn list(&self) -> Result<Vec<super::WorkerEntry>> {
+        let select = self.sql(
+            "SELECT worker_id, holder, claimed_ms, lease_ttl_ms, lease_expires_ms - {now} AS left_ms, \
+             high_water_ms, layout FROM {t} \
+             WHERE holder IS NOT NULL AND lease_expires_ms > {now} ORDER BY worker_id",
+        );
+        let rows = sqlx::query(select).fetch_all(&self.pool).await?;
+        let ms = |v: Option<i64>| v.and_then(|v| u64::try_from(v).ok());
+        rows.iter()
+            .map(|row| {
+                let id: i64 = row.try_get("worker_id")?;
+                let left = ms(Some(row.try_get("left_ms")?));
+                let ttl = ms(row.try_get("lease_ttl_ms")?);
+                Ok(super::WorkerEntry {
+                    worker_id: self.id_from_row(id)?,
+                    holder: row.try_get("holder")?,
+                    since_ms: ms(row.try_get("claimed_ms")?),
+                    lease_left_ms: left,
+                    lease_ttl_ms: ttl,
+                    // A holder renews every third of its ttl: below half, it has missed
+                    // renewals.
+                    expiring: matches!((left, ttl), (Some(l), Some(t)) if l < t / 2),
+                    mark: ms(row.try_get("high_water_ms")?),
+                    layout: row.try_get("layout")?,
                 })
             })
             .collect()

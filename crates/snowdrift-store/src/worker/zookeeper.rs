@@ -23,6 +23,9 @@ struct Lease {
     holder: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     time_ms: Option<u64>,
+    /// The session timeout the lease lives by (older versions did not write it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ttl_ms: Option<u64>,
 }
 
 /// Worker leases on ZooKeeper.
@@ -37,7 +40,9 @@ struct Lease {
 /// znode's version) that only succeeds while the session is alive and the znode is this
 /// session's. The high-water mark of `N` is the persistent znode `/{namespace}/mark/N`,
 /// written in one `multi` with a version check of the lease znode (only the holder writes)
-/// and of the mark (a versioned compare-and-set that only raises it).
+/// and of the mark (a versioned compare-and-set that only raises it). The layout issued
+/// under up to the mark is the persistent znode `/{namespace}/layout/N`, written the same
+/// way.
 ///
 /// The session timeout is the `ttl` of the first claim. ZooKeeper negotiates it into its
 /// bounds (by default 2 to 20 ticks, 4 s to 40 s with a 2 s tick): a shorter `ttl` is
@@ -73,10 +78,12 @@ impl ZkRegistry {
         let client = registry.reader.client().await?;
         let target = registry.reader.target();
         let mark_dir = format!("{}/mark", registry.root);
+        let layout_dir = format!("{}/layout", registry.root);
         for path in [
             registry.root.clone(),
             registry.lease_dir(),
             mark_dir.clone(),
+            layout_dir.clone(),
         ] {
             match client.create(&path, b"", &target.persistent()).await {
                 Ok(_) | Err(zk::Error::NodeExists) => {}
@@ -86,6 +93,7 @@ impl ZkRegistry {
         target.secure(&client, &registry.root).await?;
         target.secure_tree(&client, &registry.lease_dir()).await?;
         target.secure_tree(&client, &mark_dir).await?;
+        target.secure_tree(&client, &layout_dir).await?;
         Ok(registry)
     }
 
@@ -95,6 +103,10 @@ impl ZkRegistry {
 
     fn lease_path(&self, worker_id: u64) -> String {
         format!("{}/lease/{worker_id}", self.root)
+    }
+
+    fn layout_path(&self, worker_id: u64) -> String {
+        format!("{}/layout/{worker_id}", self.root)
     }
 
     fn mark_path(&self, worker_id: u64) -> String {
@@ -221,6 +233,7 @@ impl ZkRegistry {
         let data = lease_data(&Lease {
             holder: holder.to_string(),
             time_ms: None,
+            ttl_ms: Some(client.session_timeout().as_millis() as u64),
         })?;
         let path = self.lease_path(worker_id);
         for _ in 0..MAX_RACES {
@@ -459,6 +472,102 @@ impl ZkRegistry {
             }
         }
         Err(race(&path))
+    }
+
+    /// The layout recorded beside `worker_id`'s mark, if any.
+    pub async fn read_layout(&self, worker_id: u64) -> Result<Option<String>> {
+        let client = self.reader.client().await?;
+        let path = self.layout_path(worker_id);
+        if let Err(e) = client.sync(&path).await {
+            return Err(self.reader.failed(e).await);
+        }
+        match client.get_data(&path).await {
+            Ok((data, _)) => Ok(Some(String::from_utf8_lossy(&data).into_owned())),
+            Err(zk::Error::NoNode) => Ok(None),
+            Err(e) => Err(self.reader.failed(e).await),
+        }
+    }
+
+    /// Records the layout `holder` issues under; [`Error::LeaseLost`] unless it holds the
+    /// lease: one `multi` with a version check of the lease znode.
+    pub async fn write_layout(&self, worker_id: u64, holder: &str, layout: &str) -> Result<()> {
+        validate_holder(holder)?;
+        let client = self.holding_session(worker_id, holder).await?;
+        let (lease_path, path) = (self.lease_path(worker_id), self.layout_path(worker_id));
+        for _ in 0..MAX_RACES {
+            let (_, lease_version) = self.held(&client, worker_id, holder).await?;
+            let current = match client.get_data(&path).await {
+                Ok((_, stat)) => Some(stat.version),
+                Err(zk::Error::NoNode) => None,
+                Err(e) => return Err(self.lease_failed(worker_id, holder, e).await),
+            };
+            let mut write = client.new_multi_writer();
+            write.add_check_version(&lease_path, lease_version)?;
+            match current {
+                Some(version) => write.add_set_data(&path, layout.as_bytes(), Some(version))?,
+                None => write.add_create(
+                    &path,
+                    layout.as_bytes(),
+                    &self.reader.target().persistent(),
+                )?,
+            }
+            match write.commit().await {
+                Ok(_) => return Ok(()),
+                Err(zk::MultiWriteError::OperationFailed {
+                    source: zk::Error::BadVersion | zk::Error::NoNode | zk::Error::NodeExists,
+                    ..
+                }) => {}
+                Err(e) => return Err(self.lease_failed(worker_id, holder, e.into()).await),
+            }
+        }
+        Err(race(&path))
+    }
+
+    /// Every lease znode with its creation time (ZooKeeper's clock), mark and layout. A
+    /// lease lives as long as its holder's session, which other clients cannot see: its
+    /// holder writes a clock report into it every few seconds, so one that has not for
+    /// longer than that is expiring, and its time left is at most the session timeout less
+    /// the time since that write (counted on this machine's clock).
+    pub async fn list(&self) -> Result<Vec<super::WorkerEntry>> {
+        let client = self.reader.client().await?;
+        let names = match client.list_children(&self.lease_dir()).await {
+            Ok(names) => names,
+            Err(e) => return Err(self.reader.failed(e).await),
+        };
+        let mut ids: Vec<u64> = names.iter().filter_map(|n| n.parse().ok()).collect();
+        ids.sort_unstable();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let report_every = super::DEFAULT_PUBLISH_EVERY.as_millis() as i64;
+        let mut out = Vec::new();
+        for id in ids {
+            let (data, stat) = match client.get_data(&self.lease_path(id)).await {
+                Ok(found) => found,
+                Err(zk::Error::NoNode) => continue,
+                Err(e) => return Err(self.reader.failed(e).await),
+            };
+            let lease = self.parse(id, &data)?;
+            let mut entry = super::WorkerEntry::new(id, lease.holder);
+            entry.since_ms = u64::try_from(stat.ctime).ok();
+            let silent = (now - stat.mtime).max(0);
+            entry.lease_ttl_ms = lease.ttl_ms;
+            entry.lease_left_ms = lease.ttl_ms.map(|ttl| (ttl as i64 - silent).max(0) as u64);
+            // A second of slack over the report interval for a busy holder.
+            entry.expiring = silent > report_every + 1000;
+            entry.mark = match client.get_data(&self.mark_path(id)).await {
+                Ok((data, _)) => Some(self.mark_of(id, &data)?),
+                Err(zk::Error::NoNode) => None,
+                Err(e) => return Err(self.reader.failed(e).await),
+            };
+            entry.layout = match client.get_data(&self.layout_path(id)).await {
+                Ok((data, _)) => Some(String::from_utf8_lossy(&data).into_owned()),
+                Err(zk::Error::NoNode) => None,
+                Err(e) => return Err(self.reader.failed(e).await),
+            };
+            out.push(entry);
+        }
+        Ok(out)
     }
 
     /// The latest clock reading of every live holder that published one, by worker ID.

@@ -205,7 +205,7 @@ async fn cleanup(backend: &str, ns: &str) {
         "zookeeper" => {
             let cluster = url(backend).replace("zookeeper://", "");
             let zk = zookeeper_client::Client::connect(&cluster).await.unwrap();
-            for dir in ["lease", "mark"] {
+            for dir in ["lease", "mark", "layout"] {
                 let dir = format!("/{ns}/{dir}");
                 for child in zk.list_children(&dir).await.unwrap() {
                     // A lease znode may vanish by itself (its session ended).

@@ -12,9 +12,12 @@ use snowdrift_bench::report::group_digits;
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Presets: twitter, sonyflake, baidu, discord, instagram, js53.\n\
-Examples:\n  snowdrift layout twitter\n  snowdrift layout --bits time:39,worker:12,seq:12 --unit 10ms --epoch 2024-01-01\n  snowdrift layout js53 --json"
+Examples:\n  snowdrift layout twitter\n  snowdrift layout --bits time:39,worker:12,seq:12 --unit 10ms --epoch 2024-01-01\n  snowdrift layout js53 --json\n  snowdrift layout migrate --from js53 --to twitter",
+    args_conflicts_with_subcommands = true
 )]
 pub struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// A preset (same as --layout).
     #[arg(value_name = "PRESET")]
     preset: Option<String>,
@@ -25,8 +28,16 @@ pub struct Args {
     json: bool,
 }
 
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    Migrate(super::layout_migrate::Args),
+}
+
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
+    if let Some(Command::Migrate(a)) = args.command {
+        return super::layout_migrate::run(a);
+    }
     let (layout, name) = args.layout.resolve(args.preset.as_deref())?;
     let now = crate::clock::process_clock()?.now_ms();
     let report = Report::new(&layout, &name, now);

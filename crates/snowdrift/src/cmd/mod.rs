@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod decode;
 pub mod layout;
+mod layout_migrate;
 pub mod next;
 mod next_kinds;
 mod next_segment;
@@ -13,6 +14,7 @@ pub mod tags;
 pub mod tickets;
 pub mod token;
 pub mod verify;
+pub mod workers;
 
 /// Whether log lines (written to standard error) carry ANSI colours: only on a terminal, and
 /// not when `NO_COLOR` is set, so a log piped to a file or a journal holds no escape codes.

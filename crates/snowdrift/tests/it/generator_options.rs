@@ -203,7 +203,12 @@ fn random_sequence_start_spreads_low_traffic_ids() {
     );
     drop(served);
 
-    // A preset under a moved epoch: baidu's time field ran out in 2024.
+    std::fs::remove_dir_all(&dir).ok();
+
+    // A preset under a moved epoch: baidu's time field ran out in 2024. Its own worker
+    // registry: after twitter's IDs on the same worker ID, the switch is refused (see
+    // layout_migrate.rs).
+    let dir = temp_dir("sf-baidu");
     let baidu = config(&dir, "layout = \"baidu\"\nepoch = \"2025-01-01\"");
     let served = serve(&baidu, 0);
     served.wait_ready();
