@@ -64,6 +64,35 @@ func benchNext(b *testing.B, perProcessor bool) {
 	b.ReportMetric(float64(b.N)/time.Since(started).Seconds(), "ids/s")
 }
 
+// BenchmarkHandleNext is a warm Next on a handle per goroutine (Client.IDs): run with -cpu
+// 1,2 for one and two goroutines.
+func BenchmarkHandleNext(b *testing.B) {
+	s := benchServer(b)
+	c := newTestClient(b, Config{Endpoints: []string{s.URL}, BatchMin: 10_000_000, BatchMax: 10_000_000,
+		RequestMax: 10_000_000})
+	ctx := context.Background()
+	if _, err := c.Next(ctx, "bench"); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	started := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		h := c.IDs("bench")
+		var sum uint64
+		for pb.Next() {
+			id, err := h.Next(ctx)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			sum += id
+		}
+		sink(sum)
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/time.Since(started).Seconds(), "ids/s")
+}
+
 // BenchmarkHTTPPerID is one HTTP request per ID with net/http (keep-alive), the loop an
 // application without the client would write.
 func BenchmarkHTTPPerID(b *testing.B) {

@@ -80,12 +80,15 @@ func TestCallsAgainstARealServer(t *testing.T) {
 func TestConcurrentCallersGetUniqueIDs(t *testing.T) {
 	for _, perProcessor := range []bool{false, true} {
 		t.Run(fmt.Sprint("PerProcessor=", perProcessor), func(t *testing.T) {
-			concurrentUnique(t, perProcessor)
+			concurrentUnique(t, perProcessor, false)
 		})
 	}
+	// A handle per goroutine (Client.IDs): blocks of the shared run, no ID twice, and each
+	// handle's IDs increase.
+	t.Run("Handles", func(t *testing.T) { concurrentUnique(t, false, true) })
 }
 
-func concurrentUnique(t *testing.T, perProcessor bool) {
+func concurrentUnique(t *testing.T, perProcessor, handles bool) {
 	s := sharedServer(t)
 	c := newTestClient(t, Config{Endpoints: []string{s.URL}, BatchMin: 1000, BatchMax: 20000, PerProcessor: perProcessor})
 	const workers, each = 8, 20000
@@ -95,8 +98,12 @@ func concurrentUnique(t *testing.T, perProcessor bool) {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
+			next := func(ctx context.Context) (uint64, error) { return c.Next(ctx, "order") }
+			if handles {
+				next = c.IDs("order").Next
+			}
 			for i := 0; i < each; i++ {
-				id, err := c.Next(context.Background(), "order")
+				id, err := next(context.Background())
 				if err != nil {
 					t.Error(err)
 					return
@@ -338,6 +345,22 @@ func TestClosedClient(t *testing.T) {
 	c.Close()
 	if _, err := c.Next(context.Background(), "order"); !errors.Is(err, ErrClosed) {
 		t.Fatalf("want ErrClosed, got %v", err)
+	}
+}
+
+// A handle holding a block stops serving it once the client is closed.
+func TestHandleAfterClose(t *testing.T) {
+	s := sharedServer(t)
+	c := newTestClient(t, Config{Endpoints: []string{s.URL}, BatchMin: 1000, BatchMax: 1000})
+	h := c.IDs("order")
+	for i := 0; i < 3; i++ {
+		if _, err := h.Next(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	if id, err := h.Next(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after Close: ID %d, error %v; want ErrClosed", id, err)
 	}
 }
 
