@@ -202,48 +202,6 @@ fn serde_args(attrs: &str) -> Vec<String> {
     out
 }
 
-/// The field names serde's derive reads for `T`: the schema's keys as the loader sees them.
-fn serde_fields<'de, T: serde::Deserialize<'de>>() -> &'static [&'static str] {
-    use serde::de::{self, Deserializer, Visitor};
-    struct Fields(Option<&'static [&'static str]>);
-    #[derive(Debug)]
-    struct Stop;
-    impl std::fmt::Display for Stop {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("stop")
-        }
-    }
-    impl std::error::Error for Stop {}
-    impl de::Error for Stop {
-        fn custom<M: std::fmt::Display>(_: M) -> Self {
-            Stop
-        }
-    }
-    impl<'de> Deserializer<'de> for &mut Fields {
-        type Error = Stop;
-        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Stop> {
-            Err(Stop)
-        }
-        fn deserialize_struct<V: Visitor<'de>>(
-            self,
-            _: &'static str,
-            fields: &'static [&'static str],
-            _: V,
-        ) -> Result<V::Value, Stop> {
-            self.0 = Some(fields);
-            Err(Stop)
-        }
-        serde::forward_to_deserialize_any! {
-            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
-            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
-            identifier ignored_any
-        }
-    }
-    let mut fields = Fields(None);
-    let _ = T::deserialize(&mut fields);
-    fields.0.expect("a struct")
-}
-
 /// A section of the page: a struct of the schema and where it sits in the file.
 struct Section {
     /// `server`, `auth.token`, `generator`.
@@ -270,7 +228,7 @@ fn sections() -> Vec<Section> {
             header: "[server]",
             item: "ServerConfig",
             defaults: json(ServerConfig::default()),
-            fields: serde_fields::<ServerConfig>(),
+            fields: crate::config::schema::serde_fields::<ServerConfig>(),
             env: "SNOWDRIFT_SERVER__",
         },
         Section {
@@ -278,7 +236,7 @@ fn sections() -> Vec<Section> {
             header: "[store]",
             item: "StoreConfig",
             defaults: json(StoreConfig::default()),
-            fields: serde_fields::<StoreConfig>(),
+            fields: crate::config::schema::serde_fields::<StoreConfig>(),
             env: "SNOWDRIFT_STORE__",
         },
         Section {
@@ -286,7 +244,7 @@ fn sections() -> Vec<Section> {
             header: "[worker]",
             item: "WorkerConfig",
             defaults: json(WorkerConfig::default()),
-            fields: serde_fields::<WorkerConfig>(),
+            fields: crate::config::schema::serde_fields::<WorkerConfig>(),
             env: "SNOWDRIFT_WORKER__",
         },
         Section {
@@ -294,7 +252,7 @@ fn sections() -> Vec<Section> {
             header: "[limits]",
             item: "LimitsConfig",
             defaults: json(LimitsConfig::default()),
-            fields: serde_fields::<LimitsConfig>(),
+            fields: crate::config::schema::serde_fields::<LimitsConfig>(),
             env: "SNOWDRIFT_LIMITS__",
         },
         Section {
@@ -302,7 +260,7 @@ fn sections() -> Vec<Section> {
             header: "[auth]",
             item: "AuthConfig",
             defaults: None,
-            fields: serde_fields::<AuthConfig>(),
+            fields: crate::config::schema::serde_fields::<AuthConfig>(),
             env: "SNOWDRIFT_AUTH__",
         },
         Section {
@@ -310,7 +268,7 @@ fn sections() -> Vec<Section> {
             header: "[[auth.token]]",
             item: "TokenConfig",
             defaults: None,
-            fields: serde_fields::<TokenConfig>(),
+            fields: crate::config::schema::serde_fields::<TokenConfig>(),
             env: "SNOWDRIFT_AUTH__TOKEN__0__",
         },
         Section {
@@ -318,7 +276,7 @@ fn sections() -> Vec<Section> {
             header: "[leaf]",
             item: "LeafConfig",
             defaults: json(LeafConfig::default()),
-            fields: serde_fields::<LeafConfig>(),
+            fields: crate::config::schema::serde_fields::<LeafConfig>(),
             env: "SNOWDRIFT_LEAF__",
         },
         Section {
@@ -326,7 +284,7 @@ fn sections() -> Vec<Section> {
             header: "[[generator]]",
             item: "GeneratorConfig",
             defaults: None,
-            fields: serde_fields::<GeneratorConfig>(),
+            fields: crate::config::schema::serde_fields::<GeneratorConfig>(),
             env: "SNOWDRIFT_GENERATOR__0__",
         },
     ]
@@ -486,7 +444,7 @@ fn render() -> String {
          values of another type and values outside their range are refused, naming the key.\n",
     );
     let top = item("Config");
-    let top_fields = serde_fields::<Config>();
+    let top_fields = crate::config::schema::serde_fields::<Config>();
     assert_eq!(
         top.fields
             .iter()

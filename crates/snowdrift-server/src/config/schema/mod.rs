@@ -92,11 +92,16 @@ macro_rules! word_enum {
 
 mod auth;
 mod duration;
+#[cfg(test)]
+mod fields;
 mod generator;
 mod limits;
 mod server;
 mod store;
 mod worker;
+
+#[cfg(test)]
+pub(crate) use fields::serde_fields;
 
 pub use auth::{AuthConfig, Role, TokenConfig};
 pub(crate) use duration::duration_text;
