@@ -82,9 +82,9 @@ async fn a_follower_learns_the_leader_and_takes_over_above_its_window_on_a_clock
     assert_eq!(report.batched_requests, 2, "{report:?}");
     assert!(report.lease_left.is_some_and(|l| l > Duration::ZERO));
 
-    a.shutdown().await;
-    assert_eq!(a.role(), Role::Stopped);
-    assert!(matches!(a.next(1).await, Err(OracleError::Stopped { .. })));
+    // Read while A still leads: once A resigns, B may win and save its own window before
+    // this reads the key (CI saw exactly that). A only ever raises its window, so what A
+    // finally saved is at or above this, and B must start above that.
     let saved = EtcdTso::connect(&urls::etcd(), &ns, "ts")
         .await
         .unwrap()
@@ -92,6 +92,9 @@ async fn a_follower_learns_the_leader_and_takes_over_above_its_window_on_a_clock
         .await
         .unwrap()
         .expect("a saved window");
+    a.shutdown().await;
+    assert_eq!(a.role(), Role::Stopped);
+    assert!(matches!(a.next(1).await, Err(OracleError::Stopped { .. })));
 
     // A resigned: B campaigns as soon as the key goes, without waiting out the lease.
     role_until(&b, |r| matches!(r, Role::Leader { .. })).await;
