@@ -2,6 +2,7 @@ package snowdrift
 
 import (
 	"fmt"
+	"math/big"
 	"sort"
 )
 
@@ -31,20 +32,85 @@ func describe(first, last, stride uint64) string {
 	return fmt.Sprintf("IDs %d..=%d step %d", first, last, stride)
 }
 
-// overlap gives a remembered range of the same progression that shares an ID with s.
+// overlap gives a remembered range that shares an ID with s, of any progression: the same
+// one (the intervals meet), or another stride, where the two progressions' common IDs
+// (Chinese remainder theorem) are looked for where the intervals meet. Honest answers of
+// one name come in a handful of progressions; a liar may repeat IDs in another.
 func (g *guard) overlap(s span) (interval, uint64, bool) {
 	stride := s.stride
 	if s.count == 1 {
 		stride = 1
 	}
 	last := s.first + (s.count-1)*s.stride
-	list := g.classes[[2]uint64{stride, s.first % stride}]
-	// The first remembered range that ends at or after s.first.
-	i := sort.Search(len(list), func(i int) bool { return list[i].last >= s.first })
-	if i < len(list) && list[i].first <= last {
-		return list[i], stride, true
+	own := [2]uint64{stride, s.first % stride}
+	for key, list := range g.classes {
+		// The first remembered range that ends at or after s.first (ranges of a class are
+		// disjoint and sorted, so their ends are sorted too).
+		i := sort.Search(len(list), func(i int) bool { return list[i].last >= s.first })
+		if key == own {
+			if i < len(list) && list[i].first <= last {
+				return list[i], key[0], true
+			}
+			continue
+		}
+		if key[0] == stride {
+			// Same stride, another remainder: never an ID in common.
+			continue
+		}
+		base, period, ok := crt(s.first, stride, key[1], key[0])
+		if !ok {
+			continue
+		}
+		for ; i < len(list) && list[i].first <= last; i++ {
+			lo, hi := list[i].first, list[i].last
+			if lo < s.first {
+				lo = s.first
+			}
+			if hi > last {
+				hi = last
+			}
+			if commonIn(base, period, lo, hi) {
+				return list[i], key[0], true
+			}
+		}
 	}
 	return interval{}, 0, false
+}
+
+// crt gives the numbers x ≡ a (mod m) and x ≡ b (mod n) have in common as x ≡ base (mod
+// period), or ok false when they have none. In big integers: period may pass 2^64.
+func crt(a, m, b, n uint64) (base, period *big.Int, ok bool) {
+	bm, bn := new(big.Int).SetUint64(m), new(big.Int).SetUint64(n)
+	ba := new(big.Int).SetUint64(a % m)
+	bb := new(big.Int).SetUint64(b % n)
+	g := new(big.Int).GCD(nil, nil, bm, bn)
+	diff := new(big.Int).Sub(bb, ba)
+	diff.Mod(diff, bn)
+	if new(big.Int).Mod(diff, g).Sign() != 0 {
+		return nil, nil, false
+	}
+	// a + m*k ≡ b (mod n)  <=>  (m/g) k ≡ diff/g (mod n/g).
+	mg, ng := new(big.Int).Quo(bm, g), new(big.Int).Quo(bn, g)
+	k := new(big.Int)
+	if ng.Cmp(big.NewInt(1)) != 0 {
+		inv := new(big.Int).ModInverse(new(big.Int).Mod(mg, ng), ng)
+		if inv == nil {
+			return nil, nil, false
+		}
+		k.Quo(diff, g).Mul(k, inv).Mod(k, ng)
+	}
+	period = new(big.Int).Mul(bm, ng)
+	base = new(big.Int).Mul(bm, k)
+	base.Add(base, ba).Mod(base, period)
+	return base, period, true
+}
+
+// commonIn says whether some x ≡ base (mod period) lies in lo..=hi.
+func commonIn(base, period *big.Int, lo, hi uint64) bool {
+	l := new(big.Int).SetUint64(lo)
+	up := new(big.Int).Sub(base, new(big.Int).Mod(l, period))
+	up.Mod(up, period)
+	return l.Add(l, up).Cmp(new(big.Int).SetUint64(hi)) <= 0
 }
 
 func (g *guard) insert(s span) {

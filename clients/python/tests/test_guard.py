@@ -33,6 +33,18 @@ def test_a_repeat_is_refused_in_any_progression() -> None:
     assert g.admit([(5000, 1, 1), (6000, 10, 7)]) is None
 
 
+def test_a_repeat_past_many_ranges_of_another_progression_is_refused() -> None:
+    # 100 disjoint single IDs 0, 10, ..., 990. The run 5, 700 meets the 70 from 10 to 700 and
+    # shares only the last of them: every range it meets is checked, not the first few.
+    g = Guard()
+    for k in range(100):
+        assert g.admit([(k * 10, 1, 1)]) is None
+    assert g._entries == 100
+    refused = g.admit([(5, 2, 695)])
+    assert refused is not None and "ID 700" in refused, refused
+    assert g.admit([(5, 2, 696)]) is None, "5 and 701: no multiple of 10"
+
+
 def test_memory_is_bounded_and_the_lowest_are_forgotten() -> None:
     g = Guard()
     for k in range(MAX_ENTRIES + 10):

@@ -86,7 +86,7 @@ class Guard:
         with self._lock:
             for first, last, stride in spans:
                 for (s2, _), intervals in self._classes.items():
-                    for lo, hi in intervals.meeting(first, last)[:64]:
+                    for lo, hi in intervals.meeting(first, last):
                         if first_common(first, last, stride, lo, hi, s2) is not None:
                             return (
                                 f"{describe(first, last, stride)}, which overlap IDs this client "

@@ -294,7 +294,7 @@ public final class Client implements AutoCloseable {
         Objects.requireNonNull(input, "input");
         checkOpen();
         try {
-            Batch b = transport.fetch(name, 1, input, false);
+            Batch b = transport.fetch(name, 1, input, false, null);
             return ((Batch.Texts) b).ids.get(0);
         } catch (Transport.TextKind e) {
             throw new AssertionError("a request without form=runs is never refused as text", e);
@@ -400,16 +400,16 @@ public final class Client implements AutoCloseable {
     private long[] fetchInto(String name, NameCache c, long size, long demand, boolean text) {
         Batch b;
         if (c.kind == NameCache.TEXT) {
-            b = fetchBatch(name, size, false);
+            b = fetchBatch(name, size, false, c.guard);
         } else {
             try {
-                b = fetchRuns(name, size);
+                b = fetchRuns(name, size, c.guard);
             } catch (Transport.TextKind e) {
                 c.kind = NameCache.TEXT;
                 if (!text) {
                     throw wrongKind(name, true);
                 }
-                b = fetchBatch(name, size, false);
+                b = fetchBatch(name, size, false, c.guard);
             }
         }
         c.fetched();
@@ -435,13 +435,13 @@ public final class Client implements AutoCloseable {
         return null;
     }
 
-    private Batch fetchRuns(String name, long size) throws Transport.TextKind {
-        return fetchParts(name, size, true);
+    private Batch fetchRuns(String name, long size, Guard guard) throws Transport.TextKind {
+        return fetchParts(name, size, true, guard);
     }
 
-    private Batch fetchBatch(String name, long size, boolean runs) {
+    private Batch fetchBatch(String name, long size, boolean runs, Guard guard) {
         try {
-            return fetchParts(name, size, runs);
+            return fetchParts(name, size, runs, guard);
         } catch (Transport.TextKind e) {
             throw new SnowdriftException(ErrorKind.WRONG_KIND, e.getMessage());
         }
@@ -452,8 +452,9 @@ public final class Client implements AutoCloseable {
      * {@code limits.max_count}), one after another. When a later request fails, what came
      * before it is kept; the first one's failure is thrown.
      */
-    private Batch fetchParts(String name, long size, boolean runs) throws Transport.TextKind {
-        Batch first = transport.fetch(name, Math.min(size, requestMax), null, runs);
+    private Batch fetchParts(String name, long size, boolean runs, Guard guard)
+            throws Transport.TextKind {
+        Batch first = transport.fetch(name, Math.min(size, requestMax), null, runs, guard);
         long got = first.size();
         if (got >= size || got < Math.min(size, requestMax)) {
             return first;
@@ -463,7 +464,7 @@ public final class Client implements AutoCloseable {
         while (got < size) {
             Batch more;
             try {
-                more = transport.fetch(name, Math.min(size - got, requestMax), null, runs);
+                more = transport.fetch(name, Math.min(size - got, requestMax), null, runs, guard);
             } catch (SnowdriftException | Transport.TextKind e) {
                 if (e instanceof SnowdriftException s && s.kind() == ErrorKind.INTERRUPTED) {
                     Thread.currentThread().interrupt();
@@ -516,7 +517,7 @@ public final class Client implements AutoCloseable {
         long[] out = new long[n];
         int got = 0;
         while (got < n) {
-            Batch b = fetchBatch(name, Math.min(n - got, requestMax), true);
+            Batch b = fetchBatch(name, Math.min(n - got, requestMax), true, c.guard);
             c.fetched();
             if (!(b instanceof Batch.Runs r) || !r.ordered()) {
                 c.lose(got);

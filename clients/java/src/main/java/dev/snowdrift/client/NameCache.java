@@ -64,6 +64,8 @@ final class NameCache {
     volatile int kind = UNKNOWN;
     volatile boolean closed;
 
+    /** The IDs this name received, so that a server that repeats them is refused. */
+    final Guard guard = new Guard();
     /** One fetch at a time: a caller that finds the cache empty waits for the one in flight. */
     final ReentrantLock fetchLock = new ReentrantLock();
     final AtomicBoolean prefetching = new AtomicBoolean();

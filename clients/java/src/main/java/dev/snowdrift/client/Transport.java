@@ -14,7 +14,6 @@ import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -35,9 +34,10 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>A server is not trusted to be right: an answer that is not JSON, is cut short, names
  * another name or a kind that is not a 64-bit kind, has a run of zero or negative IDs, a
- * stride of 0 over several IDs, an ID that does not fit 63 bits, more IDs than asked, or an
- * empty or repeated text ID, is refused: the endpoint is left out at once for its backoff and
- * the next one asked, and none of its IDs is ever handed out.
+ * stride of 0 over several IDs, an ID that does not fit 63 bits, more IDs than asked, an
+ * empty or repeated text ID, or 64-bit IDs that repeat each other or IDs the name already
+ * received (see {@link Guard}), is refused: the endpoint is left out at once for its backoff
+ * and the next one asked, and none of its IDs is ever handed out.
  */
 final class Transport {
     /** The 64-bit kinds a runs answer may name. */
@@ -83,13 +83,19 @@ final class Transport {
      * One batch of up to {@code count} IDs of {@code name}: runs when {@code runs}, else text
      * (of {@code input} for uuid3/uuid5 when given).
      */
-    Batch fetch(String name, long count, String input, boolean runs) throws TextKind {
+    Batch fetch(String name, long count, String input, boolean runs, Guard guard) throws TextKind {
         String last = null;
         for (int a = 0; a < attempts; a++) {
             Endpoints.Endpoint e = endpoints.pick();
             long sentAt = System.nanoTime();
             try {
                 Batch b = call(e, name, count, input, runs, sentAt);
+                if (guard != null && b instanceof Batch.Runs r) {
+                    String why = guard.admit(r.first, r.count, r.stride);
+                    if (why != null) {
+                        throw new Failed("answered " + why + " (\"" + name + "\")", true);
+                    }
+                }
                 endpoints.succeeded(e);
                 return b;
             } catch (Failed f) {
@@ -296,34 +302,7 @@ final class Transport {
                 throw new IllegalArgumentException("more IDs than the " + asked + " asked for");
             }
         }
-        checkDisjoint(first, count, stride);
         return new Batch.Runs((String) m.get("kind"), first, count, stride, sentAt);
-    }
-
-    /** Refuses runs that share an ID (checked exactly for runs of stride 1). */
-    private static void checkDisjoint(long[] first, long[] count, long[] stride) {
-        int n = first.length;
-        if (n < 2) {
-            return;
-        }
-        Integer[] order = new Integer[n];
-        for (int i = 0; i < n; i++) {
-            order[i] = i;
-        }
-        Arrays.sort(order, (a, b) -> Long.compare(first[a], first[b]));
-        long reach = Long.MIN_VALUE;
-        boolean consecutive = false;
-        for (int k : order) {
-            boolean mine = stride[k] == 1 || count[k] == 1;
-            if (first[k] <= reach && consecutive && mine) {
-                throw new IllegalArgumentException("its runs overlap at ID " + first[k]);
-            }
-            long last = first[k] + (count[k] - 1) * stride[k];
-            if (last > reach) {
-                reach = last;
-                consecutive = stride[k] == 1;
-            }
-        }
     }
 
     private static Batch.Texts texts(String name, long asked, String body) throws Json.Malformed {
