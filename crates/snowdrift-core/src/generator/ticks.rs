@@ -53,11 +53,10 @@ impl UnitDivider {
                 break;
             };
             let e = m * d - two_s;
-            let exact_max = if e == 0 {
-                u64::MAX
-            } else {
-                u64::try_from((two_s - 1) / e).unwrap_or(u64::MAX)
-            };
+            // `e = 0` (a power of two): exact for every reading.
+            let exact_max = (two_s - 1)
+                .checked_div(e)
+                .map_or(u64::MAX, |x| u64::try_from(x).unwrap_or(u64::MAX));
             if best.is_none_or(|b| exact_max > b.exact_max) {
                 best = Some(Self {
                     unit,
