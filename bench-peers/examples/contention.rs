@@ -15,10 +15,10 @@
 //!
 //! Rounds alternate the generators (in a rotating order), so each round compares them under
 //! the same load of a shared machine. The table shows, per generator and thread count, the
-//! median and min–max of the rounds, the ratio of medians to ferroid, and the min–max of the
-//! per-round ratios (each against ferroid in the same round), and the median share of IDs
-//! interleaved with another thread's: near 0% with several threads means they hardly ran
-//! at the same time, and the round measured no contention.
+//! median and min–max of the rounds, the ratio of medians to ferroid, and the median and
+//! min–max of the per-round ratios (each against ferroid in the same round), and the median
+//! share of IDs interleaved with another thread's: near 0% with several threads means they
+//! hardly ran at the same time, and the round measured no contention.
 //!
 //! With several threads, thread `i` is pinned to CPU `i % CPUs` (`--no-pin` leaves them to
 //! the scheduler, which on a busy machine often runs both on one CPU in turn). 4 threads
@@ -472,7 +472,7 @@ fn main() {
     let reference = names.iter().position(|n| *n == CONTENDERS[0]);
     println!();
     println!(
-        "| threads | generator | ns per ID, median | min–max | ratio to ferroid (medians) | per-round ratios, min–max | interleaved IDs, median |"
+        "| threads | generator | ns per ID, median | min–max | ratio to ferroid (medians) | per-round ratios, median (min–max) | interleaved IDs, median |"
     );
     println!("|---|---|---|---|---|---|---|");
     for &threads in &o.threads {
@@ -483,11 +483,11 @@ fn main() {
             let med = median(&mut runs.clone());
             let (ratio, ratios) = match &base {
                 Some(b) => {
-                    let per_round: Vec<f64> = runs.iter().zip(b).map(|(x, y)| x / y).collect();
+                    let mut per_round: Vec<f64> = runs.iter().zip(b).map(|(x, y)| x / y).collect();
                     let (rlo, rhi) = range(&per_round);
                     (
                         format!("{:.2}×", med / median(&mut b.clone())),
-                        format!("{rlo:.2}–{rhi:.2}×"),
+                        format!("{:.2}× ({rlo:.2}–{rhi:.2}×)", median(&mut per_round)),
                     )
                 }
                 None => ("–".into(), "–".into()),
