@@ -250,6 +250,7 @@ impl Builder {
             )));
         }
         let unit = layout.unit_ms();
+        let ticks = UnitDivider::new(unit);
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         let ext_max = mask(layout.extension_bits());
         if self.extension > ext_max {
@@ -276,7 +277,7 @@ impl Builder {
             packing,
             epoch_ms: layout.epoch_ms(),
             unit_ms: unit,
-            ticks: UnitDivider::new(unit),
+            ticks,
             max_tick: layout.max_tick(),
             ext_max,
             tick_seq_mask: packing.pack(0, packing.time_mask, packing.seq_max()),
@@ -287,7 +288,7 @@ impl Builder {
                 .saturating_mul(unit)
                 .saturating_sub(1)
                 .min(u64::MAX - layout.epoch_ms())
-                .min(UnitDivider::new(unit).exact_max()),
+                .min(ticks.exact_max()),
             lead_ticks: ms(self.max_lead) / unit,
             wait_bound_ms: match self.on_backward {
                 OnBackward::Refuse => 0,
