@@ -29,7 +29,8 @@
 //! its own, so the only ticker running beside the two threads is the measured generator's:
 //! ferroid's clock starts a process-wide 1 ms ticker thread that never stops, and in one
 //! process it would wake up through every snowdrift measurement after the first ferroid
-//! one, beside snowdrift's own ticker.
+//! one, beside snowdrift's own ticker. (`--child NAME`, with one thread count, is how it
+//! starts them: one measurement, printed as `ns-per-ID interleaved-share`.)
 //!
 //! Rows: ferroid's atomic generator (the reference), snowdrift's `next()` with
 //! `CachedClock`, the same behind a `Fence` that never refuses, with `MonotonicClock` (a
