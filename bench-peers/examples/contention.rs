@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p bench-peers --example contention -- [--calls N] [--rounds R]
-//!     [--threads 1,2,4] [--tick-us US] [--only NAME,...] [--no-pin] [--check]
+//!     [--threads 1,2,4] [--tick-us US] [--only NAME,...] [--no-pin] [--unpinned] [--check]
 //! ```
 //!
 //! Each measurement starts `threads` threads on one fresh generator, releases them together
@@ -15,24 +15,40 @@
 //!
 //! Rounds alternate the generators (in a rotating order), so each round compares them under
 //! the same load of a shared machine. The table shows, per generator and thread count, the
-//! median and min–max of the rounds, the ratio of medians to ferroid, and the min–max of the
-//! per-round ratios (each against ferroid in the same round), and the median share of IDs
-//! interleaved with another thread's: near 0% with several threads means they hardly ran
-//! at the same time, and the round measured no contention.
+//! median and min–max of the rounds, the ratio of medians to ferroid, and the median and
+//! min–max of the per-round ratios (each against ferroid in the same round), and the median
+//! share of IDs interleaved with another thread's: near 0% with several threads means they
+//! hardly ran at the same time, and the round measured no contention.
 //!
 //! With several threads, thread `i` is pinned to CPU `i % CPUs` (`--no-pin` leaves them to
 //! the scheduler, which on a busy machine often runs both on one CPU in turn). 4 threads
 //! oversubscribe a 2-CPU machine on purpose.
 //!
+//! `--unpinned` is the shape of a user's program (issue 30): threads not pinned, 1 and 2
+//! threads (unless `--threads` says otherwise), and every measurement in a fresh process of
+//! its own, so the only ticker running beside the two threads is the measured generator's:
+//! ferroid's clock starts a process-wide 1 ms ticker thread that never stops, and in one
+//! process it would wake up through every snowdrift measurement after the first ferroid
+//! one, beside snowdrift's own ticker. (`--child NAME`, with one thread count, is how it
+//! starts them: one measurement, printed as `ns-per-ID interleaved-share`.)
+//!
 //! Rows: ferroid's atomic generator (the reference), snowdrift's `next()` with
 //! `CachedClock`, the same behind a `Fence` that never refuses, with `MonotonicClock` (a
 //! vDSO read per call), and `next_block(1000)` with `CachedClock`, every ID of each block
-//! written out.
+//! written out. Two more rows time `next()` with `CachedClock` at Sonyflake's 10 ms unit,
+//! whose readings are turned into ticks without a division (issue 30): `time:41,seq:22`
+//! at 10 ms (only the unit differs), and Sonyflake's shape, `time:39,seq:22,machine:2`
+//! (the node field below the sequence; its sequence widened from 8 bits so the loop never
+//! waits for the clock). A second table gives their ratio to the 1 ms row.
 //!
 //! The layout is `time:41,seq:22` (ferroid: 1 reserved bit, 41 timestamp, 0 machine, 22
 //! sequence): 4M IDs per ms, so nobody waits for the clock and the code is what is timed.
 //! snowdrift's `CachedClock` is driven by a ticker thread every `--tick-us` µs (default
 //! 1000, like ferroid's own 1 ms ticker).
+//!
+//! `--only` takes names or parts of names: an entry that is a whole name selects that
+//! generator alone (`--only "ferroid atomic,snowdrift CachedClock"`), any other entry every
+//! generator whose name contains it.
 //!
 //! `--check` runs 20,000 calls per thread, one round: a quick correctness pass (well
 //! under a second) whose timings mean little. Nothing asserts on time.
@@ -59,18 +75,30 @@ ferroid::define_snowflake_id!(
 );
 
 const SPEC: &str = "time:41,seq:22";
+/// Sonyflake's field order (the node field below the sequence), its sequence widened so the
+/// loop never waits for the clock.
+const SONYFLAKE_SHAPE: &str = "time:39,seq:22,machine:2";
 
 /// Who is timed. The first is the reference for the ratios.
-const CONTENDERS: [&str; 5] = [
+const CONTENDERS: [&str; 7] = [
     "ferroid atomic",
     "snowdrift CachedClock",
     "snowdrift CachedClock + fence",
     "snowdrift MonotonicClock",
     "snowdrift next_block(1000)",
+    "snowdrift CachedClock, 10 ms unit",
+    "snowdrift CachedClock, Sonyflake shape 10 ms",
 ];
+
+/// The 1 ms row the 10 ms rows are compared with.
+const UNIT_REFERENCE: &str = "snowdrift CachedClock";
 
 struct Options {
     pin: bool,
+    /// Each measurement in a child process of its own (`--unpinned`).
+    isolate: bool,
+    /// Set in a child process: measure this generator once and print the result.
+    child: Option<String>,
     calls: usize,
     rounds: usize,
     threads: Vec<usize>,
@@ -81,12 +109,15 @@ struct Options {
 fn parse() -> Result<Options, String> {
     let mut o = Options {
         pin: true,
+        isolate: false,
+        child: None,
         calls: 2_000_000,
         rounds: 5,
         threads: vec![1, 2, 4],
         tick: Duration::from_millis(1),
         only: None,
     };
+    let mut threads_given = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or(format!("{a} needs a value"));
@@ -96,6 +127,7 @@ fn parse() -> Result<Options, String> {
             "--rounds" => o.rounds = number(value()?)?,
             "--tick-us" => o.tick = Duration::from_micros(number(value()?)? as u64),
             "--threads" => {
+                threads_given = true;
                 o.threads = value()?
                     .split(',')
                     .map(|t| {
@@ -106,12 +138,20 @@ fn parse() -> Result<Options, String> {
             }
             "--only" => o.only = Some(value()?.split(',').map(str::to_string).collect()),
             "--no-pin" => o.pin = false,
+            "--unpinned" => {
+                o.pin = false;
+                o.isolate = true;
+            }
+            "--child" => o.child = Some(value()?),
             "--check" => {
                 o.calls = 20_000;
                 o.rounds = 1;
             }
             _ => return Err(format!("unknown argument {a} (see the source's header)")),
         }
+    }
+    if o.isolate && !threads_given {
+        o.threads = vec![1, 2];
     }
     if o.calls == 0 || o.rounds == 0 || o.threads.contains(&0) || o.tick.is_zero() {
         return Err("--calls, --rounds, --threads and --tick-us must be at least 1".into());
@@ -178,10 +218,10 @@ fn timed(bufs: &mut [Vec<u64>], pin: bool, fill: &(impl Fn(&mut [u64]) + Sync)) 
 
 /// Every thread's IDs strictly increasing, and no ID twice across threads (a k-way merge of
 /// the sorted per-thread lists). Returns the share of IDs after which the same thread's
-/// next ID is not the next integer: another thread took IDs in between (or, once a
+/// next ID is not the next one (`step` above): another thread took IDs in between (or, once a
 /// millisecond, the tick changed). Near 0 with several threads means they hardly ran at
 /// the same time, and the run measured no contention.
-fn check(name: &str, bufs: &[Vec<u64>]) -> Result<f64, String> {
+fn check(name: &str, bufs: &[Vec<u64>], step: u64) -> Result<f64, String> {
     for (t, ids) in bufs.iter().enumerate() {
         if let Some(i) = ids.windows(2).position(|w| w[0] >= w[1]) {
             return Err(format!(
@@ -193,7 +233,7 @@ fn check(name: &str, bufs: &[Vec<u64>]) -> Result<f64, String> {
     }
     let gaps: usize = bufs
         .iter()
-        .map(|ids| ids.windows(2).filter(|w| w[1] != w[0] + 1).count())
+        .map(|ids| ids.windows(2).filter(|w| w[1] != w[0] + step).count())
         .sum();
     let interleaved = gaps as f64 / bufs.iter().map(Vec::len).sum::<usize>() as f64;
     let mut heads = vec![0usize; bufs.len()];
@@ -223,7 +263,12 @@ fn measure(
     pin: bool,
 ) -> Result<(f64, f64), String> {
     let epoch_ms = recent_epoch_ms();
-    let layout = || Layout::from_spec(SPEC, 1, epoch_ms).map_err(|e| e.to_string());
+    let (spec, unit_ms) = match name {
+        "snowdrift CachedClock, 10 ms unit" => (SPEC, 10),
+        "snowdrift CachedClock, Sonyflake shape 10 ms" => (SONYFLAKE_SHAPE, 10),
+        _ => (SPEC, 1),
+    };
+    let layout = || Layout::from_spec(spec, unit_ms, epoch_ms).map_err(|e| e.to_string());
     let elapsed = match name {
         "ferroid atomic" => {
             let clock = FerroidClock::<1>::with_epoch(Duration::from_millis(epoch_ms));
@@ -236,7 +281,9 @@ fn measure(
         }
         "snowdrift CachedClock"
         | "snowdrift CachedClock + fence"
-        | "snowdrift next_block(1000)" => {
+        | "snowdrift next_block(1000)"
+        | "snowdrift CachedClock, 10 ms unit"
+        | "snowdrift CachedClock, Sonyflake shape 10 ms" => {
             let (clock, driver) = CachedClock::new(MonotonicClock::new());
             let _ticker = Ticker::start(tick, move || {
                 driver.tick();
@@ -282,9 +329,57 @@ fn measure(
         }
         _ => return Err(format!("unknown generator {name:?}")),
     };
-    let interleaved = check(name, bufs)?;
+    // Consecutive IDs of one tick are `step` apart: Sonyflake's shape has 2 node bits below
+    // the sequence.
+    let step = if spec == SONYFLAKE_SHAPE { 4 } else { 1 };
+    let interleaved = check(name, bufs, step)?;
     let ids = bufs.iter().map(Vec::len).sum::<usize>();
     Ok((elapsed.as_nanos() as f64 / ids as f64, interleaved))
+}
+
+/// An `--only` entry selects the generator it names exactly, or else every generator whose
+/// name contains it.
+fn selects(entry: &str, name: &str) -> bool {
+    if CONTENDERS.contains(&entry) {
+        entry == name
+    } else {
+        name.contains(entry)
+    }
+}
+
+/// [`measure`] in a fresh process (`--unpinned`): the child prints `ns mixed`.
+fn measure_isolated(name: &str, threads: usize, o: &Options) -> Result<(f64, f64), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
+    let out = std::process::Command::new(exe)
+        .args(["--child", name, "--threads", &threads.to_string()])
+        .args(["--calls", &o.calls.to_string()])
+        .args(["--tick-us", &o.tick.as_micros().to_string()])
+        .output()
+        .map_err(|e| format!("{name}: starting a child process: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "{name}: child process {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let mut parts = text.split_whitespace().map(str::parse::<f64>);
+    match (parts.next(), parts.next()) {
+        (Some(Ok(ns)), Some(Ok(mixed))) => Ok((ns, mixed)),
+        _ => Err(format!("{name}: child process printed {text:?}")),
+    }
+}
+
+/// `--child NAME`: one measurement, printed for the parent.
+fn child(name: &str, o: &Options) -> Result<(), String> {
+    let [threads] = o.threads[..] else {
+        return Err("--child takes one thread count".into());
+    };
+    let mut bufs: Vec<Vec<u64>> = (0..threads).map(|_| vec![1u64; o.calls]).collect();
+    let (ns, mixed) = measure(name, &mut bufs, o.tick, o.pin)?;
+    println!("{ns} {mixed}");
+    Ok(())
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -311,13 +406,20 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if let Some(name) = &o.child {
+        if let Err(e) = child(name, &o) {
+            eprintln!("contention: INCORRECT: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let names: Vec<&str> = CONTENDERS
         .iter()
         .copied()
         .filter(|n| {
             o.only
                 .as_ref()
-                .is_none_or(|only| only.iter().any(|x| n.contains(x.as_str())))
+                .is_none_or(|only| only.iter().any(|x| selects(x, n)))
         })
         .collect();
     println!(
@@ -327,8 +429,10 @@ fn main() {
         o.threads,
         if o.pin {
             " (2 or more pinned to CPUs in turn)"
+        } else if o.isolate {
+            " (not pinned, a process per measurement)"
         } else {
-            ""
+            " (not pinned)"
         },
         o.tick
     );
@@ -338,11 +442,20 @@ fn main() {
     for round in 0..o.rounds {
         for &threads in &o.threads {
             // Buffers written once beforehand, so no page fault lands in a timed loop.
-            let mut bufs: Vec<Vec<u64>> = (0..threads).map(|_| vec![1u64; o.calls]).collect();
+            let mut bufs: Vec<Vec<u64>> = if o.isolate {
+                Vec::new()
+            } else {
+                (0..threads).map(|_| vec![1u64; o.calls]).collect()
+            };
             let mut line = format!("round {} threads {threads}:", round + 1);
             for k in 0..names.len() {
                 let i = (k + round) % names.len();
-                match measure(names[i], &mut bufs, o.tick, o.pin) {
+                let result = if o.isolate {
+                    measure_isolated(names[i], threads, &o)
+                } else {
+                    measure(names[i], &mut bufs, o.tick, o.pin)
+                };
+                match result {
                     Ok((ns, mixed)) => {
                         line += &format!(" {} {ns:.2} ({:.0}%)", names[i], mixed * 100.0);
                         results.entry((threads, i)).or_default().push(ns);
@@ -360,7 +473,7 @@ fn main() {
     let reference = names.iter().position(|n| *n == CONTENDERS[0]);
     println!();
     println!(
-        "| threads | generator | ns per ID, median | min–max | ratio to ferroid (medians) | per-round ratios, min–max | interleaved IDs, median |"
+        "| threads | generator | ns per ID, median | min–max | ratio to ferroid (medians) | per-round ratios, median (min–max) | interleaved IDs, median |"
     );
     println!("|---|---|---|---|---|---|---|");
     for &threads in &o.threads {
@@ -371,11 +484,11 @@ fn main() {
             let med = median(&mut runs.clone());
             let (ratio, ratios) = match &base {
                 Some(b) => {
-                    let per_round: Vec<f64> = runs.iter().zip(b).map(|(x, y)| x / y).collect();
+                    let mut per_round: Vec<f64> = runs.iter().zip(b).map(|(x, y)| x / y).collect();
                     let (rlo, rhi) = range(&per_round);
                     (
                         format!("{:.2}×", med / median(&mut b.clone())),
-                        format!("{rlo:.2}–{rhi:.2}×"),
+                        format!("{:.2}× ({rlo:.2}–{rhi:.2}×)", median(&mut per_round)),
                     )
                 }
                 None => ("–".into(), "–".into()),
@@ -384,6 +497,33 @@ fn main() {
             println!(
                 "| {threads} | {name} | {med:.2} | {lo:.2}–{hi:.2} | {ratio} | {ratios} | {mixed:.1}% |"
             );
+        }
+    }
+    if let Some(one_ms) = names.iter().position(|n| *n == UNIT_REFERENCE) {
+        let ten_ms: Vec<usize> = (0..names.len())
+            .filter(|&i| names[i].contains("10 ms"))
+            .collect();
+        if !ten_ms.is_empty() {
+            println!("\nThe 10 ms rows against the 1 ms row ({UNIT_REFERENCE}), same rounds:\n");
+            println!(
+                "| threads | generator | ratio of medians | per-round ratios, median | min–max |"
+            );
+            println!("|---|---|---|---|---|");
+            for &threads in &o.threads {
+                let base = &results[&(threads, one_ms)];
+                for &i in &ten_ms {
+                    let runs = &results[&(threads, i)];
+                    let mut per_round: Vec<f64> =
+                        runs.iter().zip(base).map(|(x, y)| x / y).collect();
+                    let (rlo, rhi) = range(&per_round);
+                    println!(
+                        "| {threads} | {} | {:.3}× | {:.3}× | {rlo:.2}–{rhi:.2}× |",
+                        names[i],
+                        median(&mut runs.clone()) / median(&mut base.clone()),
+                        median(&mut per_round),
+                    );
+                }
+            }
         }
     }
     println!("\nall IDs checked: strictly increasing per thread, no duplicates");

@@ -83,6 +83,48 @@ fn three_threads_over_a_tick_boundary() {
     });
 }
 
+/// A 10 ms unit (Sonyflake's): the reading becomes a tick by a multiply and a shift, on the
+/// inlined path and the slow one. Two threads race for the 4 IDs of the tick that holds the
+/// reading (7 ms into it), the second call of each finding the first's state: no duplicate,
+/// each thread's IDs increasing, and every ID in the reading's own tick.
+#[test]
+fn two_threads_at_a_10_ms_unit() {
+    loom::model(|| {
+        let epoch = T0 - 1_000;
+        let layout = Layout::from_spec("time:41,worker:2,seq:2", 10, epoch).unwrap();
+        let g = Arc::new(
+            SnowflakeGenerator::builder(layout)
+                .node_id(1)
+                .unwrap()
+                .build(ManualClock::new(T0 + 7))
+                .unwrap(),
+        );
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let g = g.clone();
+                thread::spawn(move || {
+                    let mut ids = Vec::new();
+                    for _ in 0..2 {
+                        if let Attempt::Ready(id) = g.try_next().unwrap() {
+                            ids.push(id);
+                        }
+                    }
+                    ids
+                })
+            })
+            .collect();
+        let per_thread: Vec<Vec<u64>> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+        for id in per_thread.iter().flatten() {
+            assert_eq!(
+                g.layout().decode(*id).unwrap().time_ms,
+                T0,
+                "ID {id} outside the reading's 10 ms tick: {per_thread:?}"
+            );
+        }
+        check(per_thread);
+    });
+}
+
 /// The generator reads the clock before it loads the state, so a thread can find a state
 /// that another thread stored from a later reading than its own. That must read the clock
 /// again, never be taken for a clock that stepped back: with no wait allowed, a step back

@@ -5,6 +5,7 @@ mod fence;
 pub mod mastodon;
 mod packing;
 mod snowflake;
+mod ticks;
 
 pub use block::{IdBlock, IdBlockIter, Runs};
 pub use fence::{ClosedReason, Fence};

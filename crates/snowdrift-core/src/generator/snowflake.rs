@@ -7,6 +7,7 @@ use super::Attempt;
 use super::block::IdBlock;
 use super::fence::Fence;
 use super::packing::Packing;
+use super::ticks::UnitDivider;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::layout::{Layout, Role, format_ms, mask};
@@ -249,6 +250,7 @@ impl Builder {
             )));
         }
         let unit = layout.unit_ms();
+        let ticks = UnitDivider::new(unit);
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         let ext_max = mask(layout.extension_bits());
         if self.extension > ext_max {
@@ -275,15 +277,18 @@ impl Builder {
             packing,
             epoch_ms: layout.epoch_ms(),
             unit_ms: unit,
+            ticks,
             max_tick: layout.max_tick(),
             ext_max,
             tick_seq_mask: packing.pack(0, packing.time_mask, packing.seq_max()),
             // At most the largest reading after the epoch, so a reading before the epoch,
-            // which wraps around in `fast`, is always beyond it.
+            // which wraps around in `fast`, is always beyond it; and no more than the
+            // divider's exact range (2^63 ms or more), beyond which `now` divides.
             max_since_ms: (layout.max_tick() + 1)
                 .saturating_mul(unit)
                 .saturating_sub(1)
-                .min(u64::MAX - layout.epoch_ms()),
+                .min(u64::MAX - layout.epoch_ms())
+                .min(ticks.exact_max()),
             lead_ticks: ms(self.max_lead) / unit,
             wait_bound_ms: match self.on_backward {
                 OnBackward::Refuse => 0,
@@ -311,12 +316,14 @@ pub struct SnowflakeGenerator<C> {
     packing: Packing,
     epoch_ms: u64,
     unit_ms: u64,
+    /// Readings into ticks without a division.
+    ticks: UnitDivider,
     max_tick: u64,
     ext_max: u64,
     /// The tick and sequence bits of a state: all but its extension bits.
     tick_seq_mask: u64,
     /// The last clock reading, in ms after the epoch, within the time field (and no more
-    /// than a `u64` reading allows).
+    /// than a `u64` reading allows) that `fast` takes; later readings go the slow way.
     max_since_ms: u64,
     lead_ticks: u64,
     wait_bound_ms: u64,
@@ -520,11 +527,7 @@ impl<C: Clock> SnowflakeGenerator<C> {
                 epoch_ms: self.epoch_ms,
             });
         };
-        let tick = if self.unit_ms == 1 {
-            since
-        } else {
-            since / self.unit_ms
-        };
+        let tick = self.ticks.div(since);
         if tick > self.max_tick {
             return Err(self.time_exhausted());
         }
@@ -564,11 +567,8 @@ impl<C: Clock> SnowflakeGenerator<C> {
         if since > self.max_since_ms || n == 0 {
             return Fast::Slow;
         }
-        let now = if self.unit_ms == 1 {
-            since
-        } else {
-            since / self.unit_ms
-        };
+        // `max_since_ms` keeps `since` in the divider's exact range.
+        let now = self.ticks.fast(since);
         let fence_tick = match &self.fence {
             None => u64::MAX,
             Some(f) => match self.fence_last_tick(f.limits(), now_ms, now) {
@@ -768,11 +768,7 @@ impl<C: Clock> SnowflakeGenerator<C> {
         }
         let since = end.saturating_sub(self.epoch_ms);
         // Ticks that end at or before `end`: 0..end_ticks.
-        let end_ticks = if self.unit_ms == 1 {
-            since
-        } else {
-            since / self.unit_ms
-        };
+        let end_ticks = self.ticks.div(since);
         (end_ticks > now).then(|| end_ticks - 1)
     }
 

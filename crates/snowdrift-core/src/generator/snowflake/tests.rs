@@ -497,3 +497,54 @@ proptest! {
         }
     }
 }
+
+/// The tick of an ID issued at `reading` ms after the epoch: `next()` (the inlined path),
+/// then a block from the same reading (the slow path, which starts from the state).
+fn ticks_at(unit: u64, spec: &str, epoch: u64, reading: u64) -> (u64, u64) {
+    let l = Layout::from_spec(spec, unit, epoch).unwrap();
+    let clock = ManualClock::new(epoch + reading);
+    let g = SnowflakeGenerator::builder(l).build(clock).unwrap();
+    let tick = |id| field(&g, id, "time");
+    let first = tick(g.next().unwrap());
+    let block = tick(g.next_block(1).unwrap().first());
+    (first, block)
+}
+
+proptest! {
+    /// A unit other than 1 ms turns readings into ticks without a division (a multiply and
+    /// a shift); the tick of every ID is the reading divided by the unit, on both sides of
+    /// a tick's boundary.
+    #[test]
+    fn the_tick_is_the_reading_divided_by_the_unit(
+        unit in prop_oneof![Just(10u64), Just(1_000), Just(7), 2u64..=86_400_000],
+        q in 0u64..(1 << 30),
+        off in -1i64..=1,
+    ) {
+        let reading = (q * unit).saturating_add_signed(off);
+        let (first, block) = ticks_at(unit, "time:41,seq:12", T0 - 10_000_000, reading);
+        prop_assert_eq!(first, reading / unit);
+        prop_assert_eq!(block, reading / unit);
+    }
+}
+
+/// Readings past the multiplier's exact range (2^63 ms and more, possible only with a time
+/// field that outlasts a `u64` of ms) take the slow path, which divides.
+#[test]
+fn readings_past_the_exact_range_are_divided() {
+    for unit in [7, 10, 1_000, 86_400_000] {
+        let exact_max = super::super::ticks::UnitDivider::new(unit).exact_max();
+        // The multiplier is first wrong at the end of the tick that holds `exact_max`.
+        let tick_end = (exact_max / unit * unit).saturating_add(unit - 1);
+        for reading in [
+            exact_max,
+            exact_max.saturating_add(1),
+            tick_end,
+            tick_end.saturating_add(unit),
+            u64::MAX - 1,
+        ] {
+            let (first, block) = ticks_at(unit, "time:62,seq:1", 0, reading);
+            assert_eq!(first, reading / unit, "unit {unit}, reading {reading}");
+            assert_eq!(block, reading / unit, "unit {unit}, reading {reading}");
+        }
+    }
+}
