@@ -161,16 +161,40 @@ impl EtcdRegistry {
     /// with a `create_revision == 0` transaction: an ID another node took in between is
     /// skipped, so nodes starting at the same instant all get distinct IDs.
     pub async fn claim_lowest(&self, space: u64, holder: &str, ttl: Duration) -> Result<u64> {
+        self.claim_free(space, holder, ttl, None).await
+    }
+
+    /// Like [`claim_lowest`](Self::claim_lowest), but prefers a free ID whose high-water
+    /// mark is at or before `now_ms` (the claiming node's clock): the lowest such, else the
+    /// one whose mark passes soonest. Leases and marks are read in one transaction.
+    pub async fn claim_ready(
+        &self,
+        space: u64,
+        holder: &str,
+        ttl: Duration,
+        now_ms: u64,
+    ) -> Result<u64> {
+        self.claim_free(space, holder, ttl, Some(now_ms)).await
+    }
+
+    async fn claim_free(
+        &self,
+        space: u64,
+        holder: &str,
+        ttl: Duration,
+        now_ms: Option<u64>,
+    ) -> Result<u64> {
         validate_space(space)?;
         validate_holder(holder)?;
         let (lease, _) = self.grant(ttl).await?;
-        let claimed = claim::claim_lowest(
+        let claimed = claim::claim_free(
             &EtcdClaim {
                 registry: self,
                 holder,
                 lease,
             },
             space,
+            now_ms,
         )
         .await;
         if claimed.is_err() {
@@ -598,7 +622,7 @@ impl EtcdRegistry {
     }
 }
 
-/// One [`EtcdRegistry::claim_lowest`] in progress: every try puts its key under the one
+/// One [`EtcdRegistry::claim_lowest`] or [`EtcdRegistry::claim_ready`] in progress: every try puts its key under the one
 /// lease granted for the claim.
 struct EtcdClaim<'a> {
     registry: &'a EtcdRegistry,
@@ -610,9 +634,51 @@ impl claim::Backend for EtcdClaim<'_> {
     const ROUNDS: usize = MAX_RACES;
     const TRIES_PER_ROUND: usize = MAX_RACES;
 
-    async fn held_ids(&self, _space: u64) -> Result<Vec<u64>> {
-        let holders = self.registry.holders().await?;
-        Ok(holders.into_iter().map(|(id, _)| id).collect())
+    async fn survey(&self, _space: u64, marks: bool) -> Result<claim::Survey> {
+        let registry = self.registry;
+        if !marks {
+            let holders = registry.holders().await?;
+            return Ok(claim::Survey {
+                held: holders.into_iter().map(|(id, _)| id).collect(),
+                marks: Default::default(),
+            });
+        }
+        // Both ranges in one transaction: one consistent revision.
+        let prefix = Some(GetOptions::new().with_prefix());
+        let txn = Txn::new().and_then([
+            TxnOp::get(registry.lease_prefix(), prefix.clone()),
+            TxnOp::get(format!("{}/mark/", registry.root), prefix),
+        ]);
+        let answer = registry
+            .client
+            .kv_client()
+            .txn(txn)
+            .await
+            .map_err(unavailable)?;
+        let mut ranges = answer.op_responses().into_iter().filter_map(|r| match r {
+            TxnOpResponse::Get(g) => Some(g),
+            _ => None,
+        });
+        let (Some(leases), Some(marks)) = (ranges.next(), ranges.next()) else {
+            return Err(Error::Unavailable(
+                "etcd answered a two-range transaction without two ranges".into(),
+            ));
+        };
+        Ok(claim::Survey {
+            held: leases
+                .kvs()
+                .iter()
+                .filter_map(|kv| registry.id_in(kv, "worker"))
+                .collect(),
+            marks: marks
+                .kvs()
+                .iter()
+                .filter_map(|kv| {
+                    let id = registry.id_in(kv, "mark")?;
+                    Some((id, text(kv.value()).parse().ok()))
+                })
+                .collect(),
+        })
     }
 
     async fn try_claim(&self, id: u64) -> Result<claim::Claim> {

@@ -257,10 +257,40 @@ impl FileRegistry {
     /// as long as the process, proved every [`CHECK_EVERY`]. Returns after
     /// [`FRESH_GUARD`] when it had to create the lock file and there is no mark.
     pub async fn claim_lowest(&self, space: u64, holder: &str, _ttl: Duration) -> Result<u64> {
+        self.claim_in_order(space, holder, None).await
+    }
+
+    /// Like [`claim_lowest`](Self::claim_lowest), but prefers a free ID that can issue by
+    /// `now_ms` (the claiming node's clock): the lowest one whose mark is at or before it
+    /// (or that has a lock file and no mark), else the one that can issue soonest. An ID
+    /// without any file counts as ready [`FRESH_GUARD`] after `now_ms`, the wait its claim
+    /// makes; so a restarted server takes an ID an earlier server released long enough ago
+    /// before one never used, and either before the one a killed server just left.
+    pub async fn claim_ready(
+        &self,
+        space: u64,
+        holder: &str,
+        _ttl: Duration,
+        now_ms: u64,
+    ) -> Result<u64> {
+        self.claim_in_order(space, holder, Some(now_ms)).await
+    }
+
+    async fn claim_in_order(&self, space: u64, holder: &str, now_ms: Option<u64>) -> Result<u64> {
         validate_space(space)?;
         validate_holder(holder)?;
+        let ready = match now_ms {
+            Some(_) => self.ready_times(space)?,
+            None => HashMap::new(),
+        };
+        let now = now_ms.unwrap_or(0);
+        let unknown = if now_ms.is_some() {
+            now.saturating_add(super::node::ms(FRESH_GUARD))
+        } else {
+            0
+        };
         let mut holders = Vec::new();
-        for id in 0..space {
+        for id in super::claim::preference(space, now, &ready, unknown) {
             match self.try_claim(id, holder) {
                 Ok(()) => {
                     self.guard_fresh(id, holder).await?;
@@ -270,7 +300,37 @@ impl FileRegistry {
                 Err(e) => return Err(e),
             }
         }
+        holders.sort();
         Err(Error::WorkersExhausted { space, holders })
+    }
+
+    /// When each ID below `space` with a lock or mark file can issue (see
+    /// [`claim_ready`](Self::claim_ready)): its mark's time, 0 with a lock file and no mark,
+    /// never (`u64::MAX`) with a mark that does not parse. Held IDs are included: the
+    /// claim skips them when their lock is refused.
+    fn ready_times(&self, space: u64) -> Result<HashMap<u64, u64>> {
+        let prefix = format!("{}-", self.namespace);
+        let entries = std::fs::read_dir(&self.path).map_err(|e| io_error(&self.path, "list", e))?;
+        let mut ready = HashMap::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
+                continue;
+            };
+            let parsed = |suffix| rest.strip_suffix(suffix)?.parse::<u64>().ok();
+            if let Some(id) = parsed(".lock").filter(|id| *id < space) {
+                ready.entry(id).or_insert(0);
+            } else if let Some(id) = parsed(".mark").filter(|id| *id < space) {
+                // Read the way the keeper will; an unreadable mark is tried last.
+                let at = match self.read_mark_now(id) {
+                    Ok(Some(m)) => super::Mark::from_stored(m).ms,
+                    Ok(None) => continue,
+                    Err(_) => u64::MAX,
+                };
+                ready.insert(id, at);
+            }
+        }
+        Ok(ready)
     }
 
     /// Leases exactly `worker_id` to `holder`; [`Error::WorkerTaken`] when another process
@@ -452,6 +512,10 @@ impl FileRegistry {
 
     /// The high-water mark of `worker_id`, if one was ever written.
     pub async fn read_mark(&self, worker_id: u64) -> Result<Option<u64>> {
+        self.read_mark_now(worker_id)
+    }
+
+    fn read_mark_now(&self, worker_id: u64) -> Result<Option<u64>> {
         let name = self.mark_name(worker_id);
         let path = self.path.join(&name);
         let Some((mut file, _)) = self.open_file(&name, false, false)? else {

@@ -77,8 +77,9 @@ impl<C: Clock + Clone + 'static> Shared<C> {
         lock(&self.status).state = state;
     }
 
-    /// Claims the ID the source names (or the lowest free one); returns it with the time
-    /// the claim was sent.
+    /// Claims the ID the source names (or a free one, preferring one whose mark this
+    /// clock has passed, so a restart need not wait for the ID a killed node just left);
+    /// returns it with the time the claim was sent.
     async fn claim(&self) -> Result<(u64, u64, Instant)> {
         let ttl = self.config.ttl;
         let sent_at = Instant::now();
@@ -91,7 +92,8 @@ impl<C: Clock + Clone + 'static> Shared<C> {
             None => {
                 self.call(
                     "claiming a worker ID",
-                    self.registry.claim_lowest(self.space, &self.holder, ttl),
+                    self.registry
+                        .claim_ready(self.space, &self.holder, ttl, sent),
                 )
                 .await?
             }

@@ -9,20 +9,55 @@ use super::PeerTime;
 use super::sql::{ttl_millis, validate_holder, validate_namespace, validate_space};
 use crate::error::{Error, Result};
 
-/// Takes the lowest free ID in `0..space` (ARGV: prefix, space, holder, ttl in ms). Lua
-/// numbers are doubles, exact up to 2^53, which bounds the space. When every ID is held,
-/// answers `full` followed by each ID and its holder, read in the same atomic step.
+/// Takes a free ID in `0..space` (ARGV: prefix, space, holder, ttl in ms, and the
+/// claiming node's clock in ms, or an empty string for the lowest free ID). With a clock,
+/// the lowest free ID whose mark is at or before it, else the free ID whose mark passes
+/// soonest (ties by ID; an unreadable mark last). Lua numbers are doubles, exact up to
+/// 2^53, which bounds the space; a mark's time is its stored number modulo 2^47, taken
+/// digit by digit so no step leaves that range. When every ID is held, answers `full`
+/// followed by each ID and its holder, read in the same atomic step.
 const CLAIM_LOWEST: &str = r"
-local prefix, space, holder, ttl = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
-for id = 0, space - 1 do
+local prefix, space, holder, ttl, now = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], tonumber(ARGV[5])
+local function take(id)
   local key = prefix .. ':worker:' .. string.format('%d', id)
   if redis.call('SET', key, holder, 'NX', 'PX', ttl) then
     redis.call('DEL', prefix .. ':time:' .. string.format('%d', id))
     local t = redis.call('TIME')
     redis.call('SET', prefix .. ':since:' .. string.format('%d', id),
       string.format('%d', t[1] * 1000 + math.floor(t[2] / 1000)) .. ':' .. ttl, 'PX', ttl)
-    return {'ok', string.format('%d', id)}
+    return true
   end
+  return false
+end
+local function ready_at(id)
+  local s = redis.call('GET', prefix .. ':mark:' .. string.format('%d', id))
+  if not s then return 0 end
+  local ms = 0
+  for i = 1, #s do
+    local d = string.byte(s, i) - 48
+    if d < 0 or d > 9 then return nil end
+    ms = (ms * 10 + d) % 140737488355328
+  end
+  return ms
+end
+local best, best_at = nil, nil
+for id = 0, space - 1 do
+  if not now then
+    if take(id) then return {'ok', string.format('%d', id)} end
+  elseif redis.call('EXISTS', prefix .. ':worker:' .. string.format('%d', id)) == 0 then
+    local at = ready_at(id)
+    if at and at <= now then
+      take(id)
+      return {'ok', string.format('%d', id)}
+    end
+    if best == nil or (at and (best_at == nil or at < best_at)) then
+      best, best_at = id, at
+    end
+  end
+end
+if best then
+  take(best)
+  return {'ok', string.format('%d', best)}
 end
 local answer = {'full'}
 for id = 0, space - 1 do
@@ -217,6 +252,29 @@ impl RedisRegistry {
     /// `ttl` (one script: find and take are one atomic step); [`Error::WorkersExhausted`]
     /// when every one is held.
     pub async fn claim_lowest(&self, space: u64, holder: &str, ttl: Duration) -> Result<u64> {
+        self.claim_free(space, holder, ttl, None).await
+    }
+
+    /// Like [`claim_lowest`](Self::claim_lowest), but prefers a free ID whose high-water
+    /// mark is at or before `now_ms` (the claiming node's clock): the lowest such, else the
+    /// one whose mark passes soonest. Still one script.
+    pub async fn claim_ready(
+        &self,
+        space: u64,
+        holder: &str,
+        ttl: Duration,
+        now_ms: u64,
+    ) -> Result<u64> {
+        self.claim_free(space, holder, ttl, Some(now_ms)).await
+    }
+
+    async fn claim_free(
+        &self,
+        space: u64,
+        holder: &str,
+        ttl: Duration,
+        now_ms: Option<u64>,
+    ) -> Result<u64> {
         validate_space(space)?;
         validate_holder(holder)?;
         if space > MAX_SPACE {
@@ -230,6 +288,7 @@ impl RedisRegistry {
             .arg(space.to_string())
             .arg(holder)
             .arg(&ttl_ms)
+            .arg(now_ms.map(|n| n.to_string()).unwrap_or_default())
             .invoke_async(&mut self.conn.clone())
             .await?;
         match answer.first().map(String::as_str) {

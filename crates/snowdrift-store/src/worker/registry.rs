@@ -166,6 +166,21 @@ impl WorkerRegistry {
         dispatch!(self, r => r.claim_lowest(space, holder, ttl).await)
     }
 
+    /// Leases a free worker ID in `0..space`, preferring one whose high-water mark is at
+    /// or before `now_ms` (the claiming node's clock), so a node can issue at once: the
+    /// lowest such ID, else the one whose mark passes soonest (see each backend's
+    /// `claim_ready`). [`Error::WorkersExhausted`] when none is free. The caller still
+    /// reads the claimed ID's mark and waits it out: the marks read to choose may be stale.
+    pub async fn claim_ready(
+        &self,
+        space: u64,
+        holder: &str,
+        ttl: Duration,
+        now_ms: u64,
+    ) -> Result<u64> {
+        dispatch!(self, r => r.claim_ready(space, holder, ttl, now_ms).await)
+    }
+
     /// Leases exactly `worker_id`; [`Error::WorkerTaken`] when another live node holds it.
     pub async fn claim(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<()> {
         dispatch!(self, r => r.claim(worker_id, holder, ttl).await)

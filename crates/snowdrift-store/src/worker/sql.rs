@@ -154,16 +154,40 @@ impl SqlRegistry {
     /// conditional update as [`claim`](Self::claim): an ID another node took in between is
     /// skipped, so nodes starting at the same instant all end up with distinct IDs.
     pub async fn claim_lowest(&self, space: u64, holder: &str, ttl: Duration) -> Result<u64> {
+        self.claim_free(space, holder, ttl, None).await
+    }
+
+    /// Like [`claim_lowest`](Self::claim_lowest), but prefers a free ID whose high-water
+    /// mark is at or before `now_ms` (the claiming node's clock): the lowest such, else the
+    /// one whose mark passes soonest. The free IDs and their marks are read in one query.
+    pub async fn claim_ready(
+        &self,
+        space: u64,
+        holder: &str,
+        ttl: Duration,
+        now_ms: u64,
+    ) -> Result<u64> {
+        self.claim_free(space, holder, ttl, Some(now_ms)).await
+    }
+
+    async fn claim_free(
+        &self,
+        space: u64,
+        holder: &str,
+        ttl: Duration,
+        now_ms: Option<u64>,
+    ) -> Result<u64> {
         validate_space(space)?;
         validate_holder(holder)?;
         let ttl_ms = ttl_millis(ttl)?;
-        claim::claim_lowest(
+        claim::claim_free(
             &SqlClaim {
                 registry: self,
                 holder,
                 ttl_ms,
             },
             space,
+            now_ms,
         )
         .await
     }
@@ -527,7 +551,7 @@ enum Lease {
     Expired { holder: String, ago_ms: i64 },
 }
 
-/// One [`SqlRegistry::claim_lowest`] in progress.
+/// One [`SqlRegistry::claim_lowest`] or [`SqlRegistry::claim_ready`] in progress.
 struct SqlClaim<'a> {
     registry: &'a SqlRegistry,
     holder: &'a str,
@@ -538,19 +562,48 @@ impl claim::Backend for SqlClaim<'_> {
     const ROUNDS: usize = MAX_RACES;
     const TRIES_PER_ROUND: usize = MAX_RACES * 8;
 
-    async fn held_ids(&self, space: u64) -> Result<Vec<u64>> {
+    async fn survey(&self, space: u64, marks: bool) -> Result<claim::Survey> {
+        let space = i64::try_from(space).unwrap_or(i64::MAX);
+        if !marks {
+            let select = self.registry.sql(
+                "SELECT worker_id FROM {t} \
+                 WHERE holder IS NOT NULL AND lease_expires_ms > {now} AND worker_id < ? \
+                 ORDER BY worker_id",
+            );
+            let held: Vec<i64> = sqlx::query_scalar(select)
+                .bind(space)
+                .fetch_all(&self.registry.pool)
+                .await?;
+            return Ok(claim::Survey {
+                held: held
+                    .into_iter()
+                    .map(|id| self.registry.id_from_row(id))
+                    .collect::<Result<_>>()?,
+                marks: Default::default(),
+            });
+        }
+        // Leases and marks in one statement: one snapshot of the table.
         let select = self.registry.sql(
-            "SELECT worker_id FROM {t} \
-             WHERE holder IS NOT NULL AND lease_expires_ms > {now} AND worker_id < ? \
-             ORDER BY worker_id",
+            "SELECT worker_id, holder, lease_expires_ms - {now} AS left_ms, high_water_ms \
+             FROM {t} WHERE worker_id < ?",
         );
-        let held: Vec<i64> = sqlx::query_scalar(select)
-            .bind(i64::try_from(space).unwrap_or(i64::MAX))
+        let rows = sqlx::query(select)
+            .bind(space)
             .fetch_all(&self.registry.pool)
             .await?;
-        held.into_iter()
-            .map(|id| self.registry.id_from_row(id))
-            .collect()
+        let mut survey = claim::Survey::default();
+        for row in &rows {
+            let id = self.registry.id_from_row(row.try_get("worker_id")?)?;
+            let holder: Option<String> = row.try_get("holder")?;
+            let left_ms: i64 = row.try_get("left_ms")?;
+            if holder.is_some() && left_ms > 0 {
+                survey.held.push(id);
+            }
+            if let Some(mark) = row.try_get::<Option<i64>, _>("high_water_ms")? {
+                survey.marks.insert(id, u64::try_from(mark).ok());
+            }
+        }
+        Ok(survey)
     }
 
     async fn try_claim(&self, id: u64) -> Result<claim::Claim> {

@@ -273,16 +273,40 @@ impl ZkRegistry {
     /// ID another node took in between is skipped, so nodes starting at the same instant
     /// all get distinct IDs.
     pub async fn claim_lowest(&self, space: u64, holder: &str, ttl: Duration) -> Result<u64> {
+        self.claim_free(space, holder, ttl, None).await
+    }
+
+    /// Like [`claim_lowest`](Self::claim_lowest), but prefers a free ID whose high-water
+    /// mark is at or before `now_ms` (the claiming node's clock): the lowest such, else the
+    /// one whose mark passes soonest. The marks are read all at once, pipelined.
+    pub async fn claim_ready(
+        &self,
+        space: u64,
+        holder: &str,
+        ttl: Duration,
+        now_ms: u64,
+    ) -> Result<u64> {
+        self.claim_free(space, holder, ttl, Some(now_ms)).await
+    }
+
+    async fn claim_free(
+        &self,
+        space: u64,
+        holder: &str,
+        ttl: Duration,
+        now_ms: Option<u64>,
+    ) -> Result<u64> {
         validate_space(space)?;
         validate_holder(holder)?;
         let client = self.claiming_session(ttl).await?;
-        claim::claim_lowest(
+        claim::claim_free(
             &ZkClaim {
                 registry: self,
                 client,
                 holder,
             },
             space,
+            now_ms,
         )
         .await
     }
@@ -587,7 +611,7 @@ impl ZkRegistry {
     }
 }
 
-/// One [`ZkRegistry::claim_lowest`] in progress: every try creates its znode in the one
+/// One [`ZkRegistry::claim_lowest`] or [`ZkRegistry::claim_ready`] in progress: every try creates its znode in the one
 /// lease session.
 struct ZkClaim<'a> {
     registry: &'a ZkRegistry,
@@ -599,11 +623,44 @@ impl claim::Backend for ZkClaim<'_> {
     const ROUNDS: usize = MAX_RACES;
     const TRIES_PER_ROUND: usize = MAX_RACES;
 
-    async fn held_ids(&self, _space: u64) -> Result<Vec<u64>> {
-        match self.client.list_children(&self.registry.lease_dir()).await {
-            Ok(names) => Ok(names.iter().filter_map(|n| n.parse().ok()).collect()),
-            Err(e) => Err(self.registry.claim_failed(e).await),
+    async fn survey(&self, space: u64, marks: bool) -> Result<claim::Survey> {
+        let registry = self.registry;
+        let held = match self.client.list_children(&registry.lease_dir()).await {
+            Ok(names) => names.iter().filter_map(|n| n.parse().ok()).collect(),
+            Err(e) => return Err(registry.claim_failed(e).await),
+        };
+        let mut survey = claim::Survey {
+            held,
+            marks: Default::default(),
+        };
+        if !marks {
+            return Ok(survey);
         }
+        let mark_dir = format!("{}/mark", registry.root);
+        let ids: Vec<u64> = match self.client.list_children(&mark_dir).await {
+            Ok(names) => names
+                .iter()
+                .filter_map(|n| n.parse().ok())
+                .filter(|id| *id < space && !survey.held.contains(id))
+                .collect(),
+            Err(e) => return Err(registry.claim_failed(e).await),
+        };
+        // One round trip for all of them: the client pipelines the reads.
+        let reads = ids
+            .iter()
+            .map(|id| self.client.get_data(&registry.mark_path(*id)));
+        for (id, read) in ids.iter().zip(futures_util::future::join_all(reads).await) {
+            match read {
+                Ok((data, _)) => {
+                    survey
+                        .marks
+                        .insert(*id, String::from_utf8_lossy(&data).trim().parse().ok());
+                }
+                Err(zk::Error::NoNode) => {}
+                Err(e) => return Err(registry.claim_failed(e).await),
+            }
+        }
+        Ok(survey)
     }
 
     async fn try_claim(&self, id: u64) -> Result<claim::Claim> {

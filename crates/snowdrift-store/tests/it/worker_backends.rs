@@ -57,6 +57,21 @@ impl Reg {
         }
     }
 
+    async fn claim_ready(
+        &self,
+        space: u64,
+        holder: &str,
+        ttl: Duration,
+        now_ms: u64,
+    ) -> Result<u64, Error> {
+        match self {
+            Reg::Sql(r) => r.claim_ready(space, holder, ttl, now_ms).await,
+            Reg::Redis(r) => r.claim_ready(space, holder, ttl, now_ms).await,
+            Reg::Etcd(r) => r.claim_ready(space, holder, ttl, now_ms).await,
+            Reg::Zk(r) => r.claim_ready(space, holder, ttl, now_ms).await,
+        }
+    }
+
     async fn claim(&self, id: u64, holder: &str, ttl: Duration) -> Result<(), Error> {
         match self {
             Reg::Sql(r) => r.claim(id, holder, ttl).await,
@@ -275,6 +290,105 @@ async fn concurrent_claims_are_distinct(backend: &str) {
     }
     assert_eq!(regs[2].holders().await.unwrap(), vec![]);
     drop(regs);
+    cleanup(backend, &ns).await;
+}
+
+/// Leaves `marks` (worker ID, mark in ms) behind, as nodes that held those IDs and
+/// stopped would.
+async fn leave_marks(reg: &Reg, marks: &[(u64, u64)]) {
+    for (id, mark) in marks {
+        reg.claim(*id, "earlier", LONG).await.unwrap();
+        reg.write_mark(*id, "earlier", *mark).await.unwrap();
+        reg.release(*id, "earlier").await.unwrap();
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// A claim with a time takes a free ID whose mark passed before a lower one whose mark
+/// is ahead (the ID a killed node just left), else the one whose mark passes soonest,
+/// else the only one free; nodes racing with the same preference still get distinct IDs.
+async fn claims_prefer_passed_marks(backend: &str) {
+    let ns = namespace("ready");
+    let reg = Reg::connect(backend, &ns).await;
+    let now = now_ms();
+    // 0: just left by a killed node (a window ahead); 1: passed, under extension 1 (its
+    // stored number is far above any time: the time decides); 2: passes in 20 s; 3: passed.
+    leave_marks(
+        &reg,
+        &[
+            (0, now + 60_000),
+            (1, (1 << 47) | (now - 5_000)),
+            (2, now + 20_000),
+            (3, now - 1_000),
+        ],
+    )
+    .await;
+    assert_eq!(
+        reg.claim_ready(3, "b", LONG, now).await.unwrap(),
+        1,
+        "the passed mark first"
+    );
+    assert_eq!(
+        reg.claim_ready(3, "c", LONG, now).await.unwrap(),
+        2,
+        "then the soonest to pass, not the lowest"
+    );
+    assert_eq!(
+        reg.claim_ready(3, "d", LONG, now).await.unwrap(),
+        0,
+        "the only one free, mark ahead or not"
+    );
+    assert!(matches!(
+        reg.claim_ready(3, "e", LONG, now).await,
+        Err(Error::WorkersExhausted { space: 3, .. })
+    ));
+    assert_eq!(reg.claim_ready(5, "e", LONG, now).await.unwrap(), 3);
+    // The plain claim keeps taking the lowest.
+    reg.release(1, "b").await.unwrap();
+    reg.release(0, "d").await.unwrap();
+    assert_eq!(reg.claim_lowest(4, "f", LONG).await.unwrap(), 0);
+    for (id, holder) in reg.holders().await.unwrap() {
+        reg.release(id, &holder).await.unwrap();
+    }
+
+    drop(reg);
+    cleanup(backend, &ns).await;
+
+    // Racing claims: IDs 0..4 ahead, 4..10 without marks; six nodes take 4..10 once each.
+    let ns = namespace("ready_race");
+    let reg = Reg::connect(backend, &ns).await;
+    leave_marks(
+        &reg,
+        &(0..4).map(|id| (id, now + 60_000)).collect::<Vec<_>>(),
+    )
+    .await;
+    let reg = Arc::new(reg);
+    let start = Arc::new(tokio::sync::Barrier::new(6));
+    let tasks: Vec<_> = (0..6)
+        .map(|n| {
+            let (reg, start) = (reg.clone(), start.clone());
+            tokio::spawn(async move {
+                start.wait().await;
+                reg.claim_ready(10, &format!("racer-{n}"), LONG, now).await
+            })
+        })
+        .collect();
+    let mut ids = BTreeSet::new();
+    for task in tasks {
+        let id = task.await.unwrap().unwrap();
+        assert!(ids.insert(id), "two racers got worker ID {id}");
+    }
+    assert_eq!(ids, (4..10).collect::<BTreeSet<u64>>());
+    for (id, holder) in reg.holders().await.unwrap() {
+        reg.release(id, &holder).await.unwrap();
+    }
+    drop(reg);
     cleanup(backend, &ns).await;
 }
 
@@ -652,4 +766,5 @@ on_every_backend!(
     clock_reports_round_trip,
     renew_never_outgrows_the_lease,
     bad_input_is_refused_clearly,
+    claims_prefer_passed_marks,
 );

@@ -322,3 +322,48 @@ fn running_as_root() -> bool {
     let _ = std::fs::remove_dir_all(&probe);
     uid == 0
 }
+
+/// A claim with a time takes a free ID whose mark passed (or that has a lock file and no
+/// mark) before a lower one whose mark is ahead; then one never used (its claim waits a
+/// guard) before one whose mark passes later than that; the plain claim stays lowest-first.
+#[tokio::test]
+async fn a_claim_with_a_time_prefers_an_id_that_can_issue_soonest() {
+    let dir = private_dir();
+    let url = format!("file://{}", dir.display());
+    let ns = unique_name("wf");
+    let r = FileRegistry::connect(&url, &ns).unwrap();
+    let ttl = Duration::from_secs(1);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    // 0: left by a killed node a minute ahead; 1: never used; 2: passed; 3: a lock file
+    // and no mark.
+    for (id, mark) in [(0, Some(now + 60_000)), (2, Some(now - 1_000)), (3, None)] {
+        r.claim(id, "earlier", ttl).await.unwrap();
+        if let Some(mark) = mark {
+            r.write_mark(id, "earlier", mark).await.unwrap();
+        }
+        r.release(id, "earlier").await.unwrap();
+    }
+    assert_eq!(r.claim_ready(4, "b", ttl, now).await.unwrap(), 2);
+    assert!(!r.created_lock(2));
+    assert_eq!(r.claim_ready(4, "c", ttl, now).await.unwrap(), 3);
+    assert_eq!(r.claim_ready(4, "d", ttl, now).await.unwrap(), 1);
+    assert!(
+        r.created_lock(1),
+        "1 had no files: its claim waited the guard"
+    );
+    assert_eq!(r.claim_ready(4, "e", ttl, now).await.unwrap(), 0);
+    match r.claim_ready(4, "f", ttl, now).await {
+        Err(Error::WorkersExhausted { space: 4, holders }) => {
+            let ids: Vec<u64> = holders.iter().map(|(id, _)| *id).collect();
+            assert_eq!(ids, vec![0, 1, 2, 3]);
+        }
+        other => panic!("expected WorkersExhausted, got {other:?}"),
+    }
+    r.release(0, "e").await.unwrap();
+    r.release(2, "b").await.unwrap();
+    assert_eq!(r.claim_lowest(4, "g", ttl).await.unwrap(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -85,6 +85,77 @@ async fn nodes_starting_together_get_distinct_ids_on_every_registry() {
     }
 }
 
+/// A restart after a kill: the ID the killed node left has its mark ahead. With another
+/// free ID whose mark passed, the new node takes that one and issues at once; with only
+/// the ID whose mark is ahead free, it takes it and issues only past the mark. On every
+/// registry, at the same time (each waits out one mark of 800 ms).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_takes_a_free_id_whose_mark_passed_on_every_registry() {
+    let checks: Vec<_> = [
+        file_url(),
+        urls::postgres(),
+        urls::redis(),
+        urls::etcd(),
+        urls::zookeeper(),
+        urls::mysql(),
+    ]
+    .into_iter()
+    .map(|url| tokio::spawn(restart_takes_a_passed_mark(url)))
+    .collect();
+    for check in checks {
+        check.await.unwrap();
+    }
+}
+
+async fn restart_takes_a_passed_mark(url: String) {
+    let now = || MonotonicClock::new().now_ms();
+    let ns = unique_name("wr");
+    let registry = snowdrift_store::worker::WorkerRegistry::connect(&url, &ns)
+        .await
+        .unwrap();
+    // What earlier nodes left: `id`'s mark at `mark`, the ID free.
+    let leave = |id: u64, mark: u64| {
+        let registry = &registry;
+        async move {
+            let ttl = Duration::from_secs(5);
+            registry.claim(id, "earlier", ttl).await.unwrap();
+            registry.write_mark(id, "earlier", mark).await.unwrap();
+            registry.release(id, "earlier").await.unwrap();
+        }
+    };
+    let config = || {
+        let mut c = quick(&url, &ns, WorkerSource::Lowest);
+        // A whole default window: a mark ahead by less is waited out, not refused.
+        c.window = Duration::from_secs(3);
+        c
+    };
+    leave(1, now() - 1_000).await;
+    let mark = now() + 800;
+    leave(0, mark).await;
+    let c = WorkerNode::claim(config(), two_workers(), MonotonicClock::new())
+        .await
+        .unwrap();
+    let status = c.status();
+    assert_eq!(status.worker_id, Some(1), "{url}: the passed mark");
+    assert_eq!(status.state, WorkerState::Issuing, "{url}");
+
+    // Only the ID whose mark is ahead is free: taken, and issued under past the mark.
+    let d = WorkerNode::claim(config(), two_workers(), MonotonicClock::new())
+        .await
+        .unwrap();
+    assert_eq!(d.status().worker_id, Some(0), "{url}");
+    eventually("issuing after the mark", || {
+        d.status().state == WorkerState::Issuing
+    })
+    .await;
+    let first = d.next_block(1).unwrap().iter().next().unwrap();
+    // time:41 above 13 bits, from the layout's epoch.
+    let first_ms = (first >> 13) + 1_288_834_974_657;
+    assert!(first_ms > mark, "{url}: issued at {first_ms}, mark {mark}");
+    c.shutdown().await.unwrap();
+    d.shutdown().await.unwrap();
+}
+
 /// Runs the starts at the same instant, each on its own task.
 async fn futures_join_all<F>(futs: impl Iterator<Item = F>) -> Vec<WorkerNode<MonotonicClock>>
 where

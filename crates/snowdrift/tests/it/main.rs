@@ -14,6 +14,7 @@ mod mastodon_ruby;
 mod memory_limits;
 mod next_server;
 mod reload_cli;
+mod restart_ready;
 mod segment_cli;
 mod serve_cli;
 mod text_kinds;
