@@ -260,6 +260,7 @@ async fn open(
 
 /// The stream's reader: each answer checked and handed out; when the stream ends, every
 /// message still pending fails as to a gone leader.
+#[allow(clippy::too_many_arguments)]
 async fn read(
     mut replies: tonic::Streaming<ForwardReply>,
     pending: PendingMap,
