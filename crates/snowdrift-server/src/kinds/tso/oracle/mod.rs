@@ -297,7 +297,15 @@ impl Tso {
             if queue.send(Request { count, reply }).await.is_err() {
                 return Err(self.stopped());
             }
-            match answer.await {
+            // Bounded like the wait for a leader: a leader that keeps the stream but never
+            // answers must not hold the request for good.
+            let Ok(answer) = tokio::time::timeout_at(deadline, answer).await else {
+                return Err(Error::unavailable(format!(
+                    "tso generator {:?}: the leader did not answer within {:?}; try again",
+                    self.name, self.leader_wait
+                )));
+            };
+            match answer {
                 Ok(Reply::Issued(range, term)) => return Ok((range, term)),
                 Ok(Reply::Failed(e)) => return Err(e),
                 // The leader the forward went to is gone or no longer leads: wait for the

@@ -85,8 +85,21 @@ pub(super) async fn run(
     let mut conn: Option<Conn> = None;
     let mut next_id = 0u64;
     loop {
-        let Ok(slot) = slots.clone().acquire_owned().await else {
-            return;
+        let slot = match tokio::time::timeout(forwarder.timeout(), slots.clone().acquire_owned())
+            .await
+        {
+            Ok(Ok(slot)) => slot,
+            Ok(Err(_)) => return,
+            // Every place is held by a message the leader has not answered for twice the
+            // lease: a leader that reads and never answers. What it holds fails (its callers
+            // ask again as the election says), and the next message opens a new stream.
+            Err(_) => {
+                if let Some(c) = conn.take() {
+                    c.ended.store(true, Ordering::Release);
+                    fail_pending(&c.pending, &shared, "it answered nothing for twice the lease");
+                }
+                continue;
+            }
         };
         let first = match carry.take() {
             Some(r) => r,
@@ -164,18 +177,36 @@ pub(super) async fn run(
             name: name.clone(),
             count: total,
         };
-        if outbox.send(message).await.is_err() {
-            // The stream ended meanwhile; its reader fails what it had pending, this one
-            // included unless it got there first.
+        // The reader marks the stream ended (or without the method) before it takes what
+        // is pending; a message put there after it took them is taken back here.
+        let sent = outbox.send(message).await.is_ok();
+        if !sent || c.ended.load(Ordering::Acquire) || c.no_stream.load(Ordering::Acquire) {
             let lost = c.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-            if let Some(p) = lost {
-                answer(
+            match lost {
+                None => {}
+                Some(p) if c.no_stream.load(Ordering::Acquire) => {
+                    unary(&forwarder, &shared, &leader, term, &name, p)
+                }
+                Some(p) => answer(
                     p.group,
                     Err(Failure::LeaderGone(format!("the stream to {leader} ended"))),
                     &shared,
-                );
+                ),
             }
         }
+    }
+}
+
+/// Fails every message in `pending` as sent to a gone leader, saying `why`.
+fn fail_pending(pending: &PendingMap, shared: &Shared, why: &str) {
+    let left: Vec<Pending> = pending
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .drain()
+        .map(|(_, p)| p)
+        .collect();
+    for p in left {
+        answer(p.group, Err(Failure::LeaderGone(why.to_string())), shared);
     }
 }
 
@@ -312,19 +343,7 @@ async fn read(
     };
     // Before the pending are failed: a request that asks again must find a new stream.
     ended.store(true, Ordering::Release);
-    let left: Vec<Pending> = pending
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .drain()
-        .map(|(_, p)| p)
-        .collect();
-    for p in left {
-        answer(
-            p.group,
-            Err(Failure::LeaderGone(format!("the stream to {leader}: {why}"))),
-            &shared,
-        );
-    }
+    fail_pending(&pending, &shared, &format!("the stream to {leader}: {why}"));
 }
 
 /// What one answer on the stream gives: the IDs and their term once checked, or why not.
