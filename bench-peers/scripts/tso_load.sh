@@ -10,12 +10,16 @@
 #   C. gRPC Stream through the leader (one allocation per message of 10,000).
 #   D. Latency at half the rate B reached through the leader (--rate), leader and follower;
 #      D2 at 5,000 requests/s of 100 (500,000 IDs/s, half the issue's goal of 1 M IDs/s).
+#   F. One client process (snowdrift-client, `snowdrift bench --client`), 64 threads calling
+#      next() for single tso IDs, merged by the client into shared fetches: through the
+#      leader alone and through all three nodes; then at half the leader rate, for latency.
 #   E. Failover, FAILOVERS times: the leader killed with -9, then the time until a request
 #      sent to a follower at that moment gets IDs (it waits on the server for the election).
 #
 #   bench-peers/scripts/tso_load.sh              # build, then REPS=3 rounds
 #   SKIP_BUILD=1 bench-peers/scripts/tso_load.sh
 #   SKIP_BUILD=1 ONLY="D2 E" bench-peers/scripts/tso_load.sh   # some parts only
+#   SKIP_BUILD=1 ONLY="A F" bench-peers/scripts/tso_load.sh    # issue 30's goals
 #   SKIP_BUILD=1 AUTH=1 bench-peers/scripts/tso_load.sh        # with tokens, as deployed:
 #       every request carries one, followers forward with it as their forward_token
 #
@@ -152,6 +156,19 @@ part D2 && for r in $(seq "$REPS"); do
     run "D2-tso-leader-r$r" --target "$(url "$L")/v1/ids/$NAME?count=100" --connections 50 --rate 5000 --duration "${DURATION}s"
     run "D2-tso-follower-r$r" --target "$(url "$F")/v1/ids/$NAME?count=100" --connections 50 --rate 5000 --duration "${DURATION}s"
 done
+
+part F && log "F. one client process, 64 threads calling next() (single tso IDs, merged)"
+part F && for r in $(seq "$REPS"); do
+    run "F-client-leader-r$r" --target "$(url "$L")" --client "$NAME" --threads 64 --duration "${DURATION}s"
+    run "F-client-all-r$r" --target "$(url 0),$(url 1),$(url 2)" --client "$NAME" --threads 64 --duration "${DURATION}s"
+done
+if part F; then
+    HALF=$(python3 -c "print(max(1, int(float('${BEST_F:-$(ids_per_s F-client-leader-r1)}') / 2)))")
+    log "F2. latency at half of F's leader rate: $HALF IDs/s"
+    for r in $(seq "$REPS"); do
+        run "F2-client-leader-r$r" --target "$(url "$L")" --client "$NAME" --threads 64 --rate "$HALF" --duration "${DURATION}s"
+    done
+fi
 
 part E && log "E. failover: the leader killed with -9, a request to a follower sent at once"
 part E && for k in $(seq "$FAILOVERS"); do

@@ -142,6 +142,8 @@ pub(crate) struct NameCache {
     /// fetch in flight rather than start another.
     pub(crate) fetch: tokio::sync::Mutex<()>,
     pub(crate) prefetching: AtomicBool,
+    /// The calls of an ordered name waiting for its next fetch.
+    pub(crate) merge: crate::merge::Merge,
     fetches: AtomicU64,
     /// IDs a caller had taken when its fetch failed: never handed out.
     lost: AtomicU64,
@@ -164,6 +166,7 @@ impl NameCache {
             kind: AtomicU8::new(UNKNOWN),
             fetch: tokio::sync::Mutex::new(()),
             prefetching: AtomicBool::new(false),
+            merge: crate::merge::Merge::default(),
             fetches: AtomicU64::new(0),
             lost: AtomicU64::new(0),
             direct: AtomicU64::new(0),
@@ -196,9 +199,10 @@ impl NameCache {
         self.kind.load(Ordering::Relaxed) == ORDERED
     }
 
-    /// Counts `n` IDs fetched for one caller of an ordered name.
-    pub(crate) fn served_direct(&self, name: &str, n: u64) {
-        self.fetches.fetch_add(1, Ordering::Relaxed);
+    /// Counts `n` IDs of an ordered name fetched in `fetches` fetches for the callers
+    /// waiting on them.
+    pub(crate) fn served_direct(&self, name: &str, n: u64, fetches: u64) {
+        self.fetches.fetch_add(fetches, Ordering::Relaxed);
         self.direct.fetch_add(n, Ordering::Relaxed);
         self.export(name);
     }

@@ -13,6 +13,7 @@ use crate::cache::{Batch, NameCache, Policy, Stats};
 use crate::endpoints::{EndpointStatus, Endpoints};
 use crate::error::{Error, ErrorKind};
 use crate::health::Watchers;
+use crate::merge::MAX_MERGED;
 
 /// The next client's id.
 static NEXT_CLIENT: AtomicU64 = AtomicU64::new(0);
@@ -135,10 +136,13 @@ impl Client {
     /// `n` new IDs of `name` (a 64-bit kind), from the cache and as many fetches as they
     /// take.
     ///
-    /// A `tso` generator's IDs are never cached: each call is one fetch of exactly `n`, so
-    /// an ID returned after another returned (on any client) is larger, as the oracle
-    /// promises. The first call for such a name fetches twice (the first batch showed the
-    /// kind, and is skipped).
+    /// A `tso` generator's IDs are never cached: each call gets IDs fetched after it began,
+    /// so an ID returned after another returned (on any client) is larger, as the oracle
+    /// promises. Calls for such a name waiting at the same moment share one fetch of their
+    /// sum (at most 10,000 IDs), split among them, while one fetch is in flight the next
+    /// gathers the calls that arrive; a call waits at most for the fetch in flight when it
+    /// came, then its own. The first call for such a name fetches twice (the first batch
+    /// showed the kind, and is skipped).
     pub async fn next_n(&self, name: &str, n: usize) -> Result<Vec<u64>, Error> {
         let cache = self.begin(name, n, false)?;
         if cache.is_ordered() {
@@ -171,14 +175,58 @@ impl Client {
         }
     }
 
-    /// `n` IDs of an ordered name, fetched for this caller alone.
+    /// `n` IDs of an ordered name: merged with the other calls for the name waiting at the
+    /// same moment into one fetch (see [`crate::merge`]), or, above what one fetch may
+    /// merge, fetched for this caller alone.
     async fn next_ordered(
         &self,
         name: &str,
-        cache: &NameCache,
+        cache: &Arc<NameCache>,
         n: usize,
     ) -> Result<Vec<u64>, Error> {
-        let batch = self.shared.fetch(name, n as u64, &cache.guard).await?;
+        if n as u64 > MAX_MERGED {
+            let ids = self.fetch_ordered(name, cache, n as u64).await?;
+            cache.served_direct(name, n as u64, 1);
+            return Ok(ids);
+        }
+        let ticket = cache.merge.join(n as u64);
+        if ticket.dispatch {
+            let (client, cache, name) = (self.clone(), cache.clone(), name.to_string());
+            // Its own task: a caller that stops waiting must not strand the others.
+            self.shared.runtime.spawn(async move {
+                while let Some(group) = cache.merge.take() {
+                    let (total, calls) = (group.total(), group.calls() as u64);
+                    let ids = client.fetch_ordered(&name, &cache, total).await;
+                    let fetched = ids.is_ok();
+                    let unclaimed = group.answer(ids);
+                    if fetched {
+                        cache.served_direct(&name, total, 1);
+                        cache.lose(unclaimed);
+                    }
+                    metrics::histogram!("snowdrift_client_merged_calls", "name" => name.clone())
+                        .record(calls as f64);
+                }
+            });
+        }
+        match ticket.answer.await {
+            Ok(answer) => answer,
+            // The dispatcher's task ended without answering: the runtime is shutting down.
+            Err(_) => Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("{name:?}: the client's runtime stopped before the fetch was answered"),
+            )),
+        }
+    }
+
+    /// One fetch of exactly `n` IDs of an ordered name, in the order the server issued
+    /// them.
+    async fn fetch_ordered(
+        &self,
+        name: &str,
+        cache: &NameCache,
+        n: u64,
+    ) -> Result<Vec<u64>, Error> {
+        let batch = self.shared.fetch(name, n, &cache.guard).await?;
         let Batch::Runs { runs, .. } = batch else {
             return Err(Error::new(
                 ErrorKind::WrongKind,
@@ -189,7 +237,7 @@ impl Client {
             .iter()
             .flat_map(|&(first, count, stride)| (0..count).map(move |k| first + k * stride))
             .collect();
-        if ids.len() != n {
+        if ids.len() as u64 != n {
             return Err(Error::new(
                 ErrorKind::Unavailable,
                 format!(
@@ -198,7 +246,6 @@ impl Client {
                 ),
             ));
         }
-        cache.served_direct(name, n as u64);
         Ok(ids)
     }
 

@@ -50,6 +50,7 @@ mod generate;
 mod guard;
 mod health;
 mod local;
+mod merge;
 mod runs;
 mod text;
 

@@ -19,6 +19,9 @@ use tower::{Layer, Service};
 use super::status::ERROR_CODE_KEY;
 use crate::deadline::{BoxError, Timed};
 
+/// The path of `TsoPeer.Forward`, whose body has no time bound.
+const FORWARD_PATH: &str = "/snowdrift.v1.TsoPeer/Forward";
+
 /// The length prefix of every gRPC message: a compression flag and a big-endian `u32`.
 const PREFIX: usize = 5;
 
@@ -74,6 +77,14 @@ where
             max_message,
             timeout,
         } = self.guard;
+        // A follower's `Forward` stream lasts as long as the leader leads: its messages are
+        // bounded, its length is not (it is answered as it goes, and holds no place under
+        // `max_streams`).
+        if request.uri().path() == FORWARD_PATH {
+            return self
+                .inner
+                .call(request.map(|body| Body::new(Capped::new(body, max_message))));
+        }
         self.inner.call(request.map(|body| {
             Body::new(Capped::new(
                 Timed::new(body, timeout, too_slow),
@@ -158,7 +169,8 @@ impl<B> Capped<B> {
 
 impl<B> http_body::Body for Capped<B>
 where
-    B: http_body::Body<Data = Bytes, Error = BoxError> + Unpin,
+    B: http_body::Body<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
 {
     type Data = Bytes;
     type Error = BoxError;
@@ -171,7 +183,7 @@ where
         if this.failed {
             return Poll::Ready(None);
         }
-        let frame = ready!(Pin::new(&mut this.body).poll_frame(cx));
+        let frame = ready!(Pin::new(&mut this.body).poll_frame(cx)).map(|f| f.map_err(Into::into));
         if let Some(data) = frame.as_ref().and_then(|f| f.as_ref().ok()?.data_ref())
             && let Err(status) = this.check(data)
         {

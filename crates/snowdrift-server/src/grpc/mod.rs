@@ -22,6 +22,7 @@ mod convert;
 pub mod guard;
 mod health;
 pub mod limit;
+mod peer;
 mod service;
 mod status;
 mod stream;
@@ -34,6 +35,7 @@ use axum::Router;
 use tokio::sync::watch;
 use tonic::server::NamedService;
 
+pub use peer::PeerApi;
 pub use service::IdApi;
 pub use status::{ERROR_CODE_KEY, RETRY_AFTER_KEY, code_for};
 pub use stream::IdStream;
@@ -45,6 +47,7 @@ use crate::state::AppState;
 pub use snowdrift_proto::grpc as pb;
 
 use pb::id_service_server::IdServiceServer;
+use pb::tso_peer_server::TsoPeerServer;
 
 /// The gRPC routes for `state` (`Stream` calls bounded by `max_stream` IDs, `IdService`
 /// calls in flight bounded by `calls` (`limits.max_streams`) once their token passed; every
@@ -71,11 +74,21 @@ pub async fn router(
         .service(
             // The guard bounds each message as framed; tonic's own cap bounds it decoded
             // too, whatever framing a future change lets through.
-            IdServiceServer::new(IdApi::new(state, max_stream, stop_rx))
+            IdServiceServer::new(IdApi::new(state.clone(), max_stream, stop_rx.clone()))
+                .max_decoding_message_size(max_message),
+        );
+    // A follower's one stream to the leader: its token checked first, as `IdService`'s;
+    // not under `max_streams` (it lives as long as the leader leads, one per follower and
+    // generator).
+    let peer = tower::ServiceBuilder::new()
+        .layer(auth::TokenFirst::new(state.clone()))
+        .service(
+            TsoPeerServer::new(PeerApi::new(state.clone(), stop_rx.clone()))
                 .max_decoding_message_size(max_message),
         );
     let router = Router::new()
         .route_service(&path::<IdServiceServer<IdApi>>(), ids)
+        .route_service(&path::<TsoPeerServer<PeerApi>>(), peer)
         .route_service(&path_of(&health_service), health_service)
         .route("/{service}/{method}", axum::routing::any(unknown::unknown));
     let router = reflection(router)

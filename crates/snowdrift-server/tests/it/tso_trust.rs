@@ -5,6 +5,8 @@
 //! was served, one without or with another term); the clients' history from all nodes must
 //! hold no duplicate and no order violation, the nodes must say what happened (503 body,
 //! `/v1/generators`, metrics), and the fake must never see a `forward_token` in cleartext.
+//! The lies come on the `TsoPeer` stream a follower forwards over, or (a fake without it, as
+//! a leader of an older version) as answers to `Next` calls.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,8 +14,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use snowdrift_proto::grpc::id_service_server::{IdService, IdServiceServer};
+use snowdrift_proto::grpc::tso_peer_server::{TsoPeer, TsoPeerServer};
 use snowdrift_proto::grpc::{
-    DecodeRequest, DecodeResponse, IdBatch, IdRun, NextRequest, StreamRequest,
+    DecodeRequest, DecodeResponse, ForwardReply, ForwardRequest, IdBatch, IdRun, NextRequest,
+    StreamRequest,
 };
 use tonic::{Request, Response, Status};
 
@@ -38,6 +42,8 @@ struct Fake {
     answer: Arc<Mutex<Answer>>,
     term: Arc<AtomicI64>,
     calls: Arc<AtomicU64>,
+    /// Requests that came on `TsoPeer` streams.
+    streamed: Arc<AtomicU64>,
     tokens: Arc<Mutex<Vec<String>>>,
 }
 
@@ -50,29 +56,8 @@ impl IdService for Fake {
             self.tokens.lock().unwrap().push(token);
         }
         let r = request.into_inner();
-        let count = r.count.unwrap_or(1);
-        let runs = match *self.answer.lock().unwrap() {
-            Answer::Same(first) => vec![IdRun {
-                first,
-                count,
-                stride: 1,
-            }],
-            Answer::NearMax => vec![IdRun {
-                first: u64::MAX - 2,
-                count,
-                stride: 1,
-            }],
-            Answer::Empty => Vec::new(),
-        };
-        let mut response = Response::new(IdBatch {
-            name: r.name,
-            kind: "tso".into(),
-            count,
-            runs,
-            // A leader from before `kind_code`: the string alone must do.
-            ..Default::default()
-        });
-        let term = self.term.load(Ordering::SeqCst);
+        let (batch, term) = self.lie(r.name, r.count.unwrap_or(1));
+        let mut response = Response::new(batch);
         if term != 0 {
             response
                 .metadata_mut()
@@ -95,21 +80,90 @@ impl IdService for Fake {
     }
 }
 
+/// The same lies on the stream a follower forwards over (each answer naming the term).
+#[tonic::async_trait]
+impl TsoPeer for Fake {
+    type ForwardStream = futures_util::stream::BoxStream<'static, Result<ForwardReply, Status>>;
+
+    async fn forward(
+        &self,
+        request: Request<tonic::Streaming<ForwardRequest>>,
+    ) -> Result<Response<Self::ForwardStream>, Status> {
+        use futures_util::StreamExt;
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if let Some(token) = request.metadata().get("authorization") {
+            let token = String::from_utf8_lossy(token.as_bytes()).to_string();
+            self.tokens.lock().unwrap().push(token);
+        }
+        let fake = self.clone();
+        let replies = request.into_inner().filter_map(move |r| {
+            let fake = fake.clone();
+            async move {
+                let r = r.ok()?;
+                fake.streamed.fetch_add(1, Ordering::SeqCst);
+                let (batch, term) = fake.lie(r.name, r.count);
+                Some(Ok(ForwardReply {
+                    id: r.id,
+                    batch: Some(batch),
+                    term,
+                    ..Default::default()
+                }))
+            }
+        });
+        Ok(Response::new(replies.boxed()))
+    }
+}
+
 impl Fake {
-    /// Serves a fake answering `answer` on a port of its own; its `http://` URL.
-    async fn start(answer: Answer) -> (Self, String) {
+    /// The batch the fake answers for `count` IDs of `name`, and the term it names.
+    fn lie(&self, name: String, count: u64) -> (IdBatch, i64) {
+        let runs = match *self.answer.lock().unwrap() {
+            Answer::Same(first) => vec![IdRun {
+                first,
+                count,
+                stride: 1,
+            }],
+            Answer::NearMax => vec![IdRun {
+                first: u64::MAX - 2,
+                count,
+                stride: 1,
+            }],
+            Answer::Empty => Vec::new(),
+        };
+        let batch = IdBatch {
+            name,
+            kind: "tso".into(),
+            count,
+            runs,
+            // A leader from before `kind_code`: the string alone must do.
+            ..Default::default()
+        };
+        (batch, self.term.load(Ordering::SeqCst))
+    }
+
+    /// Serves a fake answering `answer` on a port of its own (also on the `TsoPeer` stream
+    /// a follower forwards over, with `stream`; else only `Next`, as a leader of an older
+    /// version); its `http://` URL.
+    async fn start(answer: Answer, stream: bool) -> (Self, String) {
         let fake = Self {
             answer: Arc::new(Mutex::new(answer)),
             term: Arc::new(AtomicI64::new(0)),
             calls: Arc::new(AtomicU64::new(0)),
+            streamed: Arc::new(AtomicU64::new(0)),
             tokens: Arc::new(Mutex::new(Vec::new())),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
-        let router = axum::Router::new().route_service(
+        let mut router = axum::Router::new().route_service(
             "/snowdrift.v1.IdService/{*method}",
             IdServiceServer::new(fake.clone()),
         );
+        if stream {
+            router = router.route_service(
+                "/snowdrift.v1.TsoPeer/{*method}",
+                TsoPeerServer::new(fake.clone()),
+            );
+        }
         tokio::spawn(async move { axum::serve(listener, router).await });
         (fake, url)
     }
@@ -175,7 +229,7 @@ async fn a_leaseless_leader_key_naming_a_fake_serves_nothing_and_is_taken_over()
     let bases: Vec<String> = nodes.iter().map(|n| n.base.clone()).collect();
     let refs: Vec<&str> = bases.iter().map(String::as_str).collect();
     leader(&http, &refs, &name).await;
-    let (fake, fake_url) = Fake::start(Answer::Same(ahead())).await;
+    let (fake, fake_url) = Fake::start(Answer::Same(ahead()), false).await;
     fake.set(Answer::Same(ahead()), 1);
 
     let base_time = Instant::now();
@@ -288,7 +342,7 @@ async fn a_fake_under_the_attackers_own_lease_gets_no_answer_past_the_checks() {
 
     // The attacker grants a lease and writes the key as a campaign would, naming the fake,
     // which names that lease as its term.
-    let (fake, fake_url) = Fake::start(Answer::NearMax).await;
+    let (fake, fake_url) = Fake::start(Answer::NearMax, true).await;
     let mut etcd = etcd().await;
     let lease = etcd.lease_grant(60, None).await.unwrap().id();
     etcd.put(
@@ -332,6 +386,8 @@ async fn a_fake_under_the_attackers_own_lease_gets_no_answer_past_the_checks() {
             assert!(body.contains(says), "{answer:?}: {body}");
         }
     }
+    // They were asked over the stream (the fake serves it), not by `Next` calls.
+    assert!(fake.streamed.load(Ordering::SeqCst) >= 15);
     for (_, _, _, reason) in lies {
         let mut n = 0;
         for base in &bases {
@@ -462,7 +518,7 @@ async fn a_fake_leader_on_plain_http_never_gets_the_forward_token() {
 
     // The attacker's key, in a campaign's form under its own lease, names a plain-http
     // fake that answers a run above everything, in the right term.
-    let (fake, fake_url) = Fake::start(Answer::Same(ahead())).await;
+    let (fake, fake_url) = Fake::start(Answer::Same(ahead()), false).await;
     let mut etcd = etcd().await;
     let lease = etcd.lease_grant(60, None).await.unwrap().id();
     fake.set(Answer::Same(ahead()), lease);

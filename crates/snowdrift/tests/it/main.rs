@@ -21,6 +21,7 @@ mod text_kinds;
 mod tickets_cli;
 mod token_cli;
 mod tso_chaos;
+mod tso_merge;
 mod uuid_python;
 mod verify_cli;
 mod worker_cli;

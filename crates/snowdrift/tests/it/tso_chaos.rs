@@ -26,7 +26,7 @@ const CLIENTS: usize = 6;
 type Op = (usize, u64, u64, Vec<u64>);
 
 /// A node's config: its port (advertised to the others), the oracle on `etcd`.
-fn config(
+pub(crate) fn config(
     dir: &std::path::Path,
     i: usize,
     port: u16,
@@ -47,7 +47,7 @@ fn config(
     file
 }
 
-fn serve(config: &std::path::Path, clock_offset_ms: i64) -> Served {
+pub(crate) fn serve(config: &std::path::Path, clock_offset_ms: i64) -> Served {
     let mut cmd = serve_command();
     cmd.arg("--config").arg(config).env(
         "SNOWDRIFT_TEST_CLOCK_OFFSET_MS",
@@ -57,7 +57,7 @@ fn serve(config: &std::path::Path, clock_offset_ms: i64) -> Served {
 }
 
 /// The node's role for the oracle (`leader`, `follower`, `electing`), or `down`.
-fn role(node: &Served, name: &str) -> String {
+pub(crate) fn role(node: &Served, name: &str) -> String {
     let (status, body) = node.get("/v1/generators", None);
     if status != 200 {
         return "down".into();
@@ -74,7 +74,7 @@ fn role(node: &Served, name: &str) -> String {
 }
 
 /// The index of the one node of `nodes` (a `None` is down) that leads, waiting up to 30 s.
-fn leader(nodes: &[Option<Served>], name: &str) -> usize {
+pub(crate) fn leader(nodes: &[Option<Served>], name: &str) -> usize {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let leading: Vec<usize> = (0..nodes.len())

@@ -11,19 +11,20 @@
 //! never sent in cleartext unless `forward_plaintext` says so.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use snowdrift_core::clock::{Clock, MonotonicClock, OffsetClock};
 use snowdrift_core::segment::IdRange;
 use snowdrift_core::tso::TsoConfig;
-use snowdrift_proto::grpc::NextRequest;
+use snowdrift_proto::grpc::{IdBatch, NextRequest};
 use snowdrift_proto::grpc::id_service_client::IdServiceClient;
 use tonic::Code;
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
-use super::{Counters, Refusal, Reply, Request, Role, Served, Shared};
+use super::trust::ServedMark;
+use super::{Counters, Refusal, Reply, Request, Served, Shared};
 use crate::error::Error;
 use crate::kinds::tso::TsoPlan;
 
@@ -61,7 +62,7 @@ pub(super) struct Forwarder {
     clock: OffsetClock<MonotonicClock>,
     tls: Option<ClientTlsConfig>,
     timeout: Duration,
-    client: Mutex<Option<(String, IdServiceClient<Channel>)>>,
+    client: Mutex<Option<(String, Channel)>>,
 }
 
 impl std::fmt::Debug for Forwarder {
@@ -111,8 +112,9 @@ impl Forwarder {
         })
     }
 
-    /// `count` IDs of oracle `name` from `leader` (its advertised URL) in `term`, checked
-    /// against what this node has `served`; a refusal counted in `counters`.
+    /// `count` IDs of oracle `name` from `leader` (its advertised URL) in `term`, by one
+    /// `Next` call (to a leader without `TsoPeer.Forward`), checked against what this node
+    /// has `served`; a refusal counted in `counters`.
     pub(super) async fn next(
         &self,
         leader: &str,
@@ -122,31 +124,8 @@ impl Forwarder {
         served: &Served,
         counters: &Counters,
     ) -> Result<IdRange, Failure> {
-        let refuse = |why: Refusal, message: String| {
-            counters.refused[Refusal::ALL.iter().position(|r| *r == why).unwrap_or(0)]
-                .fetch_add(1, Ordering::Relaxed);
-            // Not a warning per answer: a fake answers as often as it is asked, and the
-            // metric and each 503 already say it.
-            tracing::debug!(generator = name, leader, reason = why.label(), "{message}");
-            message
-        };
-        if self.authorization.is_some()
-            && !self.plaintext
-            && !leader
-                .get(..8)
-                .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
-        {
-            return Err(Failure::Refused(Error::unavailable(refuse(
-                Refusal::PlaintextToken,
-                format!(
-                    "the tso leader {leader} is not https://, and this node does not send its \
-                     forward_token in cleartext (anyone on the path, or a fake leader named in \
-                     etcd, would read it): serve the nodes over TLS (server.tls_cert), or set \
-                     forward_plaintext = true on generator {name:?} if the network is trusted"
-                ),
-            ))));
-        }
-        let mut client = self.client(leader)?;
+        self.may_send_token(leader, name, counters)?;
+        let mut client = IdServiceClient::new(self.channel(leader)?);
         let mut request = tonic::Request::new(NextRequest {
             name: name.to_string(),
             count: Some(count),
@@ -169,7 +148,67 @@ impl Forwarder {
             .get(TERM_HEADER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<i64>().ok());
-        let batch = response.into_inner();
+        let answer = Answer {
+            leader,
+            term,
+            name,
+            count,
+            answered_term,
+            batch: response.into_inner(),
+            mark,
+        };
+        self.check(answer, served, counters)
+    }
+
+    /// An error unless this node may send its `forward_token` to `leader`: over TLS, or in
+    /// cleartext where `forward_plaintext` allows it.
+    pub(super) fn may_send_token(
+        &self,
+        leader: &str,
+        name: &str,
+        counters: &Counters,
+    ) -> Result<(), Failure> {
+        if self.authorization.is_some()
+            && !self.plaintext
+            && !leader
+                .get(..8)
+                .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+        {
+            return Err(Failure::Refused(Error::unavailable(refuse(
+                counters,
+                name,
+                leader,
+                Refusal::PlaintextToken,
+                format!(
+                    "the tso leader {leader} is not https://, and this node does not send its \
+                     forward_token in cleartext (anyone on the path, or a fake leader named in \
+                     etcd, would read it): serve the nodes over TLS (server.tls_cert), or set \
+                     forward_plaintext = true on generator {name:?} if the network is trusted"
+                ),
+            ))));
+        }
+        Ok(())
+    }
+
+    /// The IDs of the leader's `answer`, once it passed every check: the term the leader
+    /// key names, one run of exactly the count asked for, no wrap, within reach of this
+    /// node's clock, above what this node had served when it asked.
+    pub(super) fn check(
+        &self,
+        answer: Answer<'_>,
+        served: &Served,
+        counters: &Counters,
+    ) -> Result<IdRange, Failure> {
+        let Answer {
+            leader,
+            term,
+            name,
+            count,
+            answered_term,
+            batch,
+            mark,
+        } = answer;
+        let refuse = |why: Refusal, message: String| refuse(counters, name, leader, why, message);
         let what = |problem: &str| {
             format!(
                 "this node refused what the tso leader {leader} answered for {count} IDs of \
@@ -269,17 +308,27 @@ impl Forwarder {
         Ok(())
     }
 
-    fn client(&self, leader: &str) -> Result<IdServiceClient<Channel>, Failure> {
+    /// The channel to `leader` for `Next` calls, each cut at twice the lease.
+    fn channel(&self, leader: &str) -> Result<Channel, Failure> {
         let mut cached = self.client.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((url, client)) = cached.as_ref()
+        if let Some((url, channel)) = cached.as_ref()
             && url == leader
         {
-            return Ok(client.clone());
+            return Ok(channel.clone());
         }
+        let channel = self
+            .endpoint(leader)?
+            .timeout(self.timeout)
+            .connect_lazy();
+        *cached = Some((leader.to_string(), channel.clone()));
+        Ok(channel)
+    }
+
+    /// An endpoint for `leader`, over TLS for an `https://` one.
+    pub(super) fn endpoint(&self, leader: &str) -> Result<Endpoint, Failure> {
         let mut endpoint = Endpoint::from_shared(leader.to_string())
             .map_err(|e| Failure::LeaderGone(format!("the leader's URL is not valid: {e}")))?
             .connect_timeout(Duration::from_secs(1))
-            .timeout(self.timeout)
             .tcp_nodelay(true);
         if leader.starts_with("https://")
             && let Some(tls) = &self.tls
@@ -288,105 +337,80 @@ impl Forwarder {
                 .tls_config(tls.clone())
                 .map_err(|e| Failure::LeaderGone(format!("TLS for the leader: {e}")))?;
         }
-        let client = IdServiceClient::new(endpoint.connect_lazy());
-        *cached = Some((leader.to_string(), client.clone()));
-        Ok(client)
+        Ok(endpoint)
+    }
+
+    /// The `authorization` metadata this node sends, if it has a `forward_token`.
+    pub(super) fn authorization(&self) -> Option<&MetadataValue<tonic::metadata::Ascii>> {
+        self.authorization.as_ref()
+    }
+
+    /// How long a request may wait for the leader: twice the lease.
+    pub(super) fn timeout(&self) -> Duration {
+        self.timeout
     }
 }
 
-/// A forwarder: takes every request waiting in `queue` (up to `max_count` IDs, what one
-/// call may ask of the leader), sends one call for them, answers each; until the queue
-/// closes.
-pub(super) async fn run(
-    queue: Arc<tokio::sync::Mutex<tokio::sync::mpsc::Receiver<Request>>>,
-    forwarder: Arc<Forwarder>,
-    shared: Arc<Shared>,
-    name: String,
-    max_count: u64,
-) {
-    let mut carry: Option<Request> = None;
-    loop {
-        let mut group = Vec::new();
-        let mut total = 0;
-        {
-            let mut queue = queue.lock().await;
-            let first = match carry.take() {
-                Some(r) => r,
-                None => match queue.recv().await {
-                    Some(r) => r,
-                    None => return,
-                },
-            };
-            total += first.count;
-            group.push(first);
-            while let Ok(r) = queue.try_recv() {
-                if total + r.count > max_count {
-                    carry = Some(r);
-                    break;
-                }
-                total += r.count;
-                group.push(r);
+/// What the leader answered to one request, and what the request was.
+pub(super) struct Answer<'a> {
+    pub(super) leader: &'a str,
+    /// The term the leader key named when the request was sent.
+    pub(super) term: i64,
+    pub(super) name: &'a str,
+    pub(super) count: u64,
+    /// The term the leader named in its answer, if any.
+    pub(super) answered_term: Option<i64>,
+    pub(super) batch: IdBatch,
+    /// What this node had served when the request was sent.
+    pub(super) mark: ServedMark,
+}
+
+/// Counts a refusal of `why` and returns its `message`.
+fn refuse(counters: &Counters, name: &str, leader: &str, why: Refusal, message: String) -> String {
+    counters.refused[Refusal::ALL.iter().position(|r| *r == why).unwrap_or(0)]
+        .fetch_add(1, Ordering::Relaxed);
+    // Not a warning per answer: a fake answers as often as it is asked, and the metric and
+    // each 503 already say it.
+    tracing::debug!(generator = name, leader, reason = why.label(), "{message}");
+    message
+}
+
+/// Answers every request of `group` from `outcome` (the IDs for their total, and their term;
+/// or why not): each its slice, in order.
+pub(super) fn answer(group: Vec<Request>, outcome: Result<(IdRange, i64), Failure>, shared: &Shared) {
+    match outcome {
+        Ok((range, term)) => {
+            let mut at = 0;
+            for r in group {
+                let _ = r
+                    .reply
+                    .send(Reply::Issued(range.slice(at, at + r.count), term));
+                at += r.count;
             }
         }
-        let leader = match &*shared.role.borrow() {
-            Role::Follower { leader, term } => Some((leader.clone(), *term)),
-            _ => None,
-        };
-        let outcome = match leader {
-            Some((leader, term)) => {
-                shared
-                    .counters
-                    .forward_calls
-                    .fetch_add(1, Ordering::Relaxed);
-                forwarder
-                    .next(
-                        &leader,
-                        term,
-                        &name,
-                        total,
-                        &shared.served,
-                        &shared.counters,
-                    )
-                    .await
-                    .map(|range| (range, term))
-            }
-            // The role changed while they waited: each asks again as it now says.
-            None => Err(Failure::LeaderGone("this node's role changed".into())),
-        };
-        match outcome {
-            Ok((range, term)) => {
-                let mut at = 0;
-                for r in group {
-                    let _ = r
-                        .reply
-                        .send(Reply::Issued(range.slice(at, at + r.count), term));
-                    at += r.count;
+        Err(failure) => {
+            let c = &shared.counters;
+            c.forward_errors
+                .fetch_add(group.len() as u64, Ordering::Relaxed);
+            let reply = match failure {
+                Failure::Refused(e) => Reply::Failed(e),
+                Failure::LeaderGone(why) => {
+                    *shared
+                        .forward_error
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner()) = why;
+                    Reply::NotLeading
                 }
-            }
-            Err(failure) => {
-                let c = &shared.counters;
-                c.forward_errors
-                    .fetch_add(group.len() as u64, Ordering::Relaxed);
-                let reply = match failure {
-                    Failure::Refused(e) => Reply::Failed(e),
-                    Failure::LeaderGone(why) => {
-                        *shared
-                            .forward_error
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner()) = why;
-                        Reply::NotLeading
-                    }
-                };
-                for r in group {
-                    let _ = r.reply.send(reply.clone());
-                }
+            };
+            for r in group {
+                let _ = r.reply.send(reply.clone());
             }
         }
     }
 }
 
 /// What a refusal from the leader means here.
-fn failure(leader: &str, status: &tonic::Status) -> Failure {
+pub(super) fn failure(leader: &str, status: &tonic::Status) -> Failure {
     let message = status.message();
     match status.code() {
         Code::Unavailable | Code::Unknown | Code::Cancelled | Code::DeadlineExceeded => {

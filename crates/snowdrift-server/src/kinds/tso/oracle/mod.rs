@@ -5,8 +5,10 @@
 //! state in `snowdrift_core::tso`; its election, saved window and leader task (terms,
 //! batching, window saves, renewals, fencing) in `snowdrift_store::tso` ([`OracleNode`]).
 //! Here: [`Tso`] (what the generator's source holds: the store's node, built from the
-//! plan, and the routing of a request by the node's [`Role`]), `forward` (a follower's gRPC
-//! client of the leader) and `trust` (what a follower checks in the leader's answers).
+//! plan, and the routing of a request by the node's [`Role`]), `stream` (a follower's one
+//! stream to the leader, merging what waits), `forward` (its checks of the leader's answers,
+//! and the `Next` call to a leader without the stream) and `trust` (what a follower has
+//! served, which every answer must be above).
 //!
 //! Why a request is linearizable on any node: only the leader's task allocates, one merged
 //! group at a time, and it allocates only while its lease is valid (it stops `ttl / 5`
@@ -15,6 +17,7 @@
 //! always comes from the one allocation order.
 
 mod forward;
+mod stream;
 mod trust;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,10 +42,6 @@ pub(crate) use trust::Served;
 /// Requests waiting for a forward; more wait in their callers (the channel's senders), so
 /// this bounds memory, not concurrency.
 const QUEUE: usize = 4096;
-
-/// gRPC calls a follower keeps in flight to the leader, each carrying every request that
-/// was waiting when it was sent.
-const FORWARDERS: usize = 2;
 
 /// The first wait before a request asks the leader it knows again, after that leader did not
 /// answer with IDs while this node's view of the leader stayed the same; doubled up to
@@ -156,7 +155,8 @@ pub struct TsoReport {
     pub window_saves: u64,
     /// Requests forwarded to the leader.
     pub forwards: u64,
-    /// gRPC calls that carried them (concurrent requests share one).
+    /// Messages on the stream to the leader (or `Next` calls) that carried them
+    /// (concurrent requests share one).
     pub forward_calls: u64,
     /// Forwarded requests that failed (leader gone, or it refused).
     pub forward_errors: u64,
@@ -206,16 +206,13 @@ impl Tso {
             served: Served::default(),
         });
         // Forwarding is request work: on the runtime that serves requests.
-        let forward_queue = Arc::new(tokio::sync::Mutex::new(forward_queue));
-        for _ in 0..FORWARDERS {
-            tokio::spawn(forward::run(
-                forward_queue.clone(),
-                forwarder.clone(),
-                shared.clone(),
-                name.to_string(),
-                plan.max_count,
-            ));
-        }
+        tokio::spawn(stream::run(
+            forward_queue,
+            forwarder,
+            shared.clone(),
+            name.to_string(),
+            plan.max_count,
+        ));
         Ok(Self {
             name: name.to_string(),
             config: plan.oracle,
@@ -300,7 +297,15 @@ impl Tso {
             if queue.send(Request { count, reply }).await.is_err() {
                 return Err(self.stopped());
             }
-            match answer.await {
+            // Bounded like the wait for a leader: a leader that keeps the stream but never
+            // answers must not hold the request for good.
+            let Ok(answer) = tokio::time::timeout_at(deadline, answer).await else {
+                return Err(Error::unavailable(format!(
+                    "tso generator {:?}: the leader did not answer within {:?}; try again",
+                    self.name, self.leader_wait
+                )));
+            };
+            match answer {
                 Ok(Reply::Issued(range, term)) => return Ok((range, term)),
                 Ok(Reply::Failed(e)) => return Err(e),
                 // The leader the forward went to is gone or no longer leads: wait for the
