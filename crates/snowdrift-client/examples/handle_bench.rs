@@ -7,6 +7,9 @@
 //!
 //! - `fetch_add`: a loop of `AtomicU64::fetch_add(1)` on one shared counter, on 1 and on 2
 //!   threads (the cost of the simplest shared counter);
+//! - `thread-local counter`: a `Cell<u64>` in a `thread_local!` incremented, on 1 and 2
+//!   threads (what the handle aims at, and what a second thread adds on this machine when
+//!   nothing is shared);
 //! - `handle`: `orders.next()` on a blocking handle (`client.ids(tag)`), on 1 thread and on
 //!   2 threads sharing the one handle;
 //! - `next(name)`: `client.next(tag)` on 1 and 2 threads;
@@ -23,6 +26,7 @@
 //!     --endpoint http://127.0.0.1:8080 --tag order [--rounds 7] [--seconds 0.5]
 //! ```
 
+use std::cell::Cell;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -106,6 +110,18 @@ where
     total as f64 / begun.elapsed().as_secs_f64()
 }
 
+thread_local! {
+    static COUNTER: Cell<u64> = const { Cell::new(0) };
+}
+
+fn thread_local_next() -> u64 {
+    COUNTER.with(|c| {
+        let id = c.get();
+        c.set(id + 1);
+        id
+    })
+}
+
 fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
@@ -171,6 +187,8 @@ fn main() -> Result<()> {
                 rate(2, s, move || c.fetch_add(1, Ordering::Relaxed))
             })
         }),
+        ("thread-local counter, 1 thread", Box::new(|s| rate(1, s, thread_local_next))),
+        ("thread-local counter, 2 threads", Box::new(|s| rate(2, s, thread_local_next))),
         ("handle next(), 1 thread", {
             let h = orders.clone();
             Box::new(move |s| {
@@ -279,12 +297,14 @@ fn main() -> Result<()> {
     println!("\n| ratio (per round) | median | range |");
     println!("|---|---|---|");
     for (label, x, y) in [
-        ("handle 1 thread / fetch_add 1 thread", 2, 0),
-        ("handle 2 threads / handle 1 thread", 3, 2),
+        ("handle 1 thread / fetch_add 1 thread", 4, 0),
+        ("handle 2 threads / handle 1 thread", 5, 4),
+        ("handle 1 thread / thread-local counter 1 thread", 4, 2),
+        ("thread-local counter 2 threads / 1 thread", 3, 2),
         ("fetch_add 2 threads / fetch_add 1 thread", 1, 0),
-        ("handle 2 threads / fetch_add 2 threads", 3, 1),
-        ("next(name) 1 thread / fetch_add 1 thread", 4, 0),
-        ("next(name) 2 threads / next(name) 1 thread", 5, 4),
+        ("handle 2 threads / fetch_add 2 threads", 5, 1),
+        ("next(name) 1 thread / fetch_add 1 thread", 6, 0),
+        ("next(name) 2 threads / next(name) 1 thread", 7, 6),
     ] {
         let (m, lo, hi) = ratio(x, y);
         println!("| {label} | {m:.2}x | {lo:.2} - {hi:.2} |");
