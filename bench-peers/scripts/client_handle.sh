@@ -28,6 +28,8 @@ log "commit $(git -C "$ROOT" rev-parse --short HEAD); uncommitted in crates/: $(
 log "machine: $(nproc) vCPU, $(lscpu | sed -n 's/^Model name: *//p'), $(uname -r); $(uptime)"
 if [[ -n ${SNOWDRIFT_BIN:-} ]]; then
     cp "$SNOWDRIFT_BIN" "$OUT/bin/snowdrift"
+    # The server refuses SNOWDRIFT_ variables that are not its own.
+    unset SNOWDRIFT_BIN
 else
     log "building the server (cargo build --release -p snowdrift)"
     (cd "$ROOT" && cargo build --release -j 2 -p snowdrift) >"$OUT/build.log" 2>&1

@@ -155,21 +155,21 @@ impl Client {
     /// kind, and is skipped).
     pub async fn next_n(&self, name: &str, n: usize) -> Result<Vec<u64>, Error> {
         let cache = self.begin(name, n, false)?;
-        self.next_n_from(name, &cache, n).await
+        self.next_n_from(name, cache, n).await
     }
 
     /// [`Client::next_n`] from `name`'s cache, after [`Client::check_take`].
     pub(crate) async fn next_n_from(
         &self,
         name: &str,
-        cache: &Arc<NameCache>,
+        cache: Arc<NameCache>,
         n: usize,
     ) -> Result<Vec<u64>, Error> {
         if cache.is_ordered() {
             return self.next_ordered(name, &cache, n).await;
         }
         let mut out = Vec::with_capacity(n);
-        crate::local::drain(cache, n, &mut out);
+        crate::local::drain(&cache, n, &mut out);
         loop {
             while out.len() < n {
                 let Some(got) = cache.runs.take((n - out.len()) as u64) else {
@@ -177,13 +177,13 @@ impl Client {
                 };
                 out.extend(got.ids.iter());
                 if got.prefetch {
-                    self.prefetch(name, cache);
+                    self.prefetch(name, &cache);
                 }
             }
             if out.len() == n {
                 return Ok(out);
             }
-            if let Err(e) = self.refill(name, cache, n - out.len(), false).await {
+            if let Err(e) = self.refill(name, &cache, n - out.len(), false).await {
                 cache.lose(out.len() as u64);
                 return Err(e);
             }
@@ -191,7 +191,7 @@ impl Client {
                 // Taken before the name turned out to be ordered (its generator changed
                 // kind): older than what the fetch below brings, so not handed out with it.
                 cache.lose(out.len() as u64);
-                return self.next_ordered(name, cache, n).await;
+                return self.next_ordered(name, &cache, n).await;
             }
         }
     }

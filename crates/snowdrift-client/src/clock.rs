@@ -60,7 +60,7 @@ pub(crate) fn floor_ms() -> u64 {
 /// The precise clock in ms since the epoch, rounded up: never behind the real time.
 fn ceil_ms() -> u64 {
     let d = epoch().elapsed();
-    d.as_millis() as u64 + u64::from(d.subsec_nanos() % 1_000_000 != 0)
+    d.as_millis() as u64 + u64::from(!d.subsec_nanos().is_multiple_of(1_000_000))
 }
 
 /// Reads the precise clock, moves the tick up to it, and returns it (rounded up).

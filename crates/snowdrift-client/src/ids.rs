@@ -101,7 +101,7 @@ impl Ids {
     pub async fn next_n(&self, n: usize) -> Result<Vec<u64>, Error> {
         let i = &*self.inner;
         i.client.check_take(&i.cache, n)?;
-        i.client.next_n_from(&i.name, &i.cache, n).await
+        i.client.next_n_from(&i.name, i.cache.clone(), n).await
     }
 
     /// The name.

@@ -48,6 +48,9 @@ pub(crate) struct Runs {
     newest: AtomicU64,
     /// The serialized push side.
     pusher: Mutex<Pusher>,
+    /// Whether runs wait in `pusher.pending` (set and cleared under its lock), so a take
+    /// that finds the chain empty knows without the lock whether to move them in.
+    waiting: AtomicBool,
     wasted: AtomicU64,
 }
 
@@ -87,17 +90,25 @@ impl Runs {
             max_age_ms: max_age.as_millis().min(u128::from(u64::MAX >> NUMBER_BITS)) as u64,
             newest: AtomicU64::new(0),
             pusher: Mutex::new(Pusher::default()),
+            waiting: AtomicBool::new(false),
             wasted: AtomicU64::new(0),
         }
     }
 
-    /// Up to `n` (>= 1) IDs, or `None` when nothing is cached. Never blocks. Snowflake IDs
-    /// fetched more than `max_age` ago are dropped (counted as wasted) on the way.
+    /// Up to `n` (>= 1) IDs, or `None` when nothing is cached. Never waits for a fetch.
+    /// Snowflake IDs fetched more than `max_age` ago are dropped (counted as wasted) on the
+    /// way.
     #[inline]
     pub(crate) fn take(&self, n: u64) -> Option<Got> {
         loop {
             let (taken, segment) = self.chain.take_numbered(n);
             let Take::Ready { ids, refill } = taken else {
+                // A batch of more runs than the chain holds (snowflake IDs come one run per
+                // millisecond) keeps the rest waiting: move them in here rather than make
+                // the caller wait for the fetch in flight, which moves them otherwise.
+                if self.waiting.load(Ordering::Acquire) && self.flush() {
+                    continue;
+                }
                 return None;
             };
             let deadline = if self.expires.load(Ordering::Relaxed) {
@@ -178,13 +189,14 @@ impl Runs {
         p.ticking = None;
     }
 
-    /// Moves waiting runs into the chain as far as it has room.
-    pub(crate) fn flush(&self) {
+    /// Moves waiting runs into the chain as far as it has room; whether it moved any.
+    pub(crate) fn flush(&self) -> bool {
         let mut p = self.lock();
-        self.flush_locked(&mut p);
+        self.flush_locked(&mut p)
     }
 
-    fn flush_locked(&self, p: &mut Pusher) {
+    fn flush_locked(&self, p: &mut Pusher) -> bool {
+        let before = p.pending.len();
         while let Some(&(ids, at)) = p.pending.front() {
             let number = p.segments;
             let stamp = (at << NUMBER_BITS) | (number & NUMBER_MASK);
@@ -196,6 +208,8 @@ impl Runs {
             p.segments += 1;
             p.pending.pop_front();
         }
+        self.waiting.store(!p.pending.is_empty(), Ordering::Release);
+        p.pending.len() < before
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Pusher> {
