@@ -48,7 +48,7 @@ struct Args {
     snowflake: String,
     rounds: usize,
     seconds: f64,
-    /// Only the cases whose label contains this.
+    /// Only the cases whose label starts with this.
     only: Option<String>,
 }
 
@@ -300,7 +300,7 @@ fn main() -> Result<()> {
             let i = (round + k) % cases.len();
             if a.only
                 .as_ref()
-                .is_some_and(|o| !cases[i].0.contains(o.as_str()))
+                .is_some_and(|o| !cases[i].0.starts_with(o.as_str()))
             {
                 results[i].push(f64::NAN);
                 continue;

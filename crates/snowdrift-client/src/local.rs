@@ -19,7 +19,7 @@
 //! ([`MOST`]), compared by client and name: a pointer shortcut would be wrong, as a freed
 //! name's memory can come back holding another name of the same length.
 
-use std::cell::RefCell;
+use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -86,16 +86,18 @@ impl Drop for Slot {
     }
 }
 
-/// One thread's block of one cache's IDs. Aligned to a cache line so that two threads'
-/// tables never share one.
+/// One thread's block of one cache's IDs: `next` up to `end` (exclusive) by `stride`.
+/// Aligned to a cache line so that two threads' tables never share one.
 #[derive(Debug, Clone, Copy)]
 #[repr(align(64))]
 struct Block {
     /// The tag of the slot whose IDs these are (0: none).
     tag: u64,
-    /// The next ID (meaningful while `left > 0`).
     next: u64,
-    left: u64,
+    /// `next` once the block is used up. Computed with wrapping arithmetic: a block's last
+    /// ID is at most `u64::MAX - 1` (the cache splits runs so), so `end` may wrap to 0 but
+    /// `next` meets it only after the last ID.
+    end: u64,
     stride: u64,
     deadline: Deadline,
     /// IDs asked for at the next block take.
@@ -106,19 +108,22 @@ impl Block {
     const EMPTY: Block = Block {
         tag: 0,
         next: 0,
-        left: 0,
+        end: 0,
         stride: 1,
         deadline: Deadline::NEVER,
         size: FIRST_BLOCK,
     };
 
+    /// IDs held.
+    fn left(&self) -> u64 {
+        self.end.wrapping_sub(self.next) / self.stride
+    }
+
     /// The next ID if this block is `tag`'s, holds one, and is clearly within its deadline.
     #[inline(always)]
     fn take(&mut self, tag: u64) -> Option<u64> {
-        if self.tag == tag && self.left > 0 && self.deadline.clearly_fresh() {
+        if self.tag == tag && self.next != self.end && self.deadline.clearly_fresh() {
             let id = self.next;
-            self.left -= 1;
-            // Past the block's last ID this may wrap; that value is never served.
             self.next = id.wrapping_add(self.stride);
             return Some(id);
         }
@@ -137,43 +142,43 @@ impl Block {
                 tag,
                 ..Block::EMPTY
             };
-        } else if self.left > 0 {
+        } else if self.next != self.end {
             if self.deadline.check() {
                 let id = self.next;
-                self.left -= 1;
                 self.next = id.wrapping_add(self.stride);
                 return Some((id, false));
             }
-            cache.runs.waste(self.left);
-            self.left = 0;
+            cache.runs.waste(self.left());
+            self.next = self.end;
         }
         if cache.runs.expires() {
             // A snowflake block take: keep the tick close for every thread's checks.
             crate::clock::refresh();
         }
         let got = cache.runs.take(self.size)?;
-        let len = got.ids.len();
         self.size = self.size.saturating_mul(2).min(MAX_BLOCK);
         self.stride = got.ids.stride.max(1);
         self.next = got.ids.start.wrapping_add(self.stride);
-        self.left = len.saturating_sub(1);
+        self.end = got
+            .ids
+            .start
+            .wrapping_add(got.ids.len().wrapping_mul(self.stride));
         self.deadline = got.deadline;
         Some((got.ids.start, got.prefetch))
     }
 
     /// Moves up to `n` held IDs into `out` (for `next_n`, so a thread's IDs stay in order).
     fn drain(&mut self, tag: u64, cache: &NameCache, n: usize, out: &mut Vec<u64>) {
-        if self.tag != tag || self.left == 0 {
+        if self.tag != tag || self.next == self.end {
             return;
         }
         if !self.deadline.check() {
-            cache.runs.waste(self.left);
-            self.left = 0;
+            cache.runs.waste(self.left());
+            self.next = self.end;
             return;
         }
-        let k = self.left.min(n as u64);
+        let k = self.left().min(n as u64);
         out.extend((0..k).map(|i| self.next.wrapping_add(i * self.stride)));
-        self.left -= k;
         self.next = self.next.wrapping_add(k * self.stride);
     }
 }
@@ -193,63 +198,95 @@ struct Local {
     named: Vec<Named>,
 }
 
-impl Local {
-    fn block(&mut self, index: usize) -> &mut Block {
-        if index >= self.blocks.len() {
-            self.blocks.resize(index + 1, Block::EMPTY);
-        }
-        &mut self.blocks[index]
+fn block(blocks: &mut Vec<Block>, index: usize) -> &mut Block {
+    if index >= blocks.len() {
+        blocks.resize(index + 1, Block::EMPTY);
     }
+    &mut blocks[index]
 }
 
 thread_local! {
-    static LOCAL: RefCell<Local> = const {
-        RefCell::new(Local {
+    static LOCAL: UnsafeCell<Local> = const {
+        UnsafeCell::new(Local {
             blocks: Vec::new(),
             named: Vec::new(),
         })
     };
 }
 
+#[cfg(debug_assertions)]
+thread_local! {
+    static INSIDE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` on this thread's table; `None` once the thread is ending (its table is gone).
+///
+/// `f` must not reach this module again on this thread, directly or through code it runs:
+/// it only reads and writes the table, takes from a cache's lock-free chain, counts, reads
+/// the clock and grows a `Vec`. So it calls no user code (no prefetch, which spawns on the
+/// application's runtime, no drop of a cache, no logging): callers do those after `f`
+/// returns. That is what makes the one `&mut` below unique. (A `RefCell` would check it
+/// per ID, a third of the warm path's cost.) Debug builds assert it.
+#[inline(always)]
+fn with_local<R>(f: impl FnOnce(&mut Local) -> R) -> Option<R> {
+    LOCAL
+        .try_with(|l| {
+            #[cfg(debug_assertions)]
+            let _inside = Inside::enter();
+            // SAFETY: `l` is this thread's alone, and no other reference to it is live:
+            // every access goes through this function, and no `f` re-enters it (above).
+            f(unsafe { &mut *l.get() })
+        })
+        .ok()
+}
+
+/// Marks this thread as inside [`with_local`] (debug builds), to catch a re-entry.
+#[cfg(debug_assertions)]
+struct Inside;
+
+#[cfg(debug_assertions)]
+impl Inside {
+    fn enter() -> Self {
+        assert!(
+            !INSIDE.with(|i| i.replace(true)),
+            "snowdrift-client: the thread's table of blocks was re-entered"
+        );
+        Inside
+    }
+}
+
+#[cfg(debug_assertions)]
+impl Drop for Inside {
+    fn drop(&mut self) {
+        INSIDE.with(|i| i.set(false));
+    }
+}
+
 /// The next ID of the cache with this slot from the thread's block, if it holds one that
 /// is clearly fresh: the warm path of a handle.
 #[inline]
 pub(crate) fn next(index: usize, tag: u64) -> Option<u64> {
-    LOCAL
-        .try_with(|l| {
-            // Re-entered from a drop or a recorder on this thread: the caller goes the
-            // slower way.
-            let mut l = l.try_borrow_mut().ok()?;
-            l.blocks.get_mut(index)?.take(tag)
-        })
-        .ok()
-        .flatten()
+    with_local(|l| l.blocks.get_mut(index)?.take(tag)).flatten()
 }
 
 /// The next ID of `cache` after [`next`] found none, with whether to prefetch: from a new
-/// block, or from the shared cache when the thread's table cannot be used (the thread is
-/// ending, or this is a re-entered call). `None` when the cache is empty.
+/// block, or from the shared cache when the thread's table is gone (the thread is
+/// ending). `None` when the cache is empty.
 #[cold]
 #[inline(never)]
 pub(crate) fn refill(cache: &NameCache) -> Option<(u64, bool)> {
     let (index, tag) = (cache.slot.index, cache.slot.tag);
-    let local = LOCAL.try_with(|l| {
-        let mut l = l.try_borrow_mut().ok()?;
-        Some(l.block(index).refill(tag, cache))
-    });
-    match local {
-        Ok(Some(got)) => got,
-        _ => cache.runs.take(1).map(|g| (g.ids.start, g.prefetch)),
+    match with_local(|l| block(&mut l.blocks, index).refill(tag, cache)) {
+        Some(got) => got,
+        None => cache.runs.take(1).map(|g| (g.ids.start, g.prefetch)),
     }
 }
 
 /// Moves up to `n` IDs of `cache` that this thread's block holds into `out`.
 pub(crate) fn drain(cache: &NameCache, n: usize, out: &mut Vec<u64>) {
     let (index, tag) = (cache.slot.index, cache.slot.tag);
-    let _ = LOCAL.try_with(|l| {
-        if let Ok(mut l) = l.try_borrow_mut()
-            && let Some(b) = l.blocks.get_mut(index)
-        {
+    with_local(|l| {
+        if let Some(b) = l.blocks.get_mut(index) {
             b.drain(tag, cache, n, out);
         }
     });
@@ -264,42 +301,37 @@ pub(crate) fn next_named(
     name: &str,
     prefetch: impl FnOnce(&Arc<NameCache>),
 ) -> Option<u64> {
-    LOCAL
-        .try_with(|l| {
-            let mut l = l.try_borrow_mut().ok()?;
-            let Local { blocks, named } = &mut *l;
-            let e = named
-                .iter()
-                .find(|e| e.client == client && *e.name == *name)?;
-            if let Some(id) = blocks.get_mut(e.index).and_then(|b| b.take(e.tag)) {
-                return Some(id);
-            }
-            let (id, cross) = refill_named(blocks, e)?;
-            if cross {
-                prefetch(&e.cache);
-            }
-            Some(id)
-        })
-        .ok()
-        .flatten()
+    let (id, cross) = with_local(|l| {
+        let Local { blocks, named } = l;
+        let e = named
+            .iter()
+            .find(|e| e.client == client && *e.name == *name)?;
+        if let Some(id) = blocks.get_mut(e.index).and_then(|b| b.take(e.tag)) {
+            return Some((id, None));
+        }
+        refill_named(blocks, e)
+    })??;
+    if let Some(cache) = cross {
+        prefetch(&cache);
+    }
+    Some(id)
 }
 
+/// [`next_named`] when the block had nothing; the cache (a reference counted once per
+/// batch) when the take crossed the prefetch point.
 #[cold]
 #[inline(never)]
-fn refill_named(blocks: &mut Vec<Block>, e: &Named) -> Option<(u64, bool)> {
-    if e.index >= blocks.len() {
-        blocks.resize(e.index + 1, Block::EMPTY);
-    }
-    blocks[e.index].refill(e.tag, &e.cache)
+fn refill_named(blocks: &mut Vec<Block>, e: &Named) -> Option<(u64, Option<Arc<NameCache>>)> {
+    let (id, cross) = block(blocks, e.index).refill(e.tag, &e.cache)?;
+    Some((id, cross.then(|| e.cache.clone())))
 }
 
 /// Puts `name` of `client` on the thread's list of names, unless it is there.
 #[cold]
 pub(crate) fn remember(client: u64, name: &str, cache: &Arc<NameCache>) {
-    let _ = LOCAL.try_with(|l| {
-        let Ok(mut l) = l.try_borrow_mut() else {
-            return;
-        };
+    // Dropped after the table is let go of (a cache's drop is not for inside it).
+    let mut gone = Vec::new();
+    with_local(|l| {
         if l.named
             .iter()
             .any(|e| e.client == client && *e.name == *name)
@@ -308,9 +340,13 @@ pub(crate) fn remember(client: u64, name: &str, cache: &Arc<NameCache>) {
         }
         // Entries of dropped clients are never matched again (client ids are not reused):
         // let go of their caches.
-        l.named.retain(|e| !e.cache.is_closed());
+        let (keep, closed): (Vec<Named>, Vec<Named>) = std::mem::take(&mut l.named)
+            .into_iter()
+            .partition(|e| !e.cache.is_closed());
+        l.named = keep;
+        gone = closed;
         if l.named.len() >= MOST {
-            l.named.remove(0);
+            gone.push(l.named.remove(0));
         }
         l.named.push(Named {
             client,
@@ -320,6 +356,7 @@ pub(crate) fn remember(client: u64, name: &str, cache: &Arc<NameCache>) {
             cache: cache.clone(),
         });
     });
+    drop(gone);
 }
 
 #[cfg(test)]
