@@ -1,7 +1,10 @@
 //! A handle on one name's IDs: the name resolved once, so a warm `next()` is a take from
 //! the calling thread's block and nothing else.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use crate::cache::{NameCache, Stats};
 use crate::client::Client;
@@ -58,13 +61,13 @@ impl Ids {
         }
     }
 
-    /// The next ID. It waits on the network only when the cache is empty.
+    /// The next ID. It waits on the network only when the cache is empty. Like any
+    /// future, it takes nothing until it is polled.
     #[inline]
-    pub async fn next(&self) -> Result<u64, Error> {
-        match self.try_next() {
-            Some(id) => Ok(id),
-            // Boxed so that the warm path's future stays small.
-            None => Box::pin(self.next_cold()).await,
+    pub fn next(&self) -> impl Future<Output = Result<u64, Error>> + Send + '_ {
+        NextId {
+            ids: self,
+            cold: None,
         }
     }
 
@@ -112,6 +115,37 @@ impl Ids {
     /// The counts of the name's cache (see [`Client::stats`]).
     pub fn stats(&self) -> Stats {
         self.inner.cache.stats()
+    }
+}
+
+/// A fetch being waited for.
+type Cold<'a> = Pin<Box<dyn Future<Output = Result<u64, Error>> + Send + 'a>>;
+
+/// The future of [`Ids::next`]: a plain type rather than an `async fn`'s, so that its
+/// `poll`, and with it the warm take, is inlined into the caller's own future (an `async
+/// fn`'s state machine is a function of its own, called per ID).
+struct NextId<'a> {
+    ids: &'a Ids,
+    /// The wait for a fetch, once the cache was found empty.
+    cold: Option<Cold<'a>>,
+}
+
+impl Future for NextId<'_> {
+    type Output = Result<u64, Error>;
+
+    #[inline]
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let cold = match &mut this.cold {
+            Some(cold) => cold,
+            None => {
+                if let Some(id) = this.ids.try_next() {
+                    return Poll::Ready(Ok(id));
+                }
+                this.cold.insert(Box::pin(this.ids.next_cold()))
+            }
+        };
+        cold.as_mut().poll(cx)
     }
 }
 
