@@ -50,8 +50,15 @@ impl Client {
         // A warm cache answers without entering the runtime.
         match self.inner.try_next(name) {
             Some(id) => Ok(id),
-            None => self.runtime.block_on(self.inner.next(name)),
+            None => self.next_cold(name),
         }
+    }
+
+    // Out of line, so that `next` is small enough to inline into the caller's loop.
+    #[cold]
+    #[inline(never)]
+    fn next_cold(&self, name: &str) -> Result<u64, Error> {
+        self.runtime.block_on(self.inner.next(name))
     }
 
     /// `n` new IDs of `name` (a 64-bit kind).

@@ -305,7 +305,7 @@ pub(crate) fn next_named(
         let Local { blocks, named } = l;
         let e = named
             .iter()
-            .find(|e| e.client == client && *e.name == *name)?;
+            .find(|e| e.client == client && same(&e.name, name))?;
         if let Some(id) = blocks.get_mut(e.index).and_then(|b| b.take(e.tag)) {
             return Some((id, None));
         }
@@ -326,6 +326,35 @@ fn refill_named(blocks: &mut Vec<Block>, e: &Named) -> Option<(u64, Option<Arc<N
     Some((id, cross.then(|| e.cache.clone())))
 }
 
+/// Whether two names are the same text: for names of up to 16 bytes two overlapping word
+/// compares inline (a call to `memcmp` costs as much as the rest of `next(name)`).
+#[inline(always)]
+fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    // The words at the start and at the end overlap when `n` is below twice their size,
+    // and together cover every byte.
+    fn words<const W: usize>(a: &[u8], b: &[u8]) -> bool {
+        let n = a.len();
+        let at = |s: &[u8], i: usize| -> [u8; W] {
+            let mut w = [0; W];
+            w.copy_from_slice(&s[i..i + W]);
+            w
+        };
+        at(a, 0) == at(b, 0) && at(a, n - W) == at(b, n - W)
+    }
+    match n {
+        0 => true,
+        1..4 => a.iter().zip(b).all(|(x, y)| x == y),
+        4..8 => words::<4>(a, b),
+        8..=16 => words::<8>(a, b),
+        _ => a == b,
+    }
+}
+
 /// Puts `name` of `client` on the thread's list of names, unless it is there.
 #[cold]
 pub(crate) fn remember(client: u64, name: &str, cache: &Arc<NameCache>) {
@@ -334,7 +363,7 @@ pub(crate) fn remember(client: u64, name: &str, cache: &Arc<NameCache>) {
     with_local(|l| {
         if l.named
             .iter()
-            .any(|e| e.client == client && *e.name == *name)
+            .any(|e| e.client == client && same(&e.name, name))
         {
             return;
         }

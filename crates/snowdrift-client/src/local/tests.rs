@@ -154,3 +154,38 @@ fn snowflake_blocks_stop_at_their_deadline() {
     std::thread::sleep(Duration::from_millis(5));
     assert_eq!(next_of(&seg), Some(11));
 }
+
+#[test]
+fn names_are_compared_by_every_byte() {
+    let names = [
+        "",
+        "a",
+        "ab",
+        "abc",
+        "abcd",
+        "abcde",
+        "order",
+        "orders",
+        "abcdefg",
+        "abcdefgh",
+        "abcdefghi",
+        "order-2026-11",
+        "abcdefghijklmnop",
+        "abcdefghijklmnopq",
+        "é",
+        "éa",
+    ];
+    for a in names {
+        assert!(same(a, &String::from(a)), "{a:?}");
+        for b in names {
+            assert_eq!(same(a, b), a == b, "{a:?} {b:?}");
+        }
+        // Each byte changed in turn.
+        for i in 0..a.len() {
+            let mut c = a.as_bytes().to_vec();
+            c[i] ^= 1;
+            let c = String::from_utf8_lossy(&c).into_owned();
+            assert_eq!(same(a, &c), a == c, "{a:?} {c:?}");
+        }
+    }
+}
