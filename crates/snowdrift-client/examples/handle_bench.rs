@@ -12,6 +12,8 @@
 //!   nothing is shared);
 //! - `handle`: `orders.next()` on a blocking handle (`client.ids(tag)`), on 1 thread and on
 //!   2 threads sharing the one handle;
+//! - `handle, blocks of 1,024`: the same on a client built with `thread_block(1024)`
+//!   (fewer compare-and-swaps on the cache's shared word), 1 and 2 threads;
 //! - `next(name)`: `client.next(tag)` on 1 and 2 threads;
 //! - `async handle`: `orders.next().await` on the async client, 1 thread;
 //! - `snowflake handle`: a handle on the `snowflake` generator (IDs checked per ID against
@@ -151,6 +153,11 @@ fn main() -> Result<()> {
         .with(|b| b.batch(100_000, 100_000_000))
         .build()?;
     let orders = client.ids(&a.tag);
+    let big_client = snowdrift_client::blocking::Client::builder()
+        .endpoints([a.endpoint.clone()])
+        .with(|b| b.batch(100_000, 100_000_000).thread_block(1024))
+        .build()?;
+    let big = big_client.ids(&a.tag);
     let flake_client = snowdrift_client::blocking::Client::builder()
         .endpoints([a.endpoint.clone()])
         .with(|b| b.batch(2 * FLAKE_BURST, 2 * FLAKE_BURST))
@@ -175,6 +182,12 @@ fn main() -> Result<()> {
     while warm.elapsed() < Duration::from_secs(2) {
         for _ in 0..CHUNK {
             black_box(orders.next()?);
+        }
+    }
+    let warm = Instant::now();
+    while warm.elapsed() < Duration::from_secs(1) {
+        for _ in 0..CHUNK {
+            black_box(big.next()?);
         }
     }
     for _ in 0..1000 {
@@ -217,6 +230,20 @@ fn main() -> Result<()> {
         }),
         ("handle next(), 2 threads", {
             let h = orders.clone();
+            Box::new(move |s| {
+                let h = h.clone();
+                rate(2, s, move || h.next().unwrap_or(0))
+            })
+        }),
+        ("handle, blocks of 1,024, 1 thread", {
+            let h = big.clone();
+            Box::new(move |s| {
+                let h = h.clone();
+                rate(1, s, move || h.next().unwrap_or(0))
+            })
+        }),
+        ("handle, blocks of 1,024, 2 threads", {
+            let h = big.clone();
             Box::new(move |s| {
                 let h = h.clone();
                 rate(2, s, move || h.next().unwrap_or(0))
@@ -344,8 +371,9 @@ fn main() -> Result<()> {
         ("thread-local counter 2 threads / 1 thread", 3, 2),
         ("fetch_add 2 threads / fetch_add 1 thread", 1, 0),
         ("handle 2 threads / fetch_add 2 threads", 5, 1),
-        ("next(name) 1 thread / fetch_add 1 thread", 6, 0),
-        ("next(name) 2 threads / next(name) 1 thread", 7, 6),
+        ("handle blocks of 1,024: 2 threads / 1 thread", 7, 6),
+        ("next(name) 1 thread / fetch_add 1 thread", 8, 0),
+        ("next(name) 2 threads / next(name) 1 thread", 9, 8),
     ] {
         let (m, lo, hi) = ratio(x, y);
         println!("| {label} | {m:.2}x | {lo:.2} - {hi:.2} |");

@@ -83,7 +83,7 @@ impl Batch {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
-    /// IDs that left the cache: handed out, or held in a thread's block of at most 64
+    /// IDs that left the cache: handed out, or held in a thread's block of at most 1,024
     /// (see [`crate::Ids`]) to be handed out next on that thread.
     pub served: u64,
     /// Batches fetched from a server.
@@ -112,6 +112,8 @@ pub(crate) struct Policy {
     pub(crate) max_batch: u64,
     pub(crate) max_age: Duration,
     pub(crate) generate_locally: bool,
+    /// The largest block a thread takes (see [`crate::local`]).
+    pub(crate) thread_block: u64,
 }
 
 const UNKNOWN: u8 = 0;
@@ -154,7 +156,7 @@ pub(crate) struct NameCache {
     abandoned: AtomicU64,
     closed: AtomicBool,
     sizing: Mutex<Sizing>,
-    policy: Policy,
+    pub(crate) policy: Policy,
 }
 
 impl NameCache {

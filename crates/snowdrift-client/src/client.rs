@@ -100,7 +100,7 @@ impl Client {
     ///
     /// The same as [`Ids::next`] on [`Client::ids`]`(name)`, with the name found again on
     /// each call in a short list of the names the thread used last (a compare of the name,
-    /// no hashing): each thread takes a block of up to 64 IDs from the name's cache at a
+    /// no hashing): each thread takes a block of up to 1,024 IDs from the name's cache at a
     /// time (one compare-and-swap) and hands them out alone, so threads sharing a client
     /// do not contend; the IDs of different threads interleave, and a thread that ends
     /// skips what its block still held. Snowflake IDs are checked per ID against `max_age`

@@ -26,7 +26,7 @@
 //! deadline. The tick can be older only if the ticker thread was not run for `lag` (a
 //! second at the default `max_age`) while no thread took a block of a snowflake name, i.e.
 //! the whole process was stopped (SIGSTOP, a frozen VM) or starved for that long: then a
-//! thread could hand out what is left of the block it holds (at most 63 IDs) before its next
+//! thread could hand out what is left of the block it holds (at most 1,023 IDs) before its next
 //! block take reads the precise clock. Nothing short of reading the precise clock per ID
 //! closes that, and it is the cost this module exists to avoid.
 

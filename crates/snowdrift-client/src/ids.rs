@@ -12,13 +12,14 @@ use crate::error::{Error, ErrorKind};
 
 /// The IDs of one name (a 64-bit kind) on one [`Client`], from [`Client::ids`]: the name is
 /// looked up once, when the handle is made, so a warm [`next`](Ids::next) is an ID from the
-/// calling thread's block of up to 64 and no lookup, no hashing, no shared write (about a
+/// calling thread's block of up to 1,024 and no lookup, no hashing, no shared write (about a
 /// nanosecond; see BENCHMARKS.md, "The clients").
 ///
 /// Cheap to clone (one reference count); `Send + Sync`, so one handle can be shared by
 /// threads or tasks. Each thread takes its own blocks from the name's cache (one
 /// compare-and-swap per block), so threads do not contend; the IDs of different threads
-/// interleave, and a thread that ends skips what its block still held (at most 63, never
+/// interleave, and a thread that ends skips what its block still held (at most 1,023, and
+/// at most 8 more than the thread took, as blocks start at 8 and double; never
 /// served by anyone). A thread's IDs of one name increase within a fetched batch, whether
 /// it takes them through handles, [`Client::next`] or `next_n`. Snowflake IDs are checked
 /// per ID against `max_age` on a coarse clock that errs on the strict side (see the crate

@@ -25,7 +25,7 @@
 //!
 //! A handle ([`Ids`], from [`Client::ids`]; [`blocking::Ids`] for code that is not async)
 //! is the fastest way to take 64-bit IDs: cheap to clone and shared by threads, each
-//! thread serving IDs from its own block of up to 64, taken from the name's cache with one
+//! thread serving IDs from its own block of up to 1,024, taken from the name's cache with one
 //! compare-and-swap, with no name lookup, no hashing and no shared write per ID.
 //!
 //! Guarantees: an ID is handed out once; IDs left in the cache when the client is dropped,
@@ -33,7 +33,7 @@
 //! IDs older than `max_age` are dropped rather than handed out late (checked per ID on a
 //! coarse clock whose error only makes the check stricter, unless the whole process is
 //! stopped for longer than a quarter of `max_age` or a second, whichever is less: then a
-//! thread may hand out the rest of the block it holds, at most 63 IDs, before it reads the
+//! thread may hand out the rest of the block it holds, at most 1,023 IDs, before it reads the
 //! precise clock again). Order holds within a fetched batch (increasing for 64-bit kinds)
 //! and, per thread, across handles, `next` and `next_n` of one name; the IDs of different
 //! threads interleave, and a later batch from another server may go back.

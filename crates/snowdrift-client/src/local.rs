@@ -32,9 +32,14 @@ const MOST: usize = 8;
 /// A thread's first block of a name; each later one is twice the one before, up to
 /// [`MAX_BLOCK`], so a thread that takes a few IDs and ends skips at most a few.
 const FIRST_BLOCK: u64 = 8;
-/// The largest block: at 64 a block take (one compare-and-swap on a word threads share)
-/// costs well under a nanosecond per ID, and a thread that ends skips at most 63 IDs.
-pub(crate) const MAX_BLOCK: u64 = 64;
+/// The largest block by default (`ClientBuilder::thread_block`). A block take (one
+/// compare-and-swap on a word threads share, and a call) costs tens of nanoseconds: over 64
+/// IDs that was a fifth of a warm `next()`, and blocks of 1,024 served 1.35x as many IDs per
+/// second on one thread in the same run (BENCHMARKS.md, "The clients"). A thread that ends
+/// skips at most 1,023 IDs, and at most 8 more than it took.
+pub(crate) const MAX_BLOCK: u64 = 1024;
+/// The largest block the builder accepts.
+pub(crate) const MOST_BLOCK: u64 = 1 << 16;
 
 /// A cache's place in every thread's table of blocks.
 #[derive(Debug)]
@@ -155,8 +160,9 @@ impl Block {
             // A snowflake block take: keep the tick close for every thread's checks.
             crate::clock::refresh();
         }
-        let got = cache.runs.take(self.size)?;
-        self.size = self.size.saturating_mul(2).min(MAX_BLOCK);
+        let most = cache.policy.thread_block;
+        let got = cache.runs.take(self.size.min(most))?;
+        self.size = self.size.saturating_mul(2).min(most);
         self.stride = got.ids.stride.max(1);
         self.next = got.ids.start.wrapping_add(self.stride);
         self.end = got

@@ -16,6 +16,7 @@ fn cache(max_age: Duration) -> Arc<NameCache> {
         max_batch: 50_000,
         max_age,
         generate_locally: false,
+        thread_block: crate::local::MAX_BLOCK,
     }))
 }
 

@@ -164,3 +164,41 @@ fn a_dropped_clients_block_is_never_served_by_another() {
     assert!(seen.contains(&first), "\"new\" starts where \"old\" did");
     runtime.block_on(s.stop());
 }
+
+/// `thread_block` bounds a thread's block: out of range is refused with what to give; a
+/// block of 1 (every ID from the shared cache) and of 1,024 serve every ID once.
+#[test]
+fn thread_block_is_checked_and_any_size_serves_each_id_once() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    for bad in [0, (1 << 16) + 1] {
+        let e = blocking::Client::builder()
+            .endpoints(["http://127.0.0.1:1"])
+            .with(|b| b.thread_block(bad))
+            .build()
+            .unwrap_err();
+        assert_eq!(e.kind(), snowdrift_client::ErrorKind::InvalidInput, "{e}");
+        assert!(e.message().contains("thread_block"), "{e}");
+    }
+    let dir = server::dir("client-handles-block");
+    let s = runtime.block_on(Server::start(&dir, 0, None));
+    runtime.block_on(create_tag(&s.base(), "order", 1000));
+    let mut seen = HashSet::new();
+    for most in [1, 1024] {
+        let client = blocking_client(&s.base(), |b| b.thread_block(most));
+        let ids = client.ids("order");
+        let threads: Vec<_> = (0..3)
+            .map(|_| {
+                let ids = ids.clone();
+                std::thread::spawn(move || {
+                    (0..3_000).map(|_| ids.next().unwrap()).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for t in threads {
+            for id in t.join().unwrap() {
+                assert!(seen.insert(id), "{id} twice (thread_block {most})");
+            }
+        }
+    }
+    runtime.block_on(s.stop());
+}
