@@ -12,8 +12,9 @@
 //!   nothing is shared);
 //! - `handle`: `orders.next()` on a blocking handle (`client.ids(tag)`), on 1 thread and on
 //!   2 threads sharing the one handle;
-//! - `handle, blocks of 1,024`: the same on a client built with `thread_block(1024)`
-//!   (fewer compare-and-swaps on the cache's shared word), 1 and 2 threads;
+//! - `handle, blocks of 64`: the same on a client built with `thread_block(64)` (the
+//!   default is 1,024: more compare-and-swaps on the cache's shared word), 1 and 2
+//!   threads;
 //! - `next(name)`: `client.next(tag)` on 1 and 2 threads;
 //! - `async handle`: `orders.next().await` on the async client, 1 thread;
 //! - `snowflake handle`: a handle on the `snowflake` generator (IDs checked per ID against
@@ -155,7 +156,7 @@ fn main() -> Result<()> {
     let orders = client.ids(&a.tag);
     let big_client = snowdrift_client::blocking::Client::builder()
         .endpoints([a.endpoint.clone()])
-        .with(|b| b.batch(100_000, 100_000_000).thread_block(1024))
+        .with(|b| b.batch(100_000, 100_000_000).thread_block(64))
         .build()?;
     let big = big_client.ids(&a.tag);
     let flake_client = snowdrift_client::blocking::Client::builder()
@@ -235,14 +236,14 @@ fn main() -> Result<()> {
                 rate(2, s, move || h.next().unwrap_or(0))
             })
         }),
-        ("handle, blocks of 1,024, 1 thread", {
+        ("handle, blocks of 64, 1 thread", {
             let h = big.clone();
             Box::new(move |s| {
                 let h = h.clone();
                 rate(1, s, move || h.next().unwrap_or(0))
             })
         }),
-        ("handle, blocks of 1,024, 2 threads", {
+        ("handle, blocks of 64, 2 threads", {
             let h = big.clone();
             Box::new(move |s| {
                 let h = h.clone();
@@ -371,7 +372,8 @@ fn main() -> Result<()> {
         ("thread-local counter 2 threads / 1 thread", 3, 2),
         ("fetch_add 2 threads / fetch_add 1 thread", 1, 0),
         ("handle 2 threads / fetch_add 2 threads", 5, 1),
-        ("handle blocks of 1,024: 2 threads / 1 thread", 7, 6),
+        ("handle blocks of 64: 2 threads / 1 thread", 7, 6),
+        ("handle 1 thread / handle blocks of 64 1 thread", 4, 6),
         ("next(name) 1 thread / fetch_add 1 thread", 8, 0),
         ("next(name) 2 threads / next(name) 1 thread", 9, 8),
     ] {
