@@ -3,7 +3,7 @@
 //!
 //! A snowflake ID may be handed out only until `max_age` after its batch was fetched. Reading
 //! the precise clock for every ID costs more than the rest of a warm `next()` (~45 ns in a
-//! KVM guest, against ~1 ns), so the check reads a tick instead: milliseconds since a
+//! KVM guest, against ~2 ns), so the check reads a tick instead: milliseconds since a
 //! process-wide epoch, stored by a ticker thread every millisecond (while some cache holds
 //! snowflake IDs) and by every thread that reads the precise clock anyway (at each block
 //! take), whichever is later.

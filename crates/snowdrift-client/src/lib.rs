@@ -16,7 +16,7 @@
 //!     .token(std::env::var("SNOWDRIFT_TOKEN")?)
 //!     .build()?;
 //! let orders = client.ids("order"); // a handle: the name looked up once
-//! let id: u64 = orders.next().await?; // ~1 ns when the cache is warm
+//! let id: u64 = orders.next().await?; // ~2 ns when the cache is warm
 //! let id: u64 = client.next("order").await?; // the same, finding the name each time
 //! let ids: Vec<u64> = client.next_n("order", 500).await?;
 //! let text: String = client.next_text("uuid7").await?;
