@@ -14,6 +14,8 @@ use crate::error::{Error, ErrorKind};
 /// let client = snowdrift_client::blocking::Client::builder()
 ///     .endpoints(["http://127.0.0.1:8080"])
 ///     .build()?;
+/// let orders = client.ids("order"); // the name resolved once: the fastest way
+/// let id: u64 = orders.next()?;
 /// let id: u64 = client.next("order")?;
 /// # Ok::<(), snowdrift_client::Error>(())
 /// ```
@@ -33,13 +35,30 @@ impl Client {
         ClientBuilder::default()
     }
 
-    /// The next ID of `name` (a 64-bit kind).
+    /// A handle on the IDs of `name` (a 64-bit kind), the name looked up once (see
+    /// [`crate::Client::ids`]).
+    pub fn ids(&self, name: &str) -> Ids {
+        Ids {
+            inner: self.inner.ids(name),
+            runtime: self.runtime.clone(),
+        }
+    }
+
+    /// The next ID of `name` (a 64-bit kind; see [`crate::Client::next`]).
+    #[inline]
     pub fn next(&self, name: &str) -> Result<u64, Error> {
         // A warm cache answers without entering the runtime.
         match self.inner.try_next(name) {
             Some(id) => Ok(id),
-            None => self.runtime.block_on(self.inner.next(name)),
+            None => self.next_cold(name),
         }
+    }
+
+    // Out of line, so that `next` is small enough to inline into the caller's loop.
+    #[cold]
+    #[inline(never)]
+    fn next_cold(&self, name: &str) -> Result<u64, Error> {
+        self.runtime.block_on(self.inner.next(name))
     }
 
     /// `n` new IDs of `name` (a 64-bit kind).
@@ -66,6 +85,56 @@ impl Client {
     /// The counts of `name`'s cache, if it has one.
     pub fn stats(&self, name: &str) -> Option<Stats> {
         self.inner.stats(name)
+    }
+}
+
+/// The IDs of one name on a blocking [`Client`], from [`Client::ids`]: the blocking form of
+/// [`crate::Ids`] (the name looked up once; a warm [`next`](Ids::next) is an ID from the
+/// calling thread's block). Cheap to clone, shared by threads; keeps the client's runtime.
+///
+/// ```no_run
+/// # fn demo(client: snowdrift_client::blocking::Client) -> Result<(), snowdrift_client::Error> {
+/// let orders = client.ids("order");
+/// let id: u64 = orders.next()?;
+/// let ids: Vec<u64> = orders.next_n(500)?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Ids {
+    inner: crate::Ids,
+    runtime: Arc<tokio::runtime::Runtime>,
+}
+
+impl Ids {
+    /// The next ID. It blocks on the network only when the cache is empty.
+    #[inline]
+    pub fn next(&self) -> Result<u64, Error> {
+        // A warm cache answers without entering the runtime.
+        match self.inner.try_next() {
+            Some(id) => Ok(id),
+            None => self.next_cold(),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn next_cold(&self) -> Result<u64, Error> {
+        self.runtime.block_on(self.inner.next())
+    }
+
+    /// `n` new IDs (see [`crate::Ids::next_n`]).
+    pub fn next_n(&self, n: usize) -> Result<Vec<u64>, Error> {
+        self.runtime.block_on(self.inner.next_n(n))
+    }
+
+    /// The name.
+    pub fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    /// The counts of the name's cache.
+    pub fn stats(&self) -> Stats {
+        self.inner.stats()
     }
 }
 

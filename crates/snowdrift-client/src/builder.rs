@@ -25,6 +25,7 @@ pub struct ClientBuilder {
     attempts: Option<usize>,
     backoff: (Duration, Duration),
     generate_locally: bool,
+    thread_block: u64,
 }
 
 impl Default for ClientBuilder {
@@ -43,6 +44,7 @@ impl Default for ClientBuilder {
             attempts: None,
             backoff: (Duration::from_millis(50), Duration::from_secs(2)),
             generate_locally: false,
+            thread_block: crate::local::MAX_BLOCK,
         }
     }
 }
@@ -125,6 +127,16 @@ impl ClientBuilder {
         self
     }
 
+    /// The largest block of IDs a thread takes from a name's cache at once (default 1,024;
+    /// blocks start at 8 and double). A thread serves its block alone; larger blocks mean
+    /// fewer compare-and-swaps on the word threads share when several take IDs flat out,
+    /// and more IDs skipped when a thread ends (at most this many less one, and never more
+    /// than the thread took).
+    pub fn thread_block(mut self, most: u64) -> Self {
+        self.thread_block = most;
+        self
+    }
+
     /// For names whose kind is `uuid4`, `uuid7`, `ulid`, `typeid`, `ksuid`, `xid` or `cuid2`:
     /// once the first fetch has shown the kind, make their IDs in this process instead of
     /// fetching them (their uniqueness is in their random bits, or for xid in this host's
@@ -163,6 +175,15 @@ impl ClientBuilder {
                 self.min_batch, self.max_batch
             ));
         }
+        if !(1..=crate::local::MOST_BLOCK).contains(&self.thread_block) {
+            return invalid(format!(
+                "thread_block {} is not valid: give 1 to {} (the largest block of IDs a \
+                 thread takes from a name's cache at once; default {})",
+                self.thread_block,
+                crate::local::MOST_BLOCK,
+                crate::local::MAX_BLOCK
+            ));
+        }
         if self.deadline.is_zero() || self.backoff.0.is_zero() || self.backoff.1 < self.backoff.0 {
             return invalid(
                 "deadline and backoff must be above zero, the longest backoff at least the \
@@ -198,6 +219,7 @@ impl ClientBuilder {
             max_batch: self.max_batch,
             max_age: self.max_age,
             generate_locally: self.generate_locally,
+            thread_block: self.thread_block,
         };
         Ok(Client::from_parts(
             endpoints,

@@ -15,6 +15,7 @@ use snowdrift_proto::grpc::IdBatch;
 use crate::error::{Error, ErrorKind};
 use crate::generate::Local;
 use crate::guard::Guard;
+use crate::local::Slot;
 use crate::runs::Runs;
 use crate::text::Texts;
 
@@ -82,8 +83,8 @@ impl Batch {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
-    /// IDs that left the cache: handed out, or held in a thread's block of at most 64
-    /// (see [`crate::Client::next`]) to be handed out next on that thread.
+    /// IDs that left the cache: handed out, or held in a thread's block of at most 1,024
+    /// (see [`crate::Ids`]) to be handed out next on that thread.
     pub served: u64,
     /// Batches fetched from a server.
     pub fetches: u64,
@@ -111,6 +112,8 @@ pub(crate) struct Policy {
     pub(crate) max_batch: u64,
     pub(crate) max_age: Duration,
     pub(crate) generate_locally: bool,
+    /// The largest block a thread takes (see [`crate::local`]).
+    pub(crate) thread_block: u64,
 }
 
 const UNKNOWN: u8 = 0;
@@ -130,6 +133,8 @@ struct Sizing {
 /// One name's cache.
 #[derive(Debug)]
 pub(crate) struct NameCache {
+    /// Where threads keep their blocks of this cache's IDs (see [`crate::local`]).
+    pub(crate) slot: Slot,
     pub(crate) runs: Runs,
     /// Checks every fetched batch and remembers the IDs received (see [`crate::guard`]).
     pub(crate) guard: Guard,
@@ -153,12 +158,13 @@ pub(crate) struct NameCache {
     abandoned: AtomicU64,
     closed: AtomicBool,
     sizing: Mutex<Sizing>,
-    policy: Policy,
+    pub(crate) policy: Policy,
 }
 
 impl NameCache {
     pub(crate) fn new(policy: Policy) -> Self {
         Self {
+            slot: Slot::new(),
             runs: Runs::new(policy.prefetch_at, policy.max_age),
             guard: Guard::default(),
             texts: Texts::new(policy.prefetch_at),
@@ -299,12 +305,13 @@ impl NameCache {
     }
 
     /// The client is gone: what is cached is skipped for good (never handed to anyone). It
-    /// is counted as wasted and exported, and threads holding a block of this name let go
-    /// of the cache at their next call.
+    /// is counted as wasted and exported; threads that remembered the name for
+    /// `next(name)` let go of the cache when they next add a name (see [`crate::local`]).
     pub(crate) fn close(&self, name: &str) {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
+        self.runs.release_clock();
         let left = self.runs.cached() + self.texts.cached();
         self.abandoned.fetch_add(left, Ordering::Relaxed);
         self.export(name);

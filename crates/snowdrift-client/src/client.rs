@@ -13,6 +13,7 @@ use crate::cache::{Batch, NameCache, Policy, Stats};
 use crate::endpoints::{EndpointStatus, Endpoints};
 use crate::error::{Error, ErrorKind};
 use crate::health::Watchers;
+use crate::ids::Ids;
 use crate::merge::MAX_MERGED;
 
 /// The next client's id.
@@ -28,6 +29,8 @@ type Caches = HashMap<Box<str>, Arc<NameCache>, foldhash::fast::RandomState>;
 /// let client = snowdrift_client::Client::builder()
 ///     .endpoints(["http://10.0.0.1:8080", "http://10.0.0.2:8080"])
 ///     .build()?;
+/// let orders = client.ids("order"); // the name resolved once: the fastest way
+/// let id: u64 = orders.next().await?;
 /// let id: u64 = client.next("order").await?;
 /// let ids: Vec<u64> = client.next_n("order", 500).await?;
 /// let text: String = client.next_text("uuid7").await?;
@@ -45,7 +48,7 @@ pub(crate) struct Shared {
     pub(crate) policy: Policy,
     pub(crate) deadline: Duration,
     pub(crate) attempts: usize,
-    /// Tells this client's per-thread blocks from another's.
+    /// Tells this client's names in a thread's list of names from another's.
     id: u64,
     /// Where background fetches run.
     runtime: tokio::runtime::Handle,
@@ -85,14 +88,24 @@ impl Client {
         }
     }
 
+    /// A handle on the IDs of generator or tag `name` (a 64-bit kind): the name is looked
+    /// up here, once, so the handle's `next()` is the fastest way to take IDs (see [`Ids`]).
+    /// Nothing is fetched until the first take; an unknown name or a text kind is reported
+    /// then.
+    pub fn ids(&self, name: &str) -> Ids {
+        Ids::new(self.clone(), name, self.shared.cache(name))
+    }
+
     /// The next ID of generator or tag `name` (a 64-bit kind). It waits on the network
     /// only when the cache is empty.
     ///
-    /// For segment kinds each thread takes a block of up to 64 IDs from the name's cache at
-    /// a time (one compare-and-swap) and hands them out alone, so threads sharing a client
+    /// The same as [`Ids::next`] on [`Client::ids`]`(name)`, with the name found again on
+    /// each call in a short list of the names the thread used last (a compare of the name,
+    /// no hashing): each thread takes a block of up to 1,024 IDs from the name's cache at a
+    /// time (one compare-and-swap) and hands them out alone, so threads sharing a client
     /// do not contend; the IDs of different threads interleave, and a thread that ends
-    /// skips what its block still held. Snowflake IDs are taken one at a time from the
-    /// shared cache, each checked against `max_age`.
+    /// skips what its block still held. Snowflake IDs are checked per ID against `max_age`
+    /// on a coarse clock that errs on the strict side.
     #[inline]
     pub async fn next(&self, name: &str) -> Result<u64, Error> {
         match self.try_next(name) {
@@ -115,25 +128,26 @@ impl Client {
     /// The next ID of `name` if the cache has one, without waiting; `None` otherwise.
     #[inline]
     pub(crate) fn try_next(&self, name: &str) -> Option<u64> {
-        let local = crate::local::next(
-            self.shared.id,
-            name,
-            || self.shared.caches.load().get(name).cloned(),
-            |cache| self.prefetch(name, cache),
-        );
-        if local.is_some() {
-            return local;
-        }
-        let caches = self.shared.caches.load();
-        let cache = caches.get(name)?;
-        let got = cache.runs.take(1)?;
-        if got.prefetch {
-            self.prefetch(name, cache);
-        }
-        Some(got.ids.start)
+        crate::local::next_named(self.shared.id, name, |cache| self.prefetch(name, cache))
+            .or_else(|| self.try_next_unlisted(name))
     }
 
-    /// `n` new IDs of `name` (a 64-bit kind), from the cache and as many fetches as they
+    /// [`Client::try_next`] for a name not on the thread's list, or whose block and cache
+    /// were empty.
+    #[cold]
+    #[inline(never)]
+    fn try_next_unlisted(&self, name: &str) -> Option<u64> {
+        let cache = self.shared.caches.load().get(name).cloned()?;
+        crate::local::remember(self.shared.id, name, &cache);
+        let (id, prefetch) = crate::local::refill(&cache)?;
+        if prefetch {
+            self.prefetch(name, &cache);
+        }
+        Some(id)
+    }
+
+    /// `n` new IDs of `name` (a 64-bit kind): first what the calling thread's block holds
+    /// (so the thread's IDs stay in order), then from the cache and as many fetches as they
     /// take.
     ///
     /// A `tso` generator's IDs are never cached: each call gets IDs fetched after it began,
@@ -145,10 +159,21 @@ impl Client {
     /// showed the kind, and is skipped).
     pub async fn next_n(&self, name: &str, n: usize) -> Result<Vec<u64>, Error> {
         let cache = self.begin(name, n, false)?;
+        self.next_n_from(name, cache, n).await
+    }
+
+    /// [`Client::next_n`] from `name`'s cache, after [`Client::check_take`].
+    pub(crate) async fn next_n_from(
+        &self,
+        name: &str,
+        cache: Arc<NameCache>,
+        n: usize,
+    ) -> Result<Vec<u64>, Error> {
         if cache.is_ordered() {
             return self.next_ordered(name, &cache, n).await;
         }
         let mut out = Vec::with_capacity(n);
+        crate::local::drain(&cache, n, &mut out);
         loop {
             while out.len() < n {
                 let Some(got) = cache.runs.take((n - out.len()) as u64) else {
@@ -317,6 +342,14 @@ impl Client {
         Ok(cache)
     }
 
+    /// The checks [`Client::begin`] makes, for a take of `n` 64-bit IDs through a handle.
+    pub(crate) fn check_take(&self, cache: &NameCache, n: usize) -> Result<(), Error> {
+        if n == 0 {
+            return Err(Error::new(ErrorKind::InvalidInput, "ask for at least 1 ID"));
+        }
+        cache.check_kind(false)
+    }
+
     /// Waits for a batch for a caller that found the cache empty: the fetch in flight, or
     /// one of its own.
     async fn refill(
@@ -336,7 +369,7 @@ impl Client {
     }
 
     /// Fetches `name`'s next batch in the background, unless one is on its way.
-    fn prefetch(&self, name: &str, cache: &Arc<NameCache>) {
+    pub(crate) fn prefetch(&self, name: &str, cache: &Arc<NameCache>) {
         if cache.prefetching.swap(true, Ordering::AcqRel) {
             return;
         }

@@ -1,13 +1,17 @@
 //! A name's cached 64-bit IDs: the runs of fetched batches in a lock-free
 //! [`SegmentChain`] (one compare-and-swap per take, as on the server), with when each run
 //! was fetched, so cached snowflake IDs past `max_age` are dropped rather than handed out.
+//! The age is checked against the coarse clock ([`crate::clock`]), which errs on the strict
+//! side.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use snowdrift_core::segment::{ChainConfig, IdRange, MAX_SEGMENT_LEN, SegmentChain, Take};
+
+use crate::clock::{self, Deadline, Ticking};
 
 /// Segments the chain holds at once. A batch is one run per server segment (segment kinds)
 /// or per millisecond (snowflake); runs that do not fit wait in `pending`.
@@ -25,24 +29,28 @@ pub(crate) struct Got {
     /// This take crossed the prefetch point of the newest batch's run: fetch the next
     /// batch (one caller sees each crossing).
     pub(crate) prefetch: bool,
+    /// Until when the IDs may be handed out (snowflake IDs; others never expire).
+    pub(crate) deadline: Deadline,
 }
 
 /// One name's 64-bit IDs.
 #[derive(Debug)]
 pub(crate) struct Runs {
     chain: SegmentChain,
-    /// Per slot: when the segment in it was fetched (milliseconds since `epoch`) above
+    /// Per slot: when the segment in it was fetched (a [`clock::floor_ms`] reading) above
     /// [`NUMBER_BITS`], its number below.
     stamps: Box<[AtomicU64]>,
     /// Whether the IDs carry their time (snowflake) and so expire after `max_age`.
     expires: AtomicBool,
     max_age_ms: u64,
-    epoch: Instant,
     /// The number of the first segment of the newest batch: a crossing in it or later
     /// means the cache holds no further batch.
     newest: AtomicU64,
     /// The serialized push side.
     pusher: Mutex<Pusher>,
+    /// Whether runs wait in `pusher.pending` (set and cleared under its lock), so a take
+    /// that finds the chain empty knows without the lock whether to move them in.
+    waiting: AtomicBool,
     wasted: AtomicU64,
 }
 
@@ -54,6 +62,10 @@ struct Pusher {
     ids: u64,
     /// Runs that did not fit in the chain yet, with their stamps' times.
     pending: VecDeque<(IdRange, u64)>,
+    /// Keeps the coarse clock ticking once snowflake IDs came, until the client is gone.
+    ticking: Option<Ticking>,
+    /// The client is gone: the clock is not needed any more.
+    released: bool,
 }
 
 impl Runs {
@@ -76,31 +88,54 @@ impl Runs {
             stamps: (0..CAPACITY).map(|_| AtomicU64::new(0)).collect(),
             expires: AtomicBool::new(false),
             max_age_ms: max_age.as_millis().min(u128::from(u64::MAX >> NUMBER_BITS)) as u64,
-            epoch: Instant::now(),
             newest: AtomicU64::new(0),
             pusher: Mutex::new(Pusher::default()),
+            waiting: AtomicBool::new(false),
             wasted: AtomicU64::new(0),
         }
     }
 
-    /// Up to `n` (>= 1) IDs, or `None` when nothing is cached. Never blocks. Snowflake IDs
-    /// fetched more than `max_age` ago are dropped (counted as wasted) on the way.
+    /// Up to `n` (>= 1) IDs, or `None` when nothing is cached. Never waits for a fetch.
+    /// Snowflake IDs fetched more than `max_age` ago are dropped (counted as wasted) on the
+    /// way.
     #[inline]
     pub(crate) fn take(&self, n: u64) -> Option<Got> {
         loop {
             let (taken, segment) = self.chain.take_numbered(n);
             let Take::Ready { ids, refill } = taken else {
+                // A batch of more runs than the chain holds (snowflake IDs come one run per
+                // millisecond) keeps the rest waiting: move them in here rather than make
+                // the caller wait for the fetch in flight, which moves them otherwise.
+                if self.waiting.load(Ordering::Acquire) && self.flush() {
+                    continue;
+                }
                 return None;
             };
-            if self.expires.load(Ordering::Relaxed) && self.expired(segment) {
-                // The rest of the segment goes the same way, `n` at a time: once per
-                // `max_age` at most, so not worth a cleverer drain.
-                self.wasted.fetch_add(ids.len(), Ordering::Relaxed);
-                continue;
-            }
+            let deadline = if self.expires.load(Ordering::Relaxed) {
+                match self.deadline(segment) {
+                    Some(d) if d.check() => d,
+                    _ => {
+                        // The rest of the segment goes the same way, `n` at a time: once
+                        // per `max_age` at most, so not worth a cleverer drain.
+                        self.wasted.fetch_add(ids.len(), Ordering::Relaxed);
+                        continue;
+                    }
+                }
+            } else {
+                Deadline::NEVER
+            };
             let prefetch = refill && segment >= self.newest.load(Ordering::Acquire);
-            return Some(Got { ids, prefetch });
+            return Some(Got {
+                ids,
+                prefetch,
+                deadline,
+            });
         }
+    }
+
+    /// Counts IDs taken from here but dropped for age unserved (a thread's block).
+    pub(crate) fn waste(&self, n: u64) {
+        self.wasted.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Whether these IDs carry their time and expire (a snowflake name).
@@ -109,27 +144,28 @@ impl Runs {
         self.expires.load(Ordering::Relaxed)
     }
 
-    fn expired(&self, segment: u64) -> bool {
+    /// The deadline of `segment`'s IDs; `None` when its stamp is gone.
+    fn deadline(&self, segment: u64) -> Option<Deadline> {
         let stamp = self.stamps[(segment % u64::from(CAPACITY)) as usize].load(Ordering::Acquire);
         if stamp & NUMBER_MASK != segment & NUMBER_MASK {
             // The slot was reused: this segment is at least CAPACITY segments old.
-            return true;
+            return None;
         }
-        self.now_ms().saturating_sub(stamp >> NUMBER_BITS) > self.max_age_ms
-    }
-
-    fn now_ms(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64
+        Some(Deadline::after(stamp >> NUMBER_BITS, self.max_age_ms))
     }
 
     /// Adds a fetched batch's runs `(first, count, stride)`. `expires` is true for snowflake
     /// IDs. Runs the chain cannot hold yet wait and go in on a later [`Self::flush`].
     pub(crate) fn push(&self, runs: impl IntoIterator<Item = (u64, u64, u64)>, expires: bool) {
+        let mut p = self.lock();
         if expires {
+            if p.ticking.is_none() && !p.released {
+                // Before any of these IDs can be taken, so no check sees an old tick.
+                p.ticking = Some(Ticking::start());
+            }
             self.expires.store(true, Ordering::Relaxed);
         }
-        let now = self.now_ms();
-        let mut p = self.lock();
+        let now = clock::floor_ms();
         let mut first_of_batch = true;
         for (first, count, stride) in runs {
             for ids in split(first, count, stride, &self.wasted) {
@@ -146,13 +182,21 @@ impl Runs {
         self.flush_locked(&mut p);
     }
 
-    /// Moves waiting runs into the chain as far as it has room.
-    pub(crate) fn flush(&self) {
+    /// The client is gone: lets the coarse clock stop if nothing else needs it.
+    pub(crate) fn release_clock(&self) {
         let mut p = self.lock();
-        self.flush_locked(&mut p);
+        p.released = true;
+        p.ticking = None;
     }
 
-    fn flush_locked(&self, p: &mut Pusher) {
+    /// Moves waiting runs into the chain as far as it has room; whether it moved any.
+    pub(crate) fn flush(&self) -> bool {
+        let mut p = self.lock();
+        self.flush_locked(&mut p)
+    }
+
+    fn flush_locked(&self, p: &mut Pusher) -> bool {
+        let before = p.pending.len();
         while let Some(&(ids, at)) = p.pending.front() {
             let number = p.segments;
             let stamp = (at << NUMBER_BITS) | (number & NUMBER_MASK);
@@ -164,6 +208,8 @@ impl Runs {
             p.segments += 1;
             p.pending.pop_front();
         }
+        self.waiting.store(!p.pending.is_empty(), Ordering::Release);
+        p.pending.len() < before
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Pusher> {

@@ -11,6 +11,7 @@ fn policy() -> Policy {
         max_batch: 50_000,
         max_age: Duration::from_secs(10),
         generate_locally: false,
+        thread_block: crate::local::MAX_BLOCK,
     }
 }
 
