@@ -27,16 +27,17 @@
 //! kernel's tick lags by less than the allowance (a tick is 1 to 10 ms; the kernel catches up
 //! a stalled one within a few).
 
-use std::time::Duration;
-
 /// The most the coarse clock is allowed to lag before the check stops trusting it.
 const MAX_LAG_MS: u64 = 1_000;
 /// Below this allowance the coarse clock is not trusted at all.
 const MIN_LAG_MS: u64 = 20;
 
-/// The monotonic clock `clock` in nanoseconds, or `None` if it cannot be read.
+/// The monotonic clock `clock` as whole milliseconds and the nanoseconds past them, or
+/// `None` if it cannot be read. In `u64` arithmetic: `Duration::as_millis` divides a `u128`,
+/// which costs more than the clock read on the per-ID path.
 #[cfg(target_os = "linux")]
-fn read(clock: libc::clockid_t) -> Option<Duration> {
+#[inline]
+fn read(clock: libc::clockid_t) -> Option<(u64, u32)> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -45,41 +46,44 @@ fn read(clock: libc::clockid_t) -> Option<Duration> {
     if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
         return None;
     }
-    Some(Duration::new(
-        u64::try_from(ts.tv_sec).ok()?,
-        u32::try_from(ts.tv_nsec).ok()?,
+    let secs = u64::try_from(ts.tv_sec).ok()?;
+    let nanos = u32::try_from(ts.tv_nsec).ok()?;
+    Some((
+        secs.saturating_mul(1000)
+            .saturating_add(u64::from(nanos / 1_000_000)),
+        nanos % 1_000_000,
     ))
 }
 
-/// The precise monotonic clock (the one `Instant` reads on Linux); `None` if it cannot be
-/// read (it cannot fail on Linux).
+/// The precise monotonic clock (the one `Instant` reads on Linux) in whole ms and the
+/// nanoseconds past them; `None` if it cannot be read (it cannot fail on Linux).
 #[cfg(target_os = "linux")]
-fn precise() -> Option<Duration> {
+fn precise() -> Option<(u64, u32)> {
     read(libc::CLOCK_MONOTONIC)
 }
 
 #[cfg(not(target_os = "linux"))]
-fn precise() -> Option<Duration> {
+fn precise() -> Option<(u64, u32)> {
     static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    Some(EPOCH.get_or_init(std::time::Instant::now).elapsed())
+    let d = EPOCH.get_or_init(std::time::Instant::now).elapsed();
+    Some((
+        u64::try_from(d.as_millis()).unwrap_or(u64::MAX),
+        d.subsec_nanos() % 1_000_000,
+    ))
 }
 
 /// The precise clock in ms, rounded down: a batch stamped with it is at least as old as the
 /// stamp says. (Unreadable: 0, the oldest stamp, so the batch counts as expired.)
 pub(crate) fn floor_ms() -> u64 {
-    precise().map_or(0, floor_of)
+    precise().map_or(0, |(ms, _)| ms)
 }
 
 /// The precise clock in ms, rounded up: never behind the real time. (Unreadable: the end
 /// of time, which every deadline is before.)
 pub(crate) fn ceil_ms() -> u64 {
-    precise().map_or(u64::MAX, |d| {
-        floor_of(d).saturating_add(u64::from(!d.subsec_nanos().is_multiple_of(1_000_000)))
+    precise().map_or(u64::MAX, |(ms, nanos)| {
+        ms.saturating_add(u64::from(nanos != 0))
     })
-}
-
-fn floor_of(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The coarse clock in ms (at most the precise clock; behind it by up to a kernel tick).
@@ -87,7 +91,7 @@ fn floor_of(d: Duration) -> u64 {
 #[inline]
 fn coarse_ms() -> u64 {
     // Unreadable: u64::MAX, which no deadline trusts, so the precise clock is asked.
-    read(libc::CLOCK_MONOTONIC_COARSE).map_or(u64::MAX, floor_of)
+    read(libc::CLOCK_MONOTONIC_COARSE).map_or(u64::MAX, |(ms, _)| ms)
 }
 
 #[cfg(not(target_os = "linux"))]
