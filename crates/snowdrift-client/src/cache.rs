@@ -311,7 +311,6 @@ impl NameCache {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
-        self.runs.release_clock();
         let left = self.runs.cached() + self.texts.cached();
         self.abandoned.fetch_add(left, Ordering::Relaxed);
         self.export(name);

@@ -30,11 +30,9 @@
 //!
 //! Guarantees: an ID is handed out once; IDs left in the cache when the client is dropped,
 //! or in a thread's block when the thread ends, are skipped, never reused; cached snowflake
-//! IDs older than `max_age` are dropped rather than handed out late (checked per ID on a
-//! coarse clock whose error only makes the check stricter, unless the whole process is
-//! stopped for longer than a quarter of `max_age` or a second, whichever is less: then a
-//! thread may hand out the rest of the block it holds, at most 1,023 IDs, before it reads the
-//! precise clock again). Order holds within a fetched batch (increasing for 64-bit kinds)
+//! IDs older than `max_age` are dropped rather than handed out late (checked per ID on the
+//! kernel's coarse clock, whose lag of about a timer tick is turned to the strict side, also
+//! across a process stop). Order holds within a fetched batch (increasing for 64-bit kinds)
 //! and, per thread, across handles, `next` and `next_n` of one name; the IDs of different
 //! threads interleave, and a later batch from another server may go back.
 //!

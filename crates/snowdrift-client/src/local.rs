@@ -156,10 +156,6 @@ impl Block {
             cache.runs.waste(self.left());
             self.next = self.end;
         }
-        if cache.runs.expires() {
-            // A snowflake block take: keep the tick close for every thread's checks.
-            crate::clock::refresh();
-        }
         let most = cache.policy.thread_block;
         let got = cache.runs.take(self.size.min(most))?;
         self.size = self.size.saturating_mul(2).min(most);

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use snowdrift_core::segment::{ChainConfig, IdRange, MAX_SEGMENT_LEN, SegmentChain, Take};
 
-use crate::clock::{self, Deadline, Ticking};
+use crate::clock::{self, Deadline};
 
 /// Segments the chain holds at once. A batch is one run per server segment (segment kinds)
 /// or per millisecond (snowflake); runs that do not fit wait in `pending`.
@@ -62,10 +62,6 @@ struct Pusher {
     ids: u64,
     /// Runs that did not fit in the chain yet, with their stamps' times.
     pending: VecDeque<(IdRange, u64)>,
-    /// Keeps the coarse clock ticking once snowflake IDs came, until the client is gone.
-    ticking: Option<Ticking>,
-    /// The client is gone: the clock is not needed any more.
-    released: bool,
 }
 
 impl Runs {
@@ -138,12 +134,6 @@ impl Runs {
         self.wasted.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// Whether these IDs carry their time and expire (a snowflake name).
-    #[inline]
-    pub(crate) fn expires(&self) -> bool {
-        self.expires.load(Ordering::Relaxed)
-    }
-
     /// The deadline of `segment`'s IDs; `None` when its stamp is gone.
     fn deadline(&self, segment: u64) -> Option<Deadline> {
         let stamp = self.stamps[(segment % u64::from(CAPACITY)) as usize].load(Ordering::Acquire);
@@ -157,15 +147,11 @@ impl Runs {
     /// Adds a fetched batch's runs `(first, count, stride)`. `expires` is true for snowflake
     /// IDs. Runs the chain cannot hold yet wait and go in on a later [`Self::flush`].
     pub(crate) fn push(&self, runs: impl IntoIterator<Item = (u64, u64, u64)>, expires: bool) {
-        let mut p = self.lock();
         if expires {
-            if p.ticking.is_none() && !p.released {
-                // Before any of these IDs can be taken, so no check sees an old tick.
-                p.ticking = Some(Ticking::start());
-            }
             self.expires.store(true, Ordering::Relaxed);
         }
         let now = clock::floor_ms();
+        let mut p = self.lock();
         let mut first_of_batch = true;
         for (first, count, stride) in runs {
             for ids in split(first, count, stride, &self.wasted) {
@@ -180,13 +166,6 @@ impl Runs {
             }
         }
         self.flush_locked(&mut p);
-    }
-
-    /// The client is gone: lets the coarse clock stop if nothing else needs it.
-    pub(crate) fn release_clock(&self) {
-        let mut p = self.lock();
-        p.released = true;
-        p.ticking = None;
     }
 
     /// Moves waiting runs into the chain as far as it has room; whether it moved any.

@@ -129,7 +129,7 @@ fn names_are_told_apart_by_client_and_name() {
 
 #[test]
 fn snowflake_blocks_stop_at_their_deadline() {
-    // 400 ms leaves 100 ms for the tick's lag.
+    // 400 ms leaves 100 ms for the coarse clock's lag.
     let c = with(cache(Duration::from_millis(400)), 7_000, 1_000, true);
     assert_eq!(next_of(&c), Some(7_000));
     assert_eq!(next_of(&c), Some(7_001));

@@ -92,8 +92,7 @@ fn time_of(id: u64) -> u64 {
 
 /// Threads hold blocks of snowflake IDs, wait past `max_age`, and take again: what their
 /// blocks still held is dropped (counted as wasted), and the next ID is a fresh one. The
-/// age is checked on the coarse clock, which the ticker keeps moving while the threads
-/// wait.
+/// age is checked on the kernel's coarse clock, which moves while the threads wait.
 #[test]
 fn snowflake_ids_past_max_age_are_not_served_from_a_threads_block() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
