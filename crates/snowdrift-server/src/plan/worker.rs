@@ -54,7 +54,7 @@ pub(crate) fn check(w: &WorkerConfig, origins: &Origins) -> Result<(), ConfigErr
                 if w.registry == Registry::Static {
                     "takes worker.id"
                 } else {
-                    "claims the lowest free worker ID (or worker.id)"
+                    "claims a free worker ID (or worker.id)"
                 }
             ),
         ));

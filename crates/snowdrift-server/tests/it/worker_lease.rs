@@ -83,10 +83,12 @@ async fn ready(base: &str) {
 async fn a_restart_serves_tags_at_once_and_snowflakes_after_the_mark() {
     let dir = std::env::temp_dir().join(unique_name("lease-restart"));
     let workers = dir.join("workers");
-    // A long window, so the restart surely lands inside it however slow the machine is.
+    // A long window, so the restart surely lands inside it however slow the machine is;
+    // worker ID 0 asked for, so the restart waits for its mark (without, it takes a free
+    // ID that can issue sooner).
     let cfg = config(
         &dir,
-        &format!("path = \"{}\"\nwindow = \"6s\"", workers.display()),
+        &format!("path = \"{}\"\nwindow = \"6s\"\nid = 0", workers.display()),
     );
     let (base, running) = serve(&cfg).await.unwrap();
     let client = reqwest::Client::new();
@@ -214,12 +216,18 @@ async fn servers_on_a_coordinator_get_distinct_worker_ids() {
         }
     }
     assert_eq!(workers, HashSet::from([0, 1, 2]));
-    // The worker ID of a stopped server is free at once for the next one.
+    // The worker ID of a stopped server is free at once for the next one that asks for
+    // it (one asking for any ID takes a free one whose mark passed: 3).
     let (_, running) = servers.remove(1);
     running.shutdown().await.unwrap();
     let dir = std::env::temp_dir().join(unique_name("lease-sql-next"));
-    let (base, _running) = serve(&config(&dir, &worker_toml)).await.unwrap();
+    let (base, _running) = serve(&config(&dir, &format!("{worker_toml}\nid = 1")))
+        .await
+        .unwrap();
     assert_eq!(worker_id(&base).await, 1);
+    let dir = std::env::temp_dir().join(unique_name("lease-sql-any"));
+    let (base, _other) = serve(&config(&dir, &worker_toml)).await.unwrap();
+    assert_eq!(worker_id(&base).await, 3);
 }
 
 #[test]

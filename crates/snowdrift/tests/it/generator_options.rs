@@ -39,6 +39,18 @@ fn config(dir: &Path, generator: &str) -> std::path::PathBuf {
     path
 }
 
+/// The config at `path` with worker ID 0 asked for: a restart must take that ID (and face
+/// its mark) even when another free ID could issue sooner.
+fn pin_worker_zero(path: std::path::PathBuf) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replace("window = \"2s\"\n", "window = \"2s\"\nid = 0\n"),
+    )
+    .unwrap();
+    path
+}
+
 fn serve(config: &Path, clock_offset_ms: i64) -> Served {
     let mut cmd = crate::common::serve_command();
     cmd.args(["--config", config.to_str().unwrap()]).env(
@@ -105,11 +117,11 @@ fn temp_dir(prefix: &str) -> std::path::PathBuf {
 #[test]
 fn a_restart_a_minute_behind_the_mark_goes_on_under_the_next_extension_value() {
     let dir = temp_dir("sf-ext");
-    let extension = config(
+    let extension = pin_worker_zero(config(
         &dir,
         "bits = \"ext:2,time:39,worker:10,seq:12\"\nepoch = \"2025-01-01\"\n\
          on_backward = \"extension\"\nbackward_wait = \"1s\"",
-    );
+    ));
     let first = serve(&extension, 0);
     first.wait_ready();
     let before = ids(&first, 100);
@@ -139,11 +151,11 @@ fn a_restart_a_minute_behind_the_mark_goes_on_under_the_next_extension_value() {
     assert!(behind.stop().success());
 
     // The same restart under on_backward = "wait" refuses, and says what to do.
-    let wait = config(
+    let wait = pin_worker_zero(config(
         &dir,
         "bits = \"ext:2,time:39,worker:10,seq:12\"\nepoch = \"2025-01-01\"\n\
          on_backward = \"wait\"\nbackward_wait = \"1s\"",
-    );
+    ));
     let out = crate::common::serve_command()
         .args(["--config", wait.to_str().unwrap()])
         .env("SNOWDRIFT_TEST_CLOCK_OFFSET_MS", "-120000")

@@ -15,11 +15,11 @@ use super::duration_text;
 pub struct WorkerConfig {
     /// `file` (a lock file on this machine: the default), `static` or `derived` (an ID from
     /// config or from the host, leased on `url` if given, else on a lock file), or a
-    /// coordinator: `etcd`, `zookeeper`, `sql` or `redis` (the lowest free ID unless `id` is
-    /// set).
+    /// coordinator: `etcd`, `zookeeper`, `sql` or `redis` (unless `id` is set, a free ID
+    /// whose mark has passed, the lowest such; else the one whose mark passes soonest).
     pub registry: Registry,
-    /// The worker ID (`static`; `file` and coordinators: this ID instead of the lowest free
-    /// one). Default 0 for `static`.
+    /// The worker ID (`static`; `file` and coordinators: this ID instead of a free one of
+    /// their choice). Default 0 for `static`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<u64>,
     /// `derived`: `hostname` (a hash of the host name), `ip` (the address's low bits) or
