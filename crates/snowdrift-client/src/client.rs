@@ -222,10 +222,14 @@ impl Client {
                 while let Some(group) = cache.merge.take() {
                     let (total, calls) = (group.total(), group.calls() as u64);
                     let ids = client.fetch_ordered(&name, &cache, total).await;
+                    // Counted before the callers wake, so a caller that reads the
+                    // name's stats after its call returns sees the call in them.
                     let fetched = ids.is_ok();
-                    let unclaimed = group.answer(ids);
                     if fetched {
                         cache.served_direct(&name, total, 1);
+                    }
+                    let unclaimed = group.answer(ids);
+                    if fetched {
                         cache.lose(unclaimed);
                     }
                     metrics::histogram!("snowdrift_client_merged_calls", "name" => name.clone())
