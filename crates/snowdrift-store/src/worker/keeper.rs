@@ -611,38 +611,8 @@ pub(super) async fn run<C: Clock + Clone + 'static>(
 async fn step<C: Clock + Clone + 'static>(shared: &Shared<C>, held: &mut Held) {
     let config = &shared.config;
     let epoch = read(&shared.current).clone();
-    if held.sent_at.elapsed() >= shared.renew_every() {
-        let (sent, sent_at) = (shared.clock.now_ms(), Instant::now());
-        let renewed = shared
-            .call(
-                "renewing the lease",
-                shared
-                    .registry
-                    .renew(held.worker_id, &shared.holder, config.ttl),
-            )
-            .await;
-        match renewed {
-            Ok(()) => {
-                held.sent_ms = sent;
-                held.sent_at = sent_at;
-                held.deadline_ms = shared.deadline(sent);
-                if !held.clock_behind {
-                    epoch.fence().open_until(held.deadline_ms);
-                }
-                let mut s = lock(&shared.status);
-                s.deadline_ms = held.deadline_ms;
-                s.renewals += 1;
-                s.last_error = None;
-                if !held.clock_behind {
-                    s.state = WorkerState::Issuing;
-                }
-            }
-            Err(e) => {
-                if failed(shared, &epoch, held, &e) {
-                    return;
-                }
-            }
-        }
+    if held.sent_at.elapsed() >= shared.renew_every() && renew(shared, &epoch, held).await {
+        return;
     }
     let used = shared
         .clock
@@ -656,14 +626,30 @@ async fn step<C: Clock + Clone + 'static>(shared: &Shared<C>, held: &mut Held) {
             ms: mark,
         }
         .stored();
-        let written = shared
-            .call(
-                "writing the high-water mark",
-                shared
-                    .registry
-                    .write_mark(held.worker_id, &shared.holder, stored),
-            )
-            .await;
+        let write = shared.call(
+            "writing the high-water mark",
+            shared
+                .registry
+                .write_mark(held.worker_id, &shared.holder, stored),
+        );
+        tokio::pin!(write);
+        // A durable write can take seconds on a busy disk; renewals go on meanwhile, or a
+        // lease whose proof is short (a file registry's, 300 ms) would close the fence
+        // although nothing is wrong with it.
+        let every = shared.renew_every();
+        let mut due = held.sent_at + every;
+        let written = loop {
+            tokio::select! {
+                written = &mut write => break written,
+                () = tokio::time::sleep_until(due) => {
+                    if renew(shared, &epoch, held).await {
+                        return;
+                    }
+                    // After a failed renewal, again soon; not at once.
+                    due = (held.sent_at + every).max(Instant::now() + every / 4);
+                }
+            }
+        };
         match written {
             Ok(()) => epoch.fence().extend_window(mark),
             Err(e) => {
@@ -703,6 +689,44 @@ async fn step<C: Clock + Clone + 'static>(shared: &Shared<C>, held: &mut Held) {
                 failed(shared, &epoch, held, &e);
             }
         }
+    }
+}
+
+/// Renews the lease (for a file registry: proves the lock file is still in place) and
+/// moves the fence's deadline on; returns true when the lease is lost.
+async fn renew<C: Clock + Clone + 'static>(
+    shared: &Shared<C>,
+    epoch: &Epoch<C>,
+    held: &mut Held,
+) -> bool {
+    let config = &shared.config;
+    let (sent, sent_at) = (shared.clock.now_ms(), Instant::now());
+    let renewed = shared
+        .call(
+            "renewing the lease",
+            shared
+                .registry
+                .renew(held.worker_id, &shared.holder, config.ttl),
+        )
+        .await;
+    match renewed {
+        Ok(()) => {
+            held.sent_ms = sent;
+            held.sent_at = sent_at;
+            held.deadline_ms = shared.deadline(sent);
+            if !held.clock_behind {
+                epoch.fence().open_until(held.deadline_ms);
+            }
+            let mut s = lock(&shared.status);
+            s.deadline_ms = held.deadline_ms;
+            s.renewals += 1;
+            s.last_error = None;
+            if !held.clock_behind {
+                s.state = WorkerState::Issuing;
+            }
+            false
+        }
+        Err(e) => failed(shared, epoch, held, &e),
     }
 }
 

@@ -18,5 +18,6 @@ mod tso_etcd;
 mod tso_node;
 mod worker_backends;
 mod worker_file;
+mod worker_file_disk;
 mod worker_node;
 mod zk_version;
