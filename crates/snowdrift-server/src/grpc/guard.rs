@@ -78,8 +78,8 @@ where
             timeout,
         } = self.guard;
         // A follower's `Forward` stream lasts as long as the leader leads: its messages are
-        // bounded, its length is not (it is answered as it goes, and holds no place under
-        // `max_streams`).
+        // bounded, its length is not. What bounds a stream that is not a follower's is its
+        // place under `max_streams` and the requests it may have in flight (`peer.rs`).
         if request.uri().path() == FORWARD_PATH {
             return self
                 .inner

@@ -1,4 +1,5 @@
-//! A server-wide bound on the `IdService` calls in flight (`limits.max_streams`), on top of
+//! A server-wide bound on the `IdService` calls and `TsoPeer.Forward` streams in flight
+//! (`limits.max_streams`), on top of
 //! hyper's per-connection bound: each call holds a place until its response body ends or
 //! is dropped, and a call that finds none is answered UNAVAILABLE at once, so clients try
 //! another server. With HTTP/2's send buffer bounded per stream (`serve.rs`), this bounds

@@ -50,7 +50,8 @@ use pb::id_service_server::IdServiceServer;
 use pb::tso_peer_server::TsoPeerServer;
 
 /// The gRPC routes for `state` (`Stream` calls bounded by `max_stream` IDs, `IdService`
-/// calls in flight bounded by `calls` (`limits.max_streams`) once their token passed; every
+/// calls and followers' `TsoPeer.Forward` streams in flight bounded together by `calls`
+/// (`limits.max_streams`) once their token passed; every
 /// request message bounded by `max_message` bytes and every request body by
 /// `limits.body_timeout` ([`guard`]); every call timed in
 /// `snowdrift_request_duration_seconds`), and a shutdown future to serve them with: it
@@ -70,18 +71,20 @@ pub async fn router(
     // The token before the place under `max_streams`, and both before the body is read.
     let ids = tower::ServiceBuilder::new()
         .layer(auth::TokenFirst::new(state.clone()))
-        .layer(calls)
+        .layer(calls.clone())
         .service(
             // The guard bounds each message as framed; tonic's own cap bounds it decoded
             // too, whatever framing a future change lets through.
             IdServiceServer::new(IdApi::new(state.clone(), max_stream, stop_rx.clone()))
                 .max_decoding_message_size(max_message),
         );
-    // A follower's one stream to the leader: its token checked first, as `IdService`'s;
-    // not under `max_streams` (it lives as long as the leader leads, one per follower and
-    // generator).
+    // A follower's one stream to the leader: its token checked first, as `IdService`'s,
+    // and a place under `max_streams` held for as long as it lasts (one per follower and
+    // tso generator), so that streams opened by someone who is not a follower, which no
+    // body timeout ends, are bounded as every other call is.
     let peer = tower::ServiceBuilder::new()
         .layer(auth::TokenFirst::new(state.clone()))
+        .layer(calls.clone())
         .service(
             TsoPeerServer::new(PeerApi::new(state.clone(), stop_rx.clone()))
                 .max_decoding_message_size(max_message),

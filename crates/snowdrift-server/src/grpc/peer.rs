@@ -20,8 +20,10 @@ use crate::error::Error;
 use crate::kinds::IdSource;
 use crate::state::AppState;
 
-/// Answers a stream may have waiting to be sent: room for what a follower keeps in flight,
-/// and a bound on what a follower that stops reading makes this node hold.
+/// Requests a stream may have in flight, being served or answered and not yet sent: room
+/// for what a follower keeps in flight (8), and a bound on what a caller that sends without
+/// reading makes this node hold. At the bound, the stream's requests are not read, so
+/// HTTP/2 flow control holds the sender back.
 const ANSWERS: usize = 256;
 
 /// What `Forward` returns.
@@ -63,13 +65,18 @@ impl TsoPeer for PeerApi {
             // (the request side let go, so the call ends); requests being served finish and
             // their answers go nowhere.
             loop {
+                // The answer's place first: none free, no request is read.
+                let place = tokio::select! {
+                    place = answers.clone().reserve_owned() => place.ok(),
+                    _ = stop.wait_for(|stop| *stop) => None,
+                };
+                let Some(place) = place else { break };
                 let r = tokio::select! {
                     r = requests.next() => r,
                     _ = stop.wait_for(|stop| *stop) => None,
                 };
                 let Some(Ok(r)) = r else { break };
-                let (state, answers, authorization) =
-                    (state.clone(), answers.clone(), authorization.clone());
+                let (state, authorization) = (state.clone(), authorization.clone());
                 tokio::spawn(async move {
                     let id = r.id;
                     let reply = match serve(&state, authorization.as_deref(), r).await {
@@ -86,7 +93,7 @@ impl TsoPeer for PeerApi {
                             ..Default::default()
                         },
                     };
-                    let _ = answers.send(reply).await;
+                    place.send(reply);
                 });
             }
         });

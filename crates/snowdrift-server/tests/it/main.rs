@@ -22,6 +22,7 @@ mod strict_config;
 mod support;
 mod tls;
 mod tso;
+mod tso_forward;
 mod tso_trust;
 mod typeid_ksuid;
 mod ui_chromium;

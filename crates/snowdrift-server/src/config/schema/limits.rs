@@ -50,7 +50,8 @@ pub struct LimitsConfig {
     /// registries and files).
     pub max_connections: usize,
     /// Most `IdService` gRPC calls in flight on the whole server (a `Stream` counts until
-    /// it ends); one over it is answered UNAVAILABLE at once.
+    /// it ends), tso followers' `TsoPeer.Forward` streams included (one per follower and
+    /// tso generator, for as long as it lasts); one over it is answered UNAVAILABLE at once.
     pub max_streams: usize,
 }
 
