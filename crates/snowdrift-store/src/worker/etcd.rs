@@ -95,6 +95,41 @@ impl EtcdRegistry {
         format!("{}/worker/", self.root)
     }
 
+    /// The keys under `{root}/{kind}/` for each of `kinds`, read in one transaction, so
+    /// all at one revision (a lease and the mark or report beside it agree).
+    async fn ranges<const N: usize>(&self, kinds: [&str; N]) -> Result<[Vec<KeyValue>; N]> {
+        let prefix = Some(GetOptions::new().with_prefix());
+        let txn = Txn::new().and_then(
+            kinds
+                .iter()
+                .map(|k| TxnOp::get(format!("{}/{k}/", self.root), prefix.clone()))
+                .collect::<Vec<_>>(),
+        );
+        let answer = self
+            .client
+            .kv_client()
+            .txn(txn)
+            .await
+            .map_err(unavailable)?;
+        let ranges: Vec<Vec<KeyValue>> = answer
+            .op_responses()
+            .into_iter()
+            .filter_map(|r| match r {
+                TxnOpResponse::Get(g) => Some(g.kvs().to_vec()),
+                _ => None,
+            })
+            .collect();
+        ranges.try_into().map_err(|got: Vec<_>| {
+            Error::Unavailable(
+                format!(
+                    "etcd answered a transaction of {N} ranges with {} ranges",
+                    got.len()
+                )
+                .into(),
+            )
+        })
+    }
+
     /// Grants a lease of `ttl`, rounded up to whole seconds: (its ID, the TTL etcd granted).
     async fn grant(&self, ttl: Duration) -> Result<(i64, i64)> {
         let seconds = ttl_seconds(ttl)?;
@@ -466,34 +501,12 @@ impl EtcdRegistry {
 
     /// The latest clock reading of every live holder that published one, by worker ID.
     pub async fn peer_times(&self) -> Result<Vec<PeerTime>> {
-        // Both ranges in one transaction: one consistent revision.
-        let prefix = Some(GetOptions::new().with_prefix());
-        let txn = Txn::new().and_then([
-            TxnOp::get(self.lease_prefix(), prefix.clone()),
-            TxnOp::get(format!("{}/time/", self.root), prefix),
-        ]);
-        let answer = self
-            .client
-            .kv_client()
-            .txn(txn)
-            .await
-            .map_err(unavailable)?;
-        let mut ranges = answer.op_responses().into_iter().filter_map(|r| match r {
-            TxnOpResponse::Get(g) => Some(g),
-            _ => None,
-        });
-        let (Some(leases), Some(times)) = (ranges.next(), ranges.next()) else {
-            return Err(Error::Unavailable(
-                "etcd answered a two-range transaction without two ranges".into(),
-            ));
-        };
+        let [leases, times] = self.ranges(["worker", "time"]).await?;
         let live: HashMap<u64, (i64, String)> = leases
-            .kvs()
             .iter()
             .filter_map(|kv| Some((self.id_in(kv, "worker")?, (kv.lease(), text(kv.value())))))
             .collect();
         let mut peers: Vec<PeerTime> = times
-            .kvs()
             .iter()
             .filter_map(|kv| {
                 let id = self.id_in(kv, "time")?;
@@ -553,46 +566,21 @@ impl EtcdRegistry {
     /// Every live lease with its claim time, time left (etcd's, whole seconds), mark and
     /// layout.
     pub async fn list(&self) -> Result<Vec<super::WorkerEntry>> {
-        let prefix = Some(GetOptions::new().with_prefix());
-        let kinds = ["worker", "since", "mark", "layout"];
-        let txn = Txn::new().and_then(
-            kinds
-                .iter()
-                .map(|k| TxnOp::get(format!("{}/{k}/", self.root), prefix.clone()))
-                .collect::<Vec<_>>(),
-        );
-        let answer = self
-            .client
-            .kv_client()
-            .txn(txn)
-            .await
-            .map_err(unavailable)?;
-        let ranges: Vec<Vec<KeyValue>> = answer
-            .op_responses()
-            .into_iter()
-            .filter_map(|r| match r {
-                TxnOpResponse::Get(g) => Some(g.kvs().to_vec()),
-                _ => None,
-            })
-            .collect();
-        let [leases, since, marks, layouts] = ranges.as_slice() else {
-            return Err(Error::Unavailable(
-                "etcd answered a four-range transaction without four ranges".into(),
-            ));
-        };
+        let [leases, since, marks, layouts] =
+            self.ranges(["worker", "since", "mark", "layout"]).await?;
         let by_id = |kvs: &[KeyValue], kind: &str| -> HashMap<u64, KeyValue> {
             kvs.iter()
                 .filter_map(|kv| Some((self.id_in(kv, kind)?, kv.clone())))
                 .collect()
         };
         let (since, marks, layouts) = (
-            by_id(since, "since"),
-            by_id(marks, "mark"),
-            by_id(layouts, "layout"),
+            by_id(&since, "since"),
+            by_id(&marks, "mark"),
+            by_id(&layouts, "layout"),
         );
         let mut out = Vec::new();
         let mut leases_client = self.client.lease_client();
-        for kv in leases {
+        for kv in &leases {
             let Some(id) = self.id_in(kv, "worker") else {
                 continue;
             };
@@ -643,35 +631,13 @@ impl claim::Backend for EtcdClaim<'_> {
                 marks: Default::default(),
             });
         }
-        // Both ranges in one transaction: one consistent revision.
-        let prefix = Some(GetOptions::new().with_prefix());
-        let txn = Txn::new().and_then([
-            TxnOp::get(registry.lease_prefix(), prefix.clone()),
-            TxnOp::get(format!("{}/mark/", registry.root), prefix),
-        ]);
-        let answer = registry
-            .client
-            .kv_client()
-            .txn(txn)
-            .await
-            .map_err(unavailable)?;
-        let mut ranges = answer.op_responses().into_iter().filter_map(|r| match r {
-            TxnOpResponse::Get(g) => Some(g),
-            _ => None,
-        });
-        let (Some(leases), Some(marks)) = (ranges.next(), ranges.next()) else {
-            return Err(Error::Unavailable(
-                "etcd answered a two-range transaction without two ranges".into(),
-            ));
-        };
+        let [leases, marks] = registry.ranges(["worker", "mark"]).await?;
         Ok(claim::Survey {
             held: leases
-                .kvs()
                 .iter()
                 .filter_map(|kv| registry.id_in(kv, "worker"))
                 .collect(),
             marks: marks
-                .kvs()
                 .iter()
                 .filter_map(|kv| {
                     let id = registry.id_in(kv, "mark")?;
