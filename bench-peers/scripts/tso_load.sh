@@ -13,6 +13,7 @@
 #   F. One client process (snowdrift-client, `snowdrift bench --client`), 64 threads calling
 #      next() for single tso IDs, merged by the client into shared fetches: through the
 #      leader alone and through all three nodes; then at half the leader rate, for latency.
+#      Each also as 64 async tasks on one runtime thread (`--tasks 64 --threads 1`).
 #   E. Failover, FAILOVERS times: the leader killed with -9, then the time until a request
 #      sent to a follower at that moment gets IDs (it waits on the server for the election).
 #
@@ -161,12 +162,16 @@ part F && log "F. one client process, 64 threads calling next() (single tso IDs,
 part F && for r in $(seq "$REPS"); do
     run "F-client-leader-r$r" --target "$(url "$L")" --client "$NAME" --threads 64 --duration "${DURATION}s"
     run "F-client-all-r$r" --target "$(url 0),$(url 1),$(url 2)" --client "$NAME" --threads 64 --duration "${DURATION}s"
+    run "F-tasks-leader-r$r" --target "$(url "$L")" --client "$NAME" --tasks 64 --threads 1 --duration "${DURATION}s"
+    run "F-tasks-all-r$r" --target "$(url 0),$(url 1),$(url 2)" --client "$NAME" --tasks 64 --threads 1 --duration "${DURATION}s"
 done
 if part F; then
     HALF=$(python3 -c "print(max(1, int(float('${BEST_F:-$(ids_per_s F-client-leader-r1)}') / 2)))")
-    log "F2. latency at half of F's leader rate: $HALF IDs/s"
+    HALF_T=$(python3 -c "print(max(1, int(float('${BEST_FT:-$(ids_per_s F-tasks-leader-r1)}') / 2)))")
+    log "F2. latency at half of F's leader rate: $HALF IDs/s (threads), $HALF_T IDs/s (tasks)"
     for r in $(seq "$REPS"); do
         run "F2-client-leader-r$r" --target "$(url "$L")" --client "$NAME" --threads 64 --rate "$HALF" --duration "${DURATION}s"
+        run "F2-tasks-leader-r$r" --target "$(url "$L")" --client "$NAME" --tasks 64 --threads 1 --rate "$HALF_T" --duration "${DURATION}s"
     done
 fi
 

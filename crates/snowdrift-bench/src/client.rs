@@ -15,8 +15,12 @@ pub struct Load {
     pub endpoints: Vec<String>,
     /// The generator or tag.
     pub name: String,
-    /// Threads sharing the client.
+    /// Threads sharing the client: each calls the blocking client's `next()`, or, with
+    /// [`tasks`](Self::tasks), the async runtime's worker threads.
     pub threads: usize,
+    /// Async tasks calling `next().await` on one handle of the async client, on a runtime of
+    /// `threads` worker threads; `None`: blocking threads.
+    pub tasks: Option<usize>,
     /// The client's batch bounds; `None`: its defaults.
     pub batch: Option<(u64, u64)>,
     /// IDs per second all threads take together; `None`: as fast as they can.
@@ -38,6 +42,9 @@ pub fn run(load: Load) -> Result<(), Error> {
         return Err(Error::Options(
             "--rate must be at least 1 ID per second".into(),
         ));
+    }
+    if let Some(tasks) = load.tasks {
+        return run_tasks(load, tasks);
     }
     let per_thread = load.rate.map(|r| r / load.threads as f64);
     let mut builder =
@@ -95,33 +102,193 @@ pub fn run(load: Load) -> Result<(), Error> {
             Ok((total, latency, start))
         })?;
     let secs = start.elapsed().as_secs_f64();
-    println!("{}", count_line("ids", ids, secs, "IDs"));
-    println!(
-        "per call   {:.2} ns per ID per thread",
-        1e9 * secs * load.threads as f64 / ids.max(1) as f64
-    );
-    println!(
-        "latency    {} (every 64th next() timed)",
-        percentiles(&latency)
-    );
-    let errors = errors.load(Ordering::Relaxed);
-    let first = first_error
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .map(|e| format!(", first: {e}"))
-        .unwrap_or_default();
-    println!("errors     {errors}{first}");
-    if let Some(st) = client.stats(&load.name) {
-        println!(
-            "cache      {} fetches, batch now {}, {} cached, {} wasted, {} batches refused",
-            group_digits(st.fetches),
-            group_digits(st.batch),
-            group_digits(st.cached),
-            group_digits(st.wasted),
-            group_digits(st.refused)
-        );
-    }
+    let outcome = Outcome {
+        ids,
+        secs,
+        callers: load.threads,
+        latency,
+        errors: errors.load(Ordering::Relaxed),
+        first_error: first_error
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    };
+    outcome.print(client.stats(&load.name));
     Ok(())
+}
+
+/// What a run measured.
+struct Outcome {
+    ids: u64,
+    secs: f64,
+    /// Threads or tasks calling `next()`.
+    callers: usize,
+    latency: Histogram<u64>,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+impl Outcome {
+    fn print(&self, stats: Option<snowdrift_client::Stats>) {
+        let Outcome {
+            ids, secs, callers, ..
+        } = *self;
+        println!("{}", count_line("ids", ids, secs, "IDs"));
+        println!(
+            "per call   {:.2} ns per ID per caller",
+            1e9 * secs * callers as f64 / ids.max(1) as f64
+        );
+        println!(
+            "latency    {} (every 64th next() timed)",
+            percentiles(&self.latency)
+        );
+        let first = self
+            .first_error
+            .as_ref()
+            .map(|e| format!(", first: {e}"))
+            .unwrap_or_default();
+        println!("errors     {}{first}", self.errors);
+        if let Some(st) = stats {
+            print_stats(&st);
+        }
+    }
+}
+
+fn print_stats(st: &snowdrift_client::Stats) {
+    println!(
+        "cache      {} fetches, batch now {}, {} cached, {} wasted, {} batches refused",
+        group_digits(st.fetches),
+        group_digits(st.batch),
+        group_digits(st.cached),
+        group_digits(st.wasted),
+        group_digits(st.refused)
+    );
+}
+
+/// The load as `tasks` async tasks sharing one handle of the async client, on a runtime of
+/// `load.threads` worker threads: what an async application does, without a thread
+/// switch per blocking call.
+fn run_tasks(load: Load, tasks: usize) -> Result<(), Error> {
+    if tasks == 0 || tasks > 100_000 {
+        return Err(Error::Options(
+            "--tasks must be between 1 and 100000".into(),
+        ));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(load.threads)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let mut builder = snowdrift_client::Client::builder().endpoints(load.endpoints.clone());
+        if let Some(token) = &load.token {
+            builder = builder.token(token.clone());
+        }
+        if let Some((min, max)) = load.batch {
+            builder = builder.batch(min, max);
+        }
+        let client = builder.build().context("the client's settings")?;
+        println!(
+            "bench: snowdrift-client ids({}).next().await on {} with {tasks} task(s) on {} \
+             thread(s), {:?}",
+            load.name,
+            load.endpoints.join(","),
+            load.threads,
+            load.duration
+        );
+        let ids = client.ids(&load.name);
+        ids.next()
+            .await
+            .with_context(|| format!("the first ID of {:?}", load.name))?;
+        let warm = Instant::now() + Duration::from_millis(500).min(load.duration / 4);
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let per_task = load.rate.map(|r| r / tasks as f64);
+        let handles: Vec<_> = (0..tasks)
+            .map(|_| tokio::spawn(task(ids.clone(), per_task, warm, stop.clone())))
+            .collect();
+        tokio::time::sleep_until((warm + load.duration).into()).await;
+        stop.store(true, Ordering::Relaxed);
+        let start = warm;
+        let mut outcome = Outcome {
+            ids: 0,
+            secs: 0.0,
+            callers: tasks,
+            latency: latency_histogram()?,
+            errors: 0,
+            first_error: None,
+        };
+        for h in handles {
+            let t = h.await.map_err(|_| Error::Panicked)??;
+            outcome.ids += t.counted;
+            outcome.errors += t.errors;
+            outcome.latency.add(t.hist)?;
+            if outcome.first_error.is_none() {
+                outcome.first_error = t.first_error;
+            }
+        }
+        outcome.secs = start.elapsed().as_secs_f64();
+        outcome.print(Some(ids.stats()));
+        Ok(())
+    })
+}
+
+/// What one task counted.
+struct Counted {
+    counted: u64,
+    hist: Histogram<u64>,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+/// One task: [`worker`]'s loop on `ids.next().await`.
+async fn task(
+    ids: snowdrift_client::Ids,
+    rate: Option<f64>,
+    warm: Instant,
+    stop: std::sync::Arc<AtomicBool>,
+) -> Result<Counted, Error> {
+    let mut c = Counted {
+        counted: 0,
+        hist: latency_histogram()?,
+        errors: 0,
+        first_error: None,
+    };
+    let mut warming = true;
+    let (start, mut taken) = (Instant::now(), 0u64);
+    while !stop.load(Ordering::Relaxed) {
+        if let Some(rate) = rate
+            && (start.elapsed().as_secs_f64() * rate) < (taken + 64) as f64
+        {
+            tokio::time::sleep(Duration::from_micros(200)).await;
+            continue;
+        }
+        if warming && Instant::now() >= warm {
+            warming = false;
+            c.hist.reset();
+        }
+        let mut ok = 0u64;
+        for i in 0..64u32 {
+            let t = (i == 0).then(Instant::now);
+            match ids.next().await {
+                Ok(id) => {
+                    std::hint::black_box(id);
+                    ok += 1;
+                }
+                Err(e) => {
+                    c.errors += 1;
+                    c.first_error.get_or_insert_with(|| e.to_string());
+                }
+            }
+            if let Some(t) = t {
+                c.hist.saturating_record(t.elapsed().as_nanos() as u64);
+            }
+        }
+        taken += 64;
+        if !warming {
+            c.counted += ok;
+        }
+        // A warm cache answers without a wait: let the other tasks run.
+        tokio::task::yield_now().await;
+    }
+    Ok(c)
 }
 
 /// One thread: `next()` in a loop (64 at a time, paced to `rate` IDs/s if set), every 64th

@@ -12,9 +12,9 @@
 //!   nothing is shared);
 //! - `handle`: `orders.next()` on a blocking handle (`client.ids(tag)`), on 1 thread and on
 //!   2 threads sharing the one handle;
-//! - `handle, blocks of 64`: the same on a client built with `thread_block(64)` (the
-//!   default is 1,024: more compare-and-swaps on the cache's shared word), 1 and 2
-//!   threads;
+//! - `handle, blocks of 64` and `blocks of 8192`: the same on clients built with
+//!   `thread_block(64)` and `thread_block(8192)` (the default is 1,024; smaller blocks
+//!   take more compare-and-swaps on the cache's shared word), 1 and 2 threads;
 //! - `next(name)`: `client.next(tag)` on 1 and 2 threads;
 //! - `async handle`: `orders.next().await` on the async client, 1 thread;
 //! - `snowflake handle`: a handle on the `snowflake` generator (IDs checked per ID against
@@ -159,6 +159,11 @@ fn main() -> Result<()> {
         .with(|b| b.batch(100_000, 100_000_000).thread_block(64))
         .build()?;
     let big = big_client.ids(&a.tag);
+    let wide_client = snowdrift_client::blocking::Client::builder()
+        .endpoints([a.endpoint.clone()])
+        .with(|b| b.batch(100_000, 100_000_000).thread_block(8192))
+        .build()?;
+    let wide = wide_client.ids(&a.tag);
     let flake_client = snowdrift_client::blocking::Client::builder()
         .endpoints([a.endpoint.clone()])
         .with(|b| b.batch(2 * FLAKE_BURST, 2 * FLAKE_BURST))
@@ -185,10 +190,12 @@ fn main() -> Result<()> {
             black_box(orders.next()?);
         }
     }
-    let warm = Instant::now();
-    while warm.elapsed() < Duration::from_secs(1) {
-        for _ in 0..CHUNK {
-            black_box(big.next()?);
+    for h in [&big, &wide] {
+        let warm = Instant::now();
+        while warm.elapsed() < Duration::from_secs(1) {
+            for _ in 0..CHUNK {
+                black_box(h.next()?);
+            }
         }
     }
     for _ in 0..1000 {
@@ -245,6 +252,20 @@ fn main() -> Result<()> {
         }),
         ("handle, blocks of 64, 2 threads", {
             let h = big.clone();
+            Box::new(move |s| {
+                let h = h.clone();
+                rate(2, s, move || h.next().unwrap_or(0))
+            })
+        }),
+        ("handle, blocks of 8192, 1 thread", {
+            let h = wide.clone();
+            Box::new(move |s| {
+                let h = h.clone();
+                rate(1, s, move || h.next().unwrap_or(0))
+            })
+        }),
+        ("handle, blocks of 8192, 2 threads", {
+            let h = wide.clone();
             Box::new(move |s| {
                 let h = h.clone();
                 rate(2, s, move || h.next().unwrap_or(0))
@@ -374,8 +395,10 @@ fn main() -> Result<()> {
         ("handle 2 threads / fetch_add 2 threads", 5, 1),
         ("handle blocks of 64: 2 threads / 1 thread", 7, 6),
         ("handle 1 thread / handle blocks of 64 1 thread", 4, 6),
-        ("next(name) 1 thread / fetch_add 1 thread", 8, 0),
-        ("next(name) 2 threads / next(name) 1 thread", 9, 8),
+        ("handle blocks of 8192: 2 threads / 1 thread", 9, 8),
+        ("handle blocks of 8192 2 threads / handle 2 threads", 9, 5),
+        ("next(name) 1 thread / fetch_add 1 thread", 10, 0),
+        ("next(name) 2 threads / next(name) 1 thread", 11, 10),
     ] {
         let (m, lo, hi) = ratio(x, y);
         println!("| {label} | {m:.2}x | {lo:.2} - {hi:.2} |");

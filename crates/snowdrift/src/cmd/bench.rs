@@ -31,10 +31,11 @@ use crate::layout_args::LayoutArgs;
 /// --duration. Prints streams/s, IDs/s, messages and per-stream latency.
 ///
 /// With --target URL[,URL...] --client NAME: --threads threads take IDs of NAME through one
-/// snowdrift-client (the cache an application would use) for --duration.
+/// snowdrift-client (the cache an application would use) for --duration; with --tasks N,
+/// N async tasks on --threads runtime threads instead.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  snowdrift bench                       # Twitter layout, 1 thread: the 4,096,000/s cap\n  snowdrift bench --threads 2 --block 1000\n  snowdrift bench --bits time:20,worker:1,seq:42 --clock cached   # hot path, nobody waits\n  snowdrift bench --target 'http://127.0.0.1:8080/v1/ids/snowflake?count=1' --connections 50\n  snowdrift bench --target 'http://127.0.0.1:8080/v1/ids/snowflake?count=10000' --connections 4\n  snowdrift bench --target http://127.0.0.1:8080/api/segment/get/order --rate 20000\n  snowdrift bench --target redis://127.0.0.1:6379 --incr order --rate 20000\n  snowdrift bench --target 'https://ids.example:8443/v1/ids/snowflake?count=1' --ca ca.pem --token \"$SNOWDRIFT_TOKEN\"\n  snowdrift bench --target http://127.0.0.1:8080 --grpc snowflake --connections 2 --per-stream 1000000\n  snowdrift bench --target http://10.0.0.1:8080,http://10.0.0.2:8080 --client order --threads 8"
+    after_help = "Examples:\n  snowdrift bench                       # Twitter layout, 1 thread: the 4,096,000/s cap\n  snowdrift bench --threads 2 --block 1000\n  snowdrift bench --bits time:20,worker:1,seq:42 --clock cached   # hot path, nobody waits\n  snowdrift bench --target 'http://127.0.0.1:8080/v1/ids/snowflake?count=1' --connections 50\n  snowdrift bench --target 'http://127.0.0.1:8080/v1/ids/snowflake?count=10000' --connections 4\n  snowdrift bench --target http://127.0.0.1:8080/api/segment/get/order --rate 20000\n  snowdrift bench --target redis://127.0.0.1:6379 --incr order --rate 20000\n  snowdrift bench --target 'https://ids.example:8443/v1/ids/snowflake?count=1' --ca ca.pem --token \"$SNOWDRIFT_TOKEN\"\n  snowdrift bench --target http://127.0.0.1:8080 --grpc snowflake --connections 2 --per-stream 1000000\n  snowdrift bench --target http://10.0.0.1:8080,http://10.0.0.2:8080 --client order --threads 8\n  snowdrift bench --target http://127.0.0.1:8080 --client ts --tasks 64   # async callers"
 )]
 pub struct Args {
     #[command(flatten)]
@@ -94,6 +95,11 @@ pub struct Args {
     /// application would; prints IDs/s, next() latency and the cache's counts.
     #[arg(long, value_name = "NAME", requires = "target", conflicts_with_all = ["grpc", "incr"])]
     client: Option<String>,
+    /// With --client: N async tasks share one handle of the async client
+    /// (`client.ids(NAME)`, `next().await`) on a runtime of --threads worker threads,
+    /// instead of --threads threads calling the blocking client.
+    #[arg(long, value_name = "N", requires = "client")]
+    tasks: Option<usize>,
     /// With --client: the client's batch bounds MIN,MAX (default 100,1000000); 1,1 makes
     /// every next() one gRPC call, for comparison.
     #[arg(long, value_name = "MIN,MAX", requires = "client", value_parser = parse_bounds)]
@@ -123,6 +129,7 @@ pub fn run(args: Args) -> Result<()> {
                 endpoints: target.split(',').map(str::to_string).collect(),
                 name,
                 threads: args.threads,
+                tasks: args.tasks,
                 batch: args.client_batch,
                 rate: args.rate,
                 duration,

@@ -218,6 +218,41 @@ fn bench_line(out: &str, label: &str) -> (u64, u64) {
     (numbers[0], numbers[1])
 }
 
+/// `snowdrift bench --client`: threads on the blocking client, and async tasks on one handle
+/// of the async client, take IDs of a running server's generator through one cache.
+#[test]
+fn bench_takes_ids_through_the_client_from_threads_and_from_tasks() {
+    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("serve-bench-client"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let served = serve(&dir);
+    for callers in [
+        &["--threads", "2"][..],
+        &["--tasks", "16", "--threads", "1"][..],
+    ] {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_snowdrift"));
+        cmd.args(["bench", "--target", &served.url(), "--client", "snowflake"])
+            .args(["--duration", "1s"])
+            .args(callers);
+        let out = String::from_utf8(succeeds(&mut cmd)).unwrap();
+        let (ids, _) = bench_line(&out, "ids");
+        assert!(ids > 1_000, "{callers:?}:\n{out}");
+        assert!(out.contains("errors     0\n"), "{callers:?}:\n{out}");
+        assert!(out.contains(" fetches, batch now "), "{callers:?}:\n{out}");
+    }
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_snowdrift"));
+    cmd.args(["bench", "--target", &served.url(), "--client", "snowflake"])
+        .args(["--tasks", "0"]);
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--tasks must be between 1 and 100000"),
+        "{err}"
+    );
+    drop(served);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn bench_drives_a_running_server_closed_loop_and_at_a_fixed_rate() {
     let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("serve-bench"));
