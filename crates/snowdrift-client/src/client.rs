@@ -219,9 +219,19 @@ impl Client {
             let (client, cache, name) = (self.clone(), cache.clone(), name.to_string());
             // Its own task: a caller that stops waiting must not strand the others.
             self.shared.runtime.spawn(async move {
-                while let Some(group) = cache.merge.take() {
+                // The calls the last fetch served, and its round trip.
+                let mut last: Option<(usize, std::time::Duration)> = None;
+                loop {
+                    if let Some((calls, trip)) = last.filter(|&(calls, _)| calls > 1) {
+                        cache.merge.gather(calls, trip / 2).await;
+                    }
+                    let Some(group) = cache.merge.take() else {
+                        break;
+                    };
                     let (total, calls) = (group.total(), group.calls() as u64);
+                    let sent = std::time::Instant::now();
                     let ids = client.fetch_ordered(&name, &cache, total).await;
+                    last = Some((group.calls(), sent.elapsed()));
                     // Counted before the callers wake, so a caller that reads the
                     // name's stats after its call returns sees the call in them.
                     let fetched = ids.is_ok();

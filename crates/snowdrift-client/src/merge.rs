@@ -14,8 +14,19 @@
 //! Bounds: a fetch asks for at most [`MAX_MERGED`] IDs; calls that would pass it wait for
 //! the next fetch. A call waits for at most the fetch in flight when it arrived, then its
 //! own: never longer than one extra round trip (while fewer than [`MAX_MERGED`] IDs wait).
+//!
+//! Gathering: the callers a fetch answers call again at once, but they wake one by one
+//! (tasks behind the dispatcher in its runtime's queue, threads a futex wake away), so a
+//! dispatcher that sent the next fetch at once would send it for the first of them alone,
+//! and the rest would wait for the one after: two fetches per round, of 1 and of k - 1
+//! IDs. So after a fetch that served k > 1 calls, the dispatcher waits for k calls to be
+//! waiting again, for at most half that fetch's round trip (and at most
+//! [`GATHER_MOST`]), yielding to the runtime meanwhile ([`Merge::gather`]). A call that
+//! waits there waits less than half a round trip more.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
@@ -28,10 +39,15 @@ pub(crate) const MAX_MERGED: u64 = crate::fetch::NEXT_MAX;
 /// What a call gets: its IDs, or the error of the fetch it was merged into.
 pub(crate) type Answer = Result<Vec<u64>, Error>;
 
+/// The longest a dispatcher gathers callers before a fetch ([`Merge::gather`]).
+pub(crate) const GATHER_MOST: Duration = Duration::from_micros(200);
+
 /// One name's waiting calls.
 #[derive(Debug, Default)]
 pub(crate) struct Merge {
     state: Mutex<State>,
+    /// How many calls wait (`state.waiting.len()`), read without the lock while gathering.
+    calls: AtomicUsize,
 }
 
 #[derive(Debug, Default)]
@@ -73,6 +89,7 @@ impl Merge {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.waiting.push(Waiter { n, reply });
         state.total += n;
+        self.calls.store(state.waiting.len(), Ordering::Release);
         let dispatch = !std::mem::replace(&mut state.dispatching, true);
         Ticket { answer, dispatch }
     }
@@ -88,6 +105,7 @@ impl Merge {
         }
         if state.total <= MAX_MERGED {
             let total = std::mem::take(&mut state.total);
+            self.calls.store(0, Ordering::Release);
             return Some(Group {
                 waiters: std::mem::take(&mut state.waiting),
                 total,
@@ -106,7 +124,22 @@ impl Merge {
         let waiters: Vec<Waiter> = state.waiting.drain(..fit).collect();
         let total = waiters.iter().map(|w| w.n).sum();
         state.total -= total;
+        self.calls.store(state.waiting.len(), Ordering::Release);
         Some(Group { waiters, total })
+    }
+
+    /// Waits, yielding to the runtime, until `calls` calls wait or `within` has passed
+    /// (see the module docs): called by the dispatcher between fetches, never by a caller.
+    pub(crate) async fn gather(&self, calls: usize, within: Duration) {
+        let until = Instant::now() + within.min(GATHER_MOST);
+        // At least one yield, however late this thread ran: the callers the runtime has
+        // ready run then.
+        while self.calls.load(Ordering::Acquire) < calls {
+            tokio::task::yield_now().await;
+            if Instant::now() >= until {
+                break;
+            }
+        }
     }
 }
 

@@ -180,3 +180,42 @@ async fn concurrent_calls_each_get_ids_of_a_fetch_sent_after_they_joined() {
         "no call was merged"
     );
 }
+
+/// Gathering ends at once when the calls it waits for are there, and ends by itself (at
+/// [`GATHER_MOST`]) when they never come, whatever bound it was given.
+#[tokio::test(flavor = "current_thread")]
+async fn gathering_ends_when_the_calls_are_there_or_at_its_bound() {
+    use std::future::Future;
+    use std::task::{Context, Waker};
+    let m = Merge::default();
+    let _a = m.join(1);
+    let _b = m.join(2);
+    {
+        let mut gathering = std::pin::pin!(m.gather(2, Duration::from_secs(3600)));
+        assert!(
+            gathering
+                .as_mut()
+                .poll(&mut Context::from_waker(Waker::noop()))
+                .is_ready(),
+            "two calls wait: no wait"
+        );
+    }
+    let g = m.take().unwrap();
+    assert_eq!(g.calls(), 2);
+    // Nobody waits now; the bound is an hour, the wait is capped.
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        m.gather(2, Duration::from_secs(3600)),
+    )
+    .await
+    .expect("gathering is capped at GATHER_MOST");
+    // A call that joins while it gathers ends it.
+    let m = std::sync::Arc::new(m);
+    let joiner = {
+        let m = m.clone();
+        tokio::spawn(async move { m.join(1) })
+    };
+    m.gather(1, GATHER_MOST).await;
+    let _c = joiner.await.unwrap();
+    assert_eq!(m.take().unwrap().calls(), 1);
+}

@@ -542,6 +542,67 @@ async fn tso_ids_are_never_cached_so_two_clients_see_them_in_order() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Concurrent calls for a tso name share fetches: the callers a fetch answered call again
+/// at once, and the next fetch waits (less than half a round trip) for them to gather,
+/// rather than going for the first of them alone and leaving the rest for the one after.
+/// On one runtime thread that is one fetch per round of 16 calls (about 100 fetches for
+/// 1,600 calls); without gathering it was two (about 200): the caller that started the
+/// next dispatcher left it in the runtime's next-task slot, ahead of the other callers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn concurrent_tso_calls_gather_into_one_fetch_per_round() {
+    let dir = server::dir("client-tso-gather");
+    let name = snowdrift_testkit::unique_name("ts");
+    // The server on a runtime of its own, as it would be in another process: on this
+    // thread, its work would hold each fetch until every caller had joined anyway.
+    let (started, base) = std::sync::mpsc::channel();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = {
+        let (dir, name) = (dir.clone(), name.clone());
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let (base, stop) = tso_server(&dir, &name).await;
+                started.send(base).unwrap();
+                let _ = stopped.await;
+                let _ = stop.send(());
+            });
+        })
+    };
+    let c = client(&[base.recv().unwrap()]);
+    c.next(&name).await.unwrap();
+    let before = c.stats(&name).unwrap().fetches;
+    let tasks: Vec<_> = (0..16)
+        .map(|_| {
+            let ids = c.ids(&name);
+            tokio::spawn(async move {
+                let mut got = Vec::new();
+                for _ in 0..100 {
+                    got.push(ids.next().await.unwrap());
+                }
+                got
+            })
+        })
+        .collect();
+    let mut all = std::collections::HashSet::new();
+    for t in tasks {
+        for id in t.await.unwrap() {
+            assert!(all.insert(id), "{id} twice");
+        }
+    }
+    let fetches = c.stats(&name).unwrap().fetches - before;
+    assert!(
+        fetches <= 150,
+        "{fetches} fetches for 1,600 calls of 16 tasks: the calls did not gather"
+    );
+    let _ = stop.send(());
+    server.join().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn next_named_sends_the_input_a_uuid5_generator_hashes() {
     let dir = server::dir("client-named");
