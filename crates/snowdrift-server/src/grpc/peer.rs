@@ -21,9 +21,10 @@ use crate::kinds::IdSource;
 use crate::state::AppState;
 
 /// Requests a stream may have in flight, being served or answered and not yet sent: room
-/// for what a follower keeps in flight (8), and a bound on what a caller that sends without
-/// reading makes this node hold. At the bound, the stream's requests are not read, so
-/// HTTP/2 flow control holds the sender back.
+/// for what a follower keeps in flight (one message; 8 from a follower of the version
+/// before), and a bound on what a caller that sends without reading makes this node hold.
+/// At the bound, the stream's requests are not read, so HTTP/2 flow control holds the
+/// sender back.
 const ANSWERS: usize = 256;
 
 /// What `Forward` returns.

@@ -29,9 +29,15 @@ use super::trust::ServedMark;
 use super::{Request, Role, Shared};
 use crate::error::Error;
 
-/// Messages on their way to the leader at once. More would merge less (each carries what
-/// waited since the last), fewer would leave the leader idle during a round trip.
-const IN_FLIGHT: usize = 8;
+/// Messages on their way to the leader at once: one, as PD's client sends one TSO batch at
+/// a time by default. While it is out, every request that comes waits and goes in the next,
+/// so under load each message carries many (50 connections of single IDs: 4.2 requests per
+/// message with 8 in flight). Each message costs both nodes a wake-up and a TCP exchange;
+/// with one in flight a follower served 0.87-0.88x the leader's rate on a CPU shared with
+/// it, with 2 0.80x, with 8 0.69-0.72x, and its p50 latency fell too (BENCHMARKS.md). The
+/// price, on a network with a longer round trip: a request that comes while a message is
+/// out waits for it, up to one round trip more.
+const IN_FLIGHT: usize = 1;
 
 /// Requests this node may queue on the stream before the leader read them.
 const OUTBOX: usize = IN_FLIGHT * 2;
