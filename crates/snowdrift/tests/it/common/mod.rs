@@ -175,7 +175,17 @@ impl Served {
     /// Stops it with SIGTERM and returns how it exited.
     pub fn stop(mut self) -> ExitStatus {
         self.signal("TERM");
-        self.child.wait().unwrap()
+        let status = self.child.wait().unwrap();
+        if !status.success() {
+            // The caller asserts on the status; what the server said is the why. The reader
+            // thread may still hold the last lines: give it a moment.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            eprintln!(
+                "snowdrift serve exited with {status} after SIGTERM; its log:\n{}",
+                self.log.lock().unwrap().join("\n")
+            );
+        }
+        status
     }
 
     /// Its process ID.
