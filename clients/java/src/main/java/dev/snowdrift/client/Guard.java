@@ -30,6 +30,8 @@ final class Guard {
 
     private final Map<Progression, TreeMap<Long, Long>> classes = new HashMap<>();
     private int entries;
+    /** Answers refused so far. */
+    private long refused;
 
     /**
      * Checks an answer's runs (IDs {@code first[i] + k * stride[i]}, {@code 0 <= k < count[i]},
@@ -40,6 +42,19 @@ final class Guard {
      * @return why the answer is refused, or null
      */
     synchronized String admit(long[] first, long[] count, long[] stride) {
+        String why = check(first, count, stride);
+        if (why != null) {
+            refused++;
+        }
+        return why;
+    }
+
+    /** How many answers {@link #admit} refused. */
+    synchronized long refused() {
+        return refused;
+    }
+
+    private String check(long[] first, long[] count, long[] stride) {
         Guard fresh = new Guard();
         for (int i = 0; i < first.length; i++) {
             long s = count[i] == 1 ? 1 : stride[i];

@@ -289,7 +289,7 @@ final class NameCache {
     Stats stats() {
         return new Stats(Math.max(0, served()), fetches.get(),
                 expired.sum() + lost.get() + dropped.get() + abandoned.get(),
-                cachedRuns() + textsCached(), currentSize());
+                cachedRuns() + textsCached(), currentSize(), guard.refused());
     }
 
     private synchronized long currentSize() {

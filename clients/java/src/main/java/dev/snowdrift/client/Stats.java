@@ -11,5 +11,7 @@ package dev.snowdrift.client;
  *     the rest failed, and, once the client is closed, what it still cached
  * @param cached IDs cached now
  * @param batch the size of the next fetch, as adapted to the rate of use
+ * @param refused answers refused because they repeated IDs this name had received (or
+ *     overlapped themselves); each left its endpoint out and was asked of the next
  */
-public record Stats(long served, long fetches, long wasted, long cached, long batch) {}
+public record Stats(long served, long fetches, long wasted, long cached, long batch, long refused) {}

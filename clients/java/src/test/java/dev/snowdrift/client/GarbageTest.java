@@ -17,6 +17,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.api.io.TempDir;
@@ -133,5 +134,24 @@ class GarbageTest {
             }
         }
         assertNotEquals(before, asked.get(), "the fake was asked too");
+    }
+
+    /** A server that answers the same run every time: its IDs once, then refused and counted. */
+    @Test
+    void aServerThatRepeatsIdsIsRefusedAndCounted() {
+        answer.set(new String[] {"200", runs("order", "segment", "\"999999999999\"", "5", "1")});
+        try (Client c = Client.builder().endpoints(fakeUrl).token(Server.TOKEN).attempts(1)
+                .batch(5, 5).backoff(Duration.ofSeconds(10), Duration.ofSeconds(20)).build()) {
+            java.util.Set<Long> seen = new java.util.HashSet<>();
+            SnowdriftException e = assertThrows(SnowdriftException.class, () -> {
+                for (int i = 0; i < 10; i++) {
+                    assertTrue(seen.add(c.next("order")), "an ID handed out twice");
+                }
+            });
+            assertTrue(e.getMessage().contains("repeats IDs"), e.getMessage());
+            assertEquals(5, seen.size(), "the first answer's IDs, each once: " + seen);
+            Stats st = c.stats("order").orElseThrow();
+            assertTrue(st.refused() >= 1, "the repeat is counted: " + st);
+        }
     }
 }

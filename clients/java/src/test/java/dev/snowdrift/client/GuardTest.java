@@ -38,6 +38,7 @@ class GuardTest {
         // Around the range, not in it.
         assertNull(admit(g, 998, 2, 1000));
         assertNull(admit(g, 1100, 50, 1));
+        assertEquals(4, g.refused(), "each refused answer is counted, the admitted ones not");
         assertTrue(admit(new Guard(), 10, 5, 4, 12, 10, 3).contains("in one answer"),
                 "10, 14, 18 and 12, 15, 18 share 18");
     }
