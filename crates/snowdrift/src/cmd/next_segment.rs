@@ -17,6 +17,17 @@ use crate::store_args::{StoreArgs, runtime};
 /// claimed.
 const RUN: u64 = 10_000;
 
+/// The buffer a command that prints IDs as fast as its output takes them: it drains its
+/// segments and waits on the store again and again, so it waits for a refill as long as a
+/// person would (a store's commit can stall for seconds on a busy disk), where a server's
+/// request waits the default second and the client tries another server.
+fn cli_buffer() -> BufferConfig {
+    BufferConfig {
+        wait: std::time::Duration::from_secs(30),
+        ..BufferConfig::default()
+    }
+}
+
 /// Prints `count` IDs of `tag`, one per line, in decimal or written by `codec`. Every
 /// printed ID was durably claimed first, so a process killed mid-stream never causes a
 /// repeat: the next one starts after everything claimed.
@@ -29,7 +40,7 @@ pub fn print(
 ) -> Result<()> {
     runtime()?.block_on(async {
         let store = store.connect().await?;
-        let buffer = match SegmentBuffer::start(store.clone(), tag, BufferConfig::default()).await {
+        let buffer = match SegmentBuffer::start(store.clone(), tag, cli_buffer()).await {
             Err(Error::TagTemplated { template, .. }) => {
                 return print_rendered(store, tag, *template, count, codec, out).await;
             }
@@ -69,7 +80,7 @@ async fn print_rendered(
     }
     let offset = crate::clock::test_offset_ms()?;
     let clock = Arc::new(OffsetClock::new(SystemClock, offset));
-    let buffer = DatedBuffer::start(store, tag, template, BufferConfig::default(), clock)
+    let buffer = DatedBuffer::start(store, tag, template, cli_buffer(), clock)
         .await
         .with_context(|| format!("starting tag {tag:?}"))?;
     let mut left = count;
