@@ -183,17 +183,23 @@ export class Endpoints {
   /** Polls each endpoint's `/readyz` every `intervalMs` (a timer that does not keep the
    *  process alive), so fetches go first to servers that say they can issue. */
   watch(intervalMs: number, deadlineMs: number): void {
+    // A probe that got no answer is sent once more before the endpoint counts as not
+    // ready: Node's fetch sends a request on a pooled keep-alive connection the server
+    // may have closed a moment before (a restart, a proxy's idle timeout) and fails it
+    // rather than retry on a new one, as Go's, Java's and hyper's HTTP clients do.
+    const probe = (e: Endpoint, again: boolean): void => {
+      e.transport.get(`${e.base}/readyz`, {}, deadlineMs).then(
+        (a) => {
+          e.ready = a.status === 200;
+        },
+        () => {
+          if (again) probe(e, false);
+          else e.ready = false;
+        },
+      );
+    };
     const poll = (): void => {
-      for (const e of this.list) {
-        e.transport.get(`${e.base}/readyz`, {}, deadlineMs).then(
-          (a) => {
-            e.ready = a.status === 200;
-          },
-          () => {
-            e.ready = false;
-          },
-        );
-      }
+      for (const e of this.list) probe(e, true);
     };
     poll();
     this.timer = setInterval(poll, intervalMs);

@@ -1,5 +1,6 @@
 /** Failover across real `snowdrift serve` processes: kills, an outage, recovery. */
 import assert from "node:assert/strict";
+import * as net from "node:net";
 import { test } from "node:test";
 
 import { Client, SnowdriftError } from "@snowdrift/client";
@@ -131,6 +132,34 @@ test("/readyz: a server that says not ready is avoided while another is ready", 
     client.close();
   } finally {
     cluster.stop();
+  }
+});
+
+test("/readyz: a probe that finds its connection closed is sent again at once", async () => {
+  // The first connection is closed without an answer, as a pooled keep-alive connection a
+  // server closed a moment before fails the request sent on it; later ones say ready.
+  let connections = 0;
+  const server = net.createServer((socket) => {
+    connections++;
+    if (connections === 1) {
+      socket.destroy();
+      return;
+    }
+    socket.once("data", () => {
+      socket.end("HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  const client = new Client({ endpoints: [`http://127.0.0.1:${port}`], token: TOKEN, readyIntervalMs: 60_000 });
+  try {
+    const until = Date.now() + 5000;
+    while (Date.now() < until && client.endpoints()[0]?.ready === null) await sleep(10);
+    assert.equal(client.endpoints()[0]?.ready, true, "one dropped connection made the endpoint not ready");
+    assert.equal(connections, 2);
+  } finally {
+    client.close();
+    server.close();
   }
 });
 
