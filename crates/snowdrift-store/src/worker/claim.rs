@@ -47,7 +47,7 @@ pub(super) struct Survey {
 }
 
 /// One claim in progress on one backend: the holder, its lease or session, and the
-/// backend's conditional write. Built per call of `claim_lowest`, so what a backend binds
+/// backend's conditional write. Built per call of `claim_free`, so what a backend binds
 /// once per claim (an etcd lease, a ZooKeeper session) is shared by every try.
 pub(super) trait Backend: Sync {
     /// How many read-then-claim rounds before giving up.

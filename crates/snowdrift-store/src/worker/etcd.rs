@@ -195,24 +195,11 @@ impl EtcdRegistry {
     /// The held IDs are read first, then the free ones are claimed from the lowest, each
     /// with a `create_revision == 0` transaction: an ID another node took in between is
     /// skipped, so nodes starting at the same instant all get distinct IDs.
-    pub async fn claim_lowest(&self, space: u64, holder: &str, ttl: Duration) -> Result<u64> {
-        self.claim_free(space, holder, ttl, None).await
-    }
-
-    /// Like [`claim_lowest`](Self::claim_lowest), but prefers a free ID whose high-water
-    /// mark is at or before `now_ms` (the claiming node's clock): the lowest such, else the
-    /// one whose mark passes soonest. Leases and marks are read in one transaction.
-    pub async fn claim_ready(
-        &self,
-        space: u64,
-        holder: &str,
-        ttl: Duration,
-        now_ms: u64,
-    ) -> Result<u64> {
-        self.claim_free(space, holder, ttl, Some(now_ms)).await
-    }
-
-    async fn claim_free(
+    ///
+    /// With `now_ms` (the claiming node's clock) it prefers a free ID whose high-water
+    /// mark is at or before `now_ms`: the lowest such, else the one whose mark passes
+    /// soonest. Leases and marks are read in one transaction.
+    pub async fn claim_free(
         &self,
         space: u64,
         holder: &str,
@@ -610,7 +597,7 @@ impl EtcdRegistry {
     }
 }
 
-/// One [`EtcdRegistry::claim_lowest`] or [`EtcdRegistry::claim_ready`] in progress: every try puts its key under the one
+/// One [`EtcdRegistry::claim_free`] in progress: every try puts its key under the one
 /// lease granted for the claim.
 struct EtcdClaim<'a> {
     registry: &'a EtcdRegistry,

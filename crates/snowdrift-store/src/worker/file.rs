@@ -256,27 +256,20 @@ impl FileRegistry {
     /// [`Error::WorkersExhausted`] when every one is held. `ttl` is unused: a file lock lasts
     /// as long as the process, proved every [`CHECK_EVERY`]. Returns after
     /// [`FRESH_GUARD`] when it had to create the lock file and there is no mark.
-    pub async fn claim_lowest(&self, space: u64, holder: &str, _ttl: Duration) -> Result<u64> {
-        self.claim_in_order(space, holder, None).await
-    }
-
-    /// Like [`claim_lowest`](Self::claim_lowest), but prefers a free ID that can issue by
-    /// `now_ms` (the claiming node's clock): the lowest one whose mark is at or before it
-    /// (or that has a lock file and no mark), else the one that can issue soonest. An ID
-    /// without any file counts as ready [`FRESH_GUARD`] after `now_ms`, the wait its claim
-    /// makes; so a restarted server takes an ID an earlier server released long enough ago
-    /// before one never used, and either before the one a killed server just left.
-    pub async fn claim_ready(
+    ///
+    /// With `now_ms` (the claiming node's clock) it prefers a free ID that can issue by
+    /// then: the lowest one whose mark is at or before it (or that has a lock file and no
+    /// mark), else the one that can issue soonest. An ID without any file counts as ready
+    /// [`FRESH_GUARD`] after `now_ms`, the wait its claim makes; so a restarted server takes
+    /// an ID an earlier server released long enough ago before one never used, and either
+    /// before the one a killed server just left.
+    pub async fn claim_free(
         &self,
         space: u64,
         holder: &str,
         _ttl: Duration,
-        now_ms: u64,
+        now_ms: Option<u64>,
     ) -> Result<u64> {
-        self.claim_in_order(space, holder, Some(now_ms)).await
-    }
-
-    async fn claim_in_order(&self, space: u64, holder: &str, now_ms: Option<u64>) -> Result<u64> {
         validate_space(space)?;
         validate_holder(holder)?;
         let ready = match now_ms {
@@ -305,7 +298,7 @@ impl FileRegistry {
     }
 
     /// When each ID below `space` with a lock or mark file can issue (see
-    /// [`claim_ready`](Self::claim_ready)): its mark's time, 0 with a lock file and no mark,
+    /// [`claim_free`](Self::claim_free)): its mark's time, 0 with a lock file and no mark,
     /// never (`u64::MAX`) with a mark that does not parse. Held IDs are included: the
     /// claim skips them when their lock is refused.
     fn ready_times(&self, space: u64) -> Result<HashMap<u64, u64>> {

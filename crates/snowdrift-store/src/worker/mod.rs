@@ -6,16 +6,16 @@
 //! operations, as inherent `async fn`s on its own type (see [`PeerTime`] for the shape of the
 //! clock reports):
 //!
-//! - `claim_lowest(space, holder, ttl) -> u64`: the lowest worker ID in `0..space` that no
-//!   live lease holds, now leased to `holder`; [`Error::WorkersExhausted`] when none is free.
-//!   On SQL, etcd and ZooKeeper this is one scan-and-race loop, written once
-//!   (`worker/claim.rs`) over each backend's conditional claim of one ID; Redis finds and
-//!   takes in one script.
-//! - `claim_ready(space, holder, ttl, now_ms) -> u64`: a free ID as `claim_lowest` does,
-//!   but the lowest whose high-water mark is at or before `now_ms` first, else the one
-//!   whose mark passes soonest, so a restarted node skips the wait for the ID a killed one
-//!   just left. The marks only order the tries (the claim is the same conditional write);
-//!   the mark of the ID claimed is read again and waited out as always.
+//! - `claim_free(space, holder, ttl, now_ms: Option<u64>) -> u64`: the lowest worker ID in
+//!   `0..space` that no live lease holds, now leased to `holder`; [`Error::WorkersExhausted`]
+//!   when none is free. On SQL, etcd and ZooKeeper this is one scan-and-race loop, written
+//!   once (`worker/claim.rs`) over each backend's conditional claim of one ID; Redis finds
+//!   and takes in one script. With `now_ms`, the lowest free ID whose high-water mark is at
+//!   or before `now_ms` comes first, else the one whose mark passes soonest, so a restarted
+//!   node skips the wait for the ID a killed one just left. The marks only order the tries
+//!   (the claim is the same conditional write); the mark of the ID claimed is read again
+//!   and waited out as always. [`WorkerRegistry`] names the two uses `claim_lowest` and
+//!   `claim_ready`.
 //! - `claim(worker_id, holder, ttl)`: exactly that ID (static and derived sources);
 //!   [`Error::WorkerTaken`] when another live holder has it.
 //! - `renew(worker_id, holder, ttl)`: extends the lease; [`Error::LeaseLost`] when it

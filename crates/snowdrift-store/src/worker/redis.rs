@@ -156,7 +156,7 @@ const MAX_SPACE: u64 = 1 << 53;
 /// with `SET ... NX PX ttl`: Redis refuses the second of two racing claims, and drops the
 /// key when the lease expires. Renew, release, mark and clock writes are Lua scripts that
 /// compare the holder and act in one atomic step (never a `GET` then a `SET`, the race
-/// that gave Yitter's Redis helper duplicate worker IDs). [`claim_lowest`] walks the space
+/// that gave Yitter's Redis helper duplicate worker IDs). [`claim_free`] walks the space
 /// from 0 inside one script, so nodes starting together get distinct IDs. The high-water
 /// mark of `N` is the persistent key `{prefix}:mark:N`; a clock report is
 /// `{prefix}:time:N` (`time:holder`), expiring with the lease, and so is `{prefix}:since:N`
@@ -171,7 +171,7 @@ const MAX_SPACE: u64 = 1 << 53;
 /// `appendonly yes` if marks must survive a restart, or use etcd, ZooKeeper or SQL where
 /// that matters. The scripts name keys they compute, so Redis Cluster is not supported.
 ///
-/// [`claim_lowest`]: Self::claim_lowest
+/// [`claim_free`]: Self::claim_free
 #[derive(Clone)]
 pub struct RedisRegistry {
     conn: ConnectionManager,
@@ -251,24 +251,11 @@ impl RedisRegistry {
     /// Leases the lowest worker ID in `0..space` that no live lease holds to `holder` for
     /// `ttl` (one script: find and take are one atomic step); [`Error::WorkersExhausted`]
     /// when every one is held.
-    pub async fn claim_lowest(&self, space: u64, holder: &str, ttl: Duration) -> Result<u64> {
-        self.claim_free(space, holder, ttl, None).await
-    }
-
-    /// Like [`claim_lowest`](Self::claim_lowest), but prefers a free ID whose high-water
-    /// mark is at or before `now_ms` (the claiming node's clock): the lowest such, else the
-    /// one whose mark passes soonest. Still one script.
-    pub async fn claim_ready(
-        &self,
-        space: u64,
-        holder: &str,
-        ttl: Duration,
-        now_ms: u64,
-    ) -> Result<u64> {
-        self.claim_free(space, holder, ttl, Some(now_ms)).await
-    }
-
-    async fn claim_free(
+    ///
+    /// With `now_ms` (the claiming node's clock) it prefers a free ID whose high-water
+    /// mark is at or before `now_ms`: the lowest such, else the one whose mark passes
+    /// soonest. Still one script.
+    pub async fn claim_free(
         &self,
         space: u64,
         holder: &str,
@@ -295,7 +282,7 @@ impl RedisRegistry {
             Some("ok") => answer
                 .get(1)
                 .and_then(|id| id.parse().ok())
-                .ok_or_else(|| self.bad_answer("claim_lowest", &answer)),
+                .ok_or_else(|| self.bad_answer("claim_free", &answer)),
             Some("full") => {
                 let holders = answer[1..]
                     .chunks(2)
@@ -303,13 +290,13 @@ impl RedisRegistry {
                         [id, holder] => id
                             .parse()
                             .map(|id| (id, holder.clone()))
-                            .map_err(|_| self.bad_answer("claim_lowest", &answer)),
-                        _ => Err(self.bad_answer("claim_lowest", &answer)),
+                            .map_err(|_| self.bad_answer("claim_free", &answer)),
+                        _ => Err(self.bad_answer("claim_free", &answer)),
                     })
                     .collect::<Result<_>>()?;
                 Err(Error::WorkersExhausted { space, holders })
             }
-            _ => Err(self.bad_answer("claim_lowest", &answer)),
+            _ => Err(self.bad_answer("claim_free", &answer)),
         }
     }
 

@@ -163,13 +163,13 @@ impl WorkerRegistry {
     /// Leases the lowest free worker ID in `0..space`; [`Error::WorkersExhausted`] when
     /// none is free.
     pub async fn claim_lowest(&self, space: u64, holder: &str, ttl: Duration) -> Result<u64> {
-        dispatch!(self, r => r.claim_lowest(space, holder, ttl).await)
+        dispatch!(self, r => r.claim_free(space, holder, ttl, None).await)
     }
 
     /// Leases a free worker ID in `0..space`, preferring one whose high-water mark is at
     /// or before `now_ms` (the claiming node's clock), so a node can issue at once: the
     /// lowest such ID, else the one whose mark passes soonest (see each backend's
-    /// `claim_ready`). [`Error::WorkersExhausted`] when none is free. The caller still
+    /// `claim_free`). [`Error::WorkersExhausted`] when none is free. The caller still
     /// reads the claimed ID's mark and waits it out: the marks read to choose may be stale.
     pub async fn claim_ready(
         &self,
@@ -178,7 +178,7 @@ impl WorkerRegistry {
         ttl: Duration,
         now_ms: u64,
     ) -> Result<u64> {
-        dispatch!(self, r => r.claim_ready(space, holder, ttl, now_ms).await)
+        dispatch!(self, r => r.claim_free(space, holder, ttl, Some(now_ms)).await)
     }
 
     /// Leases exactly `worker_id`; [`Error::WorkerTaken`] when another live node holds it.

@@ -153,24 +153,11 @@ impl SqlRegistry {
     /// The free IDs are read first, then claimed one by one from the lowest with the same
     /// conditional update as [`claim`](Self::claim): an ID another node took in between is
     /// skipped, so nodes starting at the same instant all end up with distinct IDs.
-    pub async fn claim_lowest(&self, space: u64, holder: &str, ttl: Duration) -> Result<u64> {
-        self.claim_free(space, holder, ttl, None).await
-    }
-
-    /// Like [`claim_lowest`](Self::claim_lowest), but prefers a free ID whose high-water
-    /// mark is at or before `now_ms` (the claiming node's clock): the lowest such, else the
-    /// one whose mark passes soonest. The free IDs and their marks are read in one query.
-    pub async fn claim_ready(
-        &self,
-        space: u64,
-        holder: &str,
-        ttl: Duration,
-        now_ms: u64,
-    ) -> Result<u64> {
-        self.claim_free(space, holder, ttl, Some(now_ms)).await
-    }
-
-    async fn claim_free(
+    ///
+    /// With `now_ms` (the claiming node's clock) it prefers a free ID whose high-water
+    /// mark is at or before `now_ms`: the lowest such, else the one whose mark passes
+    /// soonest. The free IDs and their marks are read in one query.
+    pub async fn claim_free(
         &self,
         space: u64,
         holder: &str,
@@ -551,7 +538,7 @@ enum Lease {
     Expired { holder: String, ago_ms: i64 },
 }
 
-/// One [`SqlRegistry::claim_lowest`] or [`SqlRegistry::claim_ready`] in progress.
+/// One [`SqlRegistry::claim_free`] in progress.
 struct SqlClaim<'a> {
     registry: &'a SqlRegistry,
     holder: &'a str,

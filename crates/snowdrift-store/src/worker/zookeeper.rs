@@ -272,24 +272,11 @@ impl ZkRegistry {
     /// The held IDs are listed first, then the free ones are created from the lowest: an
     /// ID another node took in between is skipped, so nodes starting at the same instant
     /// all get distinct IDs.
-    pub async fn claim_lowest(&self, space: u64, holder: &str, ttl: Duration) -> Result<u64> {
-        self.claim_free(space, holder, ttl, None).await
-    }
-
-    /// Like [`claim_lowest`](Self::claim_lowest), but prefers a free ID whose high-water
-    /// mark is at or before `now_ms` (the claiming node's clock): the lowest such, else the
-    /// one whose mark passes soonest. The marks are read all at once, pipelined.
-    pub async fn claim_ready(
-        &self,
-        space: u64,
-        holder: &str,
-        ttl: Duration,
-        now_ms: u64,
-    ) -> Result<u64> {
-        self.claim_free(space, holder, ttl, Some(now_ms)).await
-    }
-
-    async fn claim_free(
+    ///
+    /// With `now_ms` (the claiming node's clock) it prefers a free ID whose high-water
+    /// mark is at or before `now_ms`: the lowest such, else the one whose mark passes
+    /// soonest. The marks are read all at once, pipelined.
+    pub async fn claim_free(
         &self,
         space: u64,
         holder: &str,
@@ -611,7 +598,7 @@ impl ZkRegistry {
     }
 }
 
-/// One [`ZkRegistry::claim_lowest`] or [`ZkRegistry::claim_ready`] in progress: every try creates its znode in the one
+/// One [`ZkRegistry::claim_free`] in progress: every try creates its znode in the one
 /// lease session.
 struct ZkClaim<'a> {
     registry: &'a ZkRegistry,

@@ -255,7 +255,7 @@ async fn etcd_with_tls_client_certs_and_rbac_serves_snowdrift_and_refuses_everyo
     // snowdrift works through it: a worker ID, a mark, the dispatcher's https:// and a tso
     // election.
     let registry = EtcdRegistry::connect(&url, &ns).await.unwrap();
-    let id = registry.claim_lowest(16, "node-a", TTL).await.unwrap();
+    let id = registry.claim_free(16, "node-a", TTL, None).await.unwrap();
     assert_eq!(id, 0);
     registry
         .write_mark(id, "node-a", 1_700_000_000_000)
@@ -493,7 +493,7 @@ async fn zookeeper_znodes_are_writable_only_with_the_digest() {
 
     // The worker registry: a worker ID and a mark.
     let registry = ZkRegistry::connect(&url, &ns).await.unwrap();
-    let id = registry.claim_lowest(16, "node-a", TTL).await.unwrap();
+    let id = registry.claim_free(16, "node-a", TTL, None).await.unwrap();
     registry
         .write_mark(id, "node-a", 1_700_000_000_000)
         .await
@@ -566,7 +566,7 @@ async fn zookeeper_znodes_left_open_get_the_users_acl() {
     let open = ZkRegistry::connect(&snowdrift_testkit::urls::zookeeper(), &ns)
         .await
         .unwrap();
-    let id = open.claim_lowest(16, "node-a", TTL).await.unwrap();
+    let id = open.claim_free(16, "node-a", TTL, None).await.unwrap();
     open.write_mark(id, "node-a", 1_700_000_000_000)
         .await
         .unwrap();
@@ -599,7 +599,7 @@ async fn zookeeper_znodes_left_open_get_the_users_acl() {
     ] {
         assert!(matches!(result, Err(Error::AccessDenied(_))), "{result:?}");
     }
-    let other = registry.claim_lowest(16, "node-b", TTL).await.unwrap();
+    let other = registry.claim_free(16, "node-b", TTL, None).await.unwrap();
     assert_ne!(other, id, "an ID still held was given out");
     registry
         .write_mark(other, "node-b", 1_700_000_000_001)

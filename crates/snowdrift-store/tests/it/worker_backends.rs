@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use snowdrift_store::Error;
-use snowdrift_store::worker::PeerTime;
 use snowdrift_store::worker::etcd::EtcdRegistry;
 use snowdrift_store::worker::redis::RedisRegistry;
 use snowdrift_store::worker::sql::SqlRegistry;
 use snowdrift_store::worker::zookeeper::ZkRegistry;
+use snowdrift_store::worker::{PeerTime, WorkerRegistry};
 use snowdrift_testkit::{FaultProxy, unique_name, urls};
 
 /// A lease long enough never to expire during a check.
@@ -23,126 +23,26 @@ const LONG: Duration = Duration::from_secs(30);
 /// it fails. Generous: a loaded CI machine is slow, and waiting longer never hides a bug.
 const PATIENCE: Duration = Duration::from_secs(90);
 
-/// One registry of any backend, so every check runs unchanged on all of them.
-enum Reg {
-    Sql(SqlRegistry),
-    Redis(RedisRegistry),
-    Etcd(EtcdRegistry),
-    Zk(ZkRegistry),
+/// One registry of any backend, through the dispatch the server uses, so every check runs
+/// unchanged on all of them.
+type Reg = WorkerRegistry;
+
+/// A registry of `backend` at `url`, by the backend's own constructor (so its own checks of
+/// the URL and namespace are what a bad one meets).
+async fn connect_url(backend: &str, url: &str, ns: &str) -> Result<Reg, Error> {
+    Ok(match backend {
+        "sqlite" | "postgres" | "mysql" => Reg::Sql(SqlRegistry::connect(url, ns).await?),
+        "redis" => Reg::Redis(RedisRegistry::connect(url, ns).await?),
+        "etcd" => Reg::Etcd(EtcdRegistry::connect(url, ns).await?),
+        "zookeeper" => Reg::Zk(ZkRegistry::connect(url, ns).await?),
+        _ => unreachable!("no backend {backend}"),
+    })
 }
 
-impl Reg {
-    async fn connect_url(backend: &str, url: &str, ns: &str) -> Result<Reg, Error> {
-        Ok(match backend {
-            "sqlite" | "postgres" | "mysql" => Reg::Sql(SqlRegistry::connect(url, ns).await?),
-            "redis" => Reg::Redis(RedisRegistry::connect(url, ns).await?),
-            "etcd" => Reg::Etcd(EtcdRegistry::connect(url, ns).await?),
-            "zookeeper" => Reg::Zk(ZkRegistry::connect(url, ns).await?),
-            _ => unreachable!("no backend {backend}"),
-        })
-    }
-
-    async fn connect(backend: &str, ns: &str) -> Reg {
-        Reg::connect_url(backend, &url(backend), ns)
-            .await
-            .unwrap_or_else(|e| panic!("connect to {backend}: {e}"))
-    }
-
-    async fn claim_lowest(&self, space: u64, holder: &str, ttl: Duration) -> Result<u64, Error> {
-        match self {
-            Reg::Sql(r) => r.claim_lowest(space, holder, ttl).await,
-            Reg::Redis(r) => r.claim_lowest(space, holder, ttl).await,
-            Reg::Etcd(r) => r.claim_lowest(space, holder, ttl).await,
-            Reg::Zk(r) => r.claim_lowest(space, holder, ttl).await,
-        }
-    }
-
-    async fn claim_ready(
-        &self,
-        space: u64,
-        holder: &str,
-        ttl: Duration,
-        now_ms: u64,
-    ) -> Result<u64, Error> {
-        match self {
-            Reg::Sql(r) => r.claim_ready(space, holder, ttl, now_ms).await,
-            Reg::Redis(r) => r.claim_ready(space, holder, ttl, now_ms).await,
-            Reg::Etcd(r) => r.claim_ready(space, holder, ttl, now_ms).await,
-            Reg::Zk(r) => r.claim_ready(space, holder, ttl, now_ms).await,
-        }
-    }
-
-    async fn claim(&self, id: u64, holder: &str, ttl: Duration) -> Result<(), Error> {
-        match self {
-            Reg::Sql(r) => r.claim(id, holder, ttl).await,
-            Reg::Redis(r) => r.claim(id, holder, ttl).await,
-            Reg::Etcd(r) => r.claim(id, holder, ttl).await,
-            Reg::Zk(r) => r.claim(id, holder, ttl).await,
-        }
-    }
-
-    async fn renew(&self, id: u64, holder: &str, ttl: Duration) -> Result<(), Error> {
-        match self {
-            Reg::Sql(r) => r.renew(id, holder, ttl).await,
-            Reg::Redis(r) => r.renew(id, holder, ttl).await,
-            Reg::Etcd(r) => r.renew(id, holder, ttl).await,
-            Reg::Zk(r) => r.renew(id, holder, ttl).await,
-        }
-    }
-
-    async fn release(&self, id: u64, holder: &str) -> Result<(), Error> {
-        match self {
-            Reg::Sql(r) => r.release(id, holder).await,
-            Reg::Redis(r) => r.release(id, holder).await,
-            Reg::Etcd(r) => r.release(id, holder).await,
-            Reg::Zk(r) => r.release(id, holder).await,
-        }
-    }
-
-    async fn holders(&self) -> Result<Vec<(u64, String)>, Error> {
-        match self {
-            Reg::Sql(r) => r.holders().await,
-            Reg::Redis(r) => r.holders().await,
-            Reg::Etcd(r) => r.holders().await,
-            Reg::Zk(r) => r.holders().await,
-        }
-    }
-
-    async fn read_mark(&self, id: u64) -> Result<Option<u64>, Error> {
-        match self {
-            Reg::Sql(r) => r.read_mark(id).await,
-            Reg::Redis(r) => r.read_mark(id).await,
-            Reg::Etcd(r) => r.read_mark(id).await,
-            Reg::Zk(r) => r.read_mark(id).await,
-        }
-    }
-
-    async fn write_mark(&self, id: u64, holder: &str, mark: u64) -> Result<(), Error> {
-        match self {
-            Reg::Sql(r) => r.write_mark(id, holder, mark).await,
-            Reg::Redis(r) => r.write_mark(id, holder, mark).await,
-            Reg::Etcd(r) => r.write_mark(id, holder, mark).await,
-            Reg::Zk(r) => r.write_mark(id, holder, mark).await,
-        }
-    }
-
-    async fn publish_time(&self, id: u64, holder: &str, now_ms: u64) -> Result<(), Error> {
-        match self {
-            Reg::Sql(r) => r.publish_time(id, holder, now_ms).await,
-            Reg::Redis(r) => r.publish_time(id, holder, now_ms).await,
-            Reg::Etcd(r) => r.publish_time(id, holder, now_ms).await,
-            Reg::Zk(r) => r.publish_time(id, holder, now_ms).await,
-        }
-    }
-
-    async fn peer_times(&self) -> Result<Vec<PeerTime>, Error> {
-        match self {
-            Reg::Sql(r) => r.peer_times().await,
-            Reg::Redis(r) => r.peer_times().await,
-            Reg::Etcd(r) => r.peer_times().await,
-            Reg::Zk(r) => r.peer_times().await,
-        }
-    }
+async fn connect(backend: &str, ns: &str) -> Reg {
+    connect_url(backend, &url(backend), ns)
+        .await
+        .unwrap_or_else(|e| panic!("connect to {backend}: {e}"))
 }
 
 fn url(backend: &str) -> String {
@@ -252,7 +152,7 @@ async fn concurrent_claims_are_distinct(backend: &str) {
     let ns = namespace("concurrent");
     let mut regs = Vec::new();
     for _ in 0..NODES {
-        regs.push(Arc::new(Reg::connect(backend, &ns).await));
+        regs.push(Arc::new(connect(backend, &ns).await));
     }
     let start = Arc::new(tokio::sync::Barrier::new(NODES * TASKS_PER_NODE));
     let mut tasks = Vec::new();
@@ -315,7 +215,7 @@ fn now_ms() -> u64 {
 /// else the only one free; nodes racing with the same preference still get distinct IDs.
 async fn claims_prefer_passed_marks(backend: &str) {
     let ns = namespace("ready");
-    let reg = Reg::connect(backend, &ns).await;
+    let reg = connect(backend, &ns).await;
     let now = now_ms();
     // 0: just left by a killed node (a window ahead); 1: passed, under extension 1 (its
     // stored number is far above any time: the time decides); 2: passes in 20 s; 3: passed.
@@ -362,7 +262,7 @@ async fn claims_prefer_passed_marks(backend: &str) {
 
     // Racing claims: IDs 0..4 ahead, 4..10 without marks; six nodes take 4..10 once each.
     let ns = namespace("ready_race");
-    let reg = Reg::connect(backend, &ns).await;
+    let reg = connect(backend, &ns).await;
     leave_marks(
         &reg,
         &(0..4).map(|id| (id, now + 60_000)).collect::<Vec<_>>(),
@@ -396,7 +296,7 @@ async fn claims_prefer_passed_marks(backend: &str) {
 /// others; a released ID is the next one handed out.
 async fn exhaustion_names_the_holders(backend: &str) {
     let ns = namespace("exhaust");
-    let reg = Reg::connect(backend, &ns).await;
+    let reg = connect(backend, &ns).await;
     for n in 0..3 {
         let id = reg
             .claim_lowest(3, &format!("holder-{n}"), LONG)
@@ -456,8 +356,8 @@ async fn expired_lease_is_lost_and_taken_over(backend: &str) {
     } else {
         (None, url(backend))
     };
-    let a = Reg::connect_url(backend, &url_a, &ns).await.unwrap();
-    let b = Reg::connect(backend, &ns).await;
+    let a = connect_url(backend, &url_a, &ns).await.unwrap();
+    let b = connect(backend, &ns).await;
     let id = a.claim_lowest(8, "old", ttl).await.unwrap();
     a.write_mark(id, "old", 1_000).await.unwrap();
     // Renew well inside the lease; a renew that did not extend it would let it end a
@@ -526,8 +426,8 @@ async fn expired_lease_is_lost_and_taken_over(backend: &str) {
 /// Release frees an ID at once; a release by a non-holder changes nothing.
 async fn release_frees_at_once(backend: &str) {
     let ns = namespace("release");
-    let a = Reg::connect(backend, &ns).await;
-    let b = Reg::connect(backend, &ns).await;
+    let a = connect(backend, &ns).await;
+    let b = connect(backend, &ns).await;
     a.claim(5, "a", LONG).await.unwrap();
     assert!(matches!(
         b.claim(5, "b", LONG).await,
@@ -554,8 +454,8 @@ async fn release_frees_at_once(backend: &str) {
 /// concurrent writes.
 async fn marks_are_fenced_and_never_go_down(backend: &str) {
     let ns = namespace("marks");
-    let a = Arc::new(Reg::connect(backend, &ns).await);
-    let b = Reg::connect(backend, &ns).await;
+    let a = Arc::new(connect(backend, &ns).await);
+    let b = connect(backend, &ns).await;
     assert_eq!(a.read_mark(2).await.unwrap(), None);
     lease_lost(a.write_mark(2, "a", 100).await, "mark without a lease");
     assert_eq!(a.read_mark(2).await.unwrap(), None);
@@ -629,8 +529,8 @@ async fn marks_are_fenced_and_never_go_down(backend: &str) {
 /// Clock reports round-trip for live holders only, and only the holder writes them.
 async fn clock_reports_round_trip(backend: &str) {
     let ns = namespace("clock");
-    let a = Reg::connect(backend, &ns).await;
-    let b = Reg::connect(backend, &ns).await;
+    let a = connect(backend, &ns).await;
+    let b = connect(backend, &ns).await;
     assert_eq!(a.peer_times().await.unwrap(), vec![]);
     let ia = a.claim_lowest(4, "a", LONG).await.unwrap();
     let ib = b.claim_lowest(4, "b", LONG).await.unwrap();
@@ -677,7 +577,7 @@ async fn clock_reports_round_trip(backend: &str) {
 async fn renew_never_outgrows_the_lease(backend: &str) {
     let ns = namespace("outgrow");
     let ttl = short_ttl(backend);
-    let reg = Reg::connect(backend, &ns).await;
+    let reg = connect(backend, &ns).await;
     reg.claim(1, "a", ttl).await.unwrap();
     match (backend, reg.renew(1, "a", LONG).await) {
         ("etcd" | "zookeeper", Err(Error::InvalidInput(m))) => {
@@ -694,7 +594,7 @@ async fn renew_never_outgrows_the_lease(backend: &str) {
     reg.renew(1, "a", ttl).await.unwrap();
     reg.release(1, "a").await.unwrap();
     if backend == "zookeeper" {
-        let fresh = Reg::connect(backend, &ns).await;
+        let fresh = connect(backend, &ns).await;
         match fresh.claim(2, "b", Duration::from_secs(3600)).await {
             Err(Error::InvalidInput(m)) => assert!(m.contains("maxSessionTimeout"), "{m}"),
             other => panic!("a ttl past maxSessionTimeout: {other:?}"),
@@ -709,7 +609,7 @@ async fn renew_never_outgrows_the_lease(backend: &str) {
 /// is allowed.
 async fn bad_input_is_refused_clearly(backend: &str) {
     for bad in ["", "has-dash", "1starts_with_digit", "a/b", &"x".repeat(65)] {
-        match Reg::connect_url(backend, &url(backend), bad).await {
+        match connect_url(backend, &url(backend), bad).await {
             Err(Error::InvalidInput(m)) => assert!(m.contains("1 to 64 letters"), "{m}"),
             Err(e) => panic!("namespace {bad:?}: {e}"),
             Ok(_) => panic!("namespace {bad:?} was accepted"),
@@ -722,13 +622,13 @@ async fn bad_input_is_refused_clearly(backend: &str) {
         "etcd" => "etcd://",
         _ => unreachable!(),
     };
-    match Reg::connect_url(backend, bad_url, "fine").await {
+    match connect_url(backend, bad_url, "fine").await {
         Err(Error::InvalidUrl { reason, .. }) => assert!(!reason.is_empty()),
         Err(e) => panic!("url {bad_url:?}: {e}"),
         Ok(_) => panic!("url {bad_url:?} was accepted"),
     }
     let ns = namespace("bad");
-    let reg = Reg::connect(backend, &ns).await;
+    let reg = connect(backend, &ns).await;
     let invalid = |r: Result<(), Error>, what: &str| match r {
         Err(Error::InvalidInput(m)) => assert!(!m.is_empty()),
         other => panic!("{what}: expected InvalidInput, got {other:?}"),

@@ -153,7 +153,7 @@ async fn renew_fails_once_the_lock_file_is_replaced_and_stays_failed() {
     let ns = unique_name("wf");
     let a = FileRegistry::connect(&url, &ns).unwrap();
     let ttl = Duration::from_secs(1);
-    assert_eq!(a.claim_lowest(4, "a", ttl).await.unwrap(), 0);
+    assert_eq!(a.claim_free(4, "a", ttl, None).await.unwrap(), 0);
     a.renew(0, "a", ttl).await.unwrap();
     a.write_mark(0, "a", 1_000).await.unwrap();
     std::fs::remove_file(dir.join(format!("{ns}-0.lock"))).unwrap();
@@ -232,7 +232,7 @@ async fn planted_symlinks_are_never_followed() {
     let err = r.claim(0, "a", ttl).await.unwrap_err();
     assert!(err.to_string().contains("symbolic link"), "{err}");
     // Lowest skips nothing silently: the planted lock is an error, not a free ID.
-    let err = r.claim_lowest(4, "a", ttl).await.unwrap_err();
+    let err = r.claim_free(4, "a", ttl, None).await.unwrap_err();
     assert!(err.to_string().contains("symbolic link"), "{err}");
 
     r.claim(1, "a", ttl).await.unwrap();
@@ -346,16 +346,16 @@ async fn a_claim_with_a_time_prefers_an_id_that_can_issue_soonest() {
         }
         r.release(id, "earlier").await.unwrap();
     }
-    assert_eq!(r.claim_ready(4, "b", ttl, now).await.unwrap(), 2);
+    assert_eq!(r.claim_free(4, "b", ttl, Some(now)).await.unwrap(), 2);
     assert!(!r.created_lock(2));
-    assert_eq!(r.claim_ready(4, "c", ttl, now).await.unwrap(), 3);
-    assert_eq!(r.claim_ready(4, "d", ttl, now).await.unwrap(), 1);
+    assert_eq!(r.claim_free(4, "c", ttl, Some(now)).await.unwrap(), 3);
+    assert_eq!(r.claim_free(4, "d", ttl, Some(now)).await.unwrap(), 1);
     assert!(
         r.created_lock(1),
         "1 had no files: its claim waited the guard"
     );
-    assert_eq!(r.claim_ready(4, "e", ttl, now).await.unwrap(), 0);
-    match r.claim_ready(4, "f", ttl, now).await {
+    assert_eq!(r.claim_free(4, "e", ttl, Some(now)).await.unwrap(), 0);
+    match r.claim_free(4, "f", ttl, Some(now)).await {
         Err(Error::WorkersExhausted { space: 4, holders }) => {
             let ids: Vec<u64> = holders.iter().map(|(id, _)| *id).collect();
             assert_eq!(ids, vec![0, 1, 2, 3]);
@@ -364,6 +364,6 @@ async fn a_claim_with_a_time_prefers_an_id_that_can_issue_soonest() {
     }
     r.release(0, "e").await.unwrap();
     r.release(2, "b").await.unwrap();
-    assert_eq!(r.claim_lowest(4, "g", ttl).await.unwrap(), 0);
+    assert_eq!(r.claim_free(4, "g", ttl, None).await.unwrap(), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
