@@ -263,6 +263,45 @@ fn a_killed_process_never_causes_a_repeat_postgres() {
     a_killed_process_never_causes_a_repeat("postgres");
 }
 
+/// A claim slower than a server's one-second wait (a commit stalled on a busy disk) is
+/// waited for, not reported as an error: PostgreSQL behind a proxy that delays each of its
+/// answers by 400 ms, so every claim of the three the command needs (four or more round
+/// trips: begin, update, select, commit) takes over a second.
+#[test]
+fn the_command_waits_for_a_claim_slower_than_a_second_postgres() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (proxy, url) = runtime
+        .block_on(snowdrift_testkit::FaultProxy::start_for_url(&urls::postgres()))
+        .unwrap();
+    let t = snowdrift_testkit::unique_name("cli_slow");
+    ok(&[
+        "tags", "--store", &url, "--table", &t, "create", "order", "--step", "100",
+    ]);
+    proxy.delay(std::time::Duration::from_millis(400));
+    let started = std::time::Instant::now();
+    let got = ids(&ok(&[
+        "next", "--kind", "segment", "--tag", "order", "-n", "250", "--store", &url, "--table",
+        &t,
+    ]));
+    assert!(
+        started.elapsed() > std::time::Duration::from_secs(2),
+        "the proxy did not slow the claims down ({:?}): the test proves nothing",
+        started.elapsed()
+    );
+    let checker = IdChecker::new();
+    checker.record("slow", got.iter().copied());
+    checker.assert_clean();
+    assert_eq!(checker.distinct(), 250);
+    proxy.pass();
+    // Three segments of 100 for 250 IDs, and perhaps a fourth prefetched before the exit.
+    let claimed = max_id(&url, &t, "order");
+    assert!((301..=401).contains(&claimed), "claims reached {claimed}");
+}
+
 #[test]
 fn segment_ids_print_in_any_format_and_obfuscated_as_the_server_obfuscates_them() {
     use snowdrift_core::codec::IdFormat;
