@@ -275,7 +275,9 @@ fn the_command_waits_for_a_claim_slower_than_a_second_postgres() {
         .build()
         .unwrap();
     let (proxy, url) = runtime
-        .block_on(snowdrift_testkit::FaultProxy::start_for_url(&urls::postgres()))
+        .block_on(snowdrift_testkit::FaultProxy::start_for_url(
+            &urls::postgres(),
+        ))
         .unwrap();
     let t = snowdrift_testkit::unique_name("cli_slow");
     ok(&[
@@ -284,8 +286,7 @@ fn the_command_waits_for_a_claim_slower_than_a_second_postgres() {
     proxy.delay(std::time::Duration::from_millis(400));
     let started = std::time::Instant::now();
     let got = ids(&ok(&[
-        "next", "--kind", "segment", "--tag", "order", "-n", "250", "--store", &url, "--table",
-        &t,
+        "next", "--kind", "segment", "--tag", "order", "-n", "250", "--store", &url, "--table", &t,
     ]));
     assert!(
         started.elapsed() > std::time::Duration::from_secs(2),
