@@ -32,8 +32,11 @@
 //! one, beside snowdrift's own ticker. (`--child NAME`, with one thread count, is how it
 //! starts them: one measurement, printed as `ns-per-ID interleaved-share`.)
 //!
-//! Rows: ferroid's atomic generator (the reference), snowdrift's `next()` with
-//! `CachedClock`, the same behind a `Fence` that never refuses, with `MonotonicClock` (a
+//! Rows: ferroid's atomic generator (the reference); the floor, a bare `AtomicU64` load and
+//! compare-and-swap of the next value (what any generator that takes one CAS per ID pays at
+//! least); snowdrift's `next()` with `CachedClock`, the same in Twitter's shape
+//! (`time:31,worker:10,seq:22`: node bits between time and sequence, so the stored state is
+//! not a plain counter), the same behind a `Fence` that never refuses, with `MonotonicClock` (a
 //! vDSO read per call), and `next_block(1000)` with `CachedClock`, every ID of each block
 //! written out. Two more rows time `next()` with `CachedClock` at Sonyflake's 10 ms unit,
 //! whose readings are turned into ticks without a division (issue 30): `time:41,seq:22`
@@ -79,10 +82,16 @@ const SPEC: &str = "time:41,seq:22";
 /// loop never waits for the clock.
 const SONYFLAKE_SHAPE: &str = "time:39,seq:22,machine:2";
 
+/// Twitter's field order (node bits between time and sequence), its sequence widened and its
+/// time narrowed (24 days from a recent epoch) so the loop never waits for the clock.
+const TWITTER_SHAPE: &str = "time:31,worker:10,seq:22";
+
 /// Who is timed. The first is the reference for the ratios.
-const CONTENDERS: [&str; 7] = [
+const CONTENDERS: [&str; 9] = [
     "ferroid atomic",
+    "bare load + CAS (the floor)",
     "snowdrift CachedClock",
+    "snowdrift CachedClock, Twitter shape",
     "snowdrift CachedClock + fence",
     "snowdrift MonotonicClock",
     "snowdrift next_block(1000)",
@@ -264,6 +273,7 @@ fn measure(
 ) -> Result<(f64, f64), String> {
     let epoch_ms = recent_epoch_ms();
     let (spec, unit_ms) = match name {
+        "snowdrift CachedClock, Twitter shape" => (TWITTER_SHAPE, 1),
         "snowdrift CachedClock, 10 ms unit" => (SPEC, 10),
         "snowdrift CachedClock, Sonyflake shape 10 ms" => (SONYFLAKE_SHAPE, 10),
         _ => (SPEC, 1),
@@ -279,7 +289,32 @@ fn measure(
                 }
             })
         }
+        "bare load + CAS (the floor)" => {
+            // What any generator that takes one compare-and-swap per ID pays at least: no
+            // clock, no fields, the counter's next value.
+            let counter = std::sync::atomic::AtomicU64::new(0);
+            timed(bufs, pin, &|buf: &mut [u64]| {
+                for slot in buf {
+                    let mut cur = counter.load(std::sync::atomic::Ordering::Acquire);
+                    *slot = loop {
+                        match counter.compare_exchange_weak(
+                            cur,
+                            cur + 1,
+                            std::sync::atomic::Ordering::AcqRel,
+                            std::sync::atomic::Ordering::Acquire,
+                        ) {
+                            Ok(_) => break cur + 1,
+                            Err(now) => {
+                                std::hint::spin_loop();
+                                cur = now;
+                            }
+                        }
+                    };
+                }
+            })
+        }
         "snowdrift CachedClock"
+        | "snowdrift CachedClock, Twitter shape"
         | "snowdrift CachedClock + fence"
         | "snowdrift next_block(1000)"
         | "snowdrift CachedClock, 10 ms unit"
@@ -289,6 +324,9 @@ fn measure(
                 driver.tick();
             });
             let mut builder = SnowflakeGenerator::builder(layout()?);
+            if spec == TWITTER_SHAPE {
+                builder = builder.node_id(0x2A5).map_err(|e| e.to_string())?;
+            }
             if name.ends_with("fence") {
                 // A lease and a durable window an hour ahead: checked on every call, never
                 // refusing.

@@ -125,6 +125,51 @@ fn two_threads_at_a_10_ms_unit() {
     });
 }
 
+/// The node field below the sequence (Sonyflake's shape): the stored state is the last ID,
+/// whose next sequence number is `1 << 2` above it, not `+ 1`. Two threads race single IDs
+/// over the tick's 4 sequence numbers into the next tick (1 ms of lead), then a block
+/// starts from whatever they left: no duplicate, each thread's IDs increasing, and every
+/// ID still carries node 3 in its low bits.
+#[test]
+fn two_threads_with_the_node_below_the_sequence() {
+    loom::model(|| {
+        let layout = Layout::from_spec("time:41,seq:2,machine:2", 1, T0 - 1_000).unwrap();
+        let g = Arc::new(
+            SnowflakeGenerator::builder(layout)
+                .node_id(3)
+                .unwrap()
+                .max_lead(Duration::from_millis(1))
+                .build(ManualClock::new(T0))
+                .unwrap(),
+        );
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let g = g.clone();
+                thread::spawn(move || {
+                    let mut ids = Vec::new();
+                    for _ in 0..3 {
+                        if let Attempt::Ready(id) = g.try_next().unwrap() {
+                            ids.push(id);
+                        }
+                    }
+                    ids
+                })
+            })
+            .collect();
+        let mut per_thread: Vec<Vec<u64>> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+        per_thread.push(take(&g, 8));
+        for id in per_thread.iter().flatten() {
+            assert_eq!(id & 3, 3, "ID {id} lost its node bits: {per_thread:?}");
+        }
+        assert_eq!(
+            per_thread.iter().map(Vec::len).sum::<usize>(),
+            8,
+            "two ticks of 4 IDs, all issued: {per_thread:?}"
+        );
+        check(per_thread);
+    });
+}
+
 /// The generator reads the clock before it loads the state, so a thread can find a state
 /// that another thread stored from a later reading than its own. That must read the clock
 /// again, never be taken for a clock that stepped back: with no wait allowed, a step back

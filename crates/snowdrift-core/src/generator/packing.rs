@@ -1,9 +1,16 @@
 //! The map between a generator's compact state and the IDs it issues.
 //!
-//! The state is `ext | tick | seq` with nothing in between. Node fields are constant for a
-//! generator, so leaving them out makes consecutive IDs consecutive integers of the state:
-//! a block of IDs is just a range of states, reserved by one CAS, and one `+ 1` moves to the
-//! next sequence number or, when the sequence is full, to the next tick.
+//! The compact state is `ext | tick | seq` with nothing in between. Node fields are
+//! constant for a generator, so leaving them out makes consecutive IDs consecutive integers
+//! of the state: a block of IDs is just a range of states, reserved by one CAS, and one
+//! `+ 1` moves to the next sequence number or, when the sequence is full, to the next tick.
+//!
+//! The generator stores the last state in its ID form, though: its common case, the next
+//! sequence number in the same tick, is then one add to the stored value, and the ID it
+//! issues is the value it stores (as ferroid's generators, whose layout is a constant).
+//! Composing an ID from the compact state on every `next()` cost 0.45 ns of a 5.3 ns
+//! call. Every other case converts to the compact form, where carries into the next tick
+//! and blocks are plain arithmetic.
 
 use crate::layout::{Layout, Role, mask};
 
@@ -26,24 +33,41 @@ pub(crate) struct Packing {
     pub seq_mask: u64,
     /// `2^time_bits - 1`.
     pub time_mask: u64,
+    /// The ID's time and sequence bits: an ID without its extension and node bits.
+    pub id_tick_seq_mask: u64,
+    /// The sequence field's bits in the ID.
+    pub id_seq_mask: u64,
+    /// One sequence number in the ID, `1 << seq_shift`.
+    pub id_seq_one: u64,
 }
 
 impl Packing {
     pub fn new(layout: &Layout, node_part: u64) -> Self {
         let seq = layout.index_of(Role::Sequence).unwrap_or(0);
         let time = layout.index_of(Role::Time).unwrap_or(0);
+        let (seq_shift, high_shift) = (layout.shift_of(seq), layout.shift_of(time));
+        let (seq_mask, time_mask) = (mask(layout.sequence_bits()), mask(layout.time_bits()));
         Self {
             seq_bits: u32::from(layout.sequence_bits()),
-            seq_shift: layout.shift_of(seq),
-            high_shift: layout.shift_of(time),
-            mid_bits: layout.shift_of(time)
-                - layout.shift_of(seq)
-                - u32::from(layout.sequence_bits()),
+            seq_shift,
+            high_shift,
+            mid_bits: high_shift - seq_shift - u32::from(layout.sequence_bits()),
             node_part,
             time_bits: u32::from(layout.time_bits()),
-            seq_mask: mask(layout.sequence_bits()),
-            time_mask: mask(layout.time_bits()),
+            seq_mask,
+            time_mask,
+            // The time field ends at bit 64 at most, so the shift drops nothing.
+            id_tick_seq_mask: (time_mask << high_shift) | (seq_mask << seq_shift),
+            id_seq_mask: seq_mask << seq_shift,
+            id_seq_one: 1 << seq_shift,
         }
+    }
+
+    /// The first ID of tick `tick` with the extension, node and sequence bits 0, to compare
+    /// with an ID's [`id_tick_seq_mask`](Self::id_tick_seq_mask) bits.
+    #[inline]
+    pub fn id_tick_base(&self, tick: u64) -> u64 {
+        tick << self.high_shift
     }
 
     /// The ID for a compact state: the node fields between time and sequence open a gap
@@ -62,6 +86,7 @@ impl Packing {
     }
 
     /// The compact state of an ID.
+    #[inline]
     pub fn state_of(&self, id: u64) -> u64 {
         ((id >> self.high_shift) << self.seq_bits) | ((id >> self.seq_shift) & self.seq_mask)
     }

@@ -13,8 +13,7 @@ use crate::error::{Error, Result};
 use crate::layout::{Layout, Role, format_ms, mask};
 use crate::sync::{AtomicU64, Ordering};
 
-/// State value meaning "nothing issued yet"; no real state reaches it, since states use at
-/// most 63 bits.
+/// State value meaning "nothing issued yet"; no ID reaches it, since IDs stay below 2^63.
 const NONE: u64 = u64::MAX;
 
 /// Default bound on waiting out a clock that stepped back: Leaf's 5 ms.
@@ -265,10 +264,10 @@ impl Builder {
             (None, 0) => NONE,
             // Tick 0 of the extension value counts as used, so the first ID is the clock's
             // tick under that value.
-            (None, ext) => packing.pack(ext, 0, 0),
+            (None, ext) => packing.id(packing.pack(ext, 0, 0)),
             (Some(id), ext) => {
                 layout.decode(id)?;
-                packing.state_of(id).max(packing.pack(ext, 0, 0))
+                packing.id(packing.state_of(id).max(packing.pack(ext, 0, 0)))
             }
         };
         Ok(SnowflakeGenerator {
@@ -311,6 +310,8 @@ impl Builder {
 /// [`next_block`](Self::next_block) wait through the [`Clock`].
 #[derive(Debug)]
 pub struct SnowflakeGenerator<C> {
+    /// The last ID reserved, or `NONE` (see `packing` for why an ID and not the compact
+    /// state).
     state: CacheLine<AtomicU64>,
     clock: C,
     packing: Packing,
@@ -404,21 +405,25 @@ impl<C: Clock> SnowflakeGenerator<C> {
     /// The most recent ID issued, if any.
     pub fn last_id(&self) -> Option<u64> {
         let s = self.state.load(Ordering::Acquire);
-        (s != NONE).then(|| self.packing.id(s))
+        (s != NONE).then_some(s)
     }
 
     /// The end (exclusive, ms since 1970) of the latest tick used so far; a high-water mark
     /// must cover it before a restart may reuse the worker ID.
     pub fn used_until_ms(&self) -> Option<u64> {
         let s = self.state.load(Ordering::Acquire);
-        (s != NONE).then(|| self.tick_ms(self.packing.tick(s) + 1))
+        (s != NONE).then(|| self.tick_ms(self.packing.tick(self.packing.state_of(s)) + 1))
     }
 
     /// The extension value IDs are issued under now (0 when the layout has no extension
     /// field); a high-water mark must carry it, so a restart goes on at this value or above.
     pub fn extension(&self) -> u64 {
         let s = self.state.load(Ordering::Acquire);
-        if s == NONE { 0 } else { self.packing.ext(s) }
+        if s == NONE {
+            0
+        } else {
+            self.packing.ext(self.packing.state_of(s))
+        }
     }
 
     /// The most extension values the layout holds, less one (0 without an extension
@@ -576,46 +581,54 @@ impl<C: Clock> SnowflakeGenerator<C> {
                 None => return Fast::Slow,
             },
         };
-        // The first state of tick `now`, from the reading alone, before the state's load.
+        // The first ID of tick `now`, from the reading alone, before the state's load.
+        let now_id_base = p.id_tick_base(now);
+        let last = self.state.load(Ordering::Acquire);
+        // The common case, on the stored ID itself: one ID, in tick `now`, with sequence
+        // numbers left. One subtraction tests all three (an ID of an older tick wraps
+        // around), and its chain from the load is two operations long: the locked CAS
+        // waits for every older branch to resolve. The reading, the time field and the
+        // fence all allow tick `now` in full, so no limit is needed. `NONE` fails the test.
+        if n == 1 && (last & p.id_tick_seq_mask).wrapping_sub(now_id_base) < p.id_seq_mask {
+            let id = last + p.id_seq_one;
+            return match self.state.compare_exchange_weak(
+                last,
+                id,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => Fast::Reserved(p.state_of(id), 1, id),
+                Err(_) => Fast::Contended((now_ms, now)),
+            };
+        }
+        if last == NONE {
+            return Fast::Slow;
+        }
+        // Blocks, new ticks and borrowed time: in the compact form. `now()` and the fence
+        // keep the limit at or after tick `now`.
+        let cur = p.state_of(last);
         let now_base = now << p.seq_bits;
-        let cur = self.state.load(Ordering::Acquire);
         let low = cur & self.tick_seq_mask;
         let ext_bits = cur ^ low;
-        // The last state this call may reserve. A start in tick `now` never needs it for
-        // one ID (the reading, the time field and the fence all allow tick `now` in full),
-        // so `next()` computes it only when the state is ahead of the reading.
-        let limit = || {
-            let limit_tick = (now + self.lead_ticks).min(self.max_tick).min(fence_tick);
-            ext_bits | p.pack(0, limit_tick, p.seq_max())
-        };
-        // The first test is the common case: the state is in tick `now` with sequence
-        // numbers left. One subtraction tests both (a state of an older tick wraps around),
-        // and its chain from the state's load is two operations long: the locked CAS waits
-        // for every older branch to resolve. `NONE` fails all three tests.
-        let (start, known_limit) = if low.wrapping_sub(now_base) < p.seq_mask {
-            (cur + 1, None)
-        } else if low < now_base {
+        let limit_tick = (now + self.lead_ticks).min(self.max_tick).min(fence_tick);
+        let limit = ext_bits | p.pack(0, limit_tick, p.seq_max());
+        let start = if low < now_base {
             // An older tick: start this one.
-            (ext_bits | (now_base + self.first_seq(now)), None)
+            ext_bits | (now_base + self.first_seq(now))
+        } else if cur < limit {
+            // This tick, or ahead of the clock within the lead; a full tick carries into
+            // the next by itself.
+            cur + 1
         } else {
-            // Ahead of the clock, or a full tick carrying into the next, within the lead.
-            let limit = limit();
-            if cur >= limit {
-                // Used up, ahead of this reading, or nothing issued yet.
-                return Fast::Slow;
-            }
-            (cur + 1, Some(limit))
+            // Used up, or ahead of this reading.
+            return Fast::Slow;
         };
-        // For one ID, `min(0)` leaves no use of the limit, and its computation goes.
-        let end = start + (known_limit.unwrap_or_else(limit) - start).min(n - 1);
-        // Computed before the CAS, whose wait it overlaps; after it, the loads of the
-        // packing would wait for the CAS, and the ID's store for them.
-        let first_id = p.id(start);
+        let end = start + (limit - start).min(n - 1);
         match self
             .state
-            .compare_exchange_weak(cur, end, Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange_weak(last, p.id(end), Ordering::AcqRel, Ordering::Acquire)
         {
-            Ok(_) => Fast::Reserved(start, end - start + 1, first_id),
+            Ok(_) => Fast::Reserved(start, end - start + 1, p.id(start)),
             Err(_) => Fast::Contended((now_ms, now)),
         }
     }
@@ -644,7 +657,8 @@ impl<C: Clock> SnowflakeGenerator<C> {
             });
         }
         let p = &self.packing;
-        let (mut reading, mut cur) = match resume {
+        // `last` is the stored state (an ID), `cur` its compact form.
+        let (mut reading, mut last) = match resume {
             Some(reading) => {
                 std::hint::spin_loop();
                 (reading, self.state.load(Ordering::Acquire))
@@ -668,6 +682,7 @@ impl<C: Clock> SnowflakeGenerator<C> {
             let now_base = p.pack(0, now, 0);
             let limit_base = p.pack(0, limit_tick, p.seq_max());
             loop {
+                let cur = if last == NONE { NONE } else { p.state_of(last) };
                 let ext_bits = cur & !self.tick_seq_mask;
                 let (start, limit) = if cur == NONE {
                     (p.pack(0, now, self.first_seq(now)), limit_base)
@@ -723,8 +738,8 @@ impl<C: Clock> SnowflakeGenerator<C> {
                 let len = n.min(limit - start + 1);
                 let end = start + len - 1;
                 match self.state.compare_exchange_weak(
-                    cur,
-                    end,
+                    last,
+                    p.id(end),
                     Ordering::AcqRel,
                     Ordering::Acquire,
                 ) {
@@ -735,7 +750,7 @@ impl<C: Clock> SnowflakeGenerator<C> {
                         // straight away with the state it returned would fail if the other
                         // thread had moved on, and take its line away for nothing.
                         std::hint::spin_loop();
-                        cur = self.state.load(Ordering::Acquire);
+                        last = self.state.load(Ordering::Acquire);
                         fresh = false;
                     }
                 }
