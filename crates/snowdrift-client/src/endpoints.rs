@@ -9,7 +9,7 @@
 //! have not failed lately, and when every one has failed, the one whose retry time comes
 //! first (a probe: a success brings it back).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -28,6 +28,10 @@ pub(crate) struct Endpoint {
     pub(crate) channel: Channel,
     pub(crate) client: IdServiceClient<Channel>,
     pub(crate) health: Arc<Mutex<Health>>,
+    /// The largest count sent to this server's unary `Next`: [`crate::fetch::NEXT_MAX`]
+    /// (the servers' default `limits.max_count`) until the server refuses a count that its
+    /// `Stream` then serves, which shows its `limits.max_count` is lower.
+    pub(crate) next_max: AtomicU64,
 }
 
 /// What the client knows of one endpoint.
@@ -111,6 +115,7 @@ impl Endpoints {
                 client: IdServiceClient::new(channel.clone()),
                 channel,
                 health: Arc::default(),
+                next_max: AtomicU64::new(crate::fetch::NEXT_MAX),
             });
         }
         Ok(Self {

@@ -2,6 +2,7 @@
 //! `limits.max_count` allows, `Stream` above it; each call cut at the deadline, a failed
 //! one retried on the next endpoint after a backoff, a final error returned at once.
 
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use snowdrift_proto::Kind;
@@ -14,7 +15,8 @@ use crate::error::{Error, ErrorKind};
 use crate::guard::{Guard, Refusal, check_shape};
 
 /// The largest batch asked for with one `Next` call: the servers' default
-/// `limits.max_count`. Larger batches are streamed in messages of that size.
+/// `limits.max_count`. Larger batches are streamed, in messages of the server's
+/// `limits.max_count`.
 pub(crate) const NEXT_MAX: u64 = 10_000;
 
 impl Shared {
@@ -144,25 +146,51 @@ impl Shared {
     ) -> Result<(Batch, Option<String>), Error> {
         let mut client = endpoint.client.clone();
         let status = |s: tonic::Status| Error::from_status(&endpoint.url, &s);
-        if count <= NEXT_MAX {
+        let next_max = endpoint.next_max.load(Ordering::Relaxed);
+        let mut refused = None;
+        if count <= next_max {
             let request = self.request(NextRequest {
                 name: name.to_string(),
                 count: Some(count),
                 format: None,
                 input: input.map(str::to_string),
             });
-            let batch = client.next(request).await.map_err(status)?.into_inner();
-            let why = mismatch(&endpoint.url, name, &batch);
-            return Ok((Batch::from_message(batch), why));
+            match client.next(request).await {
+                Ok(batch) => {
+                    let batch = batch.into_inner();
+                    let why = mismatch(&endpoint.url, name, &batch);
+                    return Ok((Batch::from_message(batch), why));
+                }
+                // A server whose `limits.max_count` is below `count` refuses it (before
+                // issuing anything); its `Stream` serves the count in messages of its own
+                // size. Any other invalid request fails there too, with its own message.
+                Err(s) if s.code() == tonic::Code::InvalidArgument && count > 1 => {
+                    refused = Some(s);
+                }
+                Err(s) => return Err(status(s)),
+            }
         }
+        // No `batch`: messages of the server's own `limits.max_count`, so a server that
+        // allows less is not refused, and one that allows more sends fewer messages (64-bit
+        // IDs go as runs, a few bytes whatever the count; each message costs the server an
+        // issue and an encode).
         let request = self.request(StreamRequest {
             name: name.to_string(),
             count,
-            batch: Some(NEXT_MAX),
+            batch: None,
             format: None,
             input: input.map(str::to_string),
         });
-        let mut stream = client.stream(request).await.map_err(status)?.into_inner();
+        let streamed = match client.stream(request).await {
+            Ok(stream) => stream,
+            // Not a count the server refuses: its answer to `Next` says what was wrong.
+            Err(s) => return Err(status(refused.unwrap_or(s))),
+        };
+        if refused.is_some() {
+            // Later counts this size or larger go straight to `Stream`.
+            endpoint.next_max.fetch_min(count - 1, Ordering::Relaxed);
+        }
+        let mut stream = streamed.into_inner();
         let mut batch: Option<Batch> = None;
         let mut why = None;
         loop {

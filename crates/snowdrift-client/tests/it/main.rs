@@ -66,6 +66,33 @@ async fn ids_come_from_the_cache_and_are_never_repeated() {
     s.stop().await;
 }
 
+/// A server whose `limits.max_count` (1,000 here) is below the client's batches (5,000 to
+/// 50,000): its `Next` refuses each of those counts before issuing anything, and its
+/// `Stream` serves them in messages of its own size. Every ID comes, once. (Before, the
+/// client asked for messages of 10,000, which such a server refuses too: no ID came.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_allows_smaller_batches_is_served_by_streams() {
+    let dir = server::dir("client-max-count");
+    let s = Server::start_with(&dir, 0, None, "[limits]\nmax_count = 1000").await;
+    create_tag(&s.base(), "order", 1_000_000).await;
+    let client = Client::builder()
+        .endpoints([s.base()])
+        .batch(5_000, 50_000)
+        .deadline(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    for name in ["order", "snowflake"] {
+        let mut seen = HashSet::new();
+        for _ in 0..120_000 {
+            let id = client.next(name).await.unwrap();
+            assert!(seen.insert(id), "{name}: {id} handed out twice");
+        }
+        let stats = client.stats(name).unwrap();
+        assert!(stats.fetches >= 3, "{name}: {stats:?}");
+    }
+    s.stop().await;
+}
+
 fn client_of_one(base: &str) -> Client {
     Client::builder()
         .endpoints([base.to_string()])
