@@ -4,7 +4,9 @@
 # a segment tag with segments of 1,000,000,000, and crates/snowdrift-client's example
 # handle_bench, which alternates its cases round by round: fetch_add on 1 and 2 threads,
 # a handle's next() on 1 and 2 threads, next(name) on 1 and 2 threads, the async handle,
-# and a handle on the snowflake generator.
+# and a handle on the snowflake generator. A second server, with limits.max_count =
+# 10,000,000 (the default is 10,000), serves the handle cases that show what the server's
+# message size costs the timed threads when both share the machine's CPUs.
 #
 #   bench-peers/scripts/client_handle.sh                      # builds both in release
 #   SNOWDRIFT_BIN=target/debug/snowdrift ROUNDS=9 bench-peers/scripts/client_handle.sh
@@ -48,8 +50,18 @@ trap 'kill $SERVER 2>/dev/null || true; wait 2>/dev/null || true' EXIT
 wait_http "http://127.0.0.1:$PORT/readyz"
 "$SD" tags create order --step 1000000000 --server "http://127.0.0.1:$PORT" >/dev/null
 log "server on port $PORT (store: $OUT/snowdrift.db), tag order with a step of 1,000,000,000"
+LARGE_PORT=$(free_port)
+mkdir -p "$OUT/large"
+(cd "$OUT/large" && SNOWDRIFT_LIMITS__MAX_COUNT=10000000 exec "$SD" serve \
+    --listen "127.0.0.1:$LARGE_PORT" >"$OUT/raw/server-large.log" 2>&1) &
+LARGE=$!
+trap 'kill $SERVER $LARGE 2>/dev/null || true; wait 2>/dev/null || true' EXIT
+wait_http "http://127.0.0.1:$LARGE_PORT/readyz"
+"$SD" tags create order --step 1000000000 --server "http://127.0.0.1:$LARGE_PORT" >/dev/null
+log "second server on port $LARGE_PORT with limits.max_count = 10,000,000 (store: $OUT/large/snowdrift.db)"
 
 "$OUT/bin/handle_bench" --endpoint "http://127.0.0.1:$PORT" --tag order \
+    --large-endpoint "http://127.0.0.1:$LARGE_PORT" \
     --rounds "$ROUNDS" --seconds "$CASE_SECONDS" | tee "$OUT/raw/handle_bench.txt"
 log "after: $(uptime)"
 log "done; raw output in $OUT/raw"

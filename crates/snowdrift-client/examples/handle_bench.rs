@@ -25,7 +25,12 @@
 //!   `max_age` on the coarse clock), 1 thread. A server issues at most 4,096 IDs per ms
 //!   with the Twitter layout, so this one is timed over bursts of [`FLAKE_BURST`] IDs from
 //!   a cache that holds them (waiting for the cache to fill before each burst), not flat
-//!   out.
+//!   out;
+//! - `server max_count 10 M` (with `--large-endpoint URL`, a second server with
+//!   `limits.max_count = 10000000`): the handle on 1 and 2 threads against it. The client
+//!   streams its batches of up to 100 M in messages of the server's `max_count`: 10,000 by
+//!   default, 10,000 messages per batch, each an issue and an encode for the server, which
+//!   runs on the same two CPUs as the timed threads; 10 per batch here.
 //!
 //! Threads are not pinned. Each case runs `--seconds` per round; the rate is IDs over wall
 //! time. The summary gives the median and range of the rounds, and the median of each
@@ -33,7 +38,8 @@
 //!
 //! ```text
 //! cargo run --release -p snowdrift-client --example handle_bench -- \
-//!     --endpoint http://127.0.0.1:8080 --tag order [--rounds 7] [--seconds 0.5]
+//!     --endpoint http://127.0.0.1:8080 --tag order [--rounds 7] [--seconds 0.5] \
+//!     [--large-endpoint http://127.0.0.1:8081]
 //! ```
 
 use std::cell::Cell;
@@ -51,6 +57,8 @@ const FLAKE_BURST: u64 = 1 << 20;
 
 struct Args {
     endpoint: String,
+    /// A second server, with a larger `limits.max_count`, for the `server messages` cases.
+    large: Option<String>,
     tag: String,
     snowflake: String,
     rounds: usize,
@@ -62,6 +70,7 @@ struct Args {
 fn args() -> Result<Args> {
     let mut a = Args {
         endpoint: "http://127.0.0.1:8080".into(),
+        large: None,
         tag: "order".into(),
         snowflake: "snowflake".into(),
         rounds: 7,
@@ -73,6 +82,7 @@ fn args() -> Result<Args> {
         let mut value = || it.next().ok_or(format!("{flag} needs a value"));
         match flag.as_str() {
             "--endpoint" => a.endpoint = value()?,
+            "--large-endpoint" => a.large = Some(value()?),
             "--tag" => a.tag = value()?,
             "--snowflake" => a.snowflake = value()?,
             "--rounds" => a.rounds = value()?.parse()?,
@@ -80,8 +90,8 @@ fn args() -> Result<Args> {
             "--only" => a.only = Some(value()?),
             _ => {
                 return Err(format!(
-                    "unknown flag {flag}; flags: --endpoint URL --tag NAME --snowflake NAME \
-                     --rounds N --seconds S --only LABEL_PART"
+                    "unknown flag {flag}; flags: --endpoint URL [--large-endpoint URL] --tag NAME \
+                     --snowflake NAME --rounds N --seconds S --only LABEL_PART"
                 )
                 .into());
             }
@@ -199,6 +209,16 @@ fn main() -> Result<()> {
         .with(|b| b.batch(100_000, 100_000_000).thread_block(8192))
         .build()?;
     let wide = wide_client.ids(&a.tag);
+    let large_client = match &a.large {
+        Some(url) => Some(
+            snowdrift_client::blocking::Client::builder()
+                .endpoints([url.clone()])
+                .with(|b| b.batch(100_000, 100_000_000))
+                .build()?,
+        ),
+        None => None,
+    };
+    let large = large_client.as_ref().map(|c| c.ids(&a.tag));
     let flake_client = snowdrift_client::blocking::Client::builder()
         .endpoints([a.endpoint.clone()])
         .with(|b| b.batch(2 * FLAKE_BURST, 2 * FLAKE_BURST))
@@ -225,7 +245,7 @@ fn main() -> Result<()> {
             black_box(orders.next()?);
         }
     }
-    for h in [&big, &wide] {
+    for h in [&big, &wide].into_iter().chain(large.as_ref()) {
         let warm = Instant::now();
         while warm.elapsed() < Duration::from_secs(1) {
             for _ in 0..CHUNK {
@@ -241,7 +261,7 @@ fn main() -> Result<()> {
 
     let counter = Arc::new(AtomicU64::new(0));
     type Case = (&'static str, Box<dyn Fn(f64) -> f64>);
-    let cases: Vec<Case> = vec![
+    let mut cases: Vec<Case> = vec![
         ("fetch_add, 1 thread", {
             let c = counter.clone();
             Box::new(move |s| {
@@ -380,6 +400,23 @@ fn main() -> Result<()> {
             })
         }),
     ];
+    if let Some(large) = &large {
+        for threads in [1, 2] {
+            let h = large.clone();
+            let label = if threads == 1 {
+                "handle, server max_count 10 M, 1 thread"
+            } else {
+                "handle, server max_count 10 M, 2 threads"
+            };
+            cases.push((
+                label,
+                Box::new(move |s| {
+                    let h = h.clone();
+                    rate(threads, s, move || h.next().unwrap_or(0))
+                }),
+            ));
+        }
+    }
 
     println!(
         "# {} rounds of {} s per case, endpoint {}, tag {:?}, snowflake {:?}",
@@ -429,7 +466,13 @@ fn main() -> Result<()> {
     };
     println!("\n| ratio (per round) | median | range |");
     println!("|---|---|---|");
-    for (label, x, y) in [
+    let large_ratios = [
+        ("server max_count 10 M: 2 threads / 1 thread", 17, 16),
+        ("server max_count 10 M / default, 2 threads", 17, 7),
+        ("server max_count 10 M / default, 1 thread", 16, 6),
+    ];
+    let large_ratios = if large.is_some() { &large_ratios[..] } else { &[] };
+    for &(label, x, y) in [
         ("handle 1 thread / fetch_add 1 thread", 6, 0),
         ("handle 2 threads / handle 1 thread", 7, 6),
         ("handle 1 thread / thread-local counter 1 thread", 6, 2),
@@ -445,7 +488,10 @@ fn main() -> Result<()> {
         ("handle blocks of 8192 2 threads / handle 2 threads", 11, 7),
         ("next(name) 1 thread / fetch_add 1 thread", 12, 0),
         ("next(name) 2 threads / next(name) 1 thread", 13, 12),
-    ] {
+    ]
+    .iter()
+    .chain(large_ratios)
+    {
         let (m, lo, hi) = ratio(x, y);
         println!("| {label} | {m:.2}x | {lo:.2} - {hi:.2} |");
     }
