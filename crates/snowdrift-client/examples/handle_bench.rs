@@ -471,7 +471,11 @@ fn main() -> Result<()> {
         ("server max_count 10 M / default, 2 threads", 17, 7),
         ("server max_count 10 M / default, 1 thread", 16, 6),
     ];
-    let large_ratios = if large.is_some() { &large_ratios[..] } else { &[] };
+    let large_ratios = if large.is_some() {
+        &large_ratios[..]
+    } else {
+        &[]
+    };
     for &(label, x, y) in [
         ("handle 1 thread / fetch_add 1 thread", 6, 0),
         ("handle 2 threads / handle 1 thread", 7, 6),

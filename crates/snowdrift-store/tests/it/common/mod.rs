@@ -11,8 +11,10 @@ use sqlx::AssertSqlSafe;
 pub fn url(backend: &str) -> String {
     match backend {
         "sqlite" => {
-            let dir =
-                std::env::temp_dir().join(format!("snowdrift-store-test-{}", std::process::id()));
+            // Under the target directory (cargo's scratch space for integration tests):
+            // one directory per test process, which nothing would remove from /tmp.
+            let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("snowdrift-store-test-{}", std::process::id()));
             std::fs::create_dir_all(&dir).unwrap();
             format!("sqlite://{}/segments.db", dir.display())
         }
