@@ -34,6 +34,26 @@ fn take(g: &SnowflakeGenerator<ManualClock>, block: u64) -> Vec<u64> {
     }
 }
 
+/// Two threads racing `calls` single IDs each (`try_next`, so no waiting): the IDs each
+/// got, in order.
+fn singles_on_two_threads(g: &Arc<SnowflakeGenerator<ManualClock>>, calls: usize) -> Vec<Vec<u64>> {
+    let hs: Vec<_> = (0..2)
+        .map(|_| {
+            let g = g.clone();
+            thread::spawn(move || {
+                let mut ids = Vec::new();
+                for _ in 0..calls {
+                    if let Attempt::Ready(id) = g.try_next().unwrap() {
+                        ids.push(id);
+                    }
+                }
+                ids
+            })
+        })
+        .collect();
+    hs.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
 fn check(per_thread: Vec<Vec<u64>>) {
     let mut all: Vec<u64> = Vec::new();
     for ids in &per_thread {
@@ -99,21 +119,7 @@ fn two_threads_at_a_10_ms_unit() {
                 .build(ManualClock::new(T0 + 7))
                 .unwrap(),
         );
-        let hs: Vec<_> = (0..2)
-            .map(|_| {
-                let g = g.clone();
-                thread::spawn(move || {
-                    let mut ids = Vec::new();
-                    for _ in 0..2 {
-                        if let Attempt::Ready(id) = g.try_next().unwrap() {
-                            ids.push(id);
-                        }
-                    }
-                    ids
-                })
-            })
-            .collect();
-        let per_thread: Vec<Vec<u64>> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+        let per_thread = singles_on_two_threads(&g, 2);
         for id in per_thread.iter().flatten() {
             assert_eq!(
                 g.layout().decode(*id).unwrap().time_ms,
@@ -142,21 +148,7 @@ fn two_threads_with_the_node_below_the_sequence() {
                 .build(ManualClock::new(T0))
                 .unwrap(),
         );
-        let hs: Vec<_> = (0..2)
-            .map(|_| {
-                let g = g.clone();
-                thread::spawn(move || {
-                    let mut ids = Vec::new();
-                    for _ in 0..3 {
-                        if let Attempt::Ready(id) = g.try_next().unwrap() {
-                            ids.push(id);
-                        }
-                    }
-                    ids
-                })
-            })
-            .collect();
-        let mut per_thread: Vec<Vec<u64>> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+        let mut per_thread = singles_on_two_threads(&g, 3);
         per_thread.push(take(&g, 8));
         for id in per_thread.iter().flatten() {
             assert_eq!(id & 3, 3, "ID {id} lost its node bits: {per_thread:?}");

@@ -71,7 +71,7 @@ impl UnitDivider {
     }
 
     /// The unit.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub fn unit(&self) -> u64 {
         self.unit
     }
