@@ -1,6 +1,7 @@
 //! One fetch of a batch from the servers: `Next` for a batch the servers' default
-//! `limits.max_count` allows, `Stream` above it; each call cut at the deadline, a failed
-//! one retried on the next endpoint after a backoff, a final error returned at once.
+//! `limits.max_count` allows, `Stream` above it (or above a server's lower `max_count`, once
+//! it refused one); each call cut at the deadline, a failed one retried on the next
+//! endpoint after a backoff, a final error returned at once.
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
