@@ -249,8 +249,9 @@ struct Inside;
 #[cfg(debug_assertions)]
 impl Inside {
     fn enter() -> Self {
+        // `try_with`: once the thread's flag is gone (thread exit), there is nothing to check.
         assert!(
-            !INSIDE.with(|i| i.replace(true)),
+            !INSIDE.try_with(|i| i.replace(true)).unwrap_or(false),
             "snowdrift-client: the thread's table of blocks was re-entered"
         );
         Inside
@@ -260,7 +261,7 @@ impl Inside {
 #[cfg(debug_assertions)]
 impl Drop for Inside {
     fn drop(&mut self) {
-        INSIDE.with(|i| i.set(false));
+        let _ = INSIDE.try_with(|i| i.set(false));
     }
 }
 
@@ -370,12 +371,11 @@ pub(crate) fn remember(client: u64, name: &str, cache: &Arc<NameCache>) {
             return;
         }
         // Entries of dropped clients are never matched again (client ids are not reused):
-        // let go of their caches.
-        let (keep, closed): (Vec<Named>, Vec<Named>) = std::mem::take(&mut l.named)
-            .into_iter()
-            .partition(|e| !e.cache.is_closed());
-        l.named = keep;
-        gone = closed;
+        // let go of their caches. `gone`, outside, owns every entry from the start, so no
+        // cache is ever dropped inside the table, not even while unwinding.
+        gone = std::mem::take(&mut l.named);
+        l.named
+            .extend(gone.extract_if(.., |e| !e.cache.is_closed()));
         if l.named.len() >= MOST {
             gone.push(l.named.remove(0));
         }

@@ -94,6 +94,10 @@ impl Runs {
     /// Up to `n` (>= 1) IDs, or `None` when nothing is cached. Never waits for a fetch.
     /// Snowflake IDs fetched more than `max_age` ago are dropped (counted as wasted) on the
     /// way.
+    ///
+    /// Runs inside the thread's table of blocks (`local::with_local`), as does
+    /// [`waste`](Self::waste): neither may log, record metrics, run callbacks or drop a
+    /// cache, or the table could be entered twice.
     #[inline]
     pub(crate) fn take(&self, n: u64) -> Option<Got> {
         loop {
@@ -255,7 +259,10 @@ fn split(first: u64, count: u64, stride: u64, wasted: &AtomicU64) -> Vec<IdRange
             stride,
         });
         left -= k;
-        match first.checked_add(k * stride) {
+        match k
+            .checked_mul(stride)
+            .and_then(|span| first.checked_add(span))
+        {
             Some(next) => first = next,
             None => {
                 wasted.fetch_add(left, Ordering::Relaxed);

@@ -87,6 +87,12 @@ fn runs_reaching_u64_max_keep_what_fits() {
     assert_eq!(long.len(), 2);
     assert_eq!(long[0].len() + long[1].len(), MAX_SEGMENT_LEN + 5);
     assert_eq!(long[1].start, MAX_SEGMENT_LEN * 2);
+    // A stride so large that the step past a run that fits overflows in the multiply.
+    let wasted = AtomicU64::new(0);
+    let r = split(0, 2, 1 << 63, &wasted);
+    let ids: Vec<u64> = r.iter().flat_map(|r| r.iter()).collect();
+    assert_eq!(ids, [0, 1 << 63]);
+    assert_eq!(wasted.load(Ordering::Relaxed), 0);
 }
 
 proptest! {

@@ -196,6 +196,9 @@ impl SegmentChain {
     /// segments were pushed before it (0 for the first). A caller that keeps its own facts
     /// about each pushed segment (when it was fetched, from where) finds them by it. The
     /// number is meaningful only with [`Take::Ready`].
+    ///
+    /// Callers run it inside per-thread state they hold exclusively (snowdrift-client's
+    /// table of blocks), so it neither logs nor calls out: keep it that way.
     #[inline]
     pub fn take_numbered(&self, n: u64) -> (Take, u64) {
         let n = n.max(1);
@@ -231,9 +234,12 @@ impl SegmentChain {
                 Ok(_) if next >> OFFSET_BITS == segment => {
                     let end = next & OFFSET_MASK;
                     let point = self.prefetch_point(len);
+                    // `slice` counts from `start` by `stride` alone, so this bound only has
+                    // to be a bound: a segment's last ID may sit a stride below 2^64, where
+                    // `start + len * stride` would overflow.
                     let ids = IdRange {
                         start,
-                        end: start + len * stride,
+                        end: start.wrapping_add(len.wrapping_mul(stride)),
                         stride,
                     }
                     .slice(offset, end);

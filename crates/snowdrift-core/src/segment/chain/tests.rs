@@ -34,6 +34,24 @@ fn serves_segments_in_order_and_moves_on() {
     assert_eq!(st.starved, 2);
 }
 
+/// A segment whose last ID is a stride below 2^64 (what a client keeps of a run that reaches
+/// the end): each take ends where the segment does, without overflowing on the way.
+#[test]
+fn a_segment_that_ends_a_stride_below_the_top_is_served_whole() {
+    let c = chain();
+    let top = IdRange {
+        start: u64::MAX - 5,
+        end: u64::MAX,
+        stride: 2,
+    };
+    c.push(top).unwrap();
+    let (ids, _) = ready(c.take(2));
+    assert_eq!(ids.iter().collect::<Vec<_>>(), [u64::MAX - 5, u64::MAX - 3]);
+    let (ids, _) = ready(c.take(5));
+    assert_eq!(ids.iter().collect::<Vec<_>>(), [u64::MAX - 1]);
+    assert_eq!(c.take(1), Take::Empty);
+}
+
 #[test]
 fn leaf_double_buffer_prefetch_at_ten_percent() {
     let c = chain();
