@@ -3,7 +3,7 @@
 use super::{Clock, wall_ms};
 
 /// Reads the system's wall clock on every call, so it shows every step the clock takes,
-/// backwards included. Generators refuse or wait on such steps; prefer [`MonotonicClock`]
+/// backwards included. Generators refuse or wait on such steps; prefer [`MonotonicClock`](super::MonotonicClock)
 /// (super::MonotonicClock) in production.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;

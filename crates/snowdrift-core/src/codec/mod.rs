@@ -2,7 +2,7 @@
 //!
 //! Each codec turns a `u64` into a string and back, and every decoder is strict about what it
 //! accepts: a string either decodes to the one ID it stands for or fails with
-//! [`Error::InvalidEncoding`](crate::Error::InvalidEncoding), whose message says what is
+//! [`Error::InvalidEncoding`], whose message says what is
 //! allowed. Decoders never panic, whatever the input.
 //!
 //! | codec | example (`1050118621198921728`) | notes |
