@@ -57,6 +57,7 @@
 //! under a second) whose timings mean little. Nothing asserts on time.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -292,16 +293,16 @@ fn measure(
         "bare load + CAS (the floor)" => {
             // What any generator that takes one compare-and-swap per ID pays at least: no
             // clock, no fields, the counter's next value.
-            let counter = std::sync::atomic::AtomicU64::new(0);
+            let counter = AtomicU64::new(0);
             timed(bufs, pin, &|buf: &mut [u64]| {
                 for slot in buf {
-                    let mut cur = counter.load(std::sync::atomic::Ordering::Acquire);
+                    let mut cur = counter.load(Ordering::Acquire);
                     *slot = loop {
                         match counter.compare_exchange_weak(
                             cur,
                             cur + 1,
-                            std::sync::atomic::Ordering::AcqRel,
-                            std::sync::atomic::Ordering::Acquire,
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
                         ) {
                             Ok(_) => break cur + 1,
                             Err(now) => {
