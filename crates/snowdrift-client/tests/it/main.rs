@@ -68,8 +68,9 @@ async fn ids_come_from_the_cache_and_are_never_repeated() {
 
 /// A server whose `limits.max_count` (1,000 here) is below the client's batches (5,000 to
 /// 50,000): its `Next` refuses each of those counts before issuing anything, and its
-/// `Stream` serves them in messages of its own size. Every ID comes, once. (Before, the
-/// client asked for messages of 10,000, which such a server refuses too: no ID came.)
+/// `Stream` serves them in messages of its own size. Every ID comes, once, and the refusal
+/// is paid once per endpoint. (Before, the client asked for messages of 10,000, which such
+/// a server refuses too: no ID came.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_allows_smaller_batches_is_served_by_streams() {
     let dir = server::dir("client-max-count");
@@ -90,6 +91,24 @@ async fn a_server_that_allows_smaller_batches_is_served_by_streams() {
         let stats = client.stats(name).unwrap();
         assert!(stats.fetches >= 3, "{name}: {stats:?}");
     }
+    // The refusal is remembered for the endpoint: one refused `Next` in all, every later
+    // batch of either name streamed straight away.
+    let metrics = reqwest::get(format!("{}/metrics", s.base()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let refused: Vec<&str> = metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("snowdrift_request_duration_seconds_count")
+                && l.contains("IdService/Next")
+                && !l.contains("status=\"OK\"")
+        })
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0].ends_with(" 1"), "{refused:?}");
     s.stop().await;
 }
 
