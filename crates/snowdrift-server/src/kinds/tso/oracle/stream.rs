@@ -33,9 +33,9 @@ use crate::error::Error;
 /// a time by default. While it is out, every request that comes waits and goes in the next,
 /// so under load each message carries many (50 connections of single IDs: 4.2 requests per
 /// message with 8 in flight). Each message costs both nodes a wake-up and a TCP exchange;
-/// with one in flight a follower served 0.84-1.02x the leader's rate on a CPU shared with
-/// it (medians 0.89x and 0.91x in two runs), with 2 0.80x, with 8 0.69-0.72x, and its p50
-/// latency fell too (BENCHMARKS.md). The
+/// with one in flight a follower served 0.82-1.02x the leader's rate on a CPU shared with
+/// it (medians 0.89x, 0.91x and 0.89x in three runs), with 2 0.80x, with 8 0.69-0.72x, and
+/// its p50 latency fell too (BENCHMARKS.md). The
 /// price, on a network with a longer round trip: a request that comes while a message is
 /// out waits for it, up to one round trip more.
 const IN_FLIGHT: usize = 1;
