@@ -213,6 +213,10 @@ pub enum Error {
     /// the new layout's first IDs would not be above IDs the old one may have issued.
     #[error("{0}")]
     LayoutSwitchUnsafe(Box<LayoutSwitch>),
+    /// A live peer issues under another layout whose IDs this node's could meet while both
+    /// run (a rolling restart that a layout switch does not allow).
+    #[error("{0}")]
+    LayoutPeerUnsafe(Box<LayoutPeer>),
     /// This node's clock is behind a live peer's published clock by more than the bound.
     #[error(
         "this node's clock is at least {behind:?} behind {peer:?}'s (worker ID {peer_worker_id}), more than the {bound:?} allowed; fix the clock (NTP) before starting"
@@ -292,6 +296,28 @@ impl From<zookeeper_client::Error> for Error {
 
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What [`Error::LayoutPeerUnsafe`] found.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "worker ID {peer_worker_id} is held by {peer:?}, which issues under layout {peer_layout}, and this node (worker ID {worker_id}) is configured with layout {layout}: {why}, so while both issue they could issue the same IDs (node and sequence bits sit in other places, so other worker IDs make the same 64 bits). Refused: configure the peer's layout again, or stop every node of the old layout before starting one under the new layout; `{command}` says when a switch is safe for a rolling restart"
+)]
+pub struct LayoutPeer {
+    /// This node's worker ID.
+    pub worker_id: u64,
+    /// The peer's worker ID.
+    pub peer_worker_id: u64,
+    /// Who holds it.
+    pub peer: String,
+    /// The layout the peer recorded (`FIELDS/UNIT_MS/EPOCH_MS`).
+    pub peer_layout: String,
+    /// This node's layout, the same way.
+    pub layout: String,
+    /// Why the two cannot run side by side.
+    pub why: String,
+    /// The `snowdrift layout migrate` command that checks the switch from the peer's layout.
+    pub command: String,
+}
 
 /// What [`Error::LayoutSwitchUnsafe`] found (boxed: it is the largest error).
 #[derive(Debug, thiserror::Error)]

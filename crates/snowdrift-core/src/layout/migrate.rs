@@ -1,18 +1,27 @@
 //! Moving a running generator from one layout to another: can the new layout ever issue an
-//! ID the old one issued, or one below the old one's last?
+//! ID the old one issued, or one below it?
 //!
-//! Every instant `T` has two numbers: the largest ID the old layout can have issued up to
-//! `T` (every worker, every sequence value, under its extension value), `old(T)`, and the
-//! smallest ID the new layout can issue at `T`, `new(T)`. Both only grow. A switch at `S`
-//! is safe when `new(S) > old(S)`: every ID the new layout issues from then on is above
-//! every ID the old one issued. It stays safe while nodes still on the old layout keep
-//! issuing only until `old` reaches `new(S)`; from [`Migration::above_from_ms`] on, `new(T)
-//! > old(T)` at every later instant, so nodes may move one by one at any pace.
+//! A fleet moves by a rolling restart: from the switch at `S` on, nodes already on the new
+//! layout issue while the others still issue under the old one, until the last has moved.
+//! Every new ID must be above every old ID issued in that time, from any node: node and
+//! sequence bits sit in different places in the two layouts, so two different worker IDs
+//! can make the same 64 bits, and only the extremes over every node and sequence value can
+//! be compared. Two numbers decide it:
 //!
-//! The search is exact, not sampled: IDs have a power-of-two number of values below their
-//! time field, so counted in the ticks of the layout with fewer low bits, whether a tick
-//! holds an instant where `new <= old` is a linear inequality, and the last such tick is
-//! found by bisection.
+//! - `new(S)`, the smallest ID the new layout issues at `S` (it only grows after `S`);
+//! - `old(T)`, the largest ID the old layout can have issued up to `T`, which keeps growing
+//!   while old nodes issue.
+//!
+//! The switch is [`Verdict::Safe`] when `new(S)` is above every ID the old layout can ever
+//! issue, so old nodes may keep issuing for as long as the move takes. It is
+//! [`Verdict::SafeIfOldStopsBy`] when `new(S) > old(S)` but `old` reaches `new(S)` at a later
+//! instant: every node must have moved (or stopped) before then. Otherwise it is
+//! [`Verdict::Unsafe`], and [`Migration::safe_from_ms`] says from when a switch with these
+//! layouts is safe however long the move takes, if ever.
+//!
+//! Comparing `new(T)` with `old(T)` at each instant `T` alone (as this module did before 0.2)
+//! is not enough: a node still on the old layout 10 ms after the switch issues IDs that a
+//! new node issued 10 ms before.
 
 use super::{Layout, Role, mask};
 
@@ -26,9 +35,10 @@ pub struct Migration {
     /// The smallest ID the new layout issues at `at_ms`; `None` when it cannot issue then
     /// (before its epoch, or its time field is full).
     pub new_first_id: Option<u64>,
-    /// The first instant from which the new layout's IDs stay above the old one's at every
-    /// later instant, within the new layout's lifetime; `None` if there is none.
-    pub above_from_ms: Option<u64>,
+    /// The first instant from which a switch is safe however long nodes keep issuing under
+    /// the old layout: the new layout's smallest ID then is above every ID the old one can
+    /// ever issue. `None` if there is none within the new layout's lifetime.
+    pub safe_from_ms: Option<u64>,
     /// If nodes kept issuing under the old layout after `at_ms`: the first instant their IDs
     /// could reach `new_first_id` (`None`: never, the old layout ends first).
     pub old_reaches_new_ms: Option<u64>,
@@ -44,14 +54,33 @@ pub struct Migration {
 /// Whether a switch at the checked instant is safe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
-    /// The new layout's IDs stay above every ID the old one can issue from the switch on:
-    /// nodes may move one by one.
+    /// Every ID the new layout issues from the switch on is above every ID the old one can
+    /// ever issue: nodes may move one by one, at any pace.
     Safe,
-    /// The new layout's first IDs are above every ID the old one issued so far, but nodes
-    /// still on the old layout must stop issuing before this instant (ms since 1970).
+    /// The new layout's first IDs are above every ID the old one issued so far, but a node
+    /// still issuing under the old layout at this instant (ms since 1970) or later reaches
+    /// them: every node must have moved before it.
     SafeIfOldStopsBy(u64),
     /// The new layout may issue IDs at or below IDs the old one issued.
     Unsafe,
+}
+
+/// How long a rolling restart of a fleet may take, unless told otherwise: a switch whose old
+/// nodes must have stopped sooner than this after it is unsafe for a rolling restart
+/// (`snowdrift layout migrate --rollout`, and the server's check of its live peers).
+pub const DEFAULT_ROLLOUT_MS: u64 = 7 * 86_400_000;
+
+impl Migration {
+    /// Whether a rolling restart that has moved every node within `rollout_ms` of the switch
+    /// is safe: always for [`Verdict::Safe`], never for [`Verdict::Unsafe`], and for
+    /// [`Verdict::SafeIfOldStopsBy`] when the deadline comes after the rollout.
+    pub fn safe_for_rollout(&self, rollout_ms: u64) -> bool {
+        match self.verdict {
+            Verdict::Safe => true,
+            Verdict::SafeIfOldStopsBy(by) => by > self.at_ms.saturating_add(rollout_ms),
+            Verdict::Unsafe => false,
+        }
+    }
 }
 
 /// A layout as a registry stores it beside a worker ID's high-water mark, so a later start
@@ -146,54 +175,6 @@ impl Side {
     fn tick(&self, t: u128) -> Option<u128> {
         t.checked_sub(self.epoch).map(|d| d / self.unit)
     }
-    /// The end of the time field: the first instant past its last tick.
-    fn end(&self) -> u128 {
-        self.start(self.max_tick + 1)
-    }
-}
-
-/// The last `k` in `lo..=hi` where `pred` holds, for a `pred` that holds on a prefix or on
-/// a suffix of the range.
-fn last_true(lo: u128, hi: u128, pred: impl Fn(u128) -> bool) -> Option<u128> {
-    if lo > hi {
-        return None;
-    }
-    if pred(hi) {
-        return Some(hi);
-    }
-    if !pred(lo) {
-        return None;
-    }
-    let (mut good, mut bad) = (lo, hi);
-    while bad - good > 1 {
-        let mid = good + (bad - good) / 2;
-        if pred(mid) {
-            good = mid;
-        } else {
-            bad = mid;
-        }
-    }
-    Some(good)
-}
-
-/// The first index where `pred` holds, for a `pred` that holds on a suffix of `lo..=hi`.
-fn first_true(lo: u128, hi: u128, pred: impl Fn(u128) -> bool) -> Option<u128> {
-    if lo > hi || !pred(hi) {
-        return None;
-    }
-    if pred(lo) {
-        return Some(lo);
-    }
-    let (mut bad, mut good) = (lo, hi);
-    while good - bad > 1 {
-        let mid = bad + (good - bad) / 2;
-        if pred(mid) {
-            good = mid;
-        } else {
-            bad = mid;
-        }
-    }
-    Some(good)
 }
 
 /// The largest ID `old` can have issued up to `t` (its last tick's once its time is full).
@@ -219,89 +200,15 @@ fn old_reaches(old: &Side, v: u128) -> Option<u128> {
     (j <= old.max_tick).then(|| old.start(j))
 }
 
-/// The first instant from which `new(T) > old(T)` at every later `T` within the new
-/// layout's lifetime (see the module docs); `None` if there is none.
-fn above_from(old: &Side, new: &Side) -> Option<u128> {
-    // The end of the last stretch where new(T) <= old(T), if any.
-    let last_bad_end = if new.low_bits >= old.low_bits {
-        // Counted in the new layout's ticks: tick k holds a bad instant when the old
-        // layout reaches new's tick-k ID before tick k ends.
-        let bad = |k: u128| old_reaches(old, new.id(k)).is_some_and(|t| t < new.start(k + 1));
-        let old_first = old.id(0);
-        let old_last = old.id(old.max_tick);
-        // Ticks whose ID is at most old's first (old reaches it at its epoch: bad from the
-        // first new tick ending after that), then those old reaches later (a linear
-        // inequality in k, since new's IDs grow by a multiple of old's tick step), then
-        // those old never reaches.
-        let head_end = if new.id(0) <= old_first {
-            Some(((old_first - new.ext_part) >> new.low_bits).min(new.max_tick))
-        } else {
-            None
-        };
-        let reach_end = if new.id(0) <= old_last {
-            Some(((old_last - new.ext_part) >> new.low_bits).min(new.max_tick))
-        } else {
-            None
-        };
-        let middle = reach_end.and_then(|end| {
-            let lo = head_end.map_or(0, |h| h + 1);
-            last_true(lo, end, bad)
-        });
-        let k = middle.or_else(|| head_end.and_then(|h| last_true(0, h, bad)));
-        k.map(|k| new.start(k + 1))
-    } else {
-        // Counted in the old layout's ticks: in old tick j (the last one lasting for ever),
-        // new's ticks up to kmax(j) issue IDs at or below old's largest. kmax is linear in
-        // j (old's IDs grow by a multiple of new's tick step), until it passes new's last
-        // tick.
-        let kmax = |j: u128| {
-            old.id(j)
-                .checked_sub(new.ext_part)
-                .map(|d| d >> new.low_bits)
-        };
-        let old_next = |j: u128| {
-            if j >= old.max_tick {
-                u128::MAX
-            } else {
-                old.start(j + 1)
-            }
-        };
-        // The end of new's ticks up to k (its time field's end past its last tick).
-        let new_until = |k: u128| {
-            if k >= new.max_tick {
-                new.end()
-            } else {
-                new.start(k + 1)
-            }
-        };
-        let bad = |j: u128| {
-            kmax(j).is_some_and(|k| old.start(j) < new_until(k) && new.epoch < old_next(j))
-        };
-        // Old ticks whose largest ID is below new's smallest hold no bad instant, nor do
-        // those that end before new's epoch.
-        let lo_ids = first_true(0, old.max_tick, |j| kmax(j).is_some());
-        let lo_epoch = new
-            .epoch
-            .checked_sub(old.epoch)
-            .map_or(0, |d| d / old.unit)
-            .min(old.max_tick);
-        let found = lo_ids.map(|l| l.max(lo_epoch)).and_then(|lo| {
-            let clamp = first_true(lo, old.max_tick, |j| {
-                kmax(j).is_some_and(|k| k >= new.max_tick)
-            });
-            let clamped = clamp.and_then(|c| last_true(c, old.max_tick, bad));
-            clamped.or_else(|| {
-                let hi = clamp.map_or(Some(old.max_tick), |c| c.checked_sub(1))?;
-                last_true(lo, hi, bad)
-            })
-        });
-        found.map(|j| new_until(kmax(j).unwrap_or(0)).min(old_next(j)))
+/// The first instant at which `new`'s smallest ID is above every ID `old` can ever issue;
+/// `None` if none is within `new`'s lifetime.
+fn safe_from(old: &Side, new: &Side) -> Option<u128> {
+    let old_final = old.id(old.max_tick);
+    let k = match old_final.checked_sub(new.ext_part) {
+        None => 0,
+        Some(d) => (d >> new.low_bits) + 1,
     };
-    match last_bad_end {
-        None => Some(new.epoch),
-        Some(t) if t >= new.end() => None,
-        Some(t) => Some(t.max(new.epoch)),
-    }
+    (k <= new.max_tick).then(|| new.start(k))
 }
 
 /// The largest ID `layout` can have issued up to `t_ms` (every node, every sequence value,
@@ -342,11 +249,8 @@ pub fn check(old: &Layout, old_extension: u64, new: &Layout, at_ms: u64) -> Migr
     let to_u64 = |v: u128| u64::try_from(v).unwrap_or(u64::MAX);
     let old_last = old_at(&o, at);
     let new_first = new_at(&n, at);
-    let above = above_from(&o, &n);
     let reaches = new_first.and_then(|v| old_reaches(&o, v));
     let verdict = match (new_first, old_last) {
-        (None, _) => Verdict::Unsafe,
-        _ if above.is_some_and(|c| at >= c) => Verdict::Safe,
         (Some(first), last) if last.is_none_or(|l| first > l) => match reaches {
             Some(by) => Verdict::SafeIfOldStopsBy(to_u64(by)),
             None => Verdict::Safe,
@@ -361,7 +265,7 @@ pub fn check(old: &Layout, old_extension: u64, new: &Layout, at_ms: u64) -> Migr
         at_ms,
         old_last_id: old_last.map(to_u64),
         new_first_id: new_first.map(to_u64),
-        above_from_ms: above.map(to_u64),
+        safe_from_ms: safe_from(&o, &n).map(to_u64),
         old_reaches_new_ms: reaches.map(to_u64),
         verdict,
         safe_epoch_ms,
@@ -391,6 +295,7 @@ fn safe_epoch(old: &Side, new: &Side, at: u128) -> Option<u128> {
 mod tests {
     use super::*;
     use crate::layout::resolve;
+    use proptest::prelude::*;
 
     fn layout(
         preset: Option<&str>,
@@ -401,78 +306,140 @@ mod tests {
         resolve(preset, bits, unit, epoch).unwrap().0
     }
 
-    /// Every instant of the new layout's lifetime agrees with the check: the new IDs stay
-    /// above the old ones exactly from `above_from`.
-    fn brute_force(old: &Layout, new: &Layout) -> Option<u64> {
-        let o = Side::new(old, 0, true);
-        let n = Side::new(new, 0, false);
-        let good = |t: u64| match (new_at(&n, t.into()), old_at(&o, t.into())) {
+    /// The model the check is held to, built from the layouts' fields alone: every ID a
+    /// layout issues in tick `k`, one per value of every node field and the sequence.
+    fn ids_of_tick(layout: &Layout, extension: u64, k: u64) -> Vec<u64> {
+        let mut ids = vec![0u64];
+        for f in layout.fields() {
+            let values: Vec<u64> = match f.role() {
+                Role::Time => vec![k],
+                Role::Extension => vec![extension],
+                Role::Node | Role::Sequence => (0..=f.max()).collect(),
+            };
+            ids = ids
+                .iter()
+                .flat_map(|id| values.iter().map(move |v| (id << f.bits()) | v))
+                .collect();
+        }
+        ids
+    }
+
+    /// The tick holding `t`, clamped to the layout's last (a full time field issues no
+    /// more); `None` before the epoch.
+    fn tick(layout: &Layout, t: u64) -> Option<u64> {
+        t.checked_sub(layout.epoch_ms())
+            .map(|d| (d / layout.unit_ms()).min(layout.max_tick()))
+    }
+
+    /// Whether, by brute force, a rolling restart that switches at `s` and whose last node
+    /// still on `old` stops issuing before `stop` never lets a new ID equal or fall below an
+    /// old one: the smallest new ID issued from `s` on against the largest old ID issued
+    /// before `stop`, from any node.
+    fn rollout_is_safe(old: &Layout, new: &Layout, s: u64, stop: u64) -> bool {
+        let Some(first) = tick(new, s).filter(|_| {
+            s.checked_sub(new.epoch_ms())
+                .is_some_and(|d| d / new.unit_ms() <= new.max_tick())
+        }) else {
+            return false; // the new layout cannot issue at s
+        };
+        let new_min = (first..=new.max_tick())
+            .flat_map(|k| ids_of_tick(new, 0, k))
+            .min();
+        let old_max = stop
+            .checked_sub(1)
+            .and_then(|last| tick(old, last))
+            .and_then(|last| (0..=last).flat_map(|k| ids_of_tick(old, 0, k)).max());
+        match (new_min, old_max) {
+            (Some(n), Some(o)) => n > o,
+            (Some(_), None) => true,
             (None, _) => false,
-            (Some(x), y) => y.is_none_or(|y| x > y),
-        };
-        let end = new.lifetime().end_ms;
-        let expected = match (0..end).rev().find(|t| !good(*t)) {
-            None => Some(new.epoch_ms()),
-            Some(b) if b + 1 >= end => None,
-            Some(b) => Some((b + 1).max(new.epoch_ms())),
-        };
-        let got = above_from(&o, &n).map(|c| u64::try_from(c).unwrap());
-        assert_eq!(got, expected, "{old:?} -> {new:?}");
-        got
+        }
+    }
+
+    /// A small layout: 3-8 time bits, 0-2 node bits above or below a 1-3 bit sequence,
+    /// units of 1-9 ms, epochs of 0-299 ms.
+    fn small_layout() -> impl Strategy<Value = Layout> {
+        (
+            3u8..=8,
+            0u8..=2,
+            1u8..=3,
+            any::<bool>(),
+            1u64..=9,
+            0u64..300,
+        )
+            .prop_map(|(time, node, seq, node_below, unit, epoch)| {
+                let spec = match (node, node_below) {
+                    (0, _) => format!("time:{time},seq:{seq}"),
+                    (n, false) => format!("time:{time},worker:{n},seq:{seq}"),
+                    (n, true) => format!("time:{time},seq:{seq},machine:{n}"),
+                };
+                Layout::from_spec(&spec, unit, epoch).unwrap()
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        /// Every verdict, and the instant from which a switch is safe, against the brute
+        /// force model: a SAFE switch survives old nodes issuing to the end of their
+        /// layout, a stop-by deadline is exact (an old node still issuing at it breaks
+        /// the switch), an UNSAFE one breaks with old nodes issuing at the switch alone.
+        #[test]
+        fn verdicts_agree_with_every_id_of_small_layouts(
+            old in small_layout(),
+            new in small_layout(),
+            s in 0u64..3000,
+        ) {
+            let m = check(&old, 0, &new, s);
+            let forever = u64::MAX / 2;
+            match m.verdict {
+                Verdict::Safe => prop_assert!(rollout_is_safe(&old, &new, s, forever), "{m:?}"),
+                Verdict::SafeIfOldStopsBy(by) => {
+                    prop_assert!(by > s, "{m:?}");
+                    prop_assert!(rollout_is_safe(&old, &new, s, by), "{m:?}");
+                    prop_assert!(!rollout_is_safe(&old, &new, s, by + 1), "{m:?}");
+                }
+                Verdict::Unsafe => prop_assert!(!rollout_is_safe(&old, &new, s, s + 1), "{m:?}"),
+            }
+            match m.safe_from_ms {
+                Some(from) => {
+                    prop_assert!(rollout_is_safe(&old, &new, from, forever), "{m:?}");
+                    if from > new.epoch_ms() {
+                        prop_assert!(!rollout_is_safe(&old, &new, from - 1, forever), "{m:?}");
+                    }
+                    if m.new_first_id.is_some() {
+                        prop_assert_eq!(m.verdict == Verdict::Safe, s >= from, "{:?}", m);
+                    }
+                }
+                None => prop_assert!(m.verdict != Verdict::Safe, "{m:?}"),
+            }
+        }
     }
 
     #[test]
-    fn small_layouts_agree_with_every_instant() {
-        // Tiny layouts, so every instant of their lifetimes can be tried: a fixed list, then
-        // pseudo-random ones (time 3-9 bits, 0-2 node bits above or below a 1-4 bit
-        // sequence, units 1-9 ms, epochs 0-299).
-        let mut specs: Vec<(String, u64, u64)> = [
-            ("time:6,worker:2,seq:3", 3, 100),
-            ("time:5,worker:3,seq:4", 2, 130),
-            ("time:8,seq:2", 1, 90),
-            ("time:7,node:1,seq:2", 5, 0),
-            ("time:6,seq:3,machine:2", 7, 117),
-            ("time:9,worker:1,seq:1", 1, 300),
-        ]
-        .iter()
-        .map(|(s, u, e)| (s.to_string(), *u, *e))
-        .collect();
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
-        for _ in 0..40 {
-            let (time, node, seq) = (3 + next(7), next(3), 1 + next(4));
-            let spec = match (node, next(2)) {
-                (0, _) => format!("time:{time},seq:{seq}"),
-                (n, 0) => format!("time:{time},worker:{n},seq:{seq}"),
-                (n, _) => format!("time:{time},seq:{seq},machine:{n}"),
-            };
-            specs.push((spec, 1 + next(9), next(300)));
-        }
-        let (mut above, mut never, mut fewer_low_bits) = (0, 0, 0);
-        for (a, ua, ea) in &specs {
-            for (b, ub, eb) in &specs {
-                let old = Layout::from_spec(a, *ua, *ea).unwrap();
-                let new = Layout::from_spec(b, *ub, *eb).unwrap();
-                match brute_force(&old, &new) {
-                    Some(_) => above += 1,
-                    None => never += 1,
-                }
-                fewer_low_bits += usize::from(
-                    new.total_bits() - u32::from(new.time_bits())
-                        < old.total_bits() - u32::from(old.time_bits()),
-                );
-            }
-        }
-        // Both answers and both ways of counting were exercised.
-        assert!(
-            above > 100 && never > 100 && fewer_low_bits > 100,
-            "{above} {never} {fewer_low_bits}"
+    fn sonyflake_to_a_layout_with_the_node_below_issues_the_same_ids_10_ms_later() {
+        // The attack of issue 40: a switch at 2026-11-28 from Sonyflake to the same widths
+        // with worker and sequence swapped and the epoch 10 ms earlier. At each instant the
+        // new IDs are above the old ones, yet an old node 10 ms after the switch issues
+        // what a new one issued at it: 648223999968673795 is Sonyflake's machine 3, sequence
+        // 4 and the new layout's worker 4, sequence 3.
+        let old = Layout::preset("sonyflake").unwrap();
+        let new = layout(
+            None,
+            Some("time:39,worker:8,seq:16"),
+            Some("10ms"),
+            Some("2014-08-31T23:59:59.990Z"),
         );
+        let at = 1_795_900_000_000;
+        let m = check(&old, 0, &new, at);
+        assert_eq!(
+            m.verdict,
+            Verdict::SafeIfOldStopsBy(at / 10 * 10 + 10),
+            "{m:?}"
+        );
+        assert!(!m.safe_for_rollout(10));
+        assert!(!m.safe_for_rollout(DEFAULT_ROLLOUT_MS));
+        assert_eq!(m.safe_from_ms, None, "Sonyflake's last IDs are near 2^63");
     }
 
     #[test]
@@ -482,16 +449,20 @@ mod tests {
         let twitter = Layout::preset("twitter").unwrap();
         let m = check(&js53, 0, &twitter, now);
         assert_eq!(m.verdict, Verdict::Safe);
-        assert!(m.above_from_ms.unwrap() < 1_300_000_000_000);
+        assert!(m.safe_from_ms.unwrap() < 1_300_000_000_000);
         assert_eq!(check(&twitter, 0, &js53, now).verdict, Verdict::Unsafe);
         // Same layout, later epoch: every new ID repeats old time.
         let later = layout(Some("twitter"), None, None, Some("2020-01-01"));
         let m = check(&twitter, 0, &later, now);
-        assert_eq!((m.verdict, m.above_from_ms), (Verdict::Unsafe, None));
-        // Same layout, earlier epoch: above by the epochs' difference, at every instant.
+        assert_eq!((m.verdict, m.safe_from_ms), (Verdict::Unsafe, None));
+        // Same layout, earlier epoch: above by the epochs' difference at every instant, so
+        // old nodes reach the first new IDs that long (about 10 months) after the switch.
         let earlier = layout(Some("twitter"), None, None, Some("2010-01-01"));
         let m = check(&twitter, 0, &earlier, now);
-        assert_eq!(m.verdict, Verdict::Safe);
+        let shift = twitter.epoch_ms() - earlier.epoch_ms();
+        assert_eq!(m.verdict, Verdict::SafeIfOldStopsBy(now + shift));
+        assert!(m.safe_for_rollout(DEFAULT_ROLLOUT_MS));
+        assert!(!m.safe_for_rollout(shift));
         // An extension value in use puts the old IDs above every new one without it.
         let ext = layout(
             None,
@@ -505,7 +476,8 @@ mod tests {
             Some("1ms"),
             Some("2010-01-01"),
         );
-        assert_eq!(check(&ext, 0, &wide, now).verdict, Verdict::Safe);
+        let m = check(&ext, 0, &wide, now);
+        assert!(matches!(m.verdict, Verdict::SafeIfOldStopsBy(_)), "{m:?}");
         assert_eq!(check(&ext, 1, &wide, now).verdict, Verdict::Unsafe);
     }
 
@@ -527,7 +499,7 @@ mod tests {
         ] {
             let m = check(&baidu, 0, &new, now);
             assert_eq!(m.verdict, Verdict::Unsafe, "{new:?}");
-            assert_eq!(m.above_from_ms, None);
+            assert_eq!(m.safe_from_ms, None);
             assert_eq!(m.safe_epoch_ms, None);
             assert!(m.old_last_id.unwrap() > (1 << 63) - (1 << 35));
         }

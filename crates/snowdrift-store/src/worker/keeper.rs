@@ -181,6 +181,7 @@ impl<C: Clock + Clone + 'static> Shared<C> {
         let record_layout = self
             .check_layout(worker_id, stored.map(Mark::from_stored), now)
             .await?;
+        self.check_live_layouts(worker_id, mark, now).await?;
         let policy = self.builder.backward_policy();
         let bound = bound.map(|b| match policy {
             // Only the window the last holder wrote ahead of its clock is waited out.
@@ -325,6 +326,100 @@ impl<C: Clock + Clone + 'static> Shared<C> {
             ),
         }
         Ok(true)
+    }
+
+    /// Compares this node's layout with the one each live peer recorded: a node still issuing
+    /// under another layout may go on doing so for as long as the move takes, and node and
+    /// sequence bits in other places let another worker ID make the same 64 bits. Refuses
+    /// ([`Error::LayoutPeerUnsafe`]) unless one side's IDs stay above everything the other
+    /// can issue for at least [`migrate::DEFAULT_ROLLOUT_MS`]: this node's from its start,
+    /// or (this node being the one still on the old layout) the peer's from its claim.
+    async fn check_live_layouts(&self, worker_id: u64, mark: Mark, now: u64) -> Result<()> {
+        let new = self.builder.layout();
+        let current = migrate::record(new);
+        let peers = self
+            .call("listing the live worker IDs", self.registry.list())
+            .await?;
+        let start = now.max(mark.ms);
+        let rollout = migrate::DEFAULT_ROLLOUT_MS;
+        for peer in peers {
+            let Some(recorded) = peer.layout.as_deref() else {
+                continue;
+            };
+            if peer.holder == self.holder || recorded == current {
+                continue;
+            }
+            let theirs = migrate::parse_record(recorded).map_err(|e| {
+                Error::InvalidInput(format!(
+                    "worker ID {} ({}): {e}",
+                    peer.worker_id, peer.holder
+                ))
+            })?;
+            let their_ext = peer.mark.map_or(0, |m| Mark::from_stored(m).extension);
+            // This node the new layout, the peer still on the old one.
+            let above = migrate::check(&theirs, their_ext, new, start);
+            // This node the one still on the old layout, the peer moved at its claim.
+            let below = peer
+                .since_ms
+                .map(|since| migrate::check(new, mark.extension, &theirs, since));
+            let deadline = |m: &migrate::Migration| match m.verdict {
+                migrate::Verdict::Safe => Some(None),
+                migrate::Verdict::SafeIfOldStopsBy(by) if by > start.saturating_add(rollout) => {
+                    Some(Some(by))
+                }
+                _ => None,
+            };
+            let (role, by) = match (deadline(&above), below.as_ref().and_then(deadline)) {
+                (Some(by), _) => ("the new layout", by),
+                (None, Some(by)) => ("the old layout", by),
+                (None, None) => {
+                    let args = |l: &snowdrift_core::layout::Layout, which: &str| {
+                        format!(
+                            "--{which} {} --{which}-unit {}ms --{which}-epoch {}",
+                            migrate::spec(l),
+                            l.unit_ms(),
+                            l.epoch_ms()
+                        )
+                    };
+                    return Err(Error::LayoutPeerUnsafe(Box::new(crate::error::LayoutPeer {
+                        worker_id,
+                        peer_worker_id: peer.worker_id,
+                        peer: peer.holder,
+                        peer_layout: recorded.to_string(),
+                        layout: current,
+                        why: match above.verdict {
+                            migrate::Verdict::SafeIfOldStopsBy(by) => format!(
+                                "the peer's IDs reach this node's first ones at {}, less than {} after this start",
+                                snowdrift_core::layout::format_ms(by),
+                                jiff::SignedDuration::from_millis(rollout as i64)
+                            ),
+                            _ => "this node's first IDs would not be above the IDs the peer can issue".into(),
+                        },
+                        command: format!(
+                            "snowdrift layout migrate {} {}{}",
+                            args(&theirs, "from"),
+                            args(new, "to"),
+                            if their_ext > 0 {
+                                format!(" --extension {their_ext}")
+                            } else {
+                                String::new()
+                            }
+                        ),
+                    })));
+                }
+            };
+            tracing::warn!(
+                worker_id,
+                peer = %peer.holder,
+                peer_worker_id = peer.worker_id,
+                peer_layout = %recorded,
+                layout = %current,
+                this_node_runs = role,
+                move_every_node_before = %by.map_or("no deadline".into(), snowdrift_core::layout::format_ms),
+                "a live peer issues under another layout: the IDs of the two stay apart if every node runs the new layout before move_every_node_before"
+            );
+        }
+        Ok(())
     }
 
     /// The largest extension value of the layout (0 without an extension field).

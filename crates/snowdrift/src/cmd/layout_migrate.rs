@@ -1,15 +1,18 @@
-//! `snowdrift layout migrate`: whether a running generator may move from one layout to
-//! another without issuing an ID the old one issued, or one below the old one's last.
+//! `snowdrift layout migrate`: whether a fleet may move a generator from one layout to
+//! another by a rolling restart without a new node issuing an ID an old node issued, or one
+//! below it.
 
 use anyhow::{Context, Result, bail};
 use snowdrift_core::clock::Clock;
 use snowdrift_core::layout::migrate::{self, Migration, Verdict};
 use snowdrift_core::layout::{Layout, format_ms, parse_epoch, resolve};
 
-/// Checks a switch of a running generator from one layout to another: the largest ID the
-/// old layout can have issued (every worker, every sequence), the smallest the new one
-/// issues, from when the new IDs stay above the old ones, the new layout's lifetime, and
-/// the config change to make. Exits 1 when the switch is unsafe.
+/// Checks a switch of a running generator from one layout to another by a rolling restart:
+/// the largest ID the old layout can have issued (every worker, every sequence), the
+/// smallest the new one issues, until when nodes still on the old layout stay below it,
+/// from when the switch is safe however long the move takes, the new layout's lifetime,
+/// and the config change to make. Exits 1 when the switch is unsafe for a rolling restart
+/// that takes up to --rollout.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "A layout is a preset (twitter, baidu, js53, ...) or a spec of fields \
@@ -41,6 +44,10 @@ pub struct Args {
     /// When the switch happens (RFC 3339, a date or ms since 1970); default now.
     #[arg(long, value_name = "INSTANT")]
     at: Option<String>,
+    /// How long the rolling restart may take, from the switch until the last node runs the
+    /// new layout (30m, 24h, 168h, ...). A switch whose old nodes must stop sooner is unsafe.
+    #[arg(long, value_name = "DURATION", default_value = "168h", value_parser = parse_rollout)]
+    rollout: u64,
     /// The highest extension value a node of the old layout issues under (`/v1/generators`
     /// shows each node's); the new layout keeps it if it has an extension field.
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -84,6 +91,16 @@ fn named(which: &str, text: &str, unit: Option<&str>, epoch: Option<&str>) -> Re
         name,
         config,
     })
+}
+
+/// A rollout duration in ms, as `jiff` reads durations (`30m`, `24h`, `168h`).
+fn parse_rollout(text: &str) -> Result<u64, String> {
+    let d: jiff::SignedDuration = text
+        .trim()
+        .parse()
+        .map_err(|e| format!("{text:?} is not a duration ({e}); use e.g. 30m, 24h or 168h"))?;
+    u64::try_from(d.as_millis())
+        .map_err(|_| format!("{text:?} is negative; use e.g. 30m, 24h or 168h"))
 }
 
 fn unit_text(ms: u64) -> String {
@@ -130,21 +147,34 @@ pub fn run(args: Args) -> Result<()> {
         to: &to,
         m: &m,
         at_is_now: args.at.is_none(),
+        rollout_ms: args.rollout,
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.json())?);
     } else {
         print!("{}", report.text());
     }
-    if m.verdict == Verdict::Unsafe {
+    if !m.safe_for_rollout(args.rollout) {
         bail!(
-            "moving from {} to {} at {} is unsafe: the new layout may issue IDs at or below IDs the old one issued",
+            "moving from {} to {} at {} is unsafe{}: the new layout may issue IDs at or below IDs the old one issues",
             from.name,
             to.name,
-            format_ms(at)
+            format_ms(at),
+            match m.verdict {
+                Verdict::SafeIfOldStopsBy(_) => format!(
+                    " for a rolling restart that takes up to {} (--rollout)",
+                    duration_text(args.rollout)
+                ),
+                _ => String::new(),
+            }
         );
     }
     Ok(())
+}
+
+fn duration_text(ms: u64) -> String {
+    let d = jiff::SignedDuration::from_millis(i64::try_from(ms).unwrap_or(i64::MAX));
+    format!("{d:#}")
 }
 
 struct Report<'a> {
@@ -152,6 +182,7 @@ struct Report<'a> {
     to: &'a Named,
     m: &'a Migration,
     at_is_now: bool,
+    rollout_ms: u64,
 }
 
 impl Report<'_> {
@@ -194,10 +225,18 @@ impl Report<'_> {
     fn verdict_text(&self) -> String {
         let m = self.m;
         match m.verdict {
-            Verdict::Safe => "SAFE: every ID the new layout issues from the switch on is above every ID the old one can issue, whenever each node moves".into(),
+            Verdict::Safe => "SAFE: every ID the new layout issues from the switch on is above every ID the old one can ever issue, from any node, however long the move takes".into(),
+            Verdict::SafeIfOldStopsBy(by) if m.safe_for_rollout(self.rollout_ms) => format!(
+                "SAFE IF every node runs the new layout before {} ({} after the switch, more than the rollout of {}): until then every ID the new layout issues is above every ID a node still on the old layout can issue; from then on such a node reaches them",
+                format_ms(by),
+                duration_text(by - m.at_ms),
+                duration_text(self.rollout_ms)
+            ),
             Verdict::SafeIfOldStopsBy(by) => format!(
-                "SAFE IF every node has stopped issuing under the old layout by {}: the new layout's first IDs are above every ID the old one issued so far, but old IDs issued later would reach them",
-                format_ms(by)
+                "UNSAFE for a rolling restart: a node still on the old layout at {} ({} after the switch, within the rollout of {}) issues IDs at or above the new layout's first ones, from other worker IDs too",
+                format_ms(by),
+                duration_text(by - m.at_ms),
+                duration_text(self.rollout_ms)
             ),
             Verdict::Unsafe => {
                 let why = match (m.new_first_id, m.old_last_id) {
@@ -225,7 +264,7 @@ impl Report<'_> {
                 self.from.name,
                 config(None)
             ),
-            Verdict::SafeIfOldStopsBy(by) => format!(
+            Verdict::SafeIfOldStopsBy(by) if m.safe_for_rollout(self.rollout_ms) => format!(
                 "replace the layout keys with\n{}          and restart every node before {}{}\n",
                 config(None),
                 format_ms(by),
@@ -237,12 +276,18 @@ impl Report<'_> {
                     None => String::new(),
                 }
             ),
-            Verdict::Unsafe => {
+            _ => {
                 let mut s = String::new();
-                if let Some(c) = m.above_from_ms.filter(|c| *c > m.at_ms) {
+                if let Some(c) = m.safe_from_ms.filter(|c| *c > m.at_ms) {
                     s.push_str(&format!(
-                        "switch at {} or later (from then on it is safe), or ",
+                        "switch at {} or later (from then on it is safe however long the move takes), or ",
                         format_ms(c)
+                    ));
+                }
+                if let Verdict::SafeIfOldStopsBy(by) = m.verdict {
+                    s.push_str(&format!(
+                        "stop every node of the old layout first and start them under the new one, all before {}, or ",
+                        format_ms(by)
                     ));
                 }
                 match m.safe_epoch_ms {
@@ -257,7 +302,7 @@ impl Report<'_> {
                         ));
                     }
                     None => s.push_str(&format!(
-                        "no epoch for these fields puts their IDs above the old layout's last ID ({}): the old layout's time field {} the top of the ID's bits. Keep the old layout (with a new epoch only once nothing depends on IDs increasing), or give the new layout more bits below its time field, so that its IDs grow faster than the old ones did\n",
+                        "no epoch for these fields puts their IDs above every ID the old layout can issue ({}): the old layout's time field {} the top of the ID's bits. Keep the old layout (with a new epoch only once nothing depends on IDs increasing), or give the new layout more bits below its time field, so that its IDs grow faster than the old ones did\n",
                         m.old_last_id.map_or("none".into(), |v| v.to_string()),
                         if self.from.layout.lifetime().end_ms <= m.at_ms { "has reached" } else { "reaches" }
                     )),
@@ -271,16 +316,26 @@ impl Report<'_> {
         let m = self.m;
         let id = |v: Option<u64>| v.map_or("none".into(), |v| v.to_string());
         format!(
-            "from      {}\nto        {}\nswitch    {}{}\nold last  {} (the largest ID the old layout can have issued by then: every worker, every sequence)\nnew first {} (the smallest ID the new layout issues then)\nabove     {}\nverdict   {}\nlifetime  the new layout issues until {}\nto do     {}",
+            "from      {}\nto        {}\nswitch    {}{}\nold last  {} (the largest ID the old layout can have issued by then: every worker, every sequence)\nnew first {} (the smallest ID the new layout issues then)\nold below {}\nsafe from {}\nverdict   {}\nlifetime  the new layout issues until {}\nto do     {}",
             self.describe(self.from),
             self.describe(self.to),
             format_ms(m.at_ms),
             if self.at_is_now { " (now)" } else { "" },
             id(m.old_last_id),
             id(m.new_first_id),
-            match m.above_from_ms {
-                Some(c) => format!("the new IDs stay above the old ones from {} on", format_ms(c)),
-                None => "never: within its lifetime the new layout's IDs do not stay above the old one's".into(),
+            match m.old_reaches_new_ms {
+                Some(r) => format!(
+                    "until {}: a node still on the old layout from then on issues IDs at or above the new first one",
+                    format_ms(r)
+                ),
+                None => "for ever: the old layout ends before it reaches the new first ID".into(),
+            },
+            match m.safe_from_ms {
+                Some(c) => format!(
+                    "{}: a switch from then on is safe however long the move takes",
+                    format_ms(c)
+                ),
+                None => "never: within its lifetime the new layout's IDs do not get above every ID the old one can issue".into(),
             },
             self.verdict_text(),
             self.to.layout.lifetime(),
@@ -313,10 +368,12 @@ impl Report<'_> {
             "at_ms": m.at_ms,
             "old_last_id": m.old_last_id.map(|v| v.to_string()),
             "new_first_id": m.new_first_id.map(|v| v.to_string()),
-            "above_from": m.above_from_ms.map(format_ms),
+            "safe_from": m.safe_from_ms.map(format_ms),
             "old_reaches_new_first": m.old_reaches_new_ms.map(format_ms),
             "verdict": verdict,
             "old_must_stop_by": stop_by,
+            "rollout_ms": self.rollout_ms,
+            "safe_for_rollout": m.safe_for_rollout(self.rollout_ms),
             "new_lifetime_end": self.to.layout.lifetime().to_string(),
             "config": self.config_toml(None),
             "safe_epoch": m.safe_epoch_ms.map(format_ms),

@@ -71,7 +71,7 @@ fn the_cli_says_which_moves_are_safe_and_what_to_change() {
     ]);
     assert!(!ok);
     assert_eq!(
-        (&v["verdict"], &v["above_from"]),
+        (&v["verdict"], &v["safe_from"]),
         (&"unsafe".into(), &serde_json::Value::Null)
     );
 
@@ -85,7 +85,7 @@ fn the_cli_says_which_moves_are_safe_and_what_to_change() {
     assert_eq!(v["from"]["lifetime_end"], "2024-11-20T21:24:16.000Z");
     assert_eq!(v["old_last_id"], "9223372036854775807");
     assert_eq!(v["verdict"], "unsafe");
-    assert_eq!(v["above_from"], serde_json::Value::Null);
+    assert_eq!(v["safe_from"], serde_json::Value::Null);
     assert_eq!(v["safe_epoch"], serde_json::Value::Null);
     assert_eq!(v["new_lifetime_end"], "2084-06-07T03:14:08.000Z");
     let text = snowdrift(&[&["layout", "migrate", "--from", "baidu"][..], &WIDER].concat());
@@ -111,6 +111,59 @@ fn the_cli_says_which_moves_are_safe_and_what_to_change() {
     assert!(ok, "{v}");
     assert_eq!(v["verdict"], "safe_if_old_stops_by");
     assert_eq!(v["old_must_stop_by"], "2017-06-06T06:00:00.000Z");
+
+    // Issue 40's attack: node and sequence swapped, the epoch 10 ms earlier. At each
+    // instant the new IDs are above the old, but an old node 10 ms after the switch issues
+    // what a new node issued at it (four servers on one file registry issued 500 duplicates
+    // in 5 s). Unsafe for a rolling restart, and the output says until when old stays below.
+    let (ok, v) = migrate_json(&[
+        "--from",
+        "sonyflake",
+        "--to",
+        "time:39,worker:8,seq:16",
+        "--to-unit",
+        "10ms",
+        "--to-epoch",
+        "2014-08-31T23:59:59.990Z",
+        "--at",
+        "2026-11-28T00:00:00Z",
+    ]);
+    assert!(!ok, "{v}");
+    assert_eq!(v["verdict"], "safe_if_old_stops_by", "{v}");
+    assert_eq!(
+        v["old_reaches_new_first"], "2026-11-28T00:00:00.010Z",
+        "{v}"
+    );
+    assert_eq!(v["safe_for_rollout"], false, "{v}");
+    assert_eq!(v["safe_from"], serde_json::Value::Null, "{v}");
+    // Twitter to Instagram: old nodes stay below the new IDs until 2041, well past a week's
+    // rollout, so the move passes, with the deadline; a rollout past 2041 does not.
+    let (ok, v) = migrate_json(&[
+        "--from",
+        "twitter",
+        "--to",
+        "instagram",
+        "--at",
+        "2026-11-28",
+    ]);
+    assert!(ok, "{v}");
+    assert_eq!(v["verdict"], "safe_if_old_stops_by", "{v}");
+    assert!(
+        v["old_must_stop_by"].as_str().unwrap().starts_with("2041-"),
+        "{v}"
+    );
+    let (ok, v) = migrate_json(&[
+        "--from",
+        "twitter",
+        "--to",
+        "instagram",
+        "--at",
+        "2026-11-28",
+        "--rollout",
+        "150000h",
+    ]);
+    assert!(!ok, "{v}");
+    assert_eq!(v["safe_for_rollout"], false, "{v}");
 
     // A new layout from too late an epoch gets an epoch that works, which checks out: its
     // IDs must start above 2^53, js53's last, 2^30 ms of its ticks.
@@ -319,5 +372,94 @@ fn a_server_refuses_an_unsafe_layout_switch_and_starts_a_safe_one_on_etcd() {
     let url = urls::etcd();
     let worker = |ns: &str| format!("registry = \"etcd\"\nurl = \"{url}\"\nnamespace = \"{ns}\"");
     switch_from_baidu(&worker, &url, &dir);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A file-registry config whose node claims any free worker ID (`namespace` shared).
+fn any_worker(workers: &Path, ns: &str) -> String {
+    format!(
+        "registry = \"file\"\npath = \"{}\"\nnamespace = \"{ns}\"",
+        workers.display()
+    )
+}
+
+#[test]
+fn a_server_refuses_to_start_beside_a_live_peer_whose_layout_its_ids_could_meet() {
+    // Issue 40's attack, as a rolling restart would run it: a node under Sonyflake's layout
+    // still issuing, and a second node started under the same widths with worker and
+    // sequence swapped and an epoch 10 ms earlier, on a worker ID of its own (the peer's
+    // mark says nothing about it). Refused, naming the peer and the migrate command.
+    let dir = std::env::temp_dir().join(unique_name("opc-lm-peer"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let workers = dir.join("workers");
+    let ns = unique_name("opc_lmp");
+    let old = config(
+        &dir,
+        "old.toml",
+        &any_worker(&workers, &ns),
+        "layout = \"sonyflake\"",
+    );
+    let swapped = config(
+        &dir,
+        "new.toml",
+        &any_worker(&workers, &ns),
+        "bits = \"time:39,worker:8,seq:16\"\nunit = \"10ms\"\nepoch = \"2014-08-31T23:59:59.990Z\"",
+    );
+    let peer = Served::start(serve(&old, None));
+    peer.wait_ready();
+    assert_eq!(ids(&peer, 100).len(), 100);
+    let (refused, err) = exits(serve(&swapped, None));
+    assert!(refused, "started beside a live Sonyflake node: {err}");
+    for says in [
+        "which issues under layout time:39,seq:8,machine:16/10/1409529600000",
+        "configured with layout time:39,worker:8,seq:16/10/1409529599990",
+        "could issue the same IDs",
+        "snowdrift layout migrate --from time:39,seq:8,machine:16",
+    ] {
+        assert!(err.contains(says), "{says:?} not in {err}");
+    }
+    // Once every node of the old layout has stopped, the new one starts (its IDs are above
+    // everything the old one issued up to its mark, as the mark check requires).
+    let before = ids(&peer, 1000);
+    assert!(peer.stop().success());
+    let new = Served::start(serve(&swapped, None));
+    new.wait_ready();
+    let after = ids(&new, 1000);
+    let last = *before.iter().max().unwrap();
+    assert!(
+        after.iter().all(|id| *id > last),
+        "{after:?} not above {last}"
+    );
+    assert!(new.stop().success());
+
+    // A switch whose new IDs stay above the old ones for longer than a rollout may run
+    // beside the old layout: js53 (IDs below 2^53) and then Twitter's layout.
+    let ns = unique_name("opc_lmp");
+    let js53 = config(
+        &dir,
+        "js53.toml",
+        &any_worker(&workers, &ns),
+        "layout = \"js53\"",
+    );
+    let twitter = config(
+        &dir,
+        "tw.toml",
+        &any_worker(&workers, &ns),
+        "layout = \"twitter\"",
+    );
+    let old = Served::start(serve(&js53, None));
+    old.wait_ready();
+    let new = Served::start(serve(&twitter, None));
+    new.wait_ready();
+    let (old_ids, new_ids) = (ids(&old, 1000), ids(&new, 1000));
+    assert!(new_ids.iter().min() > old_ids.iter().max());
+    // The other way round (a node restarted under the old layout while a Twitter node
+    // runs) is allowed too: its IDs stay below the peer's.
+    assert!(old.stop().success());
+    let again = Served::start(serve(&js53, None));
+    again.wait_ready();
+    assert!(ids(&again, 100).iter().max() < new_ids.iter().min());
+    assert!(again.stop().success());
+    assert!(new.stop().success());
     std::fs::remove_dir_all(&dir).ok();
 }
