@@ -83,6 +83,11 @@ pub const OTHER_VARIABLES: &[(&str, &str)] = &[
         "scripts/test and scripts/schemathesis: parallel jobs",
     ),
     (
+        "SNOWDRIFT_TOOLS_DIR",
+        "scripts/test: where cargo-nextest and cargo-fuzz are installed (default \
+         ~/.cache/snowdrift-tools)",
+    ),
+    (
         "SNOWDRIFT_FUZZ_SECONDS",
         "scripts/test: time per fuzz target",
     ),
