@@ -17,6 +17,7 @@
 
 mod answer;
 pub mod auth;
+pub mod build_info;
 pub mod config;
 pub mod conn;
 mod deadline;

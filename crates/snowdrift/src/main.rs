@@ -10,10 +10,30 @@ mod uuid_args;
 
 use clap::{Parser, Subcommand};
 
+/// What `--version` prints after the name: the version, the commit it was built from, and
+/// whether the tree had changes (the build script reads git).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("SNOWDRIFT_BUILD_COMMIT"),
+    ", dirty: ",
+    env!("SNOWDRIFT_BUILD_DIRTY"),
+    ")"
+);
+
+/// The build, as the server reports it (`/healthz`, `snowdrift_build_info`).
+fn build_info() -> snowdrift_server::build_info::BuildInfo {
+    snowdrift_server::build_info::BuildInfo {
+        version: env!("CARGO_PKG_VERSION"),
+        commit: env!("SNOWDRIFT_BUILD_COMMIT"),
+        dirty: matches!(env!("SNOWDRIFT_BUILD_DIRTY").as_bytes(), b"true"),
+    }
+}
+
 /// Distributed unique IDs: snowflake IDs with any bit layout, database segments (Leaf),
 /// UUID v1 to v7, ULID and ObjectId, from one binary.
 #[derive(Debug, Parser)]
-#[command(name = "snowdrift", version, about, long_about = None, propagate_version = true)]
+#[command(name = "snowdrift", version = VERSION, about, long_about = None, propagate_version = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -34,6 +54,7 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    snowdrift_server::build_info::set(build_info());
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Next(a) => cmd::next::run(*a),

@@ -83,6 +83,15 @@ pub const OTHER_VARIABLES: &[(&str, &str)] = &[
         "scripts/test and scripts/schemathesis: parallel jobs",
     ),
     (
+        "SNOWDRIFT_BUILD_COMMIT",
+        "building only: the commit `snowdrift --version`, `/healthz` and snowdrift_build_info \
+         name, for a build without .git (cargo also sets it when it runs the tests)",
+    ),
+    (
+        "SNOWDRIFT_BUILD_DIRTY",
+        "building only: `true` when the tree the build comes from had changes",
+    ),
+    (
         "SNOWDRIFT_TOOLS_DIR",
         "scripts/test: where cargo-nextest and cargo-fuzz are installed (default \
          ~/.cache/snowdrift-tools)",

@@ -11,9 +11,15 @@ use serde_json::{Value, json};
 use crate::kinds::{IdSource, Source};
 use crate::state::AppState;
 
-/// 200 while the process serves HTTP.
+/// 200 while the process serves HTTP, with the build it runs (version, commit, dirty).
 pub async fn healthz() -> Json<Value> {
-    Json(json!({"status": "ok"}))
+    let build = crate::build_info::get();
+    Json(json!({
+        "status": "ok",
+        "version": build.version,
+        "commit": build.commit,
+        "dirty": build.dirty,
+    }))
 }
 
 /// 200 when every generator can issue now, else 503 naming the ones that cannot and why.

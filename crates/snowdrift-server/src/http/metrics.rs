@@ -29,6 +29,7 @@ pub async fn render(State(state): State<Arc<AppState>>) -> Response {
     let failing = state.generators.segments().refills_failing();
     let mut out = Out::default();
     out.push_str(&handle.render());
+    write_build_info(&mut out);
     write_issued(&mut out);
     write_fast(&mut out);
     write_connections(&mut out, &state.conns);
@@ -36,6 +37,26 @@ pub async fn render(State(state): State<Arc<AppState>>) -> Response {
     let chunks = out.into_chunks().into_iter().map(Ok::<_, Infallible>);
     let body = Body::from_stream(futures_util::stream::iter(chunks));
     ([(CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+}
+
+/// `snowdrift_build_info{version, commit}` 1, as Prometheus exporters name their build: a
+/// query can join it to any series to see which build served it.
+fn write_build_info(out: &mut Out) {
+    use crate::metrics::text::{family, sample};
+    let build = crate::build_info::get();
+    family(
+        out,
+        "snowdrift_build_info",
+        "gauge",
+        "Always 1; the labels name the running build: version and commit (with -dirty when the tree had changes).",
+    );
+    let commit = build.commit_text();
+    sample(
+        out,
+        "snowdrift_build_info",
+        &[("version", build.version), ("commit", &commit)],
+        1,
+    );
 }
 
 /// The connections under `[limits]`: open now, and refused at the cap since start.

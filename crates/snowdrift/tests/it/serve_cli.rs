@@ -512,3 +512,48 @@ fn logs_written_to_a_pipe_hold_no_colour_codes() {
     drop(served);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn the_version_names_the_commit_in_the_cli_healthz_and_metrics() {
+    // The commit this test binary's `snowdrift` was built from: the checkout's HEAD (CI
+    // builds a clean clone, so it is also not dirty there; here it may be).
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let head = String::from_utf8(head.stdout).unwrap().trim().to_string();
+    assert_eq!(head.len(), 40, "not a git checkout? {head:?}");
+    let version =
+        succeeds(std::process::Command::new(env!("CARGO_BIN_EXE_snowdrift")).arg("--version"));
+    let version = String::from_utf8(version).unwrap();
+    let expected = format!(
+        "snowdrift {} (commit {head}, dirty: ",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(
+        version.starts_with(&expected),
+        "{version:?} does not start with {expected:?}"
+    );
+    let dirty = version.contains("dirty: true");
+
+    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("opc-version"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let served = serve(&dir);
+    let (status, body) = served.get("/healthz", None);
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["version"], env!("CARGO_PKG_VERSION"), "{v}");
+    assert_eq!(v["commit"], head.as_str(), "{v}");
+    assert_eq!(v["dirty"], dirty, "{v}");
+    let (status, metrics) = served.get("/metrics", None);
+    assert_eq!(status, 200);
+    let commit = if dirty { format!("{head}-dirty") } else { head };
+    let line = format!(
+        "snowdrift_build_info{{version=\"{}\",commit=\"{commit}\"}} 1",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(metrics.lines().any(|l| l == line), "{line} not in /metrics");
+    served.stop();
+    std::fs::remove_dir_all(&dir).ok();
+}

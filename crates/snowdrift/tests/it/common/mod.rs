@@ -40,11 +40,13 @@ impl Served {
         let stderr = child.stderr.take().unwrap();
         let mut lines = BufReader::new(stderr).lines();
         let mut resp_url = None;
+        let mut before = Vec::new();
         let addr = loop {
-            let line = lines
-                .next()
-                .expect("serve exited before listening")
-                .unwrap();
+            let Some(line) = lines.next() else {
+                panic!("serve exited before listening:\n{}", before.join("\n"));
+            };
+            let line = line.unwrap();
+            before.push(line.clone());
             if let Some(rest) = line.split("RESP listening on ").nth(1) {
                 resp_url = Some(rest.trim().to_string());
             } else if let Some(rest) = line

@@ -1,0 +1,49 @@
+//! Records which commit this binary is built from, for `snowdrift --version`, `/healthz` and
+//! the `snowdrift_build_info` metric: `SNOWDRIFT_BUILD_COMMIT` when set (a packager building
+//! from a source archive), else `git rev-parse HEAD` of the checkout, else `unknown` (a
+//! packaged crate has no .git). `SNOWDRIFT_BUILD_DIRTY` is `true` when tracked files differ
+//! from that commit. Runs again when HEAD moves, the index changes or a file under crates/
+//! changes, so a dirty flag is never older than the build.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn git(args: &[&str]) -> Option<String> {
+    let out = Command::new("git").args(args).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+fn main() {
+    println!("cargo:rerun-if-env-changed=SNOWDRIFT_BUILD_COMMIT");
+    println!("cargo:rerun-if-env-changed=SNOWDRIFT_BUILD_DIRTY");
+    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let git_dir = git(&["rev-parse", "--absolute-git-dir"]);
+    if let Some(dir) = &git_dir {
+        let dir = PathBuf::from(dir);
+        println!("cargo:rerun-if-changed={}", dir.join("HEAD").display());
+        println!("cargo:rerun-if-changed={}", dir.join("index").display());
+        if let Some(head_ref) = git(&["symbolic-ref", "-q", "HEAD"]) {
+            println!("cargo:rerun-if-changed={}", dir.join(head_ref).display());
+        }
+        if let Some(crates) = manifest.parent() {
+            println!("cargo:rerun-if-changed={}", crates.display());
+        }
+    }
+    let commit = std::env::var("SNOWDRIFT_BUILD_COMMIT")
+        .ok()
+        .filter(|c| !c.is_empty())
+        .or_else(|| git_dir.as_ref().and_then(|_| git(&["rev-parse", "HEAD"])))
+        .unwrap_or_else(|| "unknown".into());
+    let dirty = match std::env::var("SNOWDRIFT_BUILD_DIRTY") {
+        Ok(v) => v == "true",
+        Err(_) => {
+            git_dir.is_some()
+                && git(&["status", "--porcelain", "--untracked-files=no"])
+                    .is_some_and(|s| !s.is_empty())
+        }
+    };
+    println!("cargo:rustc-env=SNOWDRIFT_BUILD_COMMIT={commit}");
+    println!("cargo:rustc-env=SNOWDRIFT_BUILD_DIRTY={dirty}");
+}
