@@ -90,6 +90,10 @@ fn describe_snowflake() {
         "Worker leases lost (and regained under a new epoch) since start."
     );
     describe_counter!(
+        "snowdrift_worker_id_changes_total",
+        "Lost worker leases regained under another worker ID (the lost one was taken meanwhile) since start."
+    );
+    describe_counter!(
         "snowdrift_worker_lease_renewals_total",
         "Worker lease renewals since start."
     );

@@ -281,6 +281,7 @@ async fn configured_segment_generator_health_and_metrics() {
         "snowdrift_worker_lease_seconds_left",
         "snowdrift_worker_lease_renewals_total{generator=\"sf\"}",
         "snowdrift_worker_lease_losses_total{generator=\"sf\"} 0",
+        "snowdrift_worker_id_changes_total{generator=\"sf\"} 0",
         "snowdrift_worker_mark_ahead_seconds",
         "snowdrift_layout_seconds_left{generator=\"sf\"}",
         "snowdrift_borrowed_seconds",

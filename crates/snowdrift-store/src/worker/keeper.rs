@@ -856,11 +856,28 @@ fn failed<C: Clock + Clone + 'static>(
 /// Tries once to claim an ID again after losing the lease.
 async fn regain<C: Clock + Clone + 'static>(shared: &Shared<C>, held: &mut Held) {
     match acquire(shared, false).await {
+        Ok(new) if new.worker_id != held.worker_id => {
+            let changes = {
+                let mut s = lock(&shared.status);
+                s.worker_id_changes += 1;
+                s.worker_id_changes
+            };
+            // Not info: whatever maps worker IDs to nodes (dashboards, `workers list`
+            // scripts, an operator's notes) is wrong from now on.
+            tracing::warn!(
+                lost_worker_id = held.worker_id,
+                worker_id = new.worker_id,
+                epoch = read(&shared.current).number(),
+                worker_id_changes = changes,
+                "regained a lease under another worker ID (the lost one was taken meanwhile); issuing again under the new one after its high-water mark"
+            );
+            *held = new;
+        }
         Ok(new) => {
             tracing::info!(
                 worker_id = new.worker_id,
                 epoch = read(&shared.current).number(),
-                "regained a worker ID; issuing again after its high-water mark"
+                "regained the worker ID; issuing again after its high-water mark"
             );
             *held = new;
         }

@@ -61,6 +61,8 @@ pub(super) struct StatusInner {
     pub state: WorkerState,
     pub deadline_ms: u64,
     pub renewals: u64,
+    /// Regains of a lost lease that ended under another worker ID than the lost one.
+    pub worker_id_changes: u64,
     pub peers: Vec<PeerOffset>,
     pub last_error: Option<String>,
 }
@@ -216,6 +218,7 @@ impl<C: Clock + Clone + 'static> WorkerNode<C> {
                 state: WorkerState::Starting,
                 deadline_ms: 0,
                 renewals: 0,
+                worker_id_changes: 0,
                 peers: Vec::new(),
                 last_error: None,
             }),
@@ -298,6 +301,7 @@ pub(super) fn status_of<C: Clock + Clone>(shared: &Shared<C>) -> WorkerStatus {
         },
         mark_ms: epoch.fence().window_end(),
         renewals: s.renewals,
+        worker_id_changes: s.worker_id_changes,
         now_ms,
         peers: s.peers.clone(),
         last_error: s.last_error.clone(),

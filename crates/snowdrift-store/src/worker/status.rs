@@ -84,6 +84,9 @@ pub struct WorkerStatus {
     pub mark_ms: u64,
     /// Lease renewals the coordinator accepted since the node started.
     pub renewals: u64,
+    /// How many times a lost lease was regained under another worker ID (the lost one was
+    /// taken meanwhile) since the node started: IDs of this node then carry a new worker ID.
+    pub worker_id_changes: u64,
     /// The node's clock when this snapshot was taken, ms since 1970.
     pub now_ms: u64,
     /// The peers' clocks relative to this one, from the latest check.

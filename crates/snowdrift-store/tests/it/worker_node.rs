@@ -549,6 +549,9 @@ async fn lease_loss(url: &str) {
     })
     .await;
     assert_ne!(a.epoch().worker_id(), a_worker, "B holds A's old ID");
+    // Said in the status (for /metrics' snowdrift_worker_id_changes_total), not only in
+    // the worker ID it reports.
+    assert_eq!(a.status().worker_id_changes, 1, "{:?}", a.status());
     tokio::time::sleep(Duration::from_millis(200)).await;
     stop.store(true, Ordering::Relaxed);
     issuer.join().unwrap();

@@ -93,6 +93,7 @@ fn worker_json(w: &snowdrift_store::worker::WorkerStatus) -> Value {
         "ready": w.is_ready(),
         "epoch": w.epoch,
         "renewals": w.renewals,
+        "worker_id_changes": w.worker_id_changes,
         "deadline_ms": w.deadline_ms,
         "mark_ms": w.mark_ms,
         "now_ms": w.now_ms,
@@ -123,6 +124,8 @@ pub(super) fn gauges(name: &str, s: &SnowflakeSource) {
         metrics::counter!("snowdrift_worker_lease_losses_total", &labels)
             .absolute(w.epoch.saturating_sub(1));
         metrics::counter!("snowdrift_worker_lease_renewals_total", &labels).absolute(w.renewals);
+        metrics::counter!("snowdrift_worker_id_changes_total", &labels)
+            .absolute(w.worker_id_changes);
         metrics::gauge!("snowdrift_worker_lease_seconds_left", &labels)
             .set(secs((i128::from(w.deadline_ms) - now).max(0)));
         metrics::gauge!("snowdrift_worker_mark_ahead_seconds", &labels)
