@@ -139,6 +139,17 @@ pub fn counter_start(draw: u32) -> u64 {
     scaled(draw, INITIAL_COUNT_MAX)
 }
 
+/// The random bits a cuid2 of `length` characters carries, as two IDs of one process
+/// collide: a letter of 26, then `length − 1` base-36 digits of a hash that differs for every
+/// ID (time, counter, fingerprint and entropy go in, so its digits are as good as random).
+///
+/// ```
+/// assert!((snowdrift_core::kinds::cuid2::bits(24) - 123.6).abs() < 0.1);
+/// ```
+pub fn bits(length: usize) -> f64 {
+    26f64.log2() + (length.saturating_sub(1)) as f64 * 36f64.log2()
+}
+
 /// A length of 2 to 32, or why not.
 pub fn check_length(length: usize) -> Result<usize> {
     if (MIN_LENGTH..=MAX_LENGTH).contains(&length) {

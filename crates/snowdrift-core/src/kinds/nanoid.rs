@@ -242,6 +242,19 @@ impl CollisionRisk {
         }
     }
 
+    /// The chance that `n` IDs of `bits` random bits, made together (one answer), hold two
+    /// equal ones: `1 − exp(−n(n−1) / 2^(bits+1))`, the birthday bound.
+    ///
+    /// ```
+    /// use snowdrift_core::kinds::nanoid::CollisionRisk;
+    /// assert!(CollisionRisk::within(1.0, 3) > 0.5);
+    /// assert!(CollisionRisk::within(126.0, 10_000) < 1e-20);
+    /// ```
+    pub fn within(bits: f64, n: u64) -> f64 {
+        let n = n as f64;
+        -(-(n * (n - 1.0)) / (bits + 1.0).exp2()).exp_m1()
+    }
+
     /// The time until a 1% chance, in words: `~3 hours`, `~1.2 thousand years`,
     /// `~2 billion years`, `less than a second`.
     pub fn time_text(&self) -> String {

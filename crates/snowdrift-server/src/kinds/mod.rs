@@ -11,6 +11,7 @@
 
 mod behaviour;
 pub mod codec;
+pub mod collision;
 mod ids;
 mod keys;
 mod reach;

@@ -93,6 +93,34 @@ fn keys_out_of_range_are_refused_by_the_check_and_the_start_alike() {
             "generator[0].expected_rate",
             "above 0",
         ),
+        // Issue 40: shapes whose IDs repeat within one answer, or within a day at the
+        // expected rate, are refused (one answer of alphabet "ab", size 1 held "a" three
+        // times; cuid2 of length 2 gave 817 distinct of 2,000).
+        (
+            g("nanoid", "alphabet = \"ab\"\nsize = 1"),
+            "generator[0] (\"g\")",
+            "IDs of 1 characters from an alphabet of 2 carries 1.0 random bits: one answer of limits.max_count = 10000 IDs holds two equal ones with a chance of ~100%",
+        ),
+        (
+            g("nanoid", "size = 7"),
+            "generator[0] (\"g\")",
+            "accept_collision_risk = true",
+        ),
+        (
+            g("nanoid", "size = 10\nexpected_rate = 1e9"),
+            "generator[0] (\"g\")",
+            "within a day",
+        ),
+        (
+            g("cuid2", "length = 2"),
+            "generator[0] (\"g\")",
+            "cuid2 of length 2 carries 9.9 random bits",
+        ),
+        (
+            g("cuid2", "length = 8"),
+            "generator[0] (\"g\")",
+            "Give a larger length (the default is 24)",
+        ),
         (
             g("cuid2", "length = 1"),
             "generator[0].length",
@@ -138,7 +166,8 @@ fn keys_out_of_range_are_refused_by_the_check_and_the_start_alike() {
 
 /// A Nano ID size whose 1% collision chance at `expected_rate` comes within a year is
 /// warned about by `--check-config` (as a TOML comment, and on stderr) and shown by
-/// `/v1/generators`; one that lasts is not. The config is still accepted: the choice is the user's.
+/// `/v1/generators`; one that lasts is not. One that repeats within a day (or within one
+/// answer) needs `accept_collision_risk = true` to be accepted at all.
 #[test]
 fn a_nanoid_size_that_collides_within_a_year_is_warned_about() {
     let dir = std::env::temp_dir().join(unique_name("nanoid-risk"));
@@ -147,7 +176,7 @@ fn a_nanoid_size_that_collides_within_a_year_is_warned_about() {
     let risky = config(
         &dir,
         "[[generator]]\nname = \"short\"\nkind = \"nanoid\"\nalphabet = \"0123456789abcdef\"\n\
-         size = 8\nexpected_rate = 100\n\
+         size = 8\nexpected_rate = 100\naccept_collision_risk = true\n\
          [[generator]]\nname = \"long\"\nkind = \"nanoid\"\nexpected_rate = 1000000\n",
     );
     let out = serve(&risky, true);
@@ -195,7 +224,7 @@ fn a_nanoid_size_that_collides_within_a_year_is_warned_about() {
     let fine = config(
         &dir,
         "[[generator]]\nname = \"short\"\nkind = \"nanoid\"\nalphabet = \"0123456789abcdef\"\n\
-         size = 8\n[[generator]]\nname = \"long\"\nkind = \"nanoid\"\nsize = 21\n\
+         size = 16\n[[generator]]\nname = \"long\"\nkind = \"nanoid\"\nsize = 21\n\
          expected_rate = 1000000\n",
     );
     let out = serve(&fine, true);

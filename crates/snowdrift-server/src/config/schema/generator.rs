@@ -172,13 +172,19 @@ pub struct GeneratorConfig {
     /// `nanoid`: characters per ID, 1 to 255 (default 21).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
-    /// `nanoid`: the IDs per second this generator is expected to issue, for the collision
-    /// report: `--check-config` warns when a 1% chance of a repeat comes in under a year.
+    /// `nanoid`, `cuid2`: the IDs per second this generator is expected to issue, for the
+    /// collision report: a 1% chance of a repeat within a day is refused (unless
+    /// `accept_collision_risk`), within a year warned about by `--check-config` and at start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_rate: Option<f64>,
     /// `cuid2`: characters per ID, 2 to 32 (default 24).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub length: Option<u64>,
+    /// `nanoid`, `cuid2`: start even when the shape's IDs may repeat: within one answer of
+    /// `limits.max_count` IDs with a chance over 1 in a million, or within a day at
+    /// `expected_rate`. Refused without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_collision_risk: Option<bool>,
 }
 
 word_enum!(
@@ -244,6 +250,7 @@ impl GeneratorConfig {
             size: None,
             expected_rate: None,
             length: None,
+            accept_collision_risk: None,
         }
     }
 }

@@ -13,11 +13,13 @@ use crate::error::Error;
 use crate::kinds::uuid::invalid_id;
 use crate::kinds::{IdSource, Ids, KindPlan, PlanError, StartContext};
 
-/// A `cuid2` generator: its length.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A `cuid2` generator: its length and the rate it expects.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Cuid2Plan {
     /// Characters per ID, 2 to 32.
     pub length: usize,
+    /// IDs per second expected, for the collision report.
+    pub expected_rate: Option<f64>,
 }
 
 impl KindPlan for Cuid2Plan {
@@ -25,21 +27,50 @@ impl KindPlan for Cuid2Plan {
     const KINDS: &'static [Kind] = &[Kind::Cuid2];
 
     fn keys(_kind: Kind) -> &'static [&'static str] {
-        &["length"]
+        &["length", "expected_rate", "accept_collision_risk"]
     }
 
-    fn plan(_config: &Config, g: &GeneratorConfig) -> Result<Self, PlanError> {
+    fn plan(config: &Config, g: &GeneratorConfig) -> Result<Self, PlanError> {
         let length = match g.length {
             None => cuid2::DEFAULT_LENGTH,
             Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
         };
         let length = cuid2::check_length(length)
             .map_err(|e| PlanError::Key("length", crate::error::core_reason(e)))?;
-        Ok(Cuid2Plan { length })
+        if let Some(rate) = g.expected_rate
+            && !(rate.is_finite() && rate > 0.0)
+        {
+            return Err(PlanError::Key(
+                "expected_rate",
+                format!("{rate} is not a rate; give the IDs per second you expect, above 0"),
+            ));
+        }
+        crate::kinds::collision::gate(
+            config,
+            g,
+            &format!("cuid2 of length {length}"),
+            cuid2::bits(length),
+            "Give a larger length (the default is 24)",
+        )?;
+        Ok(Cuid2Plan {
+            length,
+            expected_rate: g.expected_rate,
+        })
     }
 
     fn kind(&self) -> Kind {
         Kind::Cuid2
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        crate::kinds::collision::warning(
+            self.expected_rate,
+            &format!("cuid2 of length {}", self.length),
+            cuid2::bits(self.length),
+            "raise length",
+        )
+        .into_iter()
+        .collect()
     }
 
     async fn start(&self, _name: &str, _cx: &StartContext) -> Result<Cuid2Source, snowdrift_store::Error> {
@@ -48,7 +79,10 @@ impl KindPlan for Cuid2Plan {
         };
         let generator = Cuid2Generator::for_this_process(MonotonicClock::new(), self.length)
             .map_err(unavailable)?;
-        Ok(Cuid2Source { generator })
+        Ok(Cuid2Source {
+            generator,
+            expected_rate: self.expected_rate,
+        })
     }
 }
 
@@ -56,6 +90,7 @@ impl KindPlan for Cuid2Plan {
 #[derive(Debug)]
 pub struct Cuid2Source {
     generator: Cuid2Generator<MonotonicClock>,
+    expected_rate: Option<f64>,
 }
 
 impl IdSource for Cuid2Source {
@@ -82,7 +117,16 @@ impl IdSource for Cuid2Source {
     }
 
     fn describe(&self, out: &mut Value) {
-        out["length"] = self.generator.length().into();
+        let length = self.generator.length();
+        let bits = cuid2::bits(length);
+        out["length"] = length.into();
+        out["random_bits"] = bits.into();
+        if let Some(rate) = self.expected_rate {
+            let risk = snowdrift_core::kinds::nanoid::CollisionRisk::of(bits, rate);
+            out["expected_rate"] = rate.into();
+            out["collision_1pct_after"] = risk.time_text().into();
+            out["collision_1pct_after_secs"] = risk.seconds.into();
+        }
     }
 }
 

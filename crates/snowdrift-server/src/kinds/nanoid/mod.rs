@@ -27,10 +27,10 @@ impl KindPlan for NanoidPlan {
     const KINDS: &'static [Kind] = &[Kind::Nanoid];
 
     fn keys(_kind: Kind) -> &'static [&'static str] {
-        &["alphabet", "size", "expected_rate"]
+        &["alphabet", "size", "expected_rate", "accept_collision_risk"]
     }
 
-    fn plan(_config: &Config, g: &GeneratorConfig) -> Result<Self, PlanError> {
+    fn plan(config: &Config, g: &GeneratorConfig) -> Result<Self, PlanError> {
         let size = match g.size {
             None => nanoid::DEFAULT_SIZE,
             Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
@@ -51,6 +51,13 @@ impl KindPlan for NanoidPlan {
                 format!("{rate} is not a rate; give the IDs per second you expect, above 0"),
             ));
         }
+        crate::kinds::collision::gate(
+            config,
+            g,
+            &describe_shape(&shape),
+            shape.bits(),
+            "Give a larger size or a wider alphabet",
+        )?;
         Ok(NanoidPlan {
             shape,
             expected_rate: g.expected_rate,
@@ -70,11 +77,10 @@ impl KindPlan for NanoidPlan {
             return Vec::new();
         }
         vec![format!(
-            "at expected_rate = {rate} IDs/s, {} {}-character IDs ({:.0} random bits) reach a \
-             1% chance of a repeat in {}: raise size (or widen the alphabet) until that is \
-             years; `snowdrift next --kind nanoid --size N --explain --rate {rate}` shows it",
-            self.shape.size(),
-            self.shape.alphabet().chars().count(),
+            "at expected_rate = {rate} IDs/s, {} ({:.0} random bits) reaches a 1% chance of a \
+             repeat in {}: raise size (or widen the alphabet) until that is years; `snowdrift \
+             next --kind nanoid --size N --explain --rate {rate}` shows it",
+            describe_shape(&self.shape),
             risk.bits,
             risk.time_text()
         )]
@@ -85,6 +91,15 @@ impl KindPlan for NanoidPlan {
         os_random::u32().map_err(|e| snowdrift_store::Error::Unavailable(e.to_string().into()))?;
         Ok(NanoidSource { plan: self.clone() })
     }
+}
+
+/// The shape in words: `IDs of 21 characters from an alphabet of 64`.
+fn describe_shape(shape: &Nanoid) -> String {
+    format!(
+        "IDs of {} characters from an alphabet of {}",
+        shape.size(),
+        shape.alphabet().chars().count()
+    )
 }
 
 /// Nano IDs of one shape.
