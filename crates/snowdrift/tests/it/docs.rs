@@ -1,8 +1,10 @@
 //! The documentation shows configuration the server accepts and links that lead somewhere:
-//! every ```` ```toml ```` block of README.md, BENCHMARKS.md and `docs/` passes `snowdrift serve
-//! --check-config`, and every relative link names a file that exists (and a heading of it,
-//! for an `#anchor`). A block that is a fragment of a config is marked ```` ```toml,partial
-//! ```` and checked inside a minimal config; no block is skipped.
+//! every ```` ```toml ```` block of README.md, README.zh-CN.md, BENCHMARKS.md and `docs/`
+//! passes `snowdrift serve --check-config`, and every relative link names a file that exists
+//! (and a heading of it, for an `#anchor`). A block that is a fragment of a config is marked
+//! ```` ```toml,partial ```` and checked inside a minimal config; no block is skipped. The
+//! Chinese pages (README.zh-CN.md, `docs/zh/`) follow their English pages: the same code
+//! blocks, and a hash of the English text they were translated from.
 
 use std::path::{Path, PathBuf};
 
@@ -12,11 +14,15 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// README.md, BENCHMARKS.md and every Markdown file under `docs/`, relative to the
-/// repository.
+/// README.md, its Chinese translation, BENCHMARKS.md and every Markdown file under `docs/`
+/// (the Chinese book under `docs/zh/` included), relative to the repository.
 fn markdown_files() -> Vec<PathBuf> {
     let root = repo();
-    let mut files = vec![PathBuf::from("README.md"), PathBuf::from("BENCHMARKS.md")];
+    let mut files = vec![
+        PathBuf::from("README.md"),
+        PathBuf::from("README.zh-CN.md"),
+        PathBuf::from("BENCHMARKS.md"),
+    ];
     let mut dirs = vec![PathBuf::from("docs")];
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(root.join(&dir)).unwrap().flatten() {
@@ -256,6 +262,169 @@ fn every_relative_link_resolves() {
     }
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
     assert!(links >= 50, "only {links} relative links found");
+}
+
+/// The English code blocks a Chinese page leaves out, each named on purpose: (the Chinese
+/// page, the block's position among its English pages' blocks, counting from 1, as the
+/// test's messages do). None so far: every translated page keeps every block.
+const OMITTED: &[(&str, usize)] = &[];
+
+/// The Chinese pages: README.zh-CN.md and the pages of the Chinese book (its SUMMARY.md
+/// aside), relative to the repository.
+fn translated_pages() -> Vec<PathBuf> {
+    markdown_files()
+        .into_iter()
+        .filter(|file| {
+            file == Path::new("README.zh-CN.md")
+                || (file.starts_with("docs/zh/src") && !file.ends_with("SUMMARY.md"))
+        })
+        .collect()
+}
+
+/// The English pages a Chinese page is translated from, with the hashes it was translated
+/// at: its first lines, one per page, `<!-- source: docs/src/X.md sha256:HEX -->` (the path
+/// from the repository's root). A page mdBook assembles with `{{#include}}` is named by the
+/// file that holds the text (`docs/ops/monitoring.md`, not its `docs/src/ops/` wrapper).
+fn sources(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .map_while(|line| {
+            let inner = line
+                .trim()
+                .strip_prefix("<!-- source: ")?
+                .strip_suffix(" -->")?;
+            let (path, hash) = inner.split_once(" sha256:")?;
+            Some((path.trim().to_string(), hash.trim().to_string()))
+        })
+        .collect()
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The Chinese pages stay translations of their English pages. Each names its English
+/// pages and the sha256 of each when it was last brought up to date: an English page that
+/// changed since fails, naming both files and the new hash, until the Chinese page says the
+/// same again and carries that hash. Whatever the hash, a Chinese page's fenced code blocks
+/// (commands, config, code, console output) are its English pages' blocks, byte for byte
+/// and in order, but for those [`OMITTED`] names. Every page of the Chinese book is in its
+/// SUMMARY.md, so none is written and never shown.
+#[test]
+fn translations_follow_their_english_pages() {
+    let root = repo();
+    let summary = std::fs::read_to_string(root.join("docs/zh/src/SUMMARY.md")).unwrap();
+    let pages = translated_pages();
+    let mut failures = Vec::new();
+    // Each page with the number of its English pages' blocks, for OMITTED's check.
+    let mut counted = Vec::new();
+    for page in &pages {
+        let shown = page.display().to_string();
+        let text = std::fs::read_to_string(root.join(page)).unwrap();
+        if let Ok(in_book) = page.strip_prefix("docs/zh/src")
+            && !summary.contains(&format!("]({})", in_book.display()))
+        {
+            failures.push(format!(
+                "{shown} is not in docs/zh/src/SUMMARY.md: list it there"
+            ));
+        }
+        let sources = sources(&text);
+        if sources.is_empty() {
+            failures.push(format!(
+                "{shown} names no English page: its first line must be \
+                 `<!-- source: docs/src/X.md sha256:HEX -->` (one line per English page)"
+            ));
+            continue;
+        }
+        // The English pages' blocks in order, each with the page it is from.
+        let mut english = Vec::new();
+        for (source, recorded) in &sources {
+            let Ok(bytes) = std::fs::read(root.join(source)) else {
+                failures.push(format!("{shown} names {source}, which does not exist"));
+                continue;
+            };
+            let hash = sha256_hex(&bytes);
+            if hash != *recorded {
+                failures.push(format!(
+                    "{source} changed since {shown} was translated: update the translation, \
+                     then its hash to {hash}"
+                ));
+            }
+            let text = String::from_utf8(bytes).unwrap();
+            english.extend(blocks(&text).into_iter().map(|b| (source.clone(), b)));
+        }
+        counted.push((shown.clone(), english.len()));
+        let english: Vec<_> = english
+            .into_iter()
+            .enumerate()
+            .filter(|(n, _)| !OMITTED.contains(&(shown.as_str(), n + 1)))
+            .map(|(_, block)| block)
+            .collect();
+        let chinese = blocks(&text);
+        // The first difference only: the ones after it follow from it.
+        for n in 0..english.len().max(chinese.len()) {
+            let problem = match (english.get(n), chinese.get(n)) {
+                (Some((source, en)), Some(zh)) if en.info != zh.info || en.body != zh.body => {
+                    format!(
+                        "{shown}:{}: code block {} is not {source}:{}'s (a Chinese page keeps \
+                         the English blocks as they are, in order):\n--- {source}\n```{}\n{}```\n\
+                         --- {shown}\n```{}\n{}```",
+                        zh.line,
+                        n + 1,
+                        en.line,
+                        en.info,
+                        en.body,
+                        zh.info,
+                        zh.body
+                    )
+                }
+                (Some((source, en)), None) => format!(
+                    "{shown} lacks the code block of {source}:{} (its block {}, ```{}): copy \
+                     it in as it is, or name it in OMITTED",
+                    en.line,
+                    n + 1,
+                    en.info
+                ),
+                (None, Some(zh)) => format!(
+                    "{shown}:{}: a code block its English pages ({}) do not have",
+                    zh.line,
+                    sources
+                        .iter()
+                        .map(|(s, _)| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                _ => continue,
+            };
+            failures.push(problem);
+            break;
+        }
+    }
+    for &(page, n) in OMITTED {
+        if !counted
+            .iter()
+            .any(|(p, count)| p == page && (1..=*count).contains(&n))
+        {
+            failures.push(format!(
+                "OMITTED names block {n} of {page}, which its English pages do not have"
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "Chinese pages out of step with their English pages:\n{}",
+        failures.join("\n")
+    );
+    // README.zh-CN.md and the Chinese book's pages (12 when this was written), so a test
+    // that found none (a moved directory) fails rather than passing on nothing.
+    assert!(
+        pages.len() >= 12,
+        "only {} Chinese pages found",
+        pages.len()
+    );
 }
 
 #[test]
