@@ -76,6 +76,7 @@ $TOKEN_TOML
 [[generator]]
 name = "$NAME"
 kind = "tso"
+insecure_coordinator = true
 url = "$ETCD_URL"
 $FORWARD
 

@@ -85,7 +85,7 @@ var tsoName = fmt.Sprintf("go-ts-%d", os.Getpid())
 func startServer(t testing.TB, dir string, withTSO bool, extra string) *server {
 	s := &server{t: t, dir: dir, port: freePort(t), extra: extra}
 	if withTSO {
-		s.extra += fmt.Sprintf("\n[[generator]]\nname = %q\nkind = \"tso\"\nurl = \"etcd://127.0.0.1:2379\"\nforward_token = %q\nforward_plaintext = true\n", tsoName, testToken)
+		s.extra += fmt.Sprintf("\n[[generator]]\nname = %q\nkind = \"tso\"\ninsecure_coordinator = true\nurl = \"etcd://127.0.0.1:2379\"\nforward_token = %q\nforward_plaintext = true\n", tsoName, testToken)
 	}
 	s.start()
 	t.Cleanup(s.stop)
@@ -115,7 +115,7 @@ func sharedServer(t testing.TB) *server {
 				}
 			}()
 			s := &server{t: f, dir: dir, port: freePort(f)}
-			s.extra = fmt.Sprintf("\n[[generator]]\nname = %q\nkind = \"tso\"\nurl = \"etcd://127.0.0.1:2379\"\nforward_token = %q\nforward_plaintext = true\n", tsoName, testToken)
+			s.extra = fmt.Sprintf("\n[[generator]]\nname = %q\nkind = \"tso\"\ninsecure_coordinator = true\nurl = \"etcd://127.0.0.1:2379\"\nforward_token = %q\nforward_plaintext = true\n", tsoName, testToken)
 			s.start()
 			shared = s
 		}()

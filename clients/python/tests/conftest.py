@@ -109,6 +109,7 @@ class Server:
                 "[[generator]]",
                 f'name = "{TSO}"',
                 'kind = "tso"',
+                "insecure_coordinator = true",
                 'url = "etcd://127.0.0.1:2379"',
                 f'forward_token = "{TOKEN}"',
                 "forward_plaintext = true",

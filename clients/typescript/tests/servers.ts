@@ -80,7 +80,7 @@ export class Cluster {
       lines.push("[[generator]]", 'name = "uuid7"', 'kind = "uuid7"', "[[generator]]", 'name = "site"', 'kind = "uuid5"', 'namespace = "url"');
     }
     if (this.opts.tso === true) {
-      lines.push("[[generator]]", `name = "${this.tsoName}"`, 'kind = "tso"', 'url = "etcd://127.0.0.1:2379"');
+      lines.push("[[generator]]", `name = "${this.tsoName}"`, 'kind = "tso"', "insecure_coordinator = true", 'url = "etcd://127.0.0.1:2379"');
       if (this.opts.token !== false) lines.push(`forward_token = "${TOKEN}"`, "forward_plaintext = true");
     }
     return lines.join("\n") + "\n";

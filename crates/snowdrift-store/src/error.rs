@@ -247,6 +247,11 @@ pub enum Error {
     /// does not help; the message says what to check.
     #[error("{0}")]
     AccessDenied(String),
+    /// A coordinator takes requests from anyone who can reach it, and what runs on it needs
+    /// it not to (a tso election): refused unless the config accepts it; the message says
+    /// how to turn authentication on.
+    #[error("{0}")]
+    InsecureCoordinator(String),
     /// The store could not be reached or failed; the operation may be retried.
     #[error("store unavailable: {0}")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),

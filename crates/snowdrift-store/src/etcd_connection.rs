@@ -31,6 +31,8 @@ pub(crate) struct Target {
     options: ConnectOptions,
     user: Option<String>,
     tls: bool,
+    /// A client certificate is presented.
+    identity: bool,
     shown: String,
 }
 
@@ -38,6 +40,12 @@ impl Target {
     /// Reads `url`, and the certificate files it names: a missing file or one that holds no
     /// PEM certificate (or key) fails here, not at the first request.
     pub(crate) fn parse(url: &str) -> Result<Self> {
+        Self::parse_as(url, false)
+    }
+
+    /// As [`Target::parse`], or (`anonymous`) without the URL's user and client
+    /// certificate: what anyone who can reach etcd presents.
+    fn parse_as(url: &str, anonymous: bool) -> Result<Self> {
         let parts = CoordinatorUrl::parse(url, USAGE, &OPTIONS)?;
         let shown = mask_url(url);
         let bad = |reason: String| Error::InvalidUrl {
@@ -49,6 +57,7 @@ impl Target {
             "https" => true,
             other => return Err(bad(format!("scheme {other:?} is not etcd's; use {USAGE}"))),
         };
+        let mut identity = false;
         let mut options = ConnectOptions::new()
             .with_connect_timeout(Duration::from_secs(5))
             .with_timeout(Duration::from_secs(5));
@@ -68,6 +77,7 @@ impl Target {
                 None => config.with_native_roots(),
             };
             match (parts.option("cert"), parts.option("key")) {
+                (Some(_), Some(_)) if anonymous => {}
                 (Some(cert_file), Some(key_file)) => {
                     let cert = read_pem(cert_file, "cert", &bad)?;
                     check_certificates(&cert, cert_file, "cert", &bad)?;
@@ -78,6 +88,7 @@ impl Target {
                         )));
                     }
                     config = config.identity(Identity::from_pem(cert, key));
+                    identity = true;
                 }
                 (None, None) => {}
                 (Some(_), None) => {
@@ -97,7 +108,7 @@ impl Target {
             options = options.with_tls(config);
         }
         let user = parts.user.as_ref().map(|(user, _)| user.clone());
-        if let Some((user, password)) = parts.user {
+        if let Some((user, password)) = parts.user.filter(|_| !anonymous) {
             // etcd's simple tokens expire after 5 idle minutes; a registry renews more often
             // than that, but a tso follower may sit idle.
             options = options
@@ -114,6 +125,7 @@ impl Target {
             options,
             user,
             tls,
+            identity,
             shown,
         })
     }
@@ -180,6 +192,58 @@ impl Target {
                 Error::Unavailable(format!("etcd at {}: {why}; {hint}", self.shown).into())
             }
             other => other,
+        }
+    }
+}
+
+/// Whether etcd at `url` answers a client that presents neither a user nor a client
+/// certificate: one that reads the keys under `prefix` with neither. Such an etcd takes
+/// writes from anyone who can reach it (its authentication is off), so a leader key or a
+/// worker lease there proves nothing. A refusal (no user, permission denied, a client
+/// certificate required) is `false`; an etcd that cannot be reached is the error.
+pub async fn takes_anonymous_requests(url: &str, prefix: &str) -> Result<bool> {
+    let target = Target::parse_as(url, true)?;
+    let answer = match Client::connect(&target.endpoints, Some(target.options.clone())).await {
+        Ok(client) => {
+            client
+                .kv_client()
+                .get(
+                    prefix,
+                    Some(GetOptions::new().with_prefix().with_count_only()),
+                )
+                .await
+        }
+        Err(e) => Err(e),
+    };
+    match answer {
+        Ok(_) => Ok(true),
+        Err(e) => {
+            let said = match &e {
+                etcd::Error::GRpcStatus(s) => format!("{}: {}", s.message(), chain(&e)),
+                other => chain(other),
+            };
+            let refused = [
+                "user name is empty",
+                "permission denied",
+                "invalid auth token",
+                "certificate",
+                "handshake",
+                "tls",
+            ]
+            .iter()
+            .any(|r| said.to_ascii_lowercase().contains(r));
+            if refused {
+                return Ok(false);
+            }
+            // A client certificate that etcd requires closes the connection in the TLS
+            // handshake, which the client sees as the transport failing: if the URL's own
+            // credentials get through, etcd refused the anonymous client.
+            let full = Target::parse(url)?;
+            if full.identity {
+                full.connect(prefix).await.map(|_| false)
+            } else {
+                Err(target.refused(e, prefix))
+            }
         }
     }
 }

@@ -39,6 +39,8 @@ mod zk_connection;
 pub mod zk_version;
 
 pub use error::{Error, Result};
+#[cfg(feature = "etcd")]
+pub use etcd_connection::takes_anonymous_requests as etcd_takes_anonymous_requests;
 pub use mask::mask_url;
 #[cfg(feature = "redis")]
 pub use redis_connection::check_url as check_redis_url;

@@ -544,7 +544,7 @@ async fn tso_server(
         &file,
         format!(
             "[server]\nlisten = \"{addr}\"\nadvertise = \"http://{addr}\"\n[store]\nurl = \"sqlite://{}\"\n\
-             [[generator]]\nname = \"{name}\"\nkind = \"tso\"\nurl = \"{}\"\n",
+             [[generator]]\nname = \"{name}\"\nkind = \"tso\"\ninsecure_coordinator = true\nurl = \"{}\"\n",
             dir.join("ids.db").display(),
             snowdrift_testkit::urls::etcd()
         ),

@@ -338,7 +338,7 @@ fn coordinator_credentials_and_tls_files_pass_through_and_are_masked() {
             "[server]\nlisten = \"127.0.0.1:9000\"\n\
              [worker]\nregistry = \"etcd\"\nurl = \"{etcd}\"\n\
              [[generator]]\nname = \"sf\"\nkind = \"snowflake\"\n\
-             [[generator]]\nname = \"ts\"\nkind = \"tso\"\nurl = \"{etcd}\"\n\
+             [[generator]]\nname = \"ts\"\nkind = \"tso\"\ninsecure_coordinator = true\nurl = \"{etcd}\"\n\
              [[generator]]\nname = \"zv\"\nkind = \"zk-version\"\nurl = \"{zk}\"\nznode = \"/snowdrift/zv\"\n"
         ),
         &[],

@@ -341,6 +341,15 @@ fn a_key_without_effect_where_it_is_set_is_refused() {
         "line 5",
         "applies only with auth on",
     );
+    // Issue 40: plain http nodes give followers no way to check that the node named in
+    // etcd's leader key is a member: refused without the opt-in, which says what it risks.
+    refused(
+        tso,
+        &[],
+        "generator[0].insecure_coordinator (\"ts\")",
+        "line 1",
+        "nothing lets them check that a leader is a member of the cluster",
+    );
     refused(
         &format!("{tso}forward_plaintext = true\n"),
         &[],
@@ -348,7 +357,7 @@ fn a_key_without_effect_where_it_is_set_is_refused() {
         "line 5",
         "no [[auth.token]] is configured",
     );
-    check(tso, &[]).unwrap();
+    check(&format!("{tso}insecure_coordinator = true\n"), &[]).unwrap();
     refused(
         "[limits]\nresp_max_frame = 2048\n",
         &[],
@@ -615,7 +624,7 @@ fn each_kind_checks_its_own_keys_and_places_them() {
     );
     // The ends of those ranges are accepted.
     for body in [
-        "kind = \"tso\"\nurl = \"etcd://127.0.0.1:2379\"\nttl = \"60s\"\nwindow = \"60s\"",
+        "kind = \"tso\"\nurl = \"etcd://127.0.0.1:2379\"\nttl = \"60s\"\nwindow = \"60s\"\ninsecure_coordinator = true",
         "kind = \"snowflake\"\nbackward_wait = \"10m\"",
         "kind = \"counter\"\nurl = \"redis://h:6380/2\"",
         "kind = \"zk-version\"\nurl = \"zookeeper://h:2181\"\nznode = \"/a/b\"",

@@ -31,7 +31,7 @@ pub(crate) async fn node(name: &str, etcd: &str, ttl: &str) -> Node {
         &dir.0,
         &format!(
             "[server]\nlisten = \"{addr}\"\nadvertise = \"http://{addr}\"\n\n\
-             [[generator]]\nname = \"{name}\"\nkind = \"tso\"\nurl = \"{etcd}\"\nttl = \"{ttl}\"\n"
+             [[generator]]\nname = \"{name}\"\nkind = \"tso\"\ninsecure_coordinator = true\nurl = \"{etcd}\"\nttl = \"{ttl}\"\n"
         ),
     );
     let server = snowdrift_server::Server::start(&config).await.unwrap();
@@ -372,7 +372,7 @@ fn tso_configuration_mistakes_are_refused_with_the_key() {
             .unwrap_or_else(|| panic!("accepted:\n{toml}"))
             .to_string()
     };
-    let generator = "[[generator]]\nname = \"ts\"\nkind = \"tso\"\n";
+    let generator = "[[generator]]\nname = \"ts\"\nkind = \"tso\"\ninsecure_coordinator = true\n";
     let listen = "[server]\nlisten = \"127.0.0.1:9000\"\n";
     let e = refused(&format!("{listen}{generator}"));
     assert!(e.contains("kind tso needs url"), "{e}");
@@ -446,7 +446,7 @@ async fn every_transport_takes_its_turn_in_one_order() {
         &dir.0,
         &format!(
             "[server]\nlisten = \"{addr}\"\nadvertise = \"http://{addr}\"\nresp_listen = \"127.0.0.1:0\"\n\n\
-             [[generator]]\nname = \"{name}\"\nkind = \"tso\"\nurl = \"{}\"\n",
+             [[generator]]\nname = \"{name}\"\nkind = \"tso\"\ninsecure_coordinator = true\nurl = \"{}\"\n",
             snowdrift_testkit::urls::etcd()
         ),
     );
@@ -579,7 +579,7 @@ async fn a_follower_forwards_over_tls_with_its_forward_token() {
                 &format!(
                     "[server]\nlisten = \"127.0.0.1:{port}\"\nadvertise = \"https://localhost:{port}\"\n\
                      tls_cert = \"{c}/cert.pem\"\ntls_key = \"{c}/key.pem\"\n\n{tokens}\n\
-                     [[generator]]\nname = \"{name}\"\nkind = \"tso\"\nurl = \"{}\"\nforward_token = \"{forward}\"\n",
+                     [[generator]]\nname = \"{name}\"\nkind = \"tso\"\ninsecure_coordinator = true\nurl = \"{}\"\nforward_token = \"{forward}\"\n",
                     snowdrift_testkit::urls::etcd(),
                     c = cert_dir.display()
                 ),

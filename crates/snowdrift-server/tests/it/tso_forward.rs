@@ -29,7 +29,7 @@ async fn leading(name: &str, max_streams: usize) -> (Running, Channel, TempDir) 
         &format!(
             "[server]\nlisten = \"{addr}\"\nadvertise = \"http://{addr}\"\n\
              [limits]\nmax_streams = {max_streams}\n\
-             [[generator]]\nname = \"{name}\"\nkind = \"tso\"\nurl = \"{}\"\n",
+             [[generator]]\nname = \"{name}\"\nkind = \"tso\"\ninsecure_coordinator = true\nurl = \"{}\"\n",
             snowdrift_testkit::urls::etcd()
         ),
     );

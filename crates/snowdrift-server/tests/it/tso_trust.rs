@@ -471,7 +471,7 @@ async fn a_fake_leader_on_plain_http_never_gets_the_forward_token() {
             &format!(
                 "[server]\nlisten = \"127.0.0.1:{port}\"\nadvertise = \"https://localhost:{port}\"\n\
                  tls_cert = \"{c}/cert.pem\"\ntls_key = \"{c}/key.pem\"\n\n{tokens}\n\
-                 [[generator]]\nname = \"{name}\"\nkind = \"tso\"\nurl = \"{}\"\nttl = \"2s\"\n\
+                 [[generator]]\nname = \"{name}\"\nkind = \"tso\"\ninsecure_coordinator = true\nurl = \"{}\"\nttl = \"2s\"\n\
                  forward_token = \"{fwd}\"\n",
                 snowdrift_testkit::urls::etcd(),
                 c = dir.0.display()

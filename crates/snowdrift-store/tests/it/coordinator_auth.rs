@@ -285,6 +285,34 @@ async fn etcd_with_tls_client_certs_and_rbac_serves_snowdrift_and_refuses_everyo
         other => panic!("no fresh election was won: {other:?}"),
     }
 
+    // A tso generator asks whether anyone could write its leader key (issue 40): not here,
+    // with the URL's user and certificate or without them; yes on the test machine's
+    // etcd, which has authentication off.
+    // Its certificate alone (no password): etcd takes the certificate's name as the user.
+    let bare = format!(
+        "https://127.0.0.1:{}?ca={}&cert={}&key={}",
+        etcd.port,
+        etcd.ca.display(),
+        etcd.cert.0.display(),
+        etcd.cert.1.display()
+    );
+    for asked in [url.as_str(), bare.as_str()] {
+        assert!(
+            !snowdrift_store::etcd_takes_anonymous_requests(asked, &format!("/{ns}/"))
+                .await
+                .unwrap(),
+            "{asked}"
+        );
+    }
+    assert!(
+        snowdrift_store::etcd_takes_anonymous_requests(
+            &snowdrift_testkit::urls::etcd(),
+            "/snowdrift"
+        )
+        .await
+        .unwrap()
+    );
+
     // Nobody else writes the lease key, whatever they lack.
     let lease_key = format!("/{ns}/worker/0");
     let mark_key = format!("/{ns}/mark/0");

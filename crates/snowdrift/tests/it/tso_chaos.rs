@@ -39,7 +39,7 @@ pub(crate) fn config(
         format!(
             "[server]\nlisten = \"127.0.0.1:{port}\"\nadvertise = \"http://127.0.0.1:{port}\"\n\n\
              [store]\nurl = \"sqlite://{}\"\n\n\
-             [[generator]]\nname = \"{name}\"\nkind = \"tso\"\nurl = \"{etcd}\"\nttl = \"2s\"\n",
+             [[generator]]\nname = \"{name}\"\nkind = \"tso\"\ninsecure_coordinator = true\nurl = \"{etcd}\"\nttl = \"2s\"\n",
             dir.join(format!("node{i}.db")).display()
         ),
     )

@@ -152,6 +152,13 @@ pub struct GeneratorConfig {
     /// network you trust.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forward_plaintext: Option<bool>,
+    /// `tso`: run although the election's etcd takes requests from clients without a user or
+    /// client certificate, or followers cannot check that a leader named there is a member
+    /// of the cluster (plain `http://` nodes, or TLS without `server.tls_cert`). Anyone who
+    /// could then write the leader key would have every node serve their IDs; refused
+    /// without it. Only where nothing but the cluster can reach etcd and the nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insecure_coordinator: Option<bool>,
     /// `typeid`: the type prefix of its IDs (`user` gives `user_01h455vb4pex5vsknk084sn02q`):
     /// up to 63 characters of `a`-`z` and `_`, starting and ending with a letter, or `""`
     /// for IDs without one. Required.
@@ -243,6 +250,7 @@ impl GeneratorConfig {
             ttl: None,
             forward_token: None,
             forward_plaintext: None,
+            insecure_coordinator: None,
             prefix: None,
             secret: None,
             machine_id: None,

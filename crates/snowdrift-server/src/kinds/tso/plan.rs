@@ -37,9 +37,13 @@ pub struct TsoPlan {
     /// Most IDs one forwarded call asks of the leader: `limits.max_count` (the leader's, when
     /// nodes share one config).
     pub max_count: u64,
-    /// The CA certificate (PEM) an `https://` leader is checked against beside the system's
-    /// roots: this node's own `server.tls_cert`, as nodes of one cluster usually share one.
+    /// The CA certificate (PEM) an `https://` leader is checked against, and nothing else:
+    /// this node's own `server.tls_cert`, as nodes of one cluster share one (or one CA). A
+    /// certificate the system's roots trust proves nothing about membership.
     pub forward_ca: Option<std::path::PathBuf>,
+    /// `insecure_coordinator`: run on an etcd that takes anonymous requests, or without a
+    /// way for followers to check that the leader is a member.
+    pub insecure_coordinator: bool,
 }
 
 /// The longest `ttl`: a leader that dies is replaced only after its lease runs out.
@@ -64,6 +68,7 @@ impl KindPlan for TsoPlan {
             "ttl",
             "forward_token",
             "forward_plaintext",
+            "insecure_coordinator",
         ]
     }
 
@@ -84,6 +89,26 @@ impl KindPlan for TsoPlan {
         cx: &StartContext,
     ) -> Result<TsoSource, snowdrift_store::Error> {
         let offset = super::oracle::test_clock_offset_ms()?;
+        if !self.insecure_coordinator
+            && snowdrift_store::etcd_takes_anonymous_requests(
+                &self.url,
+                &format!("/{TSO_NAMESPACE}/tso/{name}/"),
+            )
+            .await?
+        {
+            return Err(snowdrift_store::Error::InsecureCoordinator(format!(
+                "tso generator {name:?} elects its leader on etcd at {}, which takes requests \
+                 from clients without a user or client certificate: anyone who can reach it \
+                 can write the leader key and have every node serve their IDs (issue 40: \
+                 584,950 duplicates of 2.3 M in 5 s). Turn etcd's authentication on (etcdctl \
+                 user add, role grant-permission, auth enable) and give the user in url = \
+                 \"etcd://USER:PASSWORD@HOST:2379\", or require client certificates \
+                 (--client-cert-auth; https://...?cert=FILE&key=FILE); or set \
+                 insecure_coordinator = true on the generator if nothing but the cluster can \
+                 reach etcd",
+                snowdrift_store::mask_url(&self.url)
+            )));
+        }
         Ok(TsoSource::new(
             super::oracle::Tso::start(name, self, offset, &cx.keepers).await?,
         ))
@@ -218,6 +243,24 @@ fn tso_plan(config: &Config, g: &GeneratorConfig) -> Result<TsoPlan, (&'static s
             ),
         ));
     }
+    let insecure_coordinator = g.insecure_coordinator.unwrap_or(false);
+    if !insecure_coordinator && config.server.tls_cert.is_none() {
+        return Err((
+            "insecure_coordinator",
+            format!(
+                "followers serve what the node named in etcd's leader key answers, and this \
+                 node is reached at {advertise} without server.tls_cert, so nothing lets them \
+                 check that a leader is a member of the cluster: anyone who can write that \
+                 key would have every node serve their IDs (issue 40: 584,950 duplicates of \
+                 2.3 M in 5 s). Serve the nodes over TLS with server.tls_cert and \
+                 server.tls_key (one certificate or CA for the cluster: followers check the \
+                 leader against it, not the system's roots), and give etcd users (etcd \
+                 auth enable; url = \"etcd://USER:PASSWORD@HOST:2379\"); or set \
+                 insecure_coordinator = true if nothing but the cluster can reach etcd and \
+                 the nodes"
+            ),
+        ));
+    }
     Ok(TsoPlan {
         url,
         oracle,
@@ -228,6 +271,7 @@ fn tso_plan(config: &Config, g: &GeneratorConfig) -> Result<TsoPlan, (&'static s
         forward_plaintext,
         max_count,
         forward_ca: config.server.tls_cert.clone(),
+        insecure_coordinator,
     })
 }
 

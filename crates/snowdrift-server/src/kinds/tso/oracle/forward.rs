@@ -76,7 +76,7 @@ impl std::fmt::Debug for Forwarder {
 
 impl Forwarder {
     /// A forwarder presenting `plan.forward_token`, checking an `https://` leader against
-    /// the system's roots and `plan.forward_ca`.
+    /// `plan.forward_ca` (the system's roots only without one, under `insecure_coordinator`).
     pub(super) fn new(
         plan: &TsoPlan,
         clock_offset_ms: i64,
@@ -91,7 +91,12 @@ impl Forwarder {
                 })
             })
             .transpose()?;
-        let mut tls = ClientTlsConfig::new().with_native_roots();
+        // The cluster's own certificate alone when there is one: a leader that the system's
+        // roots trust (any public certificate of any host) is not thereby a member.
+        let mut tls = ClientTlsConfig::new();
+        if plan.forward_ca.is_none() {
+            tls = tls.with_native_roots();
+        }
         if let Some(path) = &plan.forward_ca {
             let pem = std::fs::read(path).map_err(|e| {
                 invalid(format!(

@@ -19,7 +19,7 @@ class TsoTest {
     void tsoIdsAreFetchedPerCallAndIncreaseAcrossClients() throws Exception {
         // A name of its own, so no other server's leader answers for it.
         String name = "javats" + ProcessHandle.current().pid() + "x" + System.nanoTime() % 100000;
-        String gen = "[[generator]]\nname = \"" + name + "\"\nkind = \"tso\"\nurl = \"etcd://127.0.0.1:2379\"\n"
+        String gen = "[[generator]]\nname = \"" + name + "\"\nkind = \"tso\"\ninsecure_coordinator = true\nurl = \"etcd://127.0.0.1:2379\"\n"
                 + "forward_token = \"" + Server.TOKEN + "\"\nforward_plaintext = true\n";
         int port;
         try (java.net.ServerSocket free = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
