@@ -98,8 +98,9 @@ pub struct Stats {
     /// The size of the next fetch, as adapted to the rate of use.
     pub batch: u64,
     /// Batches refused: IDs this client had already received for the name (a server that
-    /// repeats IDs), a run that wraps past 2^64 - 1, or another broken answer. Each one's
-    /// endpoint was left out for its backoff and another asked instead.
+    /// repeats IDs, runs or text IDs), a run that reaches 2^63 or wraps past 2^64 - 1, or
+    /// another broken answer. Each one's endpoint was left out for its backoff and another
+    /// asked instead.
     pub refused: u64,
 }
 

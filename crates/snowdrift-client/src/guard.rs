@@ -3,8 +3,10 @@
 //! A server (or whatever answers at its address) is not trusted to be right: a batch is
 //! refused when its shape is broken (no ID, more IDs than asked, a run of 0 IDs, a run of
 //! several IDs with stride 0, a run whose last ID `first + (count - 1) * stride` passes
-//! `u64::MAX`, an empty or repeated text ID) or, for 64-bit kinds, when any of its IDs is
-//! one this client already received for the same name, or appears twice in the batch.
+//! `u64::MAX`, an empty or repeated text ID), when a run reaches 2^63 or above (no snowdrift
+//! kind issues such an ID: segments, counters and tickets stop at `i64::MAX`, layouts have at
+//! most 63 bits), or when any of its IDs is one this client already received for the same
+//! name, or appears twice in the batch.
 //!
 //! The rule for "already received": every 64-bit kind snowdrift issues (snowflake,
 //! segment, ticket, counter, tso) gives each ID of a name once across all of its servers,
@@ -22,10 +24,16 @@
 //! batch, never per ID; the warm `next()` never touches it. Memory is bounded: past
 //! [`MAX_ENTRIES`] disjoint ranges per name the lowest are forgotten first (the oldest for
 //! every increasing kind): only a repeat of a run it has forgotten can pass.
+//!
+//! Text IDs (UUIDs, ULIDs, ObjectIds, Nano IDs, templated counters...) have no order to
+//! keep as ranges, so each name remembers the newest [`MAX_TEXTS`] it received, exactly, in
+//! a set beside their order of arrival: a batch holding one of them is refused like a
+//! repeated run. The IDs of `next_named` (uuid3 and uuid5, the same UUID for the same input
+//! by design) are not remembered.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::cache::Batch;
 
@@ -35,6 +43,10 @@ pub(crate) const MAX_ENTRIES: usize = 1 << 16;
 /// a handful (one per store of a striped tag, one per worker of a layout whose sequence sits
 /// above the worker bits); the bound keeps a hostile answer from making every check slow.
 pub(crate) const MAX_CLASSES: usize = 1024;
+/// Text IDs a name remembers, the newest: 65,536, a few MB for UUIDs.
+pub(crate) const MAX_TEXTS: usize = 1 << 16;
+/// The largest ID any snowdrift kind issues: 2^63 - 1.
+pub(crate) const MAX_ID: u64 = i64::MAX as u64;
 
 /// Why a batch was refused: what the endpoint answered, in words.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,6 +121,20 @@ fn shape(batch: &Batch, asked: u64) -> Result<Vec<Run>, String> {
                              2^64 - 1 (it would wrap around to 0)"
                         )
                     })?;
+                if last > MAX_ID {
+                    return Err(if first > MAX_ID {
+                        format!(
+                            "a run from {first}, at or above 2^63 (no snowdrift kind issues an ID \
+                             that does not fit 63 bits)"
+                        )
+                    } else {
+                        format!(
+                            "a run of {count} IDs from {first} with stride {stride}, whose last ID \
+                             {last} passes 2^63 - 1 (no snowdrift kind issues an ID that does not \
+                             fit 63 bits)"
+                        )
+                    });
+                }
                 total = total.saturating_add(count);
                 let stride = if count == 1 { 1 } else { stride };
                 out.push(Run {
@@ -148,6 +174,7 @@ fn broken(endpoint: &str, name: &str, what: &str) -> Refusal {
 #[derive(Debug, Default)]
 pub(crate) struct Guard {
     seen: Mutex<Seen>,
+    texts: Mutex<SeenTexts>,
     refused: AtomicU64,
 }
 
@@ -163,8 +190,8 @@ impl Guard {
         asked: u64,
     ) -> Result<(), Refusal> {
         let runs = shape(batch, asked).map_err(|what| broken(endpoint, name, &what))?;
-        if runs.is_empty() {
-            return Ok(());
+        if let Batch::Text { ids, .. } = batch {
+            return self.admit_texts(endpoint, name, ids);
         }
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         // The batch against itself first, so a repeat inside one answer is caught too.
@@ -210,6 +237,22 @@ impl Guard {
         Ok(())
     }
 
+    /// [`Guard::admit`] for a text batch whose shape passed: refused when it holds an ID
+    /// of the newest [`MAX_TEXTS`] the name received, else remembered.
+    fn admit_texts(&self, endpoint: &str, name: &str, ids: &[String]) -> Result<(), Refusal> {
+        let mut texts = self.texts.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(id) = ids.iter().find(|id| texts.set.contains(id.as_str())) {
+            return Err(Refusal(format!(
+                "endpoint {endpoint} answered the text ID {id:?} for {name:?}, which this client \
+                 already received: a server that repeats IDs is refused"
+            )));
+        }
+        for id in ids {
+            texts.insert(id);
+        }
+        Ok(())
+    }
+
     /// Counts a refused batch.
     pub(crate) fn count_refusal(&self) {
         self.refused.fetch_add(1, Ordering::Relaxed);
@@ -220,6 +263,14 @@ impl Guard {
         self.refused.load(Ordering::Relaxed)
     }
 
+    /// Text IDs remembered now.
+    #[cfg(test)]
+    fn texts_remembered(&self) -> usize {
+        let texts = self.texts.lock().unwrap_or_else(PoisonError::into_inner);
+        assert_eq!(texts.set.len(), texts.order.len());
+        texts.order.len()
+    }
+
     /// Disjoint ranges remembered now.
     #[cfg(test)]
     fn entries(&self) -> usize {
@@ -227,6 +278,27 @@ impl Guard {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .entries
+    }
+}
+
+/// The newest text IDs received: a set to look them up, their order to forget the oldest.
+#[derive(Debug, Default)]
+struct SeenTexts {
+    set: HashSet<Arc<str>>,
+    order: VecDeque<Arc<str>>,
+}
+
+impl SeenTexts {
+    /// Remembers `id` (not remembered yet), forgetting the oldest past [`MAX_TEXTS`].
+    fn insert(&mut self, id: &str) {
+        let id: Arc<str> = Arc::from(id);
+        self.set.insert(id.clone());
+        self.order.push_back(id);
+        while self.order.len() > MAX_TEXTS {
+            if let Some(old) = self.order.pop_front() {
+                self.set.remove(&old);
+            }
+        }
     }
 }
 

@@ -37,8 +37,10 @@
 //! threads interleave, and a later batch from another server may go back.
 //!
 //! Servers are not trusted to be right: a fetched batch that shares an ID with what the
-//! client already received for the name (from any endpoint), or whose runs wrap past
-//! 2^64 - 1 or are otherwise broken, is refused before any of its IDs is held: counted in
+//! client already received for the name (from any endpoint; for text kinds, one of the
+//! newest 65,536 text IDs it received), whose runs reach 2^63 (no snowdrift kind issues such
+//! an ID) or wrap past 2^64 - 1, or that is otherwise broken, is refused before any of its
+//! IDs is held: counted in
 //! [`Stats::refused`], its endpoint left out for its backoff, the next endpoint asked. With
 //! no acceptable batch from any endpoint the call fails with [`ErrorKind::Refused`], saying
 //! what each endpoint sent.

@@ -1,6 +1,7 @@
-//! The checks on their own: broken shapes, repeats across batches and within one, honest
-//! interleavings that must pass (servers' segments, striped residue classes, snowflake
-//! workers), the exact overlap of progressions against brute force, and the memory bound.
+//! The checks on their own: broken shapes, IDs at or above 2^63, repeats across batches and
+//! within one (runs and text IDs), honest interleavings that must pass (servers' segments,
+//! striped residue classes, snowflake workers), the exact overlap of progressions against
+//! brute force, and the memory bounds.
 
 use proptest::prelude::*;
 
@@ -32,8 +33,8 @@ fn broken_shapes_are_refused() {
         .admit("http://e", "order", &batch(&[(1, 11, 1)]), 10)
         .unwrap_err();
     assert!(more.0.contains("11 IDs where 10"), "{more:?}");
-    // Up to the last ID that exists, and a single ID with any stride, are fine.
-    admit(&g, &[(u64::MAX - 2, 3, 1)]).unwrap();
+    // Up to the last ID a server issues, and a single ID with any stride, are fine.
+    admit(&g, &[(MAX_ID - 2, 3, 1)]).unwrap();
     admit(&g, &[(7, 1, 0)]).unwrap();
     let text = |ids: &[&str]| Batch::Text {
         ids: ids.iter().map(|s| s.to_string()).collect(),
@@ -43,6 +44,75 @@ fn broken_shapes_are_refused() {
     assert!(check_shape("e", "u", &text(&[""]), 5).is_err());
     assert!(check_shape("e", "u", &text(&[]), 5).is_err());
     check_shape("e", "u", &text(&["a", "b"]), 5).unwrap();
+}
+
+#[test]
+fn ids_at_or_above_2_63_are_refused() {
+    let g = Guard::default();
+    // What the server's own range excludes: a first ID from 2^63, or a last one past 2^63 - 1
+    // (the whole run, even the IDs of it that would fit).
+    let above = admit(&g, &[(1 << 63, 5, 1)]).unwrap_err();
+    assert!(
+        above.contains("from 9223372036854775808, at or above 2^63") && above.contains("http://e"),
+        "{above}"
+    );
+    let past = admit(&g, &[(MAX_ID - 7, 100, 1)]).unwrap_err();
+    assert!(past.contains("passes 2^63 - 1"), "{past}");
+    assert!(admit(&g, &[(MAX_ID - 7, 1, 1), (u64::MAX - 2, 3, 1)]).is_err());
+    assert!(
+        admit(&g, &[(1, 3, 1 << 62)])
+            .unwrap_err()
+            .contains("passes 2^63 - 1")
+    );
+    // A refused batch records nothing: the IDs below 2^63 of it may come later.
+    admit(&g, &[(MAX_ID - 7, 8, 1)]).unwrap();
+    admit(&g, &[(1, 2, 1 << 62)]).unwrap();
+}
+
+#[test]
+fn a_repeated_text_id_is_refused_across_batches() {
+    let g = Guard::default();
+    let text = |ids: &[&str]| Batch::Text {
+        ids: ids.iter().map(|s| s.to_string()).collect(),
+        kind: Some(snowdrift_proto::Kind::Uuid7),
+    };
+    let admit_text = |ids: &[&str]| {
+        g.admit("http://e", "u7", &text(ids), 100)
+            .map_err(|Refusal(why)| why)
+    };
+    admit_text(&["a", "b"]).unwrap();
+    admit_text(&["c", "d"]).unwrap();
+    // One repeat among new IDs, from two batches back, is enough.
+    let why = admit_text(&["e", "a"]).unwrap_err();
+    assert!(
+        why.contains("endpoint http://e answered the text ID \"a\" for \"u7\"")
+            && why.contains("a server that repeats IDs is refused"),
+        "{why}"
+    );
+    assert!(admit_text(&["c", "d"]).is_err());
+    // A refused batch records nothing: its new ID is not "received".
+    admit_text(&["e"]).unwrap();
+    assert!(admit_text(&["e"]).is_err());
+    // Each name has its own record; uuid3/uuid5 answers (no guard) are not remembered.
+    let other = Guard::default();
+    other.admit("http://e", "u4", &text(&["a"]), 1).unwrap();
+}
+
+#[test]
+fn text_memory_stays_bounded_and_recent_repeats_are_still_caught() {
+    let g = Guard::default();
+    let batch = |from: usize, n: usize| Batch::Text {
+        ids: (from..from + n).map(|k| format!("id-{k}")).collect(),
+        kind: None,
+    };
+    let n = MAX_TEXTS + 1000;
+    for from in (0..n).step_by(500) {
+        g.admit("http://e", "u7", &batch(from, 500), 500).unwrap();
+    }
+    assert_eq!(g.texts_remembered(), MAX_TEXTS);
+    // The newest are remembered; the oldest were forgotten first.
+    assert!(g.admit("http://e", "u7", &batch(n - 10, 1), 1).is_err());
+    g.admit("http://e", "u7", &batch(0, 1), 1).unwrap();
 }
 
 #[test]
