@@ -1,8 +1,12 @@
 package dev.snowdrift.client;
 
 import java.math.BigInteger;
+import java.util.ArrayDeque;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 
 /**
@@ -19,17 +23,27 @@ import java.util.TreeMap;
  * shape to repeat their IDs. The check runs once per fetched batch, never per ID. Memory is
  * bounded: past {@link #MAX_ENTRIES} intervals the lowest are forgotten first (the oldest for
  * every increasing kind), so only a repeat of a run it has forgotten can pass.
+ *
+ * <p>Text IDs (UUIDs, ULIDs, ObjectIds, Nano IDs, templated counters...) have no order to keep
+ * as ranges: a name remembers the newest {@link #MAX_TEXTS} it received, exactly (a set beside
+ * their order of arrival), and an answer holding one of them is refused the same way. The
+ * UUIDs of {@code nextNamed} (uuid3, uuid5: the same input gives the same UUID, by design)
+ * are not remembered.
  */
 final class Guard {
     /** Intervals a name remembers. */
     static final int MAX_ENTRIES = 1 << 16;
     /** Progressions a name's IDs may come in; honest servers use a handful. */
     static final int MAX_CLASSES = 1024;
+    /** Text IDs a name remembers, the newest: a few MB of UUIDs. */
+    static final int MAX_TEXTS = 1 << 16;
 
     private record Progression(long stride, long residue) {}
 
     private final Map<Progression, TreeMap<Long, Long>> classes = new HashMap<>();
     private int entries;
+    private final Set<String> texts = new HashSet<>();
+    private final ArrayDeque<String> textOrder = new ArrayDeque<>();
     /** Answers refused so far. */
     private long refused;
 
@@ -49,7 +63,37 @@ final class Guard {
         return why;
     }
 
-    /** How many answers {@link #admit} refused. */
+    /**
+     * Checks an answer's text IDs (distinct among themselves) against the newest
+     * {@link #MAX_TEXTS} received and records them when none repeats; one step, as
+     * {@link #admit}.
+     *
+     * @return why the answer is refused, or null
+     */
+    synchronized String admitTexts(List<String> ids) {
+        for (String id : ids) {
+            if (texts.contains(id)) {
+                refused++;
+                return "the text ID " + id + ", which this client already received: a server that"
+                        + " repeats IDs is refused";
+            }
+        }
+        for (String id : ids) {
+            texts.add(id);
+            textOrder.addLast(id);
+        }
+        while (textOrder.size() > MAX_TEXTS) {
+            texts.remove(textOrder.pollFirst());
+        }
+        return null;
+    }
+
+    /** Text IDs remembered now. */
+    synchronized int textsRemembered() {
+        return texts.size();
+    }
+
+    /** How many answers {@link #admit} and {@link #admitTexts} refused. */
     synchronized long refused() {
         return refused;
     }

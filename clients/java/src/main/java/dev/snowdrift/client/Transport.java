@@ -35,9 +35,9 @@ import java.util.concurrent.locks.LockSupport;
  * <p>A server is not trusted to be right: an answer that is not JSON, is cut short, names
  * another name or a kind that is not a 64-bit kind, has a run of zero or negative IDs, a
  * stride of 0 over several IDs, an ID that does not fit 63 bits, more IDs than asked, an
- * empty or repeated text ID, or 64-bit IDs that repeat each other or IDs the name already
- * received (see {@link Guard}), is refused: the endpoint is left out at once for its backoff
- * and the next one asked, and none of its IDs is ever handed out.
+ * empty or repeated text ID, or IDs that repeat each other or IDs the name already received
+ * (64-bit or text, see {@link Guard}), is refused: the endpoint is left out at once for its
+ * backoff and the next one asked, and none of its IDs is ever handed out.
  */
 final class Transport {
     /** The 64-bit kinds a runs answer may name. */
@@ -90,8 +90,10 @@ final class Transport {
             long sentAt = System.nanoTime();
             try {
                 Batch b = call(e, name, count, input, runs, sentAt);
-                if (guard != null && b instanceof Batch.Runs r) {
-                    String why = guard.admit(r.first, r.count, r.stride);
+                if (guard != null) {
+                    String why = b instanceof Batch.Runs r
+                            ? guard.admit(r.first, r.count, r.stride)
+                            : guard.admitTexts(((Batch.Texts) b).ids);
                     if (why != null) {
                         throw new Failed("answered " + why + " (\"" + name + "\")", true);
                     }

@@ -32,7 +32,11 @@ class GarbageTest {
     static Server real;
     static HttpServer fake;
     static String fakeUrl;
-    /** What the fake answers: status, then the body; "CUT" as status: a body cut by the connection. */
+    /**
+     * What the fake answers: status, then the body; "CUT" as status: a body cut by the
+     * connection; "TEXT": 409 unsupported to {@code form=runs} (as a text name's server), else
+     * 200 with the body.
+     */
     static final AtomicReference<String[]> answer = new AtomicReference<>();
     static final AtomicInteger asked = new AtomicInteger();
 
@@ -41,7 +45,7 @@ class GarbageTest {
 
     @BeforeAll
     static void start() throws Exception {
-        real = Server.start(base, Server.config(base, ""));
+        real = Server.start(base, Server.config(base, Server.GENERATORS));
         real.createTag("order", 1000);
         fake = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
         fake.createContext("/", ex -> {
@@ -50,6 +54,13 @@ class GarbageTest {
                 a = new String[] {"200", "{\"ready\":true}"};
             } else {
                 asked.incrementAndGet();
+            }
+            if (a[0].equals("TEXT")) {
+                String query = ex.getRequestURI().getQuery();
+                a = query != null && query.contains("form=runs")
+                        ? new String[] {"409", "{\"error\":{\"code\":\"unsupported\",\"message\":"
+                                + "\"form=runs is for 64-bit IDs; uuid7 IDs are text: use form=ids\"}}"}
+                        : new String[] {"200", a[1]};
             }
             byte[] body = a[1].getBytes(StandardCharsets.UTF_8);
             ex.getResponseHeaders().set("Content-Type", "application/json");
@@ -94,6 +105,7 @@ class GarbageTest {
         "first as a number|200|RUNS:999999999999:5:1|not a decimal string",
         "negative first|200|RUNS:\"-999999999999\":5:1|not a decimal string",
         "ID above 2^64|200|RUNS:\"18446744073709551616\":1:1|above 9223372036854775807",
+        "ID at 2^63|200|RUNS:\"9223372036854775808\":1:1|above 9223372036854775807",
         "run past 63 bits|200|RUNS:\"9223372036854775807\":2:1|above 9223372036854775807",
         "more IDs than asked|200|RUNS:\"999999999999\":99999999:1|more IDs than",
         "a text kind's runs|200|KIND:uuid7|not a 64-bit kind",
@@ -153,5 +165,40 @@ class GarbageTest {
             Stats st = c.stats("order").orElseThrow();
             assertTrue(st.refused() >= 1, "the repeat is counted: " + st);
         }
+    }
+
+    /**
+     * A server that answers the same two UUIDs to every fetch (issue 40, item 3): the two once,
+     * then refused and counted; beside a real server, no text ID twice.
+     */
+    @Test
+    void aServerThatRepeatsTextIdsIsRefusedAndCounted() {
+        String a = "0190dead-0000-7000-8000-000000000001";
+        String b = "0190dead-0000-7000-8000-000000000002";
+        answer.set(new String[] {"TEXT", "{\"name\":\"u7\",\"ids\":[\"" + a + "\",\"" + b + "\"]}"});
+        try (Client c = Client.builder().endpoints(fakeUrl).token(Server.TOKEN).attempts(1)
+                .batch(10, 10).backoff(Duration.ofSeconds(10), Duration.ofSeconds(20)).build()) {
+            assertEquals(java.util.Set.of(a, b), java.util.Set.of(c.nextText("u7"), c.nextText("u7")));
+            SnowdriftException e = assertThrows(SnowdriftException.class, () -> c.nextText("u7"));
+            assertTrue(e.getMessage().contains("which this client already received"), e.getMessage());
+            Stats st = c.stats("u7").orElseThrow();
+            assertTrue(st.refused() >= 1, "the repeat is counted: " + st);
+        }
+        int before = asked.get();
+        try (Client c = Client.builder().endpoints(fakeUrl, real.url).token(Server.TOKEN)
+                .batch(100, 100).backoff(Duration.ofMillis(1), Duration.ofMillis(5)).build()) {
+            java.util.Set<String> seen = new java.util.HashSet<>();
+            int fromLiar = 0;
+            for (int i = 0; i < 400; i++) {
+                String id = c.nextText("u7");
+                assertTrue(seen.add(id), "handed out twice: " + id);
+                fromLiar += id.startsWith("0190dead-") ? 1 : 0;
+            }
+            assertTrue(fromLiar <= 2, fromLiar + " IDs of the liar");
+            assertTrue(c.endpoints().get(0).lastError().contains("already received"), c.endpoints().toString());
+            // uuid5 gives the same UUID for the same input, by design: never refused.
+            assertEquals(c.nextNamed("u5", "a"), c.nextNamed("u5", "a"));
+        }
+        assertTrue(asked.get() - before >= 2, "the liar was asked " + (asked.get() - before) + " times");
     }
 }

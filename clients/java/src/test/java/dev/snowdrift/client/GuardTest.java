@@ -82,4 +82,27 @@ class GuardTest {
         assertNotNull(admit(g, Long.MAX_VALUE - 4, 3, 2));
         assertNull(admit(g, Long.MAX_VALUE - 11, 1, 1));
     }
+
+    @Test
+    void aRepeatedTextIdIsRefusedAndTheOldestForgotten() {
+        Guard g = new Guard();
+        assertNull(g.admitTexts(java.util.List.of("a", "b")));
+        assertNull(g.admitTexts(java.util.List.of("c", "d")));
+        String why = g.admitTexts(java.util.List.of("e", "a"));
+        assertNotNull(why, "a repeat from two answers back passed");
+        assertTrue(why.contains("the text ID a, which this client already received"), why);
+        assertNull(g.admitTexts(java.util.List.of("e")), "a refused answer records nothing");
+        assertNotNull(g.admitTexts(java.util.List.of("e")));
+        assertEquals(2, g.refused());
+        for (int k = 0; k < Guard.MAX_TEXTS + 1000; k += 500) {
+            java.util.List<String> batch = new java.util.ArrayList<>();
+            for (int j = 0; j < 500; j++) {
+                batch.add("id-" + (k + j));
+            }
+            assertNull(g.admitTexts(batch));
+        }
+        assertEquals(Guard.MAX_TEXTS, g.textsRemembered());
+        assertNull(g.admitTexts(java.util.List.of("a")), "forgotten: the oldest");
+        assertNotNull(g.admitTexts(java.util.List.of("id-" + (Guard.MAX_TEXTS + 900))), "remembered: the newest");
+    }
 }
