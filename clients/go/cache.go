@@ -117,6 +117,7 @@ type nameCache struct {
 	texts      []string
 	textsBatch int // size of the newest text batch: the prefetch point is a share of it
 	guard      guard
+	textGuard  textGuard
 
 	pushed, fetches, wasted, lost, refused uint64
 	size, servedThen                       uint64
@@ -288,15 +289,19 @@ func (nc *nameCache) nextSize(s *settings, demand uint64) uint64 {
 	return size
 }
 
-// admit checks a fetched batch of 64-bit IDs against what the name received (and its
+// admit checks a fetched batch against what the name received (and a batch of 64-bit IDs'
 // kind against the kind the name had), and records it when it passes. It returns why it
 // refused, "" when it did not.
 func (nc *nameCache) admit(url string, b *batch, asked uint64) string {
-	if b.runs == nil {
-		return ""
-	}
 	nc.mu.Lock()
 	defer nc.mu.Unlock()
+	if b.runs == nil {
+		if why := nc.textGuard.check(url, nc.name, b.texts); why != "" {
+			nc.refused++
+			return why
+		}
+		return ""
+	}
 	if nc.kindName != "" && b.kind != nc.kindName {
 		nc.refused++
 		return fmt.Sprintf("endpoint %s answered IDs of kind %q for %q, which issued kind %q before: an answer of another kind is refused",
@@ -371,7 +376,7 @@ type Stats struct {
 	Cached uint64
 	// Batch is the size of the next fetch, as adapted to the rate of use.
 	Batch uint64
-	// Refused counts batches refused (repeated IDs, another kind).
+	// Refused counts batches refused (repeated IDs, 64-bit or text; another kind).
 	Refused uint64
 }
 

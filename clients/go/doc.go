@@ -30,8 +30,9 @@
 //
 // Servers are not trusted to be right: an answer that is not well-formed JSON of the asked
 // name, names a kind that is not a 64-bit kind (or not the kind the name had), holds a count
-// or stride below 1, a run past 2^64 - 1, more IDs than asked, or IDs this client already
-// received for the name is refused and its endpoint counted as failed; it never becomes IDs.
+// or stride below 1, a run that reaches 2^63 (no snowdrift kind issues such an ID), more IDs
+// than asked, or IDs this client already received for the name (runs, or one of the newest
+// 65,536 text IDs) is refused and its endpoint counted as failed; it never becomes IDs.
 //
 // Guarantees: an ID is handed out once; IDs cached when the client closes are skipped, never
 // reused. Order: one goroutine's IDs of a fetched run increase (not with

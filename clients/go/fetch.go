@@ -296,6 +296,12 @@ func parseRuns(url string, req request, body []byte) (*batch, error) {
 		if span := count - 1; span > 0 && (span > (^uint64(0)-first)/stride) {
 			return nil, broken(url, req.name, fmt.Sprintf("a run of %d IDs from %d with stride %d, which passes 2^64 - 1", count, first, stride))
 		}
+		if first > maxID {
+			return nil, broken(url, req.name, fmt.Sprintf("a run from %d, at or above 2^63 (no snowdrift kind issues an ID that does not fit 63 bits)", first))
+		}
+		if last := first + (count-1)*stride; last > maxID {
+			return nil, broken(url, req.name, fmt.Sprintf("a run of %d IDs from %d with stride %d, whose last ID %d passes 2^63 - 1 (no snowdrift kind issues an ID that does not fit 63 bits)", count, first, stride, last))
+		}
 		total += count
 		if total < count || total > req.count {
 			return nil, broken(url, req.name, fmt.Sprintf("more IDs than the %d asked for", req.count))

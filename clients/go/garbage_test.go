@@ -75,6 +75,13 @@ var garbage = map[string]func(name string) string{
 	"run past 2^64": func(n string) string {
 		return runsBody(n, "segment", `{"first":"18446744073709551610","count":10,"stride":1}`)
 	},
+	// What the server's own range excludes: no snowdrift kind issues an ID from 2^63.
+	"first at 2^63": func(n string) string {
+		return runsBody(n, "segment", `{"first":"9223372036854775808","count":1,"stride":1}`)
+	},
+	"run past 2^63": func(n string) string {
+		return runsBody(n, "segment", `{"first":"9223372036854775800","count":10,"stride":1}`)
+	},
 	"text kind": func(n string) string { return runsBody(n, "uuid7", `{"first":"900000000000001","count":5,"stride":1}`) },
 	"no kind": func(n string) string {
 		return fmt.Sprintf(`{"name":%q,"runs":[{"first":"900000000000001","count":5,"stride":1}]}`, n)
@@ -169,6 +176,82 @@ func TestRepeatedIDsAreRefused(t *testing.T) {
 	}
 }
 
+// textLiar answers form=runs as a text name's server does (409 unsupported) and every text
+// request with the same two UUIDs, as the server of issue 40 (item 3) did.
+func textLiar(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/v1/ids/") {
+			w.WriteHeader(200)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("form") == "runs" {
+			w.WriteHeader(409)
+			_, _ = w.Write([]byte(`{"error":{"code":"unsupported","message":"form=runs is for 64-bit IDs; uuid7 IDs are text: use form=ids"}}`))
+			return
+		}
+		n.Add(1)
+		name := strings.TrimPrefix(r.URL.Path, "/v1/ids/")
+		fmt.Fprintf(w, `{"name":%q,"ids":["0190dead-0000-7000-8000-000000000001","0190dead-0000-7000-8000-000000000002"]}`, name)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+// A server that repeats text IDs is refused as one that repeats 64-bit IDs: alone, the
+// first two and then an error; beside a real server, no ID twice.
+func TestRepeatedTextIDsAreRefused(t *testing.T) {
+	liar, asked := textLiar(t)
+	c := newTestClient(t, Config{Endpoints: []string{liar.URL}, BatchMin: 10, BatchMax: 10, Attempts: 2})
+	ctx := ctxT(t)
+	got := map[string]bool{}
+	for i := 0; i < 2; i++ {
+		id, err := c.NextText(ctx, "u7")
+		if err != nil || got[id] {
+			t.Fatalf("first batch: ID %q, %v", id, err)
+		}
+		got[id] = true
+	}
+	id, err := c.NextText(ctx, "u7")
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "already received") {
+		t.Fatalf("a repeat of the two UUIDs should be refused, got %q, %v", id, err)
+	}
+	if st, _ := c.Stats("u7"); st.Refused != 2 {
+		t.Fatalf("two refused batches expected: %+v", st)
+	}
+	real := sharedServer(t)
+	mixed := newTestClient(t, Config{Endpoints: []string{liar.URL, real.URL}, BatchMin: 100, BatchMax: 100})
+	before := asked.Load()
+	seen := map[string]bool{}
+	fromLiar := 0
+	for i := 0; i < 400; i++ {
+		id, err := mixed.NextText(ctx, "u7")
+		if err != nil {
+			t.Fatalf("call %d beside a real server: %v", i, err)
+		}
+		if seen[id] {
+			t.Fatalf("text ID %q handed out twice", id)
+		}
+		seen[id] = true
+		if strings.HasPrefix(id, "0190dead-") {
+			fromLiar++
+		}
+	}
+	if fromLiar > 2 || asked.Load()-before < 2 {
+		t.Fatalf("%d IDs of the liar, which was asked %d times", fromLiar, asked.Load()-before)
+	}
+	if st := mixed.Endpoints(); !strings.Contains(st[0].LastError, "already received") {
+		t.Fatalf("the liar should carry its error: %+v", st)
+	}
+	// uuid5 gives the same UUID for the same input, by design: never refused.
+	a, err1 := mixed.NextNamed(ctx, "u5", "a")
+	b, err2 := mixed.NextNamed(ctx, "u5", "a")
+	if err1 != nil || err2 != nil || a != b {
+		t.Fatalf("uuid5 of one input twice: %q %v, %q %v", a, err1, b, err2)
+	}
+}
+
 // A server that never answers is cut at Deadline and counted as failed; a caller's context
 // ends its call with an error that is both ErrUnavailable and the context's error.
 func TestDeadlines(t *testing.T) {
@@ -190,6 +273,38 @@ func TestDeadlines(t *testing.T) {
 	}
 	if time.Since(start) > 20*time.Second {
 		t.Fatalf("two attempts of 200 ms took %v", time.Since(start))
+	}
+	// A head at once, then the body a byte every 50 ms: far within any timeout of one read,
+	// so only a deadline over the whole answer cuts it.
+	drip := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/v1/ids/") {
+			return
+		}
+		body := runsBody("order", "segment", `{"first":"900000000000001","count":10,"stride":1}`)
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		for i := 0; i < len(body); i++ {
+			select {
+			case <-release:
+				return
+			case <-r.Context().Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			_, _ = w.Write([]byte{body[i]})
+			w.(http.Flusher).Flush()
+		}
+	}))
+	t.Cleanup(drip.Close)
+	dripping := newTestClient(t, Config{Endpoints: []string{drip.URL}, Deadline: 300 * time.Millisecond, Attempts: 2})
+	start = time.Now()
+	_, err = dripping.Next(ctxT(t), "order")
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no whole answer within 300ms") {
+		t.Fatalf("want ErrUnavailable saying no whole answer within 300ms, got %v", err)
+	}
+	if took := time.Since(start); took > 2*300*time.Millisecond+time.Second {
+		t.Fatalf("two attempts of 300 ms on a dripping body took %v", took)
 	}
 	slow := newTestClient(t, Config{Endpoints: []string{hang.URL}, Deadline: 10 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)

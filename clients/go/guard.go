@@ -10,6 +10,13 @@ import (
 // lowest are forgotten first, the oldest for every increasing kind.
 const maxRanges = 1 << 16
 
+// maxTexts bounds the text IDs a name remembers: the newest 65,536, a few MB of UUIDs.
+const maxTexts = 1 << 16
+
+// maxID is the largest ID a snowdrift server issues, 2^63 - 1: segments, counters and
+// tickets stop there, layouts have at most 63 bits.
+const maxID = uint64(1)<<63 - 1
+
 // guard remembers the 64-bit IDs a name received, as disjoint ranges per progression
 // (stride and remainder), so that a batch repeating any of them is refused before one of
 // its IDs is held. A per-endpoint "above the last" rule would be cheaper but wrong: an
@@ -186,6 +193,43 @@ func (g *guard) check(url, name string, runs []span) string {
 	}
 	for _, s := range runs {
 		g.insert(s)
+	}
+	return ""
+}
+
+// textGuard remembers the newest maxTexts text IDs (UUIDs, ULIDs, ObjectIds, Nano IDs,
+// templated counters...) a name received, exactly, so that a batch repeating one of them is
+// refused as a repeated run is. Text IDs have no order to keep as ranges: a set, and a ring
+// of the same IDs in the order they came, to forget the oldest. NextNamed's UUIDs (uuid3,
+// uuid5: the same input gives the same UUID, by design) are not remembered. Guarded by its
+// nameCache's mu.
+type textGuard struct {
+	seen  map[string]struct{}
+	ring  []string
+	start int // the oldest ID's index in ring once it is full
+}
+
+// check refuses texts (distinct among themselves) when one of them was received, and records
+// them when none was. It returns why it refused, "" when it did not.
+func (g *textGuard) check(url, name string, texts []string) string {
+	for _, id := range texts {
+		if _, dup := g.seen[id]; dup {
+			return fmt.Sprintf("endpoint %s answered the text ID %q for %q, which this client already received: a server that repeats IDs is refused",
+				url, id, name)
+		}
+	}
+	if g.seen == nil {
+		g.seen = make(map[string]struct{}, len(texts))
+	}
+	for _, id := range texts {
+		g.seen[id] = struct{}{}
+		if len(g.ring) < maxTexts {
+			g.ring = append(g.ring, id)
+			continue
+		}
+		delete(g.seen, g.ring[g.start])
+		g.ring[g.start] = id
+		g.start = (g.start + 1) % maxTexts
 	}
 	return ""
 }

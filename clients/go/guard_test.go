@@ -1,6 +1,7 @@
 package snowdrift
 
 import (
+	"fmt"
 	"math/rand"
 	"strings"
 	"testing"
@@ -72,5 +73,41 @@ func TestGuardMatchesBruteForce(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Text IDs: a repeat of any of the newest maxTexts is refused, a refused batch records
+// nothing, and the oldest are forgotten first.
+func TestTextGuard(t *testing.T) {
+	var g textGuard
+	for _, ok := range [][]string{{"a", "b"}, {"c", "d"}} {
+		if why := g.check("e", "n", ok); why != "" {
+			t.Fatalf("%v refused: %s", ok, why)
+		}
+	}
+	why := g.check("e", "n", []string{"e", "a"})
+	if !strings.Contains(why, `the text ID "a"`) || !strings.Contains(why, "already received") {
+		t.Fatalf("a repeat from two batches back: %q", why)
+	}
+	if why := g.check("e", "n", []string{"e"}); why != "" {
+		t.Fatalf("e was in a refused batch only: %s", why)
+	}
+	for k := 0; k < maxTexts+1000; k += 500 {
+		batch := make([]string, 500)
+		for j := range batch {
+			batch[j] = fmt.Sprintf("id-%d", k+j)
+		}
+		if why := g.check("e", "n", batch); why != "" {
+			t.Fatal(why)
+		}
+	}
+	if len(g.seen) != maxTexts || len(g.ring) != maxTexts {
+		t.Fatalf("%d remembered, %d in the ring, want %d", len(g.seen), len(g.ring), maxTexts)
+	}
+	if why := g.check("e", "n", []string{"a"}); why != "" {
+		t.Fatalf("the oldest should be forgotten: %s", why)
+	}
+	if why := g.check("e", "n", []string{fmt.Sprintf("id-%d", maxTexts+900)}); why == "" {
+		t.Fatal("the newest should be remembered")
 	}
 }
