@@ -11,16 +11,25 @@ from typing import List, Optional
 class Fake:
     """Answers every ``/v1/ids`` request with ``answer`` (raw HTTP bytes; those with
     ``form=runs`` with ``runs_answer`` when given) and ``/readyz``
-    with ``ready`` (200 or 503); ``stall`` seconds before answering anything. Counts the ID
-    requests it was sent."""
+    with ``ready`` (200 or 503); ``stall`` seconds before answering anything; with ``drip``,
+    an ID answer's first ``drip_after`` bytes at once and the rest one byte every ``drip``
+    seconds. Counts the ID requests it was sent."""
 
     def __init__(
-        self, answer: bytes, ready: int = 200, stall: float = 0.0, runs_answer: Optional[bytes] = None
+        self,
+        answer: bytes,
+        ready: int = 200,
+        stall: float = 0.0,
+        runs_answer: Optional[bytes] = None,
+        drip: float = 0.0,
+        drip_after: int = 0,
     ) -> None:
         self.answer = answer
         self.runs_answer = runs_answer
         self.ready = ready
         self.stall = stall
+        self.drip = drip
+        self.drip_after = drip_after
         self.id_requests = 0
         self.paths: List[str] = []
         self._sock = socket.socket()
@@ -64,7 +73,14 @@ class Fake:
                 runs = self.runs_answer is not None and "form=runs" in path
                 out = self.runs_answer if runs and self.runs_answer is not None else self.answer
             try:
-                conn.sendall(out)
+                if self.drip and path != "/readyz":
+                    conn.sendall(out[: self.drip_after])
+                    for k in range(self.drip_after, len(out)):
+                        if self._stop.wait(self.drip):
+                            return
+                        conn.sendall(out[k : k + 1])
+                else:
+                    conn.sendall(out)
                 conn.shutdown(socket.SHUT_WR)
                 time.sleep(0.01)
             except OSError:

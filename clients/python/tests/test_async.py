@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from typing import List
 
 import pytest
 
-from snowdrift_client import AsyncClient, BadRequest, ClientClosed, Unauthorized, UnknownName
+from snowdrift_client import (
+    AsyncClient,
+    BadRequest,
+    ClientClosed,
+    Unauthorized,
+    Unavailable,
+    UnknownName,
+)
 
 from conftest import TSO, Server, settings
 from fake import Fake, http_answer
@@ -92,3 +100,24 @@ def test_a_fetch_does_not_block_the_event_loop() -> None:
         assert asyncio.run(main()) >= 10
     finally:
         slow.close()
+
+
+def test_the_deadline_bounds_a_dripped_body_off_the_loop_too() -> None:
+    body = json.dumps(
+        {"name": "order", "kind": "segment", "runs": [{"first": "1", "count": 100, "stride": 1}]}
+    ).encode()
+    answer = http_answer(body)
+    drip = Fake(answer, drip=0.05, drip_after=answer.index(b"\r\n\r\n") + 4)
+
+    async def main() -> float:
+        async with AsyncClient([drip.url], health_interval=0, deadline=0.5, attempts=2, backoff=(0.02, 0.2)) as client:
+            start = time.monotonic()
+            with pytest.raises(Unavailable, match="deadline"):
+                await client.next("order")
+            return time.monotonic() - start
+
+    try:
+        took = asyncio.run(main())
+        assert took < 2 * 0.5 + 0.5 + 0.5, f"two tries of 0.5 s took {took:.1f} s"
+    finally:
+        drip.close()

@@ -36,6 +36,8 @@ BROKEN = {
     "stride 0": (http_answer(runs((str(FAKE), 10, 0))), "stride 0"),
     "ID over 64 bits": (http_answer(runs(("18446744073709551616", 1, 1))), "passes 2^64 - 1"),
     "run over 64 bits": (http_answer(runs(("18446744073709551610", 10, 1))), "passes 2^64 - 1"),
+    "ID at 2^63": (http_answer(runs(("9223372036854775808", 1, 1))), "at or above 2^63"),
+    "run past 2^63": (http_answer(runs(("9223372036854775800", 10, 1))), "passes 2^63 - 1"),
     "first not a string": (http_answer(runs((FAKE, 10, 1))), "not a decimal string"),
     "signed first": (http_answer(runs(("-1", 10, 1))), "not a decimal string"),
     "count not a number": (http_answer(runs((str(FAKE), "10", 1))), "not a whole number"),
@@ -108,6 +110,29 @@ def test_a_server_past_the_deadline_is_left_for_another(server: Server) -> None:
             assert time.monotonic() - start < 10, "the deadline cut the calls"
     finally:
         stall.close()
+
+
+@pytest.mark.parametrize("what", ["body", "head"])
+def test_an_answer_dripped_a_byte_at_a_time_is_cut_at_the_deadline(server: Server, what: str) -> None:
+    # A byte every 50 ms, well within any timeout of one read: only a deadline over the whole
+    # answer cuts it (without it, one call waited about 20 s here; a body of 110 bytes at
+    # 0.5 s a byte held a call 139.7 s with a 2 s deadline).
+    answer = http_answer(runs((str(FAKE), 100, 1)))
+    head = answer.index(b"\r\n\r\n") + 4
+    drip = Fake(answer, drip=0.05, drip_after=head if what == "body" else 0)
+    try:
+        with Client([drip.url], **settings(deadline=0.5, attempts=2, health_interval=0)) as client:
+            start = time.monotonic()
+            with pytest.raises(Unavailable, match="deadline"):
+                client.next("order")
+            took = time.monotonic() - start
+            assert took < 2 * 0.5 + 0.5 + 0.5, f"two tries of 0.5 s took {took:.1f} s"
+        with Client([drip.url, server.url], **settings(deadline=0.5, batch_min=100, batch_max=100)) as client:
+            ids = [client.next("order") for _ in range(500)]
+            assert len(set(ids)) == 500 and max(ids) < FAKE
+            assert "deadline" in (client.endpoints()[0].last_error or "")
+    finally:
+        drip.close()
 
 
 def test_an_endpoint_whose_readyz_says_not_ready_is_avoided(server: Server) -> None:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 
-from snowdrift_client import Client, Unavailable
-from snowdrift_client._guard import MAX_ENTRIES, Guard
+from snowdrift_client import AsyncClient, Client, Unavailable
+from snowdrift_client._guard import MAX_ENTRIES, MAX_TEXTS, Guard, TextGuard
 
 from conftest import Server, settings
-from fake import Fake, http_answer
+from fake import TEXT_KIND, Fake, http_answer
 
 FAKE = 10**15
 
@@ -70,5 +71,64 @@ def test_a_server_that_repeats_its_ids_is_refused(server: Server) -> None:
             assert len(ids) == len(set(ids))
             assert sum(1 for i in ids if i >= FAKE) <= 100
             assert "already received" in (client.endpoints()[0].last_error or "")
+    finally:
+        liar.close()
+
+
+def test_a_repeated_text_id_is_refused_and_memory_is_bounded() -> None:
+    g = TextGuard()
+    assert g.admit(["a", "b"]) is None
+    assert g.admit(["c", "d"]) is None
+    refused = g.admit(["e", "a"])
+    assert refused is not None and "'a'" in refused and "already received" in refused
+    assert g.admit(["e"]) is None, "a refused batch records nothing"
+    assert g.admit(["e"]) is not None
+    for k in range(0, MAX_TEXTS + 1000, 500):
+        assert g.admit([f"id-{k + j}" for j in range(500)]) is None
+    assert len(g) == MAX_TEXTS
+    assert g.admit(["a"]) is None, "forgotten: the oldest"
+    assert g.admit([f"id-{MAX_TEXTS + 900}"]) is not None, "remembered: the newest"
+
+
+#: The same two UUIDs to every fetch, as the server of issue 40 (item 3) answered.
+SAME_TWO = http_answer(
+    json.dumps(
+        {"name": "u7", "ids": ["0190dead-0000-7000-8000-000000000001", "0190dead-0000-7000-8000-000000000002"]}
+    ).encode()
+)
+
+
+def test_a_server_that_repeats_text_ids_is_refused(server: Server) -> None:
+    liar = Fake(SAME_TWO, runs_answer=TEXT_KIND)
+    try:
+        with Client([liar.url], **settings(batch_min=10, batch_max=10, attempts=2)) as client:
+            first = [client.next_text("u7") for _ in range(2)]
+            assert len(set(first)) == 2, "the first batch is taken as it comes"
+            with pytest.raises(Unavailable, match="already received"):
+                client.next_text("u7")
+        with Client([liar.url, server.url], **settings(batch_min=100, batch_max=100)) as client:
+            ids = [client.next_text("u7") for _ in range(400)]
+            assert len(ids) == len(set(ids)), f"{len(ids) - len(set(ids))} repeats"
+            assert sum(1 for i in ids if i.startswith("0190dead-")) <= 2
+            assert liar.id_requests >= 2
+            assert "already received" in (client.endpoints()[0].last_error or "")
+            # uuid5 gives the same UUID for the same input, by design: never refused.
+            assert client.next_named("u5", "a") == client.next_named("u5", "a")
+    finally:
+        liar.close()
+
+
+def test_the_async_client_refuses_repeated_text_ids() -> None:
+    liar = Fake(SAME_TWO, runs_answer=TEXT_KIND)
+
+    async def main() -> None:
+        async with AsyncClient([liar.url], **settings(batch_min=10, batch_max=10, attempts=2)) as client:
+            first = [await client.next_text("u7") for _ in range(2)]
+            assert len(set(first)) == 2
+            with pytest.raises(Unavailable, match="already received"):
+                await client.next_text("u7")
+
+    try:
+        asyncio.run(main())
     finally:
         liar.close()

@@ -3,8 +3,10 @@
 A server (or whatever answers at its address) is not trusted to be right: an answer that is
 not JSON, is cut short, names another name, says a kind this client does not know for runs,
 has no ID, more IDs than asked, a run of 0 IDs or a negative count, a stride below 1, an ID
-that is not a decimal number below 2^64 or a run whose last ID passes 2^64 - 1, or IDs twice
-in one answer, is refused as broken: its endpoint counts as failed, and never as IDs.
+that is not a decimal number below 2^64 or a run whose last ID passes 2^64 - 1, a run that
+reaches 2^63 (no snowdrift kind issues an ID that does not fit 63 bits: segments, counters and
+tickets stop at 2^63 - 1, layouts have at most 63 bits), or IDs twice in one answer, is
+refused as broken: its endpoint counts as failed, and never as IDs.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 #: The largest 64-bit ID.
 U64_MAX = (1 << 64) - 1
+#: The largest ID a snowdrift server issues: 2^63 - 1.
+MAX_ID = (1 << 63) - 1
 
 #: The kinds whose IDs are 64-bit numbers and so come as runs with ``form=runs``.
 RUN_KINDS = frozenset(["snowflake", "segment", "ticket", "counter", "tso", "zk-version"])
@@ -108,9 +112,20 @@ def runs(body: bytes, name: str, asked: int) -> Runs:
             raise Broken(f"a run of {count} IDs from {first}")
         if stride < 1:
             raise Broken(f"a run of {count} IDs from {first} with stride {stride}")
-        if first + (count - 1) * stride > U64_MAX:
+        last = first + (count - 1) * stride
+        if last > U64_MAX:
             raise Broken(
                 f"a run of {count} IDs from {first} with stride {stride}, which passes 2^64 - 1"
+            )
+        if first > MAX_ID:
+            raise Broken(
+                f"a run from {first}, at or above 2^63 (no snowdrift kind issues an ID that "
+                "does not fit 63 bits)"
+            )
+        if last > MAX_ID:
+            raise Broken(
+                f"a run of {count} IDs from {first} with stride {stride}, whose last ID {last} "
+                "passes 2^63 - 1 (no snowdrift kind issues an ID that does not fit 63 bits)"
             )
         total += count
         out.append((first, count, stride))

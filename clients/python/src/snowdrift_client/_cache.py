@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Deque, List, Optional, Tuple
 
-from ._guard import Guard
+from ._guard import Guard, TextGuard
 
 #: Above every 64-bit ID: the prefetch mark of a run that has none.
 NEVER = 1 << 65
@@ -65,6 +65,7 @@ class NameCache:
         "lock",
         "fetch_lock",
         "guard",
+        "text_guard",
         "run_kind",
         "next_id",
         "end",
@@ -101,6 +102,8 @@ class NameCache:
         self.fetch_lock = threading.Lock()
         #: Every 64-bit ID the name received, to refuse a server that repeats them.
         self.guard = Guard()
+        #: The newest text IDs the name received, for the same.
+        self.text_guard = TextGuard()
         #: The kind the servers said for the name's runs; an answer of another is refused.
         self.run_kind: Optional[str] = None
         # The current run: IDs next_id, next_id + stride, ... below end.

@@ -389,7 +389,7 @@ class Client:
         """Fetches a batch of ``size`` IDs into ``c``; the caller holds ``c.fetch_lock``.
         Returns the IDs instead when they showed a ``tso`` name (never cached)."""
         if text:
-            ids = self._call(name, min(size, self._max_count), runs=False)
+            ids = self._call(name, min(size, self._max_count), runs=False, cache=c)
             assert isinstance(ids, list)
             c.push_texts(ids)
             c.fetched()
@@ -476,8 +476,8 @@ class Client:
         """One answer for ``asked`` IDs of ``name``: each try on the next endpoint in turn,
         a failed or broken one retried elsewhere after a backoff, a final error raised at
         once. With the name's ``cache``, runs of another kind than the name issued before,
-        or that repeat IDs it received before, are refused as broken, and accepted ones
-        recorded."""
+        or runs or text IDs that repeat IDs it received before, are refused as broken, and
+        accepted ones recorded."""
         path = f"/v1/ids/{quote(name, safe='')}?count={asked}"
         if runs:
             path += "&form=runs"
@@ -518,6 +518,10 @@ class Client:
                         if why is not None:
                             raise Broken(why)
                         cache.run_kind = answer.kind
+                    elif cache is not None and isinstance(answer, list):
+                        why = cache.text_guard.admit(answer)
+                        if why is not None:
+                            raise Broken(why)
                     e.succeeded()
                     return answer
                 server = _answer.error_of(status, body)

@@ -8,7 +8,9 @@ has failed, the one whose retry time comes first (a probe: a success brings it b
 
 from __future__ import annotations
 
+import functools
 import http.client
+import io
 import random
 import socket
 import ssl
@@ -16,7 +18,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Type, cast
 from urllib.parse import urlsplit
 
 from ._errors import BadRequest
@@ -56,6 +58,54 @@ def backoff(first: float, longest: float, failures: int) -> float:
     do not retry together."""
     wait = min(first * (1 << min(failures, 16)), longest)
     return wait - wait / 2 * random.random()
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A connection's bytes for ``http.client``, each read cut at what is left of the call's
+    deadline. A socket timeout alone bounds one read, not the answer: a server that sends a
+    byte of the head or the body every little while (less than the timeout) would hold the
+    call for as long as it likes."""
+
+    def __init__(self, sock: socket.socket, give_up: float, file: io.BufferedReader) -> None:
+        super().__init__()
+        self._sock = sock
+        self._give_up = give_up
+        # The file http.client made of the socket, never read: while it is open the socket
+        # stays open when the connection lets go of it (an answer with Connection: close
+        # passes the socket to the answer so), as with http.client's own reads.
+        self._file = file
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        if not self.closed:
+            self._file.close()
+        super().close()
+
+    def readinto(self, buffer: Any) -> int:
+        left = self._give_up - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("the deadline passed before the whole answer came")
+        self._sock.settimeout(left)
+        return self._sock.recv_into(buffer)
+
+
+class _DeadlineResponse(http.client.HTTPResponse):
+    """An answer whose status line, headers and body are read through a
+    :class:`_DeadlineReader`: the deadline bounds them all."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        debuglevel: int = 0,
+        method: Optional[str] = None,
+        url: Optional[str] = None,
+        *,
+        give_up: float,
+    ) -> None:
+        super().__init__(sock, debuglevel, method, url)
+        self.fp = io.BufferedReader(_DeadlineReader(sock, give_up, self.fp))
 
 
 class Endpoint:
@@ -109,8 +159,9 @@ class Endpoint:
         return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
 
     def get(self, path: str, headers: Dict[str, str], timeout: float) -> Tuple[int, bytes]:
-        """``GET path``: the status and body, within ``timeout`` seconds or an error
-        (``OSError``, ``http.client.HTTPException``, ``TimeoutError``)."""
+        """``GET path``: the status and body, within ``timeout`` seconds in all (connect,
+        request, head and body) or an error (``OSError``, ``http.client.HTTPException``,
+        ``TimeoutError``)."""
         give_up = time.monotonic() + timeout
         with self._lock:
             conn = self._idle.pop() if self._idle else None
@@ -137,16 +188,17 @@ class Endpoint:
             if conn.sock is not None:
                 conn.sock.settimeout(left)
             conn.request("GET", path, headers=headers)
-            assert conn.sock is not None
-            conn.sock.settimeout(max(give_up - time.monotonic(), 0.001))
+            # The answer is read through a reader that cuts every read at the deadline.
+            conn.response_class = cast(
+                Type[http.client.HTTPResponse],
+                functools.partial(_DeadlineResponse, give_up=give_up),
+            )
             answer = conn.getresponse()
             length = answer.getheader("content-length")
             if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
                 raise http.client.HTTPException(
                     f"an answer of {length!r} bytes (the client reads at most {MAX_BODY})"
                 )
-            if conn.sock is not None:
-                conn.sock.settimeout(max(give_up - time.monotonic(), 0.001))
             # With a length, read() raises IncompleteRead for a body cut short; read(n) would
             # return the part quietly.
             body = answer.read() if length is not None else answer.read(MAX_BODY + 1)

@@ -11,13 +11,20 @@ forgotten first (the oldest, as every kind increases per server), so only a repe
 it has forgotten can pass. The first batch is taken as it comes: a server that lies from the
 start, with IDs nobody else issued, is caught only when it repeats itself or another
 server's IDs this client also received.
+
+Text IDs (UUIDs, ULIDs, ObjectIds, Nano IDs, templated counters...) have no order to keep as
+ranges: each name remembers the newest :data:`MAX_TEXTS` it received, exactly (a set beside
+their order of arrival), and a batch holding one of them is refused the same way. The UUIDs of
+``next_named`` (uuid3/uuid5: the same input gives the same UUID, by design) are not
+remembered.
 """
 
 from __future__ import annotations
 
 import bisect
 import threading
-from typing import Dict, List, Optional, Tuple
+from collections import deque
+from typing import Deque, Dict, List, Optional, Set, Tuple
 
 from ._answer import first_common
 
@@ -25,6 +32,8 @@ from ._answer import first_common
 MAX_ENTRIES = 1 << 16
 #: Progressions a name's IDs may come in; honest servers use a handful.
 MAX_CLASSES = 1024
+#: Text IDs a name remembers, the newest: a few MB for UUIDs.
+MAX_TEXTS = 1 << 16
 
 Class = Tuple[int, int]
 
@@ -117,3 +126,33 @@ class Guard:
         self._entries -= 1
         if not intervals.los:
             del self._classes[key]
+
+
+class TextGuard:
+    """One name's record of the newest :data:`MAX_TEXTS` text IDs it received."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: Set[str] = set()
+        self._order: Deque[str] = deque()
+
+    def admit(self, ids: List[str]) -> Optional[str]:
+        """Checks a batch's text IDs (distinct among themselves) against those received and,
+        when none repeats, records them: one step, as :meth:`Guard.admit`. Returns why it
+        was refused, or None."""
+        with self._lock:
+            for i in ids:
+                if i in self._seen:
+                    return (
+                        f"the text ID {i!r}, which this client already received: a server "
+                        "that repeats IDs is refused"
+                    )
+            self._seen.update(ids)
+            self._order.extend(ids)
+            while len(self._order) > MAX_TEXTS:
+                self._seen.discard(self._order.popleft())
+        return None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._order)
