@@ -7,7 +7,7 @@
  * run's cursor and advances it without an `await` in between is atomic: no two callers can
  * get the same ID, however many `next()` calls are in flight. Nothing here awaits.
  */
-import { Seen } from "./guard.js";
+import { Seen, SeenTexts } from "./guard.js";
 
 /** The name's kind is not known yet (no answer so far). */
 export const UNKNOWN = 0;
@@ -58,7 +58,8 @@ export interface Stats {
   cached: number;
   /** The size of the next fetch, as adapted to the rate of use. */
   batch: number;
-  /** Answers refused (broken, or IDs this client had already received for the name). */
+  /** Answers refused (broken, or IDs this client had already received for the name, runs or
+   *  text). */
   refused: number;
 }
 
@@ -81,6 +82,8 @@ export class NameCache {
   fetching: Promise<void> | undefined;
   /** What this name received, to refuse a server that repeats IDs. */
   readonly guard = new Seen();
+  /** The newest text IDs this name received, for the same. */
+  readonly textGuard = new SeenTexts();
   /** Callers of an ordered name waiting for the next request, and whether one is out. */
   waiters: Waiter[] = [];
   ordering = false;

@@ -5,11 +5,13 @@
  * is not JSON, names another name, says a kind this client does not know or a text kind
  * where runs were asked for, has no ID, more IDs than asked, a run whose `first` is not a
  * decimal below 2^64, whose `count` or `stride` is not a whole number of at least 1, or whose
- * last ID `first + (count - 1) * stride` passes 2^64 - 1; text answers with an empty or
- * repeated ID. For 64-bit kinds, a batch that shares an ID with one this client already
- * received for the name (from any endpoint) is refused too, as the Rust client does: every
- * 64-bit kind gives each ID of a name once across all of its servers, so a repeat is a
- * broken server.
+ * last ID `first + (count - 1) * stride` passes 2^64 - 1, or that reaches 2^63 (no snowdrift
+ * kind issues an ID that does not fit 63 bits: segments, counters and tickets stop at
+ * 2^63 - 1, layouts have at most 63 bits); text answers with an empty or repeated ID. A batch
+ * that shares an ID with one this client already received for the name (from any endpoint)
+ * is refused too, as the Rust client does: every kind gives each ID of a name once across all
+ * of its servers, so a repeat is a broken server. For text IDs the newest `MAX_TEXTS` a name
+ * received are remembered ({@link SeenTexts}).
  *
  * Received IDs are kept per name as disjoint progressions grouped by `(stride, first mod
  * stride)`: sorted intervals within a group (adjacent ones merged), and across groups an
@@ -19,6 +21,8 @@
 
 /** 2^64 - 1, the largest ID. */
 export const MAX_ID = (1n << 64n) - 1n;
+/** 2^63 - 1, the largest ID a snowdrift server issues. */
+export const MAX_ISSUED = (1n << 63n) - 1n;
 
 /** The 64-bit kinds a server may answer with `form=runs`. */
 const NUMBER_KINDS = new Set(["snowflake", "segment", "ticket", "counter", "tso", "zk-version"]);
@@ -30,6 +34,8 @@ const TEXT_KINDS = new Set([
 export const MAX_ENTRIES = 1 << 16;
 /** Progressions a name's IDs may come in (honest servers use a handful). */
 export const MAX_CLASSES = 1024;
+/** Text IDs a name remembers, the newest: a few MB of UUIDs. */
+export const MAX_TEXTS = 1 << 16;
 
 /** A run of IDs: `first, first + stride, ..., last` (`count` of them). */
 export interface Run {
@@ -116,6 +122,14 @@ export function parseRuns(body: string, name: string, asked: number): RunsAnswer
     if (last > MAX_ID) {
       throw new Refusal(
         `a run of ${count} IDs from ${f} with stride ${stride}, which passes 2^64 - 1 (it would wrap around to 0)`,
+      );
+    }
+    if (first > MAX_ISSUED) {
+      throw new Refusal(`run ${i} from ${f}, at or above 2^63 (no snowdrift kind issues an ID that does not fit 63 bits)`);
+    }
+    if (last > MAX_ISSUED) {
+      throw new Refusal(
+        `a run of ${count} IDs from ${f} with stride ${stride}, whose last ID ${last} passes 2^63 - 1 (no snowdrift kind issues an ID that does not fit 63 bits)`,
       );
     }
     total += count;
@@ -301,5 +315,44 @@ export class Seen {
       throw new Refusal(`runs in ${classes} progressions (stride and remainder) where snowdrift's generators use a handful (at most ${MAX_CLASSES} are followed)`);
     }
     for (const r of runs) this.insert(r.first, r.last, r.count === 1 ? 1n : r.stride);
+  }
+}
+
+/**
+ * One name's record of the newest `MAX_TEXTS` text IDs it received (UUIDs, ULIDs, ObjectIds,
+ * Nano IDs, templated counters...), exactly: text IDs have no order to keep as ranges, so a
+ * set, and the same IDs in the order they came to forget the oldest. `nextNamed`'s UUIDs
+ * (uuid3/uuid5: the same input gives the same UUID, by design) are not remembered.
+ */
+export class SeenTexts {
+  private readonly seen = new Set<string>();
+  private order: string[] = [];
+  private head = 0;
+
+  /** Text IDs remembered now. */
+  get size(): number {
+    return this.seen.size;
+  }
+
+  /** Checks one answer's text IDs (distinct among themselves) against those received and
+   *  records them when none repeats: one step, so two fetches cannot both pass with one ID. */
+  admit(ids: string[]): void {
+    for (const id of ids) {
+      if (this.seen.has(id)) {
+        throw new Refusal(`the text ID ${JSON.stringify(id)}, which this client already received: a server that repeats IDs is refused`);
+      }
+    }
+    for (const id of ids) {
+      this.seen.add(id);
+      this.order.push(id);
+    }
+    while (this.seen.size > MAX_TEXTS) {
+      this.seen.delete(this.order[this.head] as string);
+      this.head++;
+    }
+    if (this.head >= 1024 && this.head * 2 >= this.order.length) {
+      this.order = this.order.slice(this.head);
+      this.head = 0;
+    }
   }
 }

@@ -32,6 +32,8 @@ const GARBAGE: [string, Handler, RegExp][] = [
   ["a fractional count", (q, r) => json(r, runs(nameOf(q), "segment", [{ first: "1", count: 2.5, stride: 1 }])), /count 2.5/],
   ["a first above 2^64 - 1", (q, r) => json(r, runs(nameOf(q), "segment", [{ first: "18446744073709551616", count: 1, stride: 1 }])), /above 2\^64/],
   ["a run that overflows 64 bits", (q, r) => json(r, runs(nameOf(q), "segment", [{ first: "18446744073709551610", count: 10, stride: 1 }])), /passes 2\^64/],
+  ["a first at 2^63", (q, r) => json(r, runs(nameOf(q), "segment", [{ first: "9223372036854775808", count: 1, stride: 1 }])), /at or above 2\^63/],
+  ["a run past 2^63 - 1", (q, r) => json(r, runs(nameOf(q), "segment", [{ first: "9223372036854775800", count: 10, stride: 1 }])), /passes 2\^63 - 1/],
   ["a first that is not a decimal string", (q, r) => json(r, runs(nameOf(q), "segment", [{ first: 1, count: 1, stride: 1 }])), /first 1/],
   ["a negative first", (q, r) => json(r, runs(nameOf(q), "segment", [{ first: "-1", count: 1, stride: 1 }])), /first "-1"/],
   ["a text kind in runs", (q, r) => json(r, runs(nameOf(q), "uuid7", [{ first: "1", count: 1, stride: 1 }])), /text kind "uuid7"/],
@@ -108,6 +110,77 @@ describe("garbage answers", () => {
       assert.ok(refused >= 2 && refused === fake.requests - 1, `every later answer refused: ${refused} of ${fake.requests}`);
     } finally {
       client.close();
+      fake.close();
+    }
+  });
+
+  test("a server that repeats text IDs is refused, alone and beside a real server", async () => {
+    // As the server of issue 40 (item 3): the same two UUIDs to every fetch.
+    const same = ["0190dead-0000-7000-8000-000000000001", "0190dead-0000-7000-8000-000000000002"];
+    const fake = new FakeServer((q, r) => json(r, { name: nameOf(q), ids: same }));
+    await fake.start();
+    const alone = new Client({ endpoints: [fake.url], token: TOKEN, minBatch: 10, maxBatch: 10, attempts: 2, backoffMs: [1, 2] });
+    const beside = new Client({ endpoints: [fake.url, url], token: TOKEN, minBatch: 100, maxBatch: 100, backoffMs: [1, 2] });
+    try {
+      assert.deepEqual([await alone.nextText("u7"), await alone.nextText("u7")], same);
+      let error: unknown;
+      try {
+        await alone.nextText("u7");
+      } catch (e) {
+        error = e;
+      }
+      assert.ok(error instanceof SnowdriftError && error.kind === "refused", String(error));
+      assert.match(error.message, /the text ID "0190dead-0000-7000-8000-00000000000[12]", which this client already received/);
+      const refused = alone.stats("u7")?.refused ?? 0;
+      assert.ok(refused >= 2 && refused === fake.requests - 1, `every later answer refused: ${refused} of ${fake.requests}`);
+      const asked = fake.requests;
+      const ids: string[] = [];
+      for (let i = 0; i < 400; i++) ids.push(await beside.nextText("u7"));
+      assert.equal(new Set(ids).size, 400, "no text ID twice");
+      assert.ok(ids.filter((id) => same.includes(id)).length <= 2);
+      assert.ok(fake.requests - asked >= 2, `the liar was asked ${fake.requests - asked} times`);
+      assert.match(beside.endpoints()[0]?.lastError ?? "", /already received/);
+      // uuid5 gives the same UUID for the same input, by design: never refused.
+      assert.equal(await beside.nextNamed("u5", "a"), await beside.nextNamed("u5", "a"));
+    } finally {
+      alone.close();
+      beside.close();
+      fake.close();
+    }
+  });
+
+  test("a body dripped a byte at a time is cut at the deadline", async () => {
+    // The head at once, then a byte every 50 ms: only a deadline over the whole answer cuts it.
+    const fake = new FakeServer((q, r) => {
+      const body = JSON.stringify(runs(nameOf(q), "segment", [{ first: "1", count: 10, stride: 1 }]));
+      r.writeHead(200, { "content-type": "application/json", "content-length": String(body.length) });
+      let i = 0;
+      const timer = setInterval(() => {
+        if (i >= body.length || r.destroyed) {
+          clearInterval(timer);
+          r.end();
+          return;
+        }
+        r.write(body[i++]);
+      }, 50);
+      r.on("close", () => clearInterval(timer));
+    });
+    await fake.start();
+    const alone = new Client({ endpoints: [fake.url], token: TOKEN, deadlineMs: 300, attempts: 2, backoffMs: [1, 2] });
+    try {
+      const started = Date.now();
+      let error: unknown;
+      try {
+        await alone.next("order");
+      } catch (e) {
+        error = e;
+      }
+      assert.ok(error instanceof SnowdriftError && error.kind === "unavailable", String(error));
+      assert.match(error.message, /no answer within 300 ms/);
+      const took = Date.now() - started;
+      assert.ok(took < 2 * 300 + 1000, `two tries of 300 ms took ${took} ms`);
+    } finally {
+      alone.close();
       fake.close();
     }
   });

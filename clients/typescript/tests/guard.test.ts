@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { Refusal, Seen, type Run } from "../src/guard.js";
+import { MAX_TEXTS, Refusal, Seen, SeenTexts, type Run } from "../src/guard.js";
 
 function run(first: bigint, count: number, stride = 1n): Run {
   return { first, count, stride, last: first + BigInt(count - 1) * stride };
@@ -41,4 +41,17 @@ test("across strides: only a shared ID is a repeat (Chinese remainder theorem)",
 test("within one answer, overlapping runs are refused", () => {
   assert.throws(() => new Seen().admit([run(10n, 5), run(12n, 1)]), /in one batch/);
   new Seen().admit([run(10n, 5), run(15n, 5)]);
+});
+
+test("text IDs: a repeat of any remembered one is refused, the oldest forgotten first", () => {
+  const seen = new SeenTexts();
+  seen.admit(["a", "b"]);
+  seen.admit(["c", "d"]);
+  assert.throws(() => seen.admit(["e", "a"]), /the text ID "a", which this client already received/);
+  seen.admit(["e"]);
+  assert.throws(() => seen.admit(["e"]), Refusal);
+  for (let k = 0; k < MAX_TEXTS + 1000; k += 500) seen.admit(Array.from({ length: 500 }, (_, j) => `id-${k + j}`));
+  assert.equal(seen.size, MAX_TEXTS);
+  seen.admit(["a"]);
+  assert.throws(() => seen.admit([`id-${MAX_TEXTS + 900}`]), Refusal);
 });
