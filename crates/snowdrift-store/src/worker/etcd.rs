@@ -552,7 +552,12 @@ impl EtcdRegistry {
 
     /// Every live lease with its claim time, time left (etcd's, whole seconds), mark and
     /// layout.
-    pub async fn list(&self) -> Result<Vec<super::WorkerEntry>> {
+    ///
+    /// A worker key without a lease (written by hand) is listed as
+    /// [`never_expires`](super::WorkerEntry::never_expires): a server's claim skips it
+    /// forever. A key under `worker/` without a worker ID is listed as unreadable, and a
+    /// mark or claim time that is not a number is flagged on its entry.
+    pub async fn list(&self) -> Result<super::WorkerList> {
         let [leases, since, marks, layouts] =
             self.ranges(["worker", "since", "mark", "layout"]).await?;
         let by_id = |kvs: &[KeyValue], kind: &str| -> HashMap<u64, KeyValue> {
@@ -565,33 +570,55 @@ impl EtcdRegistry {
             by_id(&marks, "mark"),
             by_id(&layouts, "layout"),
         );
-        let mut out = Vec::new();
+        let mut out = super::WorkerList::default();
         let mut leases_client = self.client.lease_client();
         for kv in &leases {
             let Some(id) = self.id_in(kv, "worker") else {
+                out.unreadable.push(super::UnreadableEntry::new(
+                    text(kv.key()),
+                    "a key under worker/ without a worker ID after it: snowdrift did not write it, and servers ignore it; delete it",
+                ));
                 continue;
             };
             let mut entry = super::WorkerEntry::new(id, text(kv.value()));
-            entry.since_ms = since
-                .get(&id)
-                .filter(|s| s.lease() == kv.lease())
-                .and_then(|s| text(s.value()).parse().ok());
-            entry.mark = marks.get(&id).and_then(|m| text(m.value()).parse().ok());
-            entry.layout = layouts.get(&id).map(|l| text(l.value()));
-            let ttl = leases_client
-                .time_to_live(kv.lease(), None)
-                .await
-                .map_err(unavailable)?;
-            if ttl.ttl() <= 0 {
-                // Expired between the range read and this one: free now.
-                continue;
+            if kv.lease() == 0 {
+                entry.stuck(format!(
+                    "no lease: etcd never deletes this key, a server skips this ID (its claim finds the key there), and no server can hold it (a renew needs the lease); delete the key {} to free it",
+                    text(kv.key())
+                ));
+            } else {
+                let ttl = leases_client
+                    .time_to_live(kv.lease(), None)
+                    .await
+                    .map_err(unavailable)?;
+                if ttl.ttl() <= 0 {
+                    // Expired between the range read and this one: free now.
+                    continue;
+                }
+                let (left, granted) = (ttl.ttl() as u64 * 1000, ttl.granted_ttl() as u64 * 1000);
+                entry.lease_left_ms = Some(left);
+                entry.lease_ttl_ms = Some(granted);
+                // A holder keeps its lease above two thirds of the ttl (it renews every third).
+                entry.expiring = left < granted / 2;
+                if let Some(s) = since.get(&id).filter(|s| s.lease() == kv.lease()) {
+                    match text(s.value()).parse() {
+                        Ok(ms) => entry.since_ms = Some(ms),
+                        Err(_) => entry.flag(format!(
+                            "etcd key {} holds {:?}, not a claim time (ms): it was edited by hand; it goes with the lease",
+                            text(s.key()),
+                            text(s.value())
+                        )),
+                    }
+                }
             }
-            let (left, granted) = (ttl.ttl() as u64 * 1000, ttl.granted_ttl() as u64 * 1000);
-            entry.lease_left_ms = Some(left);
-            entry.lease_ttl_ms = Some(granted);
-            // A holder keeps its lease above two thirds of the ttl (it renews every third).
-            entry.expiring = left < granted / 2;
-            out.push(entry);
+            if let Some(m) = marks.get(&id) {
+                match self.mark_of(id, m) {
+                    Ok(mark) => entry.mark = Some(mark),
+                    Err(e) => entry.flag(e.to_string()),
+                }
+            }
+            entry.layout = layouts.get(&id).map(|l| text(l.value()));
+            out.entries.push(entry);
         }
         Ok(out)
     }

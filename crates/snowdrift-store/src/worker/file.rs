@@ -616,29 +616,94 @@ impl FileRegistry {
     /// Every worker ID whose lock file a process holds: its holder, when its lock file was
     /// written (the claim), its mark and layout. A file lock has no time left: the
     /// operating system drops it the moment its process dies.
-    pub async fn list(&self) -> Result<Vec<super::WorkerEntry>> {
-        let mut out = Vec::new();
-        for (id, holder) in self.holders().await? {
-            let since_ms = self
-                .open_file(&self.lock_name(id), false, false)
+    ///
+    /// A lock file that cannot be opened (a link, or a file snowdrift did not make) is
+    /// listed as [`never_expires`](super::WorkerEntry::never_expires): a server's claim
+    /// stops at it. A lock file whose name holds no worker ID is listed as unreadable, and
+    /// a mark or layout that cannot be read is flagged on its entry.
+    pub async fn list(&self) -> Result<super::WorkerList> {
+        use std::os::unix::ffi::OsStrExt;
+        let prefix = format!("{}-", self.namespace);
+        let entries = std::fs::read_dir(&self.path).map_err(|e| io_error(&self.path, "list", e))?;
+        let mut out = super::WorkerList::default();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(middle) = name
+                .as_bytes()
+                .strip_prefix(prefix.as_bytes())
+                .and_then(|n| n.strip_suffix(b".lock"))
+            else {
+                continue;
+            };
+            // Parsed as the server's claims and holders() parse it.
+            let Some(id) = std::str::from_utf8(middle)
                 .ok()
-                .flatten()
-                .and_then(|(f, _)| rustix::fs::fstat(&f).ok())
-                .map(|st| {
-                    u64::try_from(st.st_mtime).unwrap_or(0) * 1000 + st.st_mtime_nsec / 1_000_000
-                });
-            out.push(super::WorkerEntry {
-                worker_id: id,
-                holder,
-                since_ms,
-                lease_left_ms: None,
-                lease_ttl_ms: None,
-                expiring: false,
-                mark: self.read_mark(id).await?,
-                layout: self.read_layout(id).await?,
-            });
+                .and_then(|n| n.parse::<u64>().ok())
+            else {
+                out.unreadable.push(super::UnreadableEntry::new(
+                    name.to_string_lossy(),
+                    format!(
+                        "a lock file whose name holds no worker ID; snowdrift did not make it, and servers ignore it: remove it from {}",
+                        self.path.display()
+                    ),
+                ));
+                continue;
+            };
+            if let Some(e) = self.list_one(id).await {
+                out.entries.push(e);
+            }
         }
         Ok(out)
+    }
+
+    /// The entry of `worker_id` if its lock file is held (or cannot be opened).
+    async fn list_one(&self, id: u64) -> Option<super::WorkerEntry> {
+        let mine = self
+            .held()
+            .get(&id)
+            .map(|lock| (lock.holder.clone(), lock.file.try_clone().ok()));
+        let (holder, file) = if let Some(mine) = mine {
+            mine
+        } else {
+            match self.open_file(&self.lock_name(id), false, false) {
+                // Gone since the listing.
+                Ok(None) => return None,
+                Ok(Some((mut file, _))) => match file.try_lock() {
+                    // A lock we can take is free; taking it here is released when `file`
+                    // closes.
+                    Ok(()) => return None,
+                    Err(TryLockError::WouldBlock) => (read_holder(&mut file), Some(file)),
+                    Err(TryLockError::Error(e)) => {
+                        let mut entry = super::WorkerEntry::new(id, "?".into());
+                        entry.flag(format!(
+                            "{}; a server's claim that comes to this worker ID fails the same way",
+                            io_error(&self.path.join(self.lock_name(id)), "lock", e)
+                        ));
+                        return Some(entry);
+                    }
+                },
+                Err(e) => {
+                    let mut entry = super::WorkerEntry::new(id, "?".into());
+                    entry.stuck(format!(
+                        "{e}; a server's claim that comes to this worker ID fails (servers try the free IDs lowest first, and stop there)"
+                    ));
+                    return Some(entry);
+                }
+            }
+        };
+        let mut entry = super::WorkerEntry::new(id, holder);
+        entry.since_ms = file.and_then(|f| rustix::fs::fstat(&f).ok()).map(|st| {
+            u64::try_from(st.st_mtime).unwrap_or(0) * 1000 + st.st_mtime_nsec / 1_000_000
+        });
+        match self.read_mark_now(id) {
+            Ok(mark) => entry.mark = mark,
+            Err(e) => entry.flag(e.to_string()),
+        }
+        match self.read_layout(id).await {
+            Ok(layout) => entry.layout = layout,
+            Err(e) => entry.flag(e.to_string()),
+        }
+        Some(entry)
     }
 
     /// Records nothing (every node of a file registry shares this machine's clock), but

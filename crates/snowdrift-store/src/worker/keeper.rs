@@ -339,14 +339,37 @@ impl<C: Clock + Clone + 'static> Shared<C> {
         let current = migrate::record(new);
         let peers = self
             .call("listing the live worker IDs", self.registry.list())
-            .await?;
+            .await?
+            .entries;
         let start = now.max(mark.ms);
         let rollout = migrate::DEFAULT_ROLLOUT_MS;
-        for peer in peers {
+        for mut peer in peers {
+            if peer.holder == self.holder {
+                continue;
+            }
+            // The listing lists what it cannot read with a problem; this check reads such a
+            // peer's layout and mark again as the node reads its own, refusing what does not
+            // parse, rather than take a part it could not read for none.
+            if peer.problem.is_some() {
+                peer.layout = self
+                    .call(
+                        "reading a peer's layout",
+                        self.registry.read_layout(peer.worker_id),
+                    )
+                    .await?;
+                if peer.layout.as_deref().is_some_and(|l| l != current) {
+                    peer.mark = self
+                        .call(
+                            "reading a peer's mark",
+                            self.registry.read_mark(peer.worker_id),
+                        )
+                        .await?;
+                }
+            }
             let Some(recorded) = peer.layout.as_deref() else {
                 continue;
             };
-            if peer.holder == self.holder || recorded == current {
+            if recorded == current {
                 continue;
             }
             let theirs = migrate::parse_record(recorded).map_err(|e| {

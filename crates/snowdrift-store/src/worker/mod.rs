@@ -32,8 +32,9 @@
 //! - `read_layout(worker_id)` and `write_layout(worker_id, holder, layout)`: the layout
 //!   issued under up to the mark ([`record`](snowdrift_core::layout::migrate::record)), so a
 //!   start under another layout is checked against it; written only by the holder.
-//! - `list() -> Vec<WorkerEntry>`: every held worker ID with its holder, claim time, lease
-//!   left, mark and layout, for `snowdrift workers list`.
+//! - `list() -> WorkerList`: every held worker ID with its holder, claim time, lease left,
+//!   mark and layout, for `snowdrift workers list`; what cannot be read is flagged on its
+//!   entry (or listed as unreadable), never an error for the whole listing.
 //!
 //! On top of them, [`WorkerNode`] is what a server runs: it claims a worker ID from a
 //! [`WorkerSource`] on a [`WorkerRegistry`] (any backend above, or lock files on one
@@ -76,7 +77,9 @@ pub use config::{
 pub use file::FileRegistry;
 pub use mark::{MAX_EXTENSION, Mark};
 pub use node::{Epoch, WorkerNode};
-pub use registry::{REGISTRY_SCHEMES, WorkerEntry, WorkerRegistry};
+pub use registry::{
+    REGISTRY_SCHEMES, UnreadableEntry, WorkerEntry, WorkerList, WorkerRegistry, duration_text,
+};
 pub use source::{BitsFrom, NodeSplit, WorkerSource, hostname};
 pub use sql::validate_namespace;
 pub use status::{PeerOffset, WorkerState, WorkerStatus};

@@ -398,15 +398,16 @@ impl RedisRegistry {
             .arg(self.mark_key(worker_id))
             .query_async(&mut self.conn.clone())
             .await?;
-        mark.map(|m| {
-            m.parse().map_err(|_| {
-                Error::InvalidInput(format!(
-                    "Redis key {} holds {m:?}, not a high-water mark: it was edited by hand; set it to the last time used (ms) or delete it",
-                    self.mark_key(worker_id)
-                ))
-            })
-        })
-        .transpose()
+        mark.map(|m| m.parse().map_err(|_| self.bad_mark(worker_id, &m)))
+            .transpose()
+    }
+
+    /// The error for a mark key holding `m`, which is not a number.
+    fn bad_mark(&self, worker_id: u64, m: &str) -> Error {
+        Error::InvalidInput(format!(
+            "Redis key {} holds {m:?}, not a high-water mark: it was edited by hand; set it to the last time used (ms) or delete it",
+            self.mark_key(worker_id)
+        ))
     }
 
     /// Raises the high-water mark of `worker_id` to `mark_ms` (a lower value leaves it as
@@ -505,12 +506,38 @@ impl RedisRegistry {
     }
 
     /// Every live lease with its claim time and ttl, time left (Redis's), mark and layout.
-    pub async fn list(&self) -> Result<Vec<super::WorkerEntry>> {
-        let ids = self.scan_ids("worker").await?;
+    ///
+    /// A lease key without a TTL (set by hand, or persisted) is listed as
+    /// [`never_expires`](super::WorkerEntry::never_expires): no server can take the ID. A
+    /// key `{prefix}:worker:` without a worker ID after it is listed as unreadable, and a
+    /// value that cannot be read (a mark that is not a number, a key of another type) is
+    /// flagged on its entry.
+    pub async fn list(&self) -> Result<super::WorkerList> {
+        let mut out = super::WorkerList::default();
+        let mut ids = Vec::new();
+        for key in self.scan_keys("worker").await? {
+            let head = self.lease_key(0).len() - 1;
+            // Parsed as scan_ids parses it.
+            match key
+                .get(head..)
+                .and_then(|n| std::str::from_utf8(n).ok())
+                .and_then(|n| n.parse::<u64>().ok())
+            {
+                Some(id) => ids.push(id),
+                None => out.unreadable.push(super::UnreadableEntry::new(
+                    String::from_utf8_lossy(&key),
+                    "a lease key without a worker ID after :worker: — snowdrift did not write it, and servers ignore it; delete it",
+                )),
+            }
+        }
+        ids.sort_unstable();
+        ids.dedup();
         if ids.is_empty() {
-            return Ok(Vec::new());
+            return Ok(out);
         }
         let mut pipe = redis::pipe();
+        // A key of another type fails its own command only.
+        pipe.ignore_errors();
         for id in &ids {
             pipe.get(self.lease_key(*id))
                 .pttl(self.lease_key(*id))
@@ -518,35 +545,126 @@ impl RedisRegistry {
                 .get(self.mark_key(*id))
                 .get(self.layout_key(*id));
         }
-        type Row = (
-            Option<String>,
-            i64,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-        );
-        let rows: Vec<Row> = pipe.query_async(&mut self.conn.clone()).await?;
-        let mut out = Vec::new();
-        for (id, (holder, left, since, mark, layout)) in ids.into_iter().zip(rows) {
-            // Expired between the scan and the read.
-            let Some(holder) = holder else { continue };
-            let mut entry = super::WorkerEntry::new(id, holder);
-            let (since, ttl) = since
-                .as_deref()
-                .and_then(|s| s.split_once(':'))
-                .map_or((None, None), |(s, t)| {
-                    (s.parse().ok(), t.parse::<u64>().ok())
-                });
-            entry.since_ms = since;
-            entry.lease_ttl_ms = ttl;
-            entry.lease_left_ms = u64::try_from(left).ok();
-            // A holder renews every third of its ttl: below half, it has missed renewals.
-            entry.expiring = matches!((entry.lease_left_ms, ttl), (Some(l), Some(t)) if l < t / 2);
-            entry.mark = mark.and_then(|m| m.parse().ok());
-            entry.layout = layout;
-            out.push(entry);
+        let answers: Vec<redis::RedisResult<redis::Value>> =
+            pipe.query_async(&mut self.conn.clone()).await?;
+        for (id, row) in ids.into_iter().zip(answers.chunks(5)) {
+            let [holder, left, since, mark, layout] = row else {
+                return Err(Error::Unavailable(
+                    format!(
+                        "Redis answered {} of {} reads of prefix {}",
+                        row.len(),
+                        5,
+                        self.prefix
+                    )
+                    .into(),
+                ));
+            };
+            // -2: expired between the scan and the read.
+            let left: i64 = match value(left) {
+                Ok(Some(left)) => left,
+                Ok(None) | Err(_) => -2,
+            };
+            if left == -2 {
+                continue;
+            }
+            let mut entry = super::WorkerEntry::new(id, "?".into());
+            match value::<Vec<u8>>(holder) {
+                Ok(Some(h)) => entry.holder = String::from_utf8_lossy(&h).into_owned(),
+                Ok(None) => continue,
+                Err(e) => entry.flag(format!(
+                    "Redis key {} cannot be read as a holder ({e}): it was written by hand; a server skips this ID while it is there",
+                    self.lease_key(id)
+                )),
+            }
+            match value::<Vec<u8>>(since) {
+                Ok(None) => {}
+                Ok(Some(since)) => {
+                    let since = String::from_utf8_lossy(&since);
+                    match since
+                        .split_once(':')
+                        .and_then(|(s, t)| Some((s.parse().ok()?, t.parse().ok()?)))
+                    {
+                        Some((s, t)) => {
+                            entry.since_ms = Some(s);
+                            entry.lease_ttl_ms = Some(t);
+                        }
+                        None => entry.flag(format!(
+                            "Redis key {} holds {since:?}, not claim time:ttl (ms): it was edited by hand; it expires with the lease",
+                            self.since_key(id)
+                        )),
+                    }
+                }
+                Err(e) => entry.flag(format!(
+                    "Redis key {} cannot be read ({e}): it was written by hand; delete it",
+                    self.since_key(id)
+                )),
+            }
+            if left < 0 {
+                entry.stuck(format!(
+                    "the key has no TTL: Redis never drops it, and no server can take this ID (its claim finds the key there); unless a live server holds it (its next renew gives the key a TTL again), delete the key {} to free it",
+                    self.lease_key(id)
+                ));
+            } else {
+                entry.lease_left_ms = Some(left as u64);
+                // A holder renews every third of its ttl: below half, it has missed renewals.
+                entry.expiring = matches!(entry.lease_ttl_ms, Some(t) if (left as u64) < t / 2);
+                entry.flag_long_lease(&format!(
+                    "once no server uses it, delete the key {} to free it",
+                    self.lease_key(id)
+                ));
+            }
+            match value::<Vec<u8>>(mark) {
+                Ok(None) => {}
+                Ok(Some(m)) => {
+                    let m = String::from_utf8_lossy(&m);
+                    match m.parse() {
+                        Ok(m) => entry.mark = Some(m),
+                        Err(_) => entry.flag(self.bad_mark(id, &m).to_string()),
+                    }
+                }
+                Err(e) => entry.flag(format!(
+                    "Redis key {} cannot be read as a high-water mark ({e}): it was written by hand; set it to the last time used (ms)",
+                    self.mark_key(id)
+                )),
+            }
+            match value::<Vec<u8>>(layout) {
+                Ok(layout) => {
+                    entry.layout = layout.map(|l| String::from_utf8_lossy(&l).into_owned())
+                }
+                Err(e) => entry.flag(format!(
+                    "Redis key {} cannot be read as a layout ({e}): it was written by hand; delete it",
+                    self.layout_key(id)
+                )),
+            }
+            out.entries.push(entry);
         }
         Ok(out)
+    }
+
+    /// The keys `{prefix}:{kind}:*`, as Redis holds them (a key need not be UTF-8).
+    async fn scan_keys(&self, kind: &str) -> Result<Vec<Vec<u8>>> {
+        let pattern = format!("{}:{kind}:*", self.prefix);
+        let mut conn = self.conn.clone();
+        let mut cursor = 0u64;
+        let mut all = Vec::new();
+        loop {
+            let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1000)
+                .query_async(&mut conn)
+                .await?;
+            all.extend(keys);
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        all.sort_unstable();
+        all.dedup();
+        Ok(all)
     }
 
     /// `ok`, or [`Error::LeaseLost`] saying who holds the ID now.
@@ -584,5 +702,16 @@ impl RedisRegistry {
             )
             .into(),
         )
+    }
+}
+
+/// One answer of a pipeline run with `ignore_errors`, as `T`: `Err` with the server's error
+/// (a key of another type) or what did not parse.
+fn value<T: redis::FromRedisValue>(
+    answer: &redis::RedisResult<redis::Value>,
+) -> std::result::Result<Option<T>, String> {
+    match answer {
+        Ok(v) => redis::from_redis_value_ref::<Option<T>>(v).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
     }
 }

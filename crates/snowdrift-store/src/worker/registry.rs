@@ -236,37 +236,72 @@ impl WorkerRegistry {
 
     /// Every worker ID held now (a lease not yet expired, renewed or not), by worker ID:
     /// what an operator sees with `snowdrift workers list`.
-    pub async fn list(&self) -> Result<Vec<WorkerEntry>> {
-        let mut entries = dispatch!(self, r => r.list().await)?;
-        entries.sort_by_key(|e| e.worker_id);
-        Ok(entries)
+    ///
+    /// One bad entry does not fail the listing: an entry read only in part (a mark that is
+    /// not a number, a lease that is not a lease, a key no server can use) is listed with
+    /// its [`problem`](WorkerEntry::problem), and a lease whose worker ID cannot be read
+    /// lands in [`WorkerList::unreadable`]. Only a registry that cannot be read at all is
+    /// an error. The server's own reads ([`read_mark`](Self::read_mark) and the others)
+    /// still refuse what does not parse.
+    pub async fn list(&self) -> Result<WorkerList> {
+        let mut list = dispatch!(self, r => r.list().await)?;
+        list.entries.sort_by_key(|e| e.worker_id);
+        list.unreadable.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(list)
     }
 }
 
+/// What [`WorkerRegistry::list`] found on a registry.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerList {
+    /// Every worker ID held, by worker ID, including the ones no server can use (see
+    /// [`WorkerEntry::never_expires`]): a server's claim skips every one of them.
+    pub entries: Vec<WorkerEntry>,
+    /// Leases whose worker ID cannot be read (a key `worker/abc`, a row with
+    /// `worker_id = -1`), by key.
+    pub unreadable: Vec<UnreadableEntry>,
+}
+
 /// One held worker ID as [`WorkerRegistry::list`] reports it.
+///
+/// Every text in it is as the registry holds it, control characters included: escape it
+/// before printing it on a terminal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WorkerEntry {
     /// The worker ID.
     pub worker_id: u64,
-    /// Who holds it (host/pid/nonce for a server).
+    /// Who holds it (host/pid/nonce for a server); `?` when it cannot be read (the
+    /// [`problem`](Self::problem) says why).
     pub holder: String,
     /// When its holder claimed it (ms since 1970, by the coordinator's clock where it has
     /// one, else the claiming node's); `None` when the claim did not record it (a node of an
     /// older version).
     pub since_ms: Option<u64>,
     /// How long the lease lasts without a renewal; `None` for a file lock (it lasts as long
-    /// as its process).
+    /// as its process) and for a lease that [never expires](Self::never_expires).
     pub lease_left_ms: Option<u64>,
     /// The lease's length, as claimed; `None` when unknown.
     pub lease_ttl_ms: Option<u64>,
     /// Its holder has missed its renewals (or clock reports): the lease runs out unless it
     /// comes back, and the ID is free then.
     pub expiring: bool,
-    /// The stored high-water mark (see [`Mark::from_stored`](super::Mark::from_stored)).
+    /// Nothing ends this lease by itself, and no server can hold it as it stands (an etcd
+    /// key without a lease, a Redis key without a TTL, a persistent znode, a lock file
+    /// snowdrift did not make): a server's claim skips the ID, or stops at it, until
+    /// someone deletes the entry. The [`problem`](Self::problem) says how.
+    pub never_expires: bool,
+    /// The stored high-water mark (see [`Mark::from_stored`](super::Mark::from_stored));
+    /// `None` when there is none or it cannot be read (then the
+    /// [`problem`](Self::problem) says so).
     pub mark: Option<u64>,
     /// The layout recorded beside the mark.
     pub layout: Option<String>,
+    /// What is wrong with this entry and what to do about it, when something is: a part
+    /// that cannot be read (the other fields hold what could be), or a lease a server
+    /// cannot use. Several problems are joined by `; `.
+    pub problem: Option<String>,
 }
 
 impl WorkerEntry {
@@ -279,8 +314,92 @@ impl WorkerEntry {
             lease_left_ms: None,
             lease_ttl_ms: None,
             expiring: false,
+            never_expires: false,
             mark: None,
             layout: None,
+            problem: None,
         }
+    }
+
+    /// Adds `problem` to the entry's problems.
+    pub fn flag(&mut self, problem: impl Into<String>) {
+        let problem = problem.into();
+        self.problem = Some(match self.problem.take() {
+            Some(before) => format!("{before}; {problem}"),
+            None => problem,
+        });
+    }
+
+    /// A lease that ends at no time and that no server can use: `never_expires`, no time
+    /// left, not expiring, and `problem`.
+    pub(super) fn stuck(&mut self, problem: impl Into<String>) {
+        self.never_expires = true;
+        self.lease_left_ms = None;
+        self.expiring = false;
+        self.flag(problem);
+    }
+
+    /// Flags a lease that lasts longer than it was claimed for (set by hand: every claim
+    /// and renew sets it to its ttl): it holds the ID until it ends, however far that is.
+    /// `free` says how to free it.
+    pub(super) fn flag_long_lease(&mut self, free: &str) {
+        // A ttl older nodes did not record is at most the longest one a claim accepts.
+        let ttl = self.lease_ttl_ms.unwrap_or(i32::MAX as u64);
+        if let Some(left) = self.lease_left_ms
+            && left > ttl.saturating_add(1000)
+        {
+            self.flag(format!(
+                "its lease ends in {}, far beyond the {} it was claimed for: it was set by hand. A server skips this worker ID until then; {free}",
+                duration_text(left),
+                self.lease_ttl_ms
+                    .map_or("ttl (not recorded)".into(), duration_text)
+            ));
+        }
+    }
+}
+
+/// A lease on a registry whose worker ID cannot be read, as [`WorkerRegistry::list`]
+/// reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UnreadableEntry {
+    /// The key, znode, file or row as the registry names it (`/ns/worker/abc`,
+    /// `worker_id = -1`), as it is: escape it before printing it on a terminal.
+    pub key: String,
+    /// What is wrong, what a server does about it, and what to do.
+    pub problem: String,
+}
+
+impl UnreadableEntry {
+    pub(super) fn new(key: impl Into<String>, problem: impl Into<String>) -> Self {
+        Self {
+            key: key.into(),
+            problem: problem.into(),
+        }
+    }
+}
+
+/// A duration for people: `4.2 s`, `3 min 20 s`, `5 h 2 min`, `12 days 3 h`, `292471208
+/// years`.
+pub fn duration_text(ms: u64) -> String {
+    const MIN: u64 = 60_000;
+    const HOUR: u64 = 60 * MIN;
+    const DAY: u64 = 24 * HOUR;
+    // A Julian year, 365.25 days.
+    const YEAR: u64 = 36_525 * DAY / 100;
+    match ms {
+        ms if ms < MIN => format!("{:.1} s", ms as f64 / 1000.0),
+        ms if ms < HOUR => two(ms / MIN, "min", ms % MIN / 1000, "s"),
+        ms if ms < DAY => two(ms / HOUR, "h", ms % HOUR / MIN, "min"),
+        ms if ms < YEAR => two(ms / DAY, "days", ms % DAY / HOUR, "h"),
+        ms => format!("{} years", ms / YEAR),
+    }
+}
+
+/// `3 min 20 s`, or `3 min` when the smaller unit is 0.
+fn two(big: u64, big_unit: &str, small: u64, small_unit: &str) -> String {
+    match small {
+        0 => format!("{big} {big_unit}"),
+        _ => format!("{big} {big_unit} {small} {small_unit}"),
     }
 }

@@ -370,15 +370,18 @@ impl SqlRegistry {
             .fetch_optional(&self.pool)
             .await?;
         mark.flatten()
-            .map(|m| {
-                u64::try_from(m).map_err(|_| {
-                    Error::InvalidInput(format!(
-                        "table {} holds high-water mark {m} for worker ID {worker_id}, below 0: it was edited by hand; fix it",
-                        self.table
-                    ))
-                })
-            })
+            .map(|m| self.mark_from_column(worker_id, m))
             .transpose()
+    }
+
+    /// A stored mark as a number of ms; [`Error::InvalidInput`] below 0.
+    fn mark_from_column(&self, worker_id: u64, m: i64) -> Result<u64> {
+        u64::try_from(m).map_err(|_| {
+            Error::InvalidInput(format!(
+                "table {} holds high-water mark {m} for worker ID {worker_id}, below 0: it was edited by hand; fix it",
+                self.table
+            ))
+        })
     }
 
     /// Raises the high-water mark of `worker_id` to `mark_ms` (a lower value leaves it as
@@ -487,33 +490,123 @@ impl SqlRegistry {
     }
 
     /// Every live lease with its claim time, time left (database clock), mark and layout.
-    pub async fn list(&self) -> Result<Vec<super::WorkerEntry>> {
-        let select = self.sql(
-            "SELECT worker_id, holder, claimed_ms, lease_ttl_ms, lease_expires_ms - {now} AS left_ms, \
-             high_water_ms, layout FROM {t} \
-             WHERE holder IS NOT NULL AND lease_expires_ms > {now} ORDER BY worker_id",
-        );
+    ///
+    /// Each row is read column by column: a value that cannot be read (a negative mark, a
+    /// value of another type in SQLite) is flagged on its entry, and a row whose
+    /// `worker_id` is below 0 (or, in SQLite, not an integer) is listed as unreadable. A
+    /// lease set by hand to last far longer than it was claimed for is flagged with the
+    /// time it really has left.
+    pub async fn list(&self) -> Result<super::WorkerList> {
+        let odd_ids = match self.dialect {
+            // SQLite stores what it is given, text in a BIGINT column too.
+            Dialect::Sqlite => "OR worker_id < 0 OR typeof(worker_id) <> 'integer'",
+            _ => "OR worker_id < 0",
+        };
+        // The time left is counted here, not in SQL: a lease set by hand near the ends of
+        // BIGINT would overflow the subtraction there and fail the whole statement.
+        let select = self.sql(&format!(
+            "SELECT worker_id, holder, claimed_ms, lease_ttl_ms, lease_expires_ms, {{now}} AS now_ms, \
+             high_water_ms, layout FROM {{t}} \
+             WHERE (holder IS NOT NULL AND lease_expires_ms > {{now}}) {odd_ids} ORDER BY worker_id"
+        ));
         let rows = sqlx::query(select).fetch_all(&self.pool).await?;
-        let ms = |v: Option<i64>| v.and_then(|v| u64::try_from(v).ok());
-        rows.iter()
-            .map(|row| {
-                let id: i64 = row.try_get("worker_id")?;
-                let left = ms(Some(row.try_get("left_ms")?));
-                let ttl = ms(row.try_get("lease_ttl_ms")?);
-                Ok(super::WorkerEntry {
-                    worker_id: self.id_from_row(id)?,
-                    holder: row.try_get("holder")?,
-                    since_ms: ms(row.try_get("claimed_ms")?),
-                    lease_left_ms: left,
-                    lease_ttl_ms: ttl,
-                    // A holder renews every third of its ttl: below half, it has missed
-                    // renewals.
-                    expiring: matches!((left, ttl), (Some(l), Some(t)) if l < t / 2),
-                    mark: ms(row.try_get("high_water_ms")?),
-                    layout: row.try_get("layout")?,
-                })
-            })
-            .collect()
+        let mut out = super::WorkerList::default();
+        for row in &rows {
+            let id = match row.try_get::<i64, _>("worker_id") {
+                Ok(id) => u64::try_from(id).map_err(|_| (id.to_string(), true)),
+                Err(_) => Err((
+                    row.try_get::<String, _>("worker_id")
+                        .map_or_else(|_| "?".to_string(), |s| format!("{s:?}")),
+                    false,
+                )),
+            };
+            let id = match id {
+                Ok(id) => id,
+                Err((raw, read_by_claims)) => {
+                    let effect = if read_by_claims {
+                        "a server's claim of a free worker ID fails while it is there (the claim reads every row below the ID space)"
+                    } else {
+                        "servers ignore it"
+                    };
+                    out.unreadable.push(super::UnreadableEntry::new(
+                        format!("worker_id = {raw}"),
+                        format!(
+                            "a row of table {} whose worker_id is no worker ID (edited by hand): {effect}; delete the row",
+                            self.table
+                        ),
+                    ));
+                    continue;
+                }
+            };
+            out.entries.push(self.list_row(id, row)?);
+        }
+        Ok(out)
+    }
+
+    /// The entry of the live row of worker ID `id`.
+    fn list_row(&self, id: u64, row: &sqlx::any::AnyRow) -> Result<super::WorkerEntry> {
+        let now: i64 = row.try_get("now_ms")?;
+        let mut problems = Vec::new();
+        let mut column = |name: &str| -> Option<i64> {
+            match row.try_get::<Option<i64>, _>(name) {
+                Ok(Some(v)) if v >= 0 => Some(v),
+                Ok(Some(v)) => {
+                    problems.push(format!(
+                        "its {name} is {v}, below 0: it was edited by hand; fix it"
+                    ));
+                    None
+                }
+                Ok(None) => None,
+                Err(e) => {
+                    problems.push(format!(
+                        "its {name} cannot be read ({e}): it was edited by hand; fix it"
+                    ));
+                    None
+                }
+            }
+        };
+        let since = column("claimed_ms");
+        let ttl = column("lease_ttl_ms");
+        let expires = column("lease_expires_ms");
+        let mut entry = super::WorkerEntry::new(id, "?".into());
+        match row.try_get::<Option<String>, _>("holder") {
+            Ok(Some(holder)) => entry.holder = holder,
+            Ok(None) => {}
+            Err(e) => entry.flag(format!(
+                "its holder cannot be read ({e}): it was edited by hand; a server's claim of this worker ID fails while it is so"
+            )),
+        }
+        for p in problems {
+            entry.flag(p);
+        }
+        entry.since_ms = since.map(|v| v as u64);
+        entry.lease_ttl_ms = ttl.map(|v| v as u64);
+        entry.lease_left_ms = expires.map(|e| e.saturating_sub(now).max(0) as u64);
+        // A holder renews every third of its ttl: below half, it has missed renewals.
+        entry.expiring = matches!(
+            (entry.lease_left_ms, entry.lease_ttl_ms),
+            (Some(l), Some(t)) if l < t / 2
+        );
+        match row.try_get::<Option<i64>, _>("high_water_ms") {
+            Ok(mark) => match mark.map(|m| self.mark_from_column(id, m)).transpose() {
+                Ok(mark) => entry.mark = mark,
+                Err(e) => entry.flag(e.to_string()),
+            },
+            Err(e) => entry.flag(format!(
+                "its high_water_ms cannot be read ({e}): it was edited by hand; set it to the last time used (ms)"
+            )),
+        }
+        match row.try_get::<Option<String>, _>("layout") {
+            Ok(layout) => entry.layout = layout,
+            Err(e) => entry.flag(format!(
+                "its layout cannot be read ({e}): it was edited by hand; put back the layout record its holder issues under"
+            )),
+        }
+        entry.flag_long_lease(&format!(
+            "once no server uses it, set lease_expires_ms to 0 in its row of table {} to free it",
+            self.table
+        ));
+        Ok(entry)
     }
 
     /// `sqlite`, `postgres` or `mysql`.

@@ -539,44 +539,77 @@ impl ZkRegistry {
     /// holder writes a clock report into it every few seconds, so one that has not for
     /// longer than that is expiring, and its time left is at most the session timeout less
     /// the time since that write (counted on this machine's clock).
-    pub async fn list(&self) -> Result<Vec<super::WorkerEntry>> {
+    ///
+    /// A persistent lease znode (made by hand) is listed as
+    /// [`never_expires`](super::WorkerEntry::never_expires); one that does not hold a
+    /// lease, or whose mark is not a number, is flagged; a child of the lease znode
+    /// without a worker ID is listed as unreadable.
+    pub async fn list(&self) -> Result<super::WorkerList> {
         let client = self.reader.client().await?;
         let names = match client.list_children(&self.lease_dir()).await {
             Ok(names) => names,
             Err(e) => return Err(self.reader.failed(e).await),
         };
-        let mut ids: Vec<u64> = names.iter().filter_map(|n| n.parse().ok()).collect();
+        let mut out = super::WorkerList::default();
+        let mut ids = Vec::new();
+        for name in names {
+            // Parsed as the server's claims parse it.
+            match name.parse::<u64>() {
+                Ok(id) => ids.push(id),
+                Err(_) => out.unreadable.push(super::UnreadableEntry::new(
+                    format!("{}/{name}", self.lease_dir()),
+                    "a znode under lease/ without a worker ID for a name: snowdrift did not make it, and servers ignore it; delete it",
+                )),
+            }
+        }
         ids.sort_unstable();
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
         let report_every = super::DEFAULT_PUBLISH_EVERY.as_millis() as i64;
-        let mut out = Vec::new();
         for id in ids {
-            let (data, stat) = match client.get_data(&self.lease_path(id)).await {
+            let path = self.lease_path(id);
+            let (data, stat) = match client.get_data(&path).await {
                 Ok(found) => found,
                 Err(zk::Error::NoNode) => continue,
                 Err(e) => return Err(self.reader.failed(e).await),
             };
-            let lease = self.parse(id, &data)?;
-            let mut entry = super::WorkerEntry::new(id, lease.holder);
+            let lease = self.parse(id, &data);
+            let mut entry = super::WorkerEntry::new(
+                id,
+                lease.as_ref().map_or("?".into(), |l| l.holder.clone()),
+            );
             entry.since_ms = u64::try_from(stat.ctime).ok();
-            let silent = (now - stat.mtime).max(0);
-            entry.lease_ttl_ms = lease.ttl_ms;
-            entry.lease_left_ms = lease.ttl_ms.map(|ttl| (ttl as i64 - silent).max(0) as u64);
-            // A second of slack over the report interval for a busy holder.
-            entry.expiring = silent > report_every + 1000;
-            entry.mark = match client.get_data(&self.mark_path(id)).await {
-                Ok((data, _)) => Some(self.mark_of(id, &data)?),
-                Err(zk::Error::NoNode) => None,
+            if let Err(e) = &lease {
+                entry.flag(format!(
+                    "{e}; a server skips this ID while it is there (its claim finds the znode)"
+                ));
+            }
+            if stat.ephemeral_owner == 0 {
+                entry.stuck(format!(
+                    "a persistent znode, not a session's ephemeral one: ZooKeeper never deletes it, a server skips this ID (its claim finds the znode there), and no server can hold it (a renew needs its own session's znode); delete the znode {path} to free it"
+                ));
+            } else if let Ok(lease) = &lease {
+                let silent = (now - stat.mtime).max(0);
+                entry.lease_ttl_ms = lease.ttl_ms;
+                entry.lease_left_ms = lease.ttl_ms.map(|ttl| (ttl as i64 - silent).max(0) as u64);
+                // A second of slack over the report interval for a busy holder.
+                entry.expiring = silent > report_every + 1000;
+            }
+            match client.get_data(&self.mark_path(id)).await {
+                Ok((data, _)) => match self.mark_of(id, &data) {
+                    Ok(mark) => entry.mark = Some(mark),
+                    Err(e) => entry.flag(e.to_string()),
+                },
+                Err(zk::Error::NoNode) => {}
                 Err(e) => return Err(self.reader.failed(e).await),
-            };
+            }
             entry.layout = match client.get_data(&self.layout_path(id)).await {
                 Ok((data, _)) => Some(String::from_utf8_lossy(&data).into_owned()),
                 Err(zk::Error::NoNode) => None,
                 Err(e) => return Err(self.reader.failed(e).await),
             };
-            out.push(entry);
+            out.entries.push(entry);
         }
         Ok(out)
     }
