@@ -12,6 +12,8 @@ use snowdrift_testkit::{unique_name, urls};
 
 use crate::common::Served;
 
+mod planted;
+
 fn list(registry: &str, ns: &str) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_snowdrift"))
         .args([
