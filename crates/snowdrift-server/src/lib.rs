@@ -30,6 +30,7 @@ mod handover;
 pub mod http;
 pub mod kinds;
 pub mod metrics;
+pub mod open_coordinator;
 pub mod plan;
 pub mod resp;
 mod serve;

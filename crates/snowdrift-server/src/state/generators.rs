@@ -28,6 +28,24 @@ impl Generators {
     /// Connects the stores and starts every generator of `plan`.
     pub async fn start(plan: &Plan) -> Result<Self, StartError> {
         let store_config = plan.store();
+        let all = if store_config.urls.is_empty() {
+            std::slice::from_ref(&store_config.url)
+        } else {
+            store_config.urls.as_slice()
+        };
+        for url in all {
+            if let Some(backend) = crate::open_coordinator::by_url(url) {
+                // A warning, not a refusal: a single machine runs its store on loopback
+                // without users, and refusing would stop every such setup.
+                tracing::warn!(
+                    store = %snowdrift_store::mask_url(url),
+                    "segment tags are claimed on {backend}, which takes writes from clients \
+                     without credentials: anyone who can reach it can lower a tag's max_id \
+                     and make every node hand out IDs again. Give it users (a URL with \
+                     USER:PASSWORD@) unless nothing but this cluster can reach it"
+                );
+            }
+        }
         let store = match store_config.urls.as_slice() {
             [] => SegmentStore::connect(&store_config.url, &store_config.table).await?,
             urls => {

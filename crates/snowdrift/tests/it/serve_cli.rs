@@ -557,3 +557,40 @@ fn the_version_names_the_commit_in_the_cli_healthz_and_metrics() {
     served.stop();
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_registry_or_store_that_takes_anyones_writes_is_warned_about() {
+    // Issue 40: the test machine's etcd and Redis take writes from clients without
+    // credentials; a server leasing worker IDs on the one and claiming segments on the other
+    // says so at start (a warning: a tso refuses such an etcd, these keep single-machine
+    // setups working).
+    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("opc-open"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("snowdrift.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[store]\nurl = \"{}\"\ntable = \"{}\"\n[worker]\nregistry = \"etcd\"\nurl = \"{}\"\n\
+             namespace = \"{}\"\n",
+            snowdrift_testkit::urls::redis(),
+            snowdrift_testkit::unique_name("open_tags"),
+            snowdrift_testkit::urls::etcd(),
+            snowdrift_testkit::unique_name("open_ns"),
+        ),
+    )
+    .unwrap();
+    let mut cmd = crate::common::serve_command();
+    cmd.args(["--listen", "127.0.0.1:0", "--config"])
+        .arg(&config);
+    let served = Served::start(cmd);
+    served.wait_ready();
+    let line = served.wait_for_log(0, "worker IDs are leased on etcd, which takes writes");
+    assert!(
+        line.contains("WARN") && line.contains("etcdctl auth enable"),
+        "{line}"
+    );
+    let line = served.wait_for_log(0, "segment tags are claimed on Redis, which takes writes");
+    assert!(line.contains("WARN"), "{line}");
+    served.stop();
+    std::fs::remove_dir_all(&dir).ok();
+}

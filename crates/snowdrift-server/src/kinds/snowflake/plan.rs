@@ -162,6 +162,26 @@ impl KindPlan for SnowflakePlan {
                  zookeeper, sql or redis; or worker.verify_with for static and derived IDs)"
             );
         }
+        if let Some(backend) =
+            crate::open_coordinator::registry(&lease.registry_url, &lease.namespace).await
+        {
+            // A warning, not a refusal (as tso's): a single machine runs its registry on
+            // loopback without users, and refusing would stop every such setup.
+            tracing::warn!(
+                generator = %name,
+                registry = %snowdrift_store::mask_url(&lease.registry_url),
+                "worker IDs are leased on {backend}, which takes writes from clients without \
+                 credentials: anyone who can reach it can forge or delete a lease or lower a \
+                 mark and make two nodes issue the same IDs. Protect it ({}) unless nothing \
+                 but this cluster can reach it",
+                match backend {
+                    "etcd" => "etcd users or client certificates: etcdctl auth enable; \
+                               etcd://USER:PASSWORD@HOST:2379",
+                    "ZooKeeper" => "a digest user and ACLs: zookeeper://USER:PASSWORD@HOST:2181",
+                    _ => "requirepass or ACL users: redis://USER:PASSWORD@HOST:6379",
+                }
+            );
+        }
         let mut seed = [0u8; 8];
         // Without randomness the starts are still spread over ticks, only alike
         // between processes.

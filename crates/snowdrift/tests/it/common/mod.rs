@@ -29,7 +29,7 @@ pub struct Served {
     pub addr: String,
     /// `redis://HOST:PORT` of its RESP listener, if `server.resp_listen` is set.
     pub resp_url: Option<String>,
-    /// Every line it wrote to stderr after the "listening on" line.
+    /// Every line it wrote to stderr.
     log: Arc<Mutex<Vec<String>>>,
 }
 
@@ -58,8 +58,8 @@ impl Served {
             }
         };
         // Keep draining stderr so the server never blocks on a full pipe, keeping the lines
-        // for tests that wait for one.
-        let log = Arc::new(Mutex::new(Vec::new()));
+        // (those before the address too: start's warnings) for tests that wait for one.
+        let log = Arc::new(Mutex::new(before));
         let kept = Arc::clone(&log);
         std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
