@@ -154,7 +154,7 @@ impl IdService for IdApi {
         let codec = self.codec(&r.name, &source, r.format.as_deref())?;
         let text = codec.is_some() || !crate::format::is_64_bit(&source);
         let batch = if text {
-            batch.min(super::stream::TEXT_BATCH)
+            super::stream::text_batch(batch, source.max_text_bytes())
         } else {
             batch
         };

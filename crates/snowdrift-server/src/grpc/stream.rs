@@ -24,6 +24,21 @@ use crate::state::issue;
 /// hostile clients"). 64-bit IDs go as runs, a few bytes whatever the batch.
 pub const TEXT_BATCH: u64 = 400;
 
+/// About how many bytes of text IDs one `Stream` message carries: [`TEXT_BATCH`] UUIDs.
+pub const TEXT_MESSAGE_BYTES: usize = 16 * 1024;
+
+/// IDs per message of a text stream whose IDs take up to `max_bytes` each (unknown: at most
+/// a UUID's), at most `batch`: long IDs (a Nano ID of 255 characters) go fewer to a message,
+/// so a message stays about [`TEXT_MESSAGE_BYTES`] (256 KB were seen before).
+pub fn text_batch(batch: u64, max_bytes: Option<usize>) -> u64 {
+    let by_bytes = max_bytes.map_or(TEXT_BATCH, |b| {
+        u64::try_from(TEXT_MESSAGE_BYTES / b.max(1))
+            .unwrap_or(1)
+            .max(1)
+    });
+    batch.min(TEXT_BATCH).min(by_bytes)
+}
+
 /// What `Stream` returns.
 pub type IdStream = Pin<Box<dyn Stream<Item = Result<pb::IdBatch, Status>> + Send>>;
 
@@ -113,4 +128,21 @@ async fn step(mut p: Progress) -> Option<(Result<pb::IdBatch, Status>, Progress)
 /// Completes once the server starts shutting down (or the signal is gone with the server).
 async fn stopping(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|stopping| *stopping).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_text_ids_go_fewer_to_a_message() {
+        // UUIDs (and unknown lengths): TEXT_BATCH, or fewer when asked.
+        assert_eq!(text_batch(10_000, None), TEXT_BATCH);
+        assert_eq!(text_batch(10_000, Some(36)), TEXT_BATCH);
+        assert_eq!(text_batch(7, Some(36)), 7);
+        // A Nano ID of 255 two-byte characters: 32 a message (16 KiB), not 400 (204 KB).
+        assert_eq!(text_batch(10_000, Some(510)), 32);
+        // Longer than a message: one at a time.
+        assert_eq!(text_batch(10_000, Some(100_000)), 1);
+    }
 }

@@ -180,6 +180,13 @@ pub trait IdSource: Send + Sync {
     /// Adds what `/v1/generators` shows of it beside its name and kind.
     fn describe(&self, _out: &mut Value) {}
 
+    /// The most bytes one of its IDs takes as text, when that can be far more than a UUID's
+    /// 36 (a long Nano ID, a TypeID with a long prefix): gRPC `Stream` sizes its messages
+    /// by it.
+    fn max_text_bytes(&self) -> Option<usize> {
+        None
+    }
+
     /// Whether it can issue now, or why not: what `/readyz` reports.
     fn readiness(&self) -> impl Future<Output = Result<(), String>> + Send {
         async { Ok(()) }

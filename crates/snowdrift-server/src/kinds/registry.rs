@@ -181,6 +181,12 @@ macro_rules! kinds {
                 }
             }
 
+            fn max_text_bytes(&self) -> Option<usize> {
+                match self {
+                    $( Source::$variant(s) => IdSource::max_text_bytes(s), )*
+                }
+            }
+
             async fn readiness(&self) -> Result<(), String> {
                 match self {
                     $( Source::$variant(s) => IdSource::readiness(s).await, )*

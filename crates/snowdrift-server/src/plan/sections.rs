@@ -100,6 +100,14 @@ pub(super) const COUNTS: &[Count] = &[
         high: "a request head is held in memory whole",
     },
     Count {
+        key: "limits.max_answer_bytes",
+        min: 64 * KIB,
+        max: 1024 * MIB,
+        unit: " bytes",
+        low: "too small for one answer of the longest text IDs",
+        high: "one answer is held in memory whole (and its JSON beside it)",
+    },
+    Count {
         key: "limits.max_streams",
         min: 1,
         max: 1_000_000,
@@ -266,6 +274,7 @@ pub(super) fn check_limits(
         ("limits.resp_max_frame", size(limits.resp_max_frame)),
         ("limits.max_head", size(limits.max_head)),
         ("limits.max_streams", size(limits.max_streams)),
+        ("limits.max_answer_bytes", limits.max_answer_bytes),
     ] {
         count(key, value)?;
     }

@@ -316,3 +316,41 @@ fn next_explains_a_nanoid_size_and_refuses_options_of_other_kinds() {
         );
     }
 }
+
+/// Issue 40: 1 M Nano IDs of 255 characters in one request made a 640 MB body (1.75 GB of
+/// RSS). One answer holds at most `limits.max_answer_bytes` of text IDs, whatever
+/// `max_count` allows, and the refusal says how many to ask for.
+#[test]
+fn an_answer_of_long_text_ids_is_bounded_by_bytes() {
+    let dir = std::env::temp_dir().join(unique_name("nanoid-bytes"));
+    std::fs::create_dir_all(&dir).unwrap();
+    // 255 characters of a two-byte alphabet: 510 bytes each, so 1 MiB holds 2,056.
+    let file = config(
+        &dir,
+        "[limits]\nmax_count = 1000000\nmax_answer_bytes = 1048576\n\
+         [[generator]]\nname = \"long\"\nkind = \"nanoid\"\nsize = 255\n\
+         alphabet = \"абвгдежзийклмнопрстуфхцчшщъыьэюя\"\n",
+    );
+    let mut cmd = serve_command();
+    cmd.args(["--listen", "127.0.0.1:0", "--config"]).arg(&file);
+    let served = Served::start(cmd);
+    served.wait_ready();
+    let (status, body) = served.get("/v1/ids/long?count=100000", None);
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains("up to 510 bytes each") && body.contains("at most 2056"),
+        "{body}"
+    );
+    let (status, body) = served.get("/v1/ids/long?count=2056", None);
+    assert_eq!(status, 200, "{}", &body[..body.len().min(300)]);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["ids"].as_array().unwrap().len(), 2056);
+    assert!(body.len() < 1_200_000, "{} bytes", body.len());
+    let (_, generators) = served.get("/v1/generators", None);
+    assert!(
+        generators.contains("\"max_per_answer\":2056"),
+        "{generators}"
+    );
+    drop(served);
+    std::fs::remove_dir_all(&dir).ok();
+}

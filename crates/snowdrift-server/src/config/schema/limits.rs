@@ -53,6 +53,11 @@ pub struct LimitsConfig {
     /// it ends), tso followers' `TsoPeer.Forward` streams included (one per follower and
     /// tso generator, for as long as it lasts); one over it is answered UNAVAILABLE at once.
     pub max_streams: usize,
+    /// Largest answer of text IDs, in bytes: a generator whose IDs can be long (a Nano ID
+    /// of 255 characters of a multi-byte alphabet is up to 1 KiB) answers at most this many
+    /// bytes' worth per request, whatever `max_count` allows, and says how many to ask for;
+    /// a gRPC `Stream` sends any number in messages of about 16 KiB.
+    pub max_answer_bytes: u64,
 }
 
 impl Default for LimitsConfig {
@@ -69,6 +74,7 @@ impl Default for LimitsConfig {
             idle_timeout: Duration::from_secs(60),
             max_connections: 0,
             max_streams: 1024,
+            max_answer_bytes: 16 * 1024 * 1024,
         }
     }
 }

@@ -20,6 +20,8 @@ pub struct NanoidPlan {
     pub shape: Nanoid,
     /// IDs per second expected, for the collision report.
     pub expected_rate: Option<f64>,
+    /// Most IDs one answer holds: `limits.max_answer_bytes` over the longest ID's bytes.
+    pub max_per_answer: u64,
 }
 
 impl KindPlan for NanoidPlan {
@@ -58,9 +60,11 @@ impl KindPlan for NanoidPlan {
             shape.bits(),
             "Give a larger size or a wider alphabet",
         )?;
+        let max_per_answer = (config.limits.max_answer_bytes / max_bytes(&shape)).max(1);
         Ok(NanoidPlan {
             shape,
             expected_rate: g.expected_rate,
+            max_per_answer,
         })
     }
 
@@ -93,6 +97,12 @@ impl KindPlan for NanoidPlan {
     }
 }
 
+/// The most bytes one ID of `shape` takes as UTF-8: its size times its widest character.
+fn max_bytes(shape: &Nanoid) -> u64 {
+    let widest = shape.alphabet().chars().map(char::len_utf8).max().unwrap_or(1);
+    (shape.size() * widest) as u64
+}
+
 /// The shape in words: `IDs of 21 characters from an alphabet of 64`.
 fn describe_shape(shape: &Nanoid) -> String {
     format!(
@@ -114,7 +124,21 @@ impl IdSource for NanoidSource {
     }
 
     async fn next(&self, count: u64) -> Result<Ids, Error> {
+        let most = self.plan.max_per_answer;
+        if count > most {
+            let bytes = max_bytes(&self.plan.shape);
+            return Err(Error::invalid(format!(
+                "count {count}: Nano IDs of this generator take up to {bytes} bytes each, so \
+                 limits.max_answer_bytes lets one answer hold at most {most} of them; ask for \
+                 at most {most} at a time (a gRPC Stream sends any number, in bounded \
+                 messages)"
+            )));
+        }
         Ids::text(count, || Ok(self.plan.shape.generate(&mut os_random::fill)?))
+    }
+
+    fn max_text_bytes(&self) -> Option<usize> {
+        usize::try_from(max_bytes(&self.plan.shape)).ok()
     }
 
     fn numeric(&self) -> bool {
@@ -136,6 +160,7 @@ impl IdSource for NanoidSource {
         out["alphabet"] = shape.alphabet().into();
         out["size"] = shape.size().into();
         out["random_bits"] = shape.bits().into();
+        out["max_per_answer"] = self.plan.max_per_answer.into();
         if let Some(rate) = self.plan.expected_rate {
             let risk = shape.collision_risk(rate);
             out["expected_rate"] = rate.into();

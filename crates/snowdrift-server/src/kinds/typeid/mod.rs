@@ -73,6 +73,12 @@ impl IdSource for TypeidSource {
         Ids::text(count, || Ok(self.generator.next()?))
     }
 
+    fn max_text_bytes(&self) -> Option<usize> {
+        // `prefix_` and 26 characters of base32 (no underscore without a prefix).
+        let prefix = self.generator.prefix().len();
+        Some(26 + if prefix > 0 { prefix + 1 } else { 0 })
+    }
+
     fn numeric(&self) -> bool {
         false
     }
