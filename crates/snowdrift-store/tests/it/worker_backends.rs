@@ -47,14 +47,8 @@ async fn connect(backend: &str, ns: &str) -> Reg {
 
 fn url(backend: &str) -> String {
     match backend {
-        "sqlite" => {
-            // Under the target directory (cargo's scratch space for integration tests):
-            // one directory per test process, which nothing would remove from /tmp.
-            let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-                .join(format!("snowdrift-worker-test-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).unwrap();
-            format!("sqlite://{}/workers.db", dir.display())
-        }
+        // The process's scratch directory, removed when it exits.
+        "sqlite" => format!("sqlite://{}/workers.db", crate::common::scratch().display()),
         "postgres" => urls::postgres(),
         "mysql" => urls::mysql(),
         "redis" => urls::redis(),

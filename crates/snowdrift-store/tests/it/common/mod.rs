@@ -10,20 +10,38 @@ use sqlx::AssertSqlSafe;
 /// overrides the local default).
 pub fn url(backend: &str) -> String {
     match backend {
-        "sqlite" => {
-            // Under the target directory (cargo's scratch space for integration tests):
-            // one directory per test process, which nothing would remove from /tmp.
-            let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-                .join(format!("snowdrift-store-test-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).unwrap();
-            format!("sqlite://{}/segments.db", dir.display())
-        }
+        "sqlite" => format!("sqlite://{}/segments.db", scratch().display()),
         "postgres" => urls::postgres(),
         "mysql" => urls::mysql(),
         "redis" => urls::redis(),
         "zookeeper" => urls::zookeeper(),
         _ => unreachable!("no test backend {backend}"),
     }
+}
+
+/// This test process's scratch directory, for SQLite files: under the target directory
+/// (cargo's scratch space for integration tests), one per process, removed when the process
+/// exits (an `atexit` hook: the test harness exits normally whether the test passed or not).
+pub fn scratch() -> std::path::PathBuf {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        // SAFETY: registers a plain `extern "C" fn` without arguments, as atexit expects.
+        unsafe {
+            libc::atexit(remove_scratch);
+        }
+    });
+    let dir = scratch_path();
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn scratch_path() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("snowdrift-store-test-{}", std::process::id()))
+}
+
+extern "C" fn remove_scratch() {
+    let _ = std::fs::remove_dir_all(scratch_path());
 }
 
 /// A table name no other test (or earlier run) uses.
