@@ -134,17 +134,21 @@ impl Target {
     /// the client connects lazily, so a wrong address, certificate or password, or a user
     /// that may not read `prefix`, fails here.
     pub(crate) async fn connect(self, prefix: &str) -> Result<Client> {
-        let client = Client::connect(&self.endpoints, Some(self.options.clone()))
+        self.try_connect(prefix)
             .await
-            .map_err(|e| self.refused(e, prefix))?;
+            .map_err(|e| self.refused(e, prefix))
+    }
+
+    /// Connects and counts the keys under `prefix` once, with etcd's own error.
+    async fn try_connect(&self, prefix: &str) -> std::result::Result<Client, etcd::Error> {
+        let client = Client::connect(&self.endpoints, Some(self.options.clone())).await?;
         client
             .kv_client()
             .get(
                 prefix,
                 Some(GetOptions::new().with_prefix().with_count_only()),
             )
-            .await
-            .map_err(|e| self.refused(e, prefix))?;
+            .await?;
         Ok(client)
     }
 
@@ -203,19 +207,7 @@ impl Target {
 /// certificate required) is `false`; an etcd that cannot be reached is the error.
 pub async fn takes_anonymous_requests(url: &str, prefix: &str) -> Result<bool> {
     let target = Target::parse_as(url, true)?;
-    let answer = match Client::connect(&target.endpoints, Some(target.options.clone())).await {
-        Ok(client) => {
-            client
-                .kv_client()
-                .get(
-                    prefix,
-                    Some(GetOptions::new().with_prefix().with_count_only()),
-                )
-                .await
-        }
-        Err(e) => Err(e),
-    };
-    match answer {
+    match target.try_connect(prefix).await {
         Ok(_) => Ok(true),
         Err(e) => {
             let said = match &e {

@@ -52,6 +52,17 @@ pub fn gate(
     Ok(())
 }
 
+/// `expected_rate` as given, or why it is no rate.
+pub fn check_rate(g: &GeneratorConfig) -> Result<(), PlanError> {
+    match g.expected_rate {
+        Some(rate) if !(rate.is_finite() && rate > 0.0) => Err(PlanError::Key(
+            "expected_rate",
+            format!("{rate} is not a rate; give the IDs per second you expect, above 0"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The warning for a shape whose 1% chance of a repeat at `expected_rate` comes within a
 /// year (and so was accepted or is over a day away).
 pub fn warning(expected_rate: Option<f64>, shape: &str, bits: f64, larger: &str) -> Option<String> {

@@ -45,14 +45,7 @@ impl KindPlan for NanoidPlan {
         };
         let shape = Nanoid::new(alphabet, size)
             .map_err(|e| PlanError::Key(key, crate::error::core_reason(e)))?;
-        if let Some(rate) = g.expected_rate
-            && !(rate.is_finite() && rate > 0.0)
-        {
-            return Err(PlanError::Key(
-                "expected_rate",
-                format!("{rate} is not a rate; give the IDs per second you expect, above 0"),
-            ));
-        }
+        crate::kinds::collision::check_rate(g)?;
         crate::kinds::collision::gate(
             config,
             g,
