@@ -2,6 +2,7 @@
 //! links the whole dependency tree, and linking was much of CI's time.
 
 mod common;
+mod compat;
 mod coordinator_auth;
 mod counter_redis;
 mod segment_buffer;
