@@ -203,6 +203,8 @@ fn dump_sql(backend: &str, url: &str, table: &str) -> String {
         .into_iter()
         .filter(|s| {
             s.starts_with("CREATE TABLE")
+                || s.starts_with("CREATE SEQUENCE")
+                || s.starts_with("SELECT pg_catalog.setval")
                 || s.starts_with("INSERT INTO")
                 || (s.starts_with("ALTER TABLE") && s.contains("PRIMARY KEY"))
         })
@@ -934,6 +936,84 @@ async fn old_redis_and_zookeeper_segment_tags_are_read_and_go_on_above_max_id() 
     }
 }
 
+// ---- ticket servers -----------------------------------------------------------------
+
+/// The ticket class the fixtures' servers held: offset 2 of 3.
+const TICKET_CLASS: (u32, u32) = (3, 2);
+
+async fn ticket_server(url: &str, name: &str) -> snowdrift_store::ticket::TicketServer {
+    let mut config = snowdrift_store::ticket::TicketConfig::new(TICKET_CLASS.0, TICKET_CLASS.1);
+    config.name = name.to_string();
+    snowdrift_store::ticket::TicketServer::connect(url, config)
+        .await
+        .unwrap_or_else(|e| panic!("{url}: {e}"))
+}
+
+async fn drop_ticket_object(backend: &str, url: &str, name: &str) {
+    let kind = if backend == "postgres" {
+        "SEQUENCE"
+    } else {
+        "TABLE"
+    };
+    let pool = sql_pool(url).await;
+    sqlx::query(AssertSqlSafe(format!("DROP {kind} IF EXISTS {name}")))
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+}
+
+/// Writes a MySQL ticket table and a PostgreSQL ticket sequence of class 2 of 3 after 250
+/// tickets each.
+async fn write_ticket(backend: &str, out: &Path) -> Value {
+    let url = backend_url(backend, Path::new("/"));
+    let name = unique_name("fx");
+    let server = ticket_server(&url, &name).await;
+    let mut highest = 0;
+    for count in [1, 5, 244] {
+        highest = highest.max(server.next(count).await.unwrap().into_iter().max().unwrap());
+    }
+    server.close().await;
+    let target = out.join(format!("ticket/{backend}.sql"));
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    std::fs::write(&target, dump_sql(backend, &url, &name)).unwrap();
+    drop_ticket_object(backend, &url, &name).await;
+    json!({"increment": TICKET_CLASS.0, "offset": TICKET_CLASS.1, "highest_id": highest})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn old_ticket_tables_and_sequences_are_read_and_go_on_above_them() {
+    for version in versions_with("ticket/expect.json") {
+        for backend in ["mysql", "postgres"] {
+            let what = format!("{} {backend}", version.display());
+            let expect = read_json(&version.join("ticket/expect.json"))[backend].clone();
+            let url = backend_url(backend, Path::new("/"));
+            let name = unique_name("fx");
+            let fixture = read_text(&version.join(format!("ticket/{backend}.sql")));
+            load_sql(&url, &fixture.replace(PLACEHOLDER, &name)).await;
+            // (a) today's server takes the old table or sequence as its class's.
+            let server = ticket_server(&url, &name).await;
+            server
+                .check()
+                .await
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            // (b) its tickets are in the class and above every old one.
+            let ids = server
+                .next(10)
+                .await
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let highest = expect["highest_id"].as_u64().unwrap();
+            let increment = u64::from(TICKET_CLASS.0);
+            for id in ids {
+                assert!(id > highest, "{what}: {id} is not above {highest}");
+                assert_eq!(id % increment, u64::from(TICKET_CLASS.1), "{what}: {id}");
+            }
+            server.close().await;
+            drop_ticket_object(backend, &url, &name).await;
+        }
+    }
+}
+
 // ---- the tso window -------------------------------------------------------------------
 
 const TSO_TTL: Duration = Duration::from_secs(3);
@@ -1072,6 +1152,17 @@ async fn write_fixtures() {
             expect.insert(backend.into(), write_segment(backend, &out).await);
         }
         write_json(&out.join("segment/expect.json"), &Value::Object(expect));
+    }
+    if wanted("ticket") {
+        assert!(
+            !out.join("ticket").exists(),
+            "old fixtures are never edited"
+        );
+        let mut expect = serde_json::Map::new();
+        for backend in ["mysql", "postgres"] {
+            expect.insert(backend.into(), write_ticket(backend, &out).await);
+        }
+        write_json(&out.join("ticket/expect.json"), &Value::Object(expect));
     }
     if wanted("tso") {
         assert!(!out.join("tso").exists(), "old fixtures are never edited");
