@@ -5,6 +5,7 @@ mod check_config;
 mod cli;
 mod client_chaos;
 mod common;
+mod compat;
 mod dated_segments;
 mod docs;
 mod generator_options;
