@@ -50,6 +50,17 @@ impl Liar {
     /// Starts one on a free port of 127.0.0.1, answering `kind` (e.g. `"segment"`) for any
     /// name. Call from within a tokio runtime, which then runs it.
     pub async fn start(kind: &str, lie: Lie) -> std::io::Result<Self> {
+        Self::serve(kind, lie, None).await
+    }
+
+    /// Starts one that answers each `Next` call with the next of `batches`, as recorded
+    /// from a real server (a compatibility fixture), whatever was asked; UNAVAILABLE once
+    /// they are used up. `Stream` answers as [`Lie::Repeat`] from 1.
+    pub async fn replay(batches: Vec<IdBatch>) -> std::io::Result<Self> {
+        Self::serve("segment", Lie::Repeat { first: 1 }, Some(batches)).await
+    }
+
+    async fn serve(kind: &str, lie: Lie, replay: Option<Vec<IdBatch>>) -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let calls = Arc::new(AtomicU64::new(0));
@@ -58,6 +69,7 @@ impl Liar {
             lie,
             calls: calls.clone(),
             given: AtomicU64::new(0),
+            replay: replay.map(|b| std::sync::Mutex::new(b.into())),
         });
         let (health, health_service) = tonic_health::server::health_reporter();
         health
@@ -106,6 +118,8 @@ struct Lies {
     calls: Arc<AtomicU64>,
     /// IDs answered so far, for the lies that never repeat.
     given: AtomicU64,
+    /// Recorded answers still to give, for [`Liar::replay`].
+    replay: Option<std::sync::Mutex<std::collections::VecDeque<IdBatch>>>,
 }
 
 impl Lies {
@@ -146,6 +160,12 @@ impl Lies {
 impl IdService for Lies {
     async fn next(&self, request: Request<NextRequest>) -> Result<Response<IdBatch>, Status> {
         self.calls.fetch_add(1, Ordering::Relaxed);
+        if let Some(replay) = &self.replay {
+            let next = replay.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+            return next
+                .map(Response::new)
+                .ok_or_else(|| Status::unavailable("the recording is used up"));
+        }
         let r = request.into_inner();
         let count = r.count.unwrap_or(1).max(1);
         Ok(Response::new(self.batch(&r.name, self.first(), count)))

@@ -3,6 +3,7 @@
 //! with two servers one going away is not noticed, both going away drains the cache and
 //! then says so, and a server coming back is used again.
 
+mod compat;
 mod handles;
 mod liar;
 mod server;

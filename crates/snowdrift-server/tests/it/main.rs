@@ -5,6 +5,7 @@ mod auth;
 mod auth_reload;
 mod backends;
 mod body_limits;
+mod compat;
 mod dated_tags;
 mod decode;
 mod fast_path;
