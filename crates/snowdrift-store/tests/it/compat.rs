@@ -1014,6 +1014,91 @@ async fn old_ticket_tables_and_sequences_are_read_and_go_on_above_them() {
     }
 }
 
+// ---- Redis counters -----------------------------------------------------------------
+
+/// A time in the fixtures' [`PERIOD`]: 2026-11-28T12:00:00Z.
+const IN_PERIOD_MS: u64 = 1_795_867_200_000;
+const COUNTER_TEMPLATE: &str = "ORD{date:%Y%m%d}{seq:08}";
+
+async fn counters(
+    prefix: &str,
+) -> (
+    snowdrift_store::counter::RedisCounter,
+    snowdrift_store::counter::RedisCounter,
+) {
+    let clock = snowdrift_core::clock::ManualClock::new(IN_PERIOD_MS);
+    let plain = snowdrift_store::counter::RedisCounter::builder("ticket")
+        .prefix(prefix)
+        .batch(100)
+        .connect(&urls::redis())
+        .await
+        .unwrap();
+    let dated = snowdrift_store::counter::RedisCounter::builder("order")
+        .prefix(prefix)
+        .template(CounterTemplate::parse(COUNTER_TEMPLATE).unwrap())
+        .batch(10)
+        .clock(clock)
+        .connect(&urls::redis())
+        .await
+        .unwrap();
+    (plain, dated)
+}
+
+/// Writes a plain counter after 250 values (three batches of 100 fetched) and a daily
+/// counter after 25 values in [`PERIOD`].
+async fn write_counter(out: &Path) -> Value {
+    let ns = unique_name("fx");
+    let (plain, dated) = counters(&format!("{ns}:")).await;
+    let plain_highest = *plain.next(250).await.unwrap().last().unwrap();
+    let rendered = dated.next_rendered(25).await.unwrap();
+    let dated_highest: i64 = rendered.last().unwrap()[format!("ORD{PERIOD}").len()..]
+        .parse()
+        .unwrap();
+    let target = out.join("counter/redis.json");
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    write_json(&target, &dump_redis(&ns).await);
+    delete_redis(&ns, false).await;
+    json!({
+        "ticket": {"highest": plain_highest},
+        "order": {"highest": dated_highest, "template": COUNTER_TEMPLATE, "at_ms": IN_PERIOD_MS},
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn old_redis_counters_are_read_and_go_on_above_them() {
+    for version in versions_with("counter/expect.json") {
+        let what = version.display().to_string();
+        let expect = read_json(&version.join("counter/expect.json"));
+        let ns = unique_name("fx");
+        // A key of a period had an expiry: it lives a minute here.
+        load_redis(
+            &read_json(&version.join("counter/redis.json")),
+            &ns,
+            Duration::from_secs(60),
+        )
+        .await;
+        let (plain, dated) = counters(&format!("{ns}:")).await;
+        let highest = expect["ticket"]["highest"].as_i64().unwrap();
+        let values = plain
+            .next(5)
+            .await
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(values[0] > highest, "{what}: {values:?} after {highest}");
+        let highest = expect["order"]["highest"].as_i64().unwrap();
+        let rendered = dated
+            .next_rendered(1)
+            .await
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let seq: i64 = rendered[0]
+            .strip_prefix(&format!("ORD{PERIOD}"))
+            .unwrap_or_else(|| panic!("{what}: {rendered:?} is not of period {PERIOD}"))
+            .parse()
+            .unwrap();
+        assert!(seq > highest, "{what}: {rendered:?} after {highest}");
+        delete_redis(&ns, false).await;
+    }
+}
+
 // ---- the tso window -------------------------------------------------------------------
 
 const TSO_TTL: Duration = Duration::from_secs(3);
@@ -1163,6 +1248,14 @@ async fn write_fixtures() {
             expect.insert(backend.into(), write_ticket(backend, &out).await);
         }
         write_json(&out.join("ticket/expect.json"), &Value::Object(expect));
+    }
+    if wanted("counter") {
+        assert!(
+            !out.join("counter").exists(),
+            "old fixtures are never edited"
+        );
+        let expect = write_counter(&out).await;
+        write_json(&out.join("counter/expect.json"), &expect);
     }
     if wanted("tso") {
         assert!(!out.join("tso").exists(), "old fixtures are never edited");
