@@ -529,26 +529,74 @@ fn load_dir(from: &Path, namespace: &str, dir: &Path) {
 
 // ---- worker registries --------------------------------------------------------------
 
-fn worker_fixture(backend: &str) -> String {
+/// The worker parts: `worker` under the twitter layout (marks of extension 0, the plain
+/// time), `worker-ext` under a layout with extension bits after a restart far behind the
+/// mark (marks that carry extension 1 above the time).
+const WORKER_PARTS: [&str; 2] = ["worker", "worker-ext"];
+/// The layout of `worker-ext`, as `Layout::from_spec` takes it.
+const EXT_LAYOUT: (&str, u64, u64) = ("ext:2,time:39,worker:10,seq:12", 1, 1_700_000_000_000);
+
+fn worker_fixture(part: &str, backend: &str) -> String {
     match backend {
-        "file" => "worker/file".into(),
-        "sqlite" | "postgres" | "mysql" => format!("worker/{backend}.sql"),
-        _ => format!("worker/{backend}.json"),
+        "file" => format!("{part}/file"),
+        "sqlite" | "postgres" | "mysql" => format!("{part}/{backend}.sql"),
+        _ => format!("{part}/{backend}.json"),
+    }
+}
+
+/// The generator builder of a worker fixture's `layout` (`twitter`, or a spec with `unit_ms`
+/// and `epoch_ms`).
+fn builder_of(expect: &Value) -> Builder {
+    match expect["layout"].as_str().unwrap() {
+        "twitter" => twitter(),
+        spec => SnowflakeGenerator::builder(
+            Layout::from_spec(
+                spec,
+                expect["unit_ms"].as_u64().unwrap(),
+                expect["epoch_ms"].as_u64().unwrap(),
+            )
+            .unwrap(),
+        ),
     }
 }
 
 /// Writes `backend`'s worker registry as a node of this version leaves it while holding
 /// worker ID 5, and what the fixture must guarantee.
-async fn write_worker(backend: &str, out: &Path) -> Value {
+async fn write_worker(part: &str, backend: &str, out: &Path) -> Value {
     let dir = scratch_dir();
     let url = backend_url(backend, &dir);
     let ns = unique_name("fx");
     let mut config = LeaseConfig::new(&url, WorkerSource::Static(WORKER_ID));
     config.namespace = ns.clone();
     config.ttl = Duration::from_secs(10);
-    let node = WorkerNode::start(config, twitter(), MonotonicClock::new())
+    let layout_fields = if part == "worker" {
+        json!({"layout": "twitter"})
+    } else {
+        json!({"layout": EXT_LAYOUT.0, "unit_ms": EXT_LAYOUT.1, "epoch_ms": EXT_LAYOUT.2})
+    };
+    let node = if part == "worker" {
+        let clock = OffsetClock::new(MonotonicClock::new(), 0);
+        WorkerNode::start(config, twitter(), clock).await.unwrap()
+    } else {
+        // A first run, then a restart a minute behind its mark: the restart takes
+        // extension value 1 at once, and its marks carry it.
+        let first = WorkerNode::start(
+            config.clone(),
+            builder_of(&layout_fields),
+            MonotonicClock::new(),
+        )
         .await
         .unwrap();
+        first.next_block(100).unwrap();
+        first.shutdown().await.unwrap();
+        config.max_mark_wait = Duration::from_secs(1);
+        let behind = OffsetClock::new(MonotonicClock::new(), -60_000);
+        let node = WorkerNode::start(config, builder_of(&layout_fields), behind)
+            .await
+            .unwrap();
+        assert_eq!(node.epoch().extension(), 1);
+        node
+    };
     let highest = node.next_block(1000).unwrap().iter().last().unwrap();
     // Let the keeper write a mark and a clock report or two.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -557,7 +605,7 @@ async fn write_worker(backend: &str, out: &Path) -> Value {
     let mark = registry.read_mark(WORKER_ID).await.unwrap().unwrap();
     let layout = registry.read_layout(WORKER_ID).await.unwrap();
     let holder = node.holder().to_string();
-    let target = out.join(worker_fixture(backend));
+    let target = out.join(worker_fixture(part, backend));
     std::fs::create_dir_all(target.parent().unwrap()).unwrap();
     match backend {
         "file" => dump_dir(&dir.join("workers"), &ns, &target),
@@ -579,14 +627,17 @@ async fn write_worker(backend: &str, out: &Path) -> Value {
         _ => {}
     }
     let _ = std::fs::remove_dir_all(&dir);
-    json!({
+    let mut expect = json!({
         "worker_id": WORKER_ID,
-        "layout": "twitter",
         "holder": holder.replace(&ns, PLACEHOLDER),
         "mark": mark,
         "layout_record": layout,
         "highest_id": highest,
-    })
+    });
+    for (k, v) in layout_fields.as_object().unwrap() {
+        expect[k] = v.clone();
+    }
+    expect
 }
 
 fn write_json(path: &Path, value: &Value) {
@@ -596,13 +647,13 @@ fn write_json(path: &Path, value: &Value) {
 /// Loads `backend`'s worker fixture from `version`, reads it with today's registry, and
 /// starts a node on it whose clock stands just before the old mark: the node waits the
 /// mark out and its IDs come after every one the old node issued.
-async fn read_worker(backend: &str, version: &Path) {
-    let expect = read_json(&version.join("worker/expect.json"))[backend].clone();
-    let what = format!("{} {backend}", version.display());
+async fn read_worker(part: &str, backend: &str, version: &Path) {
+    let expect = read_json(&version.join(format!("{part}/expect.json")))[backend].clone();
+    let what = format!("{} {part} {backend}", version.display());
     let dir = scratch_dir();
     let url = backend_url(backend, &dir);
     let ns = unique_name("fx");
-    let fixture = version.join(worker_fixture(backend));
+    let fixture = version.join(worker_fixture(part, backend));
     let leased = Duration::from_secs(5);
     let mut zk_session = None;
     let mut etcd_lease = None;
@@ -680,6 +731,9 @@ async fn read_worker(backend: &str, version: &Path) {
 
     // (b) a node on the old state issues after the mark, and after every old ID.
     let stored = Mark::from_stored(mark);
+    if part == "worker-ext" {
+        assert_eq!(stored.extension, 1, "{what}: the mark's extension value");
+    }
     let now = MonotonicClock::new().now_ms();
     let offset = stored.ms as i64 - now as i64 - 1_500;
     let clock = OffsetClock::new(MonotonicClock::new(), offset);
@@ -687,20 +741,31 @@ async fn read_worker(backend: &str, version: &Path) {
     config.namespace = ns.clone();
     config.ttl = Duration::from_secs(3);
     let started = Instant::now();
-    let node = WorkerNode::start(config, twitter(), clock)
+    let builder = builder_of(&expect);
+    let layout = builder.layout().clone();
+    let node = WorkerNode::start(config, builder, clock)
         .await
         .unwrap_or_else(|e| panic!("{what}: a node on the old state: {e}"));
-    assert!(
-        started.elapsed() >= Duration::from_millis(1_000),
-        "{what}: the node did not wait out the old mark"
-    );
     let first = node.next_block(1).unwrap().iter().next().unwrap();
-    let layout = Layout::preset("twitter").unwrap();
-    let first_ms = (first >> 22) + layout.epoch_ms();
-    assert!(
-        first_ms > stored.ms,
-        "{what}: {first} is not after the mark"
-    );
+    if part == "worker" {
+        assert!(
+            started.elapsed() >= Duration::from_millis(1_000),
+            "{what}: the node did not wait out the old mark"
+        );
+        let first_ms = (first >> 22) + layout.epoch_ms();
+        assert!(
+            first_ms > stored.ms,
+            "{what}: {first} is not after the mark"
+        );
+    } else {
+        // Under the mark's extension value or a later one, never an earlier.
+        let extension = layout.decode(first).unwrap().values[0];
+        assert!(
+            extension >= stored.extension,
+            "{what}: {first} is under extension {extension}, the mark under {}",
+            stored.extension
+        );
+    }
     let highest = expect["highest_id"].as_u64().unwrap();
     assert!(first > highest, "{what}: {first} is not above {highest}");
     node.shutdown().await.unwrap();
@@ -717,25 +782,31 @@ async fn read_worker(backend: &str, version: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn old_file_registries_are_read_and_their_marks_kept() {
-    for version in versions_with("worker/expect.json") {
-        read_worker("file", &version).await;
+    for part in WORKER_PARTS {
+        for version in versions_with(&format!("{part}/expect.json")) {
+            read_worker(part, "file", &version).await;
+        }
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn old_sql_registries_are_read_and_their_marks_kept() {
-    for version in versions_with("worker/expect.json") {
-        for backend in ["sqlite", "postgres", "mysql"] {
-            read_worker(backend, &version).await;
+    for part in WORKER_PARTS {
+        for version in versions_with(&format!("{part}/expect.json")) {
+            for backend in ["sqlite", "postgres", "mysql"] {
+                read_worker(part, backend, &version).await;
+            }
         }
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn old_coordinator_registries_are_read_and_their_marks_kept() {
-    for version in versions_with("worker/expect.json") {
-        for backend in ["redis", "etcd", "zookeeper"] {
-            read_worker(backend, &version).await;
+    for part in WORKER_PARTS {
+        for version in versions_with(&format!("{part}/expect.json")) {
+            for backend in ["redis", "etcd", "zookeeper"] {
+                read_worker(part, backend, &version).await;
+            }
         }
     }
 }
@@ -1215,17 +1286,20 @@ async fn write_fixtures() {
     let out = fixtures_root().join(&version);
     let only = std::env::var("SNOWDRIFT_FIXTURE_ONLY").unwrap_or_default();
     let wanted = |part: &str| only.is_empty() || only.split(',').any(|p| p == part);
-    if wanted("worker") {
+    for part in WORKER_PARTS.into_iter().filter(|p| wanted(p)) {
         assert!(
-            !out.join("worker").exists(),
-            "{}/worker exists: old fixtures are never edited",
+            !out.join(part).exists(),
+            "{}/{part} exists: old fixtures are never edited",
             out.display()
         );
         let mut expect = serde_json::Map::new();
         for backend in WORKER_BACKENDS {
-            expect.insert(backend.into(), write_worker(backend, &out).await);
+            expect.insert(backend.into(), write_worker(part, backend, &out).await);
         }
-        write_json(&out.join("worker/expect.json"), &Value::Object(expect));
+        write_json(
+            &out.join(format!("{part}/expect.json")),
+            &Value::Object(expect),
+        );
     }
     if wanted("segment") {
         assert!(
