@@ -19,13 +19,15 @@ use std::path::{Path, PathBuf};
 use prost::Message;
 use serde_json::{Value, json};
 use snowdrift_proto::grpc::id_service_client::IdServiceClient;
-use snowdrift_proto::grpc::{DecodeRequest, DecodeResponse, ERROR_CODE_KEY, IdBatch, NextRequest};
+use snowdrift_proto::grpc::{
+    DecodeRequest, DecodeResponse, ERROR_CODE_KEY, IdBatch, NextRequest, StreamRequest,
+};
 use snowdrift_proto::http;
 
 use crate::support::TestServer;
 
 /// The HTTP requests recorded: path and the body shape it answers.
-const HTTP: [(&str, &str); 7] = [
+const HTTP: [(&str, &str); 9] = [
     ("/v1/ids/snowflake?count=3", "ids"),
     ("/v1/ids/snowflake?count=100&form=runs", "runs"),
     ("/v1/ids/order?count=5&form=runs", "runs"),
@@ -33,6 +35,8 @@ const HTTP: [(&str, &str); 7] = [
     ("/v1/ids/nosuch?count=1", "error"),
     ("/v1/ids/snowflake?count=0", "error"),
     ("/v1/tags/order", "tag"),
+    ("/v1/tags", "tags"),
+    ("/v1/ids/snowflake/decode/2126810611772817408", "decode"),
 ];
 
 /// The RESP commands recorded.
@@ -113,6 +117,9 @@ fn parse_http(what: &str, body: &str) {
         "runs" => serde_json::from_str::<http::Runs>(body).map(|_| ()),
         "error" => serde_json::from_str::<http::ErrorBody>(body).map(|_| ()),
         "tag" => serde_json::from_str::<http::Tag>(body).map(|_| ()),
+        "tags" => serde_json::from_str::<http::Tags>(body).map(|_| ()),
+        // The decoded fields: a JSON object (no shared type; the shape check keeps it).
+        "decode" => serde_json::from_str::<serde_json::Map<String, Value>>(body).map(|_| ()),
         other => unreachable!("no shape {other}"),
     };
     parsed.unwrap_or_else(|e| panic!("a recorded {what} answer no longer parses: {e}: {body}"));
@@ -308,6 +315,43 @@ async fn check_grpc(
                 );
             }
         }
+        "Stream" => {
+            let request = StreamRequest::decode(request_bytes.as_slice())
+                .unwrap_or_else(|e| panic!("{what}: the recorded request: {e}"));
+            let old: Vec<IdBatch> = record["responses"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| {
+                    IdBatch::decode(unhex(m.as_str().unwrap()).as_slice())
+                        .unwrap_or_else(|e| panic!("{what}: a recorded IdBatch: {e}"))
+                })
+                .collect();
+            let total: u64 = old.iter().map(|b| b.count).sum();
+            assert_eq!(total, request.count, "{what}: {old:?}");
+            for b in &old {
+                let held: u64 = b.runs.iter().map(|r| r.count).sum();
+                assert_eq!(held, b.count, "{what}: {b:?}");
+                assert_eq!(b.name, request.name, "{what}");
+            }
+            let mut stream = client
+                .stream(request)
+                .await
+                .unwrap_or_else(|e| panic!("{what}: today's server: {e}"))
+                .into_inner();
+            let mut new = Vec::new();
+            while let Some(m) = stream.message().await.unwrap() {
+                new.push(m);
+            }
+            assert_eq!(new.len(), old.len(), "{what}: messages");
+            for (n, o) in new.iter().zip(&old) {
+                assert_eq!(
+                    (&n.name, &n.kind, n.kind_code, n.count),
+                    (&o.name, &o.kind, o.kind_code, o.count),
+                    "{what}"
+                );
+            }
+        }
         "Decode" => {
             let request = DecodeRequest::decode(request_bytes.as_slice())
                 .unwrap_or_else(|e| panic!("{what}: the recorded request: {e}"));
@@ -487,6 +531,26 @@ async fn write_fixtures() {
         }
         records.push(record);
     }
+    let stream_request = StreamRequest {
+        name: "order".into(),
+        count: 25,
+        batch: Some(10),
+        ..Default::default()
+    };
+    let mut stream = client
+        .stream(stream_request.clone())
+        .await
+        .unwrap()
+        .into_inner();
+    let mut responses = Vec::new();
+    while let Some(m) = stream.message().await.unwrap() {
+        responses.push(json!(hex(&m.encode_to_vec())));
+    }
+    records.push(json!({
+        "call": "Stream",
+        "request": hex(&stream_request.encode_to_vec()),
+        "responses": responses,
+    }));
     let decode = DecodeRequest {
         name: "snowflake".into(),
         id: snowflake_id.unwrap().to_string(),
