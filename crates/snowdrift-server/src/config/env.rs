@@ -92,6 +92,14 @@ pub const OTHER_VARIABLES: &[(&str, &str)] = &[
         "building only: `true` when the tree the build comes from had changes",
     ),
     (
+        "SNOWDRIFT_FIXTURE_VERSION",
+        "scripts/write-fixtures: the version whose compatibility fixtures are written",
+    ),
+    (
+        "SNOWDRIFT_FIXTURE_ONLY",
+        "scripts/write-fixtures: the parts of the compatibility fixtures to write",
+    ),
+    (
         "SNOWDRIFT_TOOLS_DIR",
         "scripts/test: where cargo-nextest and cargo-fuzz are installed (default \
          ~/.cache/snowdrift-tools)",

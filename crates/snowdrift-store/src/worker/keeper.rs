@@ -892,7 +892,7 @@ async fn regain<C: Clock + Clone + 'static>(shared: &Shared<C>, held: &mut Held)
                 worker_id = new.worker_id,
                 epoch = read(&shared.current).number(),
                 worker_id_changes = changes,
-                "regained a lease under another worker ID (the lost one was taken meanwhile); issuing again under the new one after its high-water mark"
+                "regained a worker ID other than the lost one (that was taken meanwhile); issuing again under the new one after its high-water mark"
             );
             *held = new;
         }
@@ -900,7 +900,7 @@ async fn regain<C: Clock + Clone + 'static>(shared: &Shared<C>, held: &mut Held)
             tracing::info!(
                 worker_id = new.worker_id,
                 epoch = read(&shared.current).number(),
-                "regained the worker ID; issuing again after its high-water mark"
+                "regained a worker ID, the lost one; issuing again after its high-water mark"
             );
             *held = new;
         }
