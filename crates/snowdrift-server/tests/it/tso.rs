@@ -566,6 +566,29 @@ async fn a_follower_forwards_over_tls_with_its_forward_token() {
         TokenHash::of(&app),
         TokenHash::of(&fwd)
     );
+    // Issue 40: TLS nodes on an etcd that answers anyone (the test machine's): a start
+    // without insecure_coordinator is refused, saying why, before it campaigns.
+    let refused_dir = dir.0.join("refused");
+    std::fs::create_dir_all(&refused_dir).unwrap();
+    let config = load(
+        &refused_dir,
+        &format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\nadvertise = \"https://localhost:1\"\n\
+             tls_cert = \"{c}/cert.pem\"\ntls_key = \"{c}/key.pem\"\n\n{tokens}\n\
+             [[generator]]\nname = \"{name}\"\nkind = \"tso\"\nurl = \"{}\"\nforward_token = \"{fwd}\"\n",
+            snowdrift_testkit::urls::etcd(),
+            c = dir.0.display()
+        ),
+    );
+    match snowdrift_server::Server::start(&config).await {
+        Ok(_) => panic!("a tso started on an etcd that answers clients without credentials"),
+        Err(e) => assert!(
+            e.to_string()
+                .contains("which takes requests from clients without a user or client certificate")
+                && e.to_string().contains("insecure_coordinator = true"),
+            "{e}"
+        ),
+    }
     // A node with its own directory, TLS on the shared certificate, presenting `forward`.
     let start = |i: usize, forward: String| {
         let (dir, tokens, name) = (dir.0.join(format!("n{i}")), tokens.clone(), name.clone());
