@@ -168,6 +168,63 @@ impl Fake {
         (fake, url)
     }
 
+    /// [`Fake::start`] with the `TsoPeer` stream, over TLS with `cert_pem`/`key_pem`: a
+    /// certificate of the attacker's own, not the cluster's.
+    async fn start_tls(answer: Answer, cert_pem: &str, key_pem: &str) -> (Self, String) {
+        use hyper_util::rt::{TokioExecutor, TokioIo};
+        use hyper_util::service::TowerToHyperService;
+        use tokio_rustls::rustls;
+        use tokio_rustls::rustls::pki_types::pem::PemObject;
+        use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let fake = Self {
+            answer: Arc::new(Mutex::new(answer)),
+            term: Arc::new(AtomicI64::new(0)),
+            calls: Arc::new(AtomicU64::new(0)),
+            streamed: Arc::new(AtomicU64::new(0)),
+            tokens: Arc::new(Mutex::new(Vec::new())),
+        };
+        let router = axum::Router::new()
+            .route_service(
+                "/snowdrift.v1.IdService/{*method}",
+                IdServiceServer::new(fake.clone()),
+            )
+            .route_service(
+                "/snowdrift.v1.TsoPeer/{*method}",
+                TsoPeerServer::new(fake.clone()),
+            );
+        let certs = vec![CertificateDer::from_pem_slice(cert_pem.as_bytes()).unwrap()];
+        let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).unwrap();
+        let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!(
+            "https://localhost:{}",
+            listener.local_addr().unwrap().port()
+        );
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (acceptor, router) = (acceptor.clone(), router.clone());
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(tls), TowerToHyperService::new(router))
+                        .await;
+                });
+            }
+        });
+        (fake, url)
+    }
+
     fn set(&self, answer: Answer, term: i64) {
         *self.answer.lock().unwrap() = answer;
         self.term.store(term, Ordering::SeqCst);
@@ -656,5 +713,152 @@ async fn a_leader_whose_etcd_answers_a_second_late_keeps_leading() {
         if let Some(r) = n.running.take() {
             r.shutdown().await.unwrap();
         }
+    }
+}
+
+/// Issue 40: a leader named in etcd whose certificate the system's roots trust (a public
+/// certificate of the attacker's own host) is not thereby a member. Followers check an
+/// `https://` leader against the cluster's `server.tls_cert` alone: the fake, under a CA
+/// this process's roots trust (`SSL_CERT_FILE`, which rustls-native-certs reads), never
+/// gets a call or the forward token, and nothing it answers is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_fake_leader_with_a_publicly_trusted_certificate_is_not_a_member() {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    use snowdrift_server::auth::{TokenHash, generate_token};
+    let name = snowdrift_testkit::unique_name("tsp");
+    let dir = TempDir::new("tso-trust-roots");
+    // The cluster's certificate, and the "public" CA the attacker's certificate comes from.
+    let pair = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    std::fs::write(dir.0.join("cert.pem"), pair.cert.pem()).unwrap();
+    std::fs::write(dir.0.join("key.pem"), pair.key_pair.serialize_pem()).unwrap();
+    let cert = dir.0.join("cert.pem");
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let public_roots = dir.0.join("public-roots.pem");
+    std::fs::write(&public_roots, ca.pem()).unwrap();
+    let fake_key = KeyPair::generate().unwrap();
+    let fake_cert = CertificateParams::new(vec!["localhost".to_string()])
+        .unwrap()
+        .signed_by(&fake_key, &ca, &ca_key)
+        .unwrap();
+    // SAFETY: set before any node reads the system's roots; nextest runs this test in a
+    // process of its own.
+    unsafe { std::env::set_var("SSL_CERT_FILE", &public_roots) };
+
+    let (app, fwd) = (generate_token().unwrap(), generate_token().unwrap());
+    let tokens = format!(
+        "[[auth.token]]\nname = \"app\"\nhash = \"{}\"\ngenerators = [\"*\"]\nrole = \"admin\"\n\n\
+         [[auth.token]]\nname = \"forward\"\nhash = \"{}\"\ngenerators = [\"{name}\"]\nrole = \"read\"\n",
+        TokenHash::of(&app),
+        TokenHash::of(&fwd)
+    );
+    let mut bases = Vec::new();
+    let mut running = Vec::new();
+    for i in 0..2 {
+        let node_dir = dir.0.join(format!("n{i}"));
+        std::fs::create_dir_all(&node_dir).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let config = load(
+            &node_dir,
+            &format!(
+                "[server]\nlisten = \"127.0.0.1:{port}\"\nadvertise = \"https://localhost:{port}\"\n\
+                 tls_cert = \"{c}/cert.pem\"\ntls_key = \"{c}/key.pem\"\n\n{tokens}\n\
+                 [[generator]]\nname = \"{name}\"\nkind = \"tso\"\ninsecure_coordinator = true\nurl = \"{}\"\nttl = \"2s\"\n\
+                 forward_token = \"{fwd}\"\n",
+                snowdrift_testkit::urls::etcd(),
+                c = dir.0.display()
+            ),
+        );
+        let server = snowdrift_server::Server::start(&config).await.unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(snowdrift_server::run(listener, server, async move {
+            let _ = stopped.await;
+        }));
+        bases.push(format!("https://localhost:{port}"));
+        running.push((stop, task));
+    }
+    let status = |base: &str| {
+        let (code, body) = curl_tls(&cert, &app, &format!("{base}/v1/generators"));
+        assert_eq!(code, 200, "{body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        v["generators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == name.as_str())
+            .unwrap()["tso"]
+            .clone()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !bases.iter().any(|b| status(b)["role"] == "leader") {
+        assert!(Instant::now() < deadline, "no leader");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut ids: Vec<u64> = Vec::new();
+    let take = |base: &str, ids: &mut Vec<u64>| {
+        let (code, body) = curl_tls(&cert, &app, &format!("{base}/v1/ids/{name}?count=3"));
+        if code == 200 {
+            let v: Value = serde_json::from_str(&body).unwrap();
+            ids.extend(crate::support::ids_of::<u64>(&v));
+        }
+        (code, body)
+    };
+    for base in &bases {
+        let (code, body) = take(base, &mut ids);
+        assert_eq!(code, 200, "{body}");
+    }
+
+    // The attacker's key, in a campaign's form under its own lease, names an https://
+    // fake whose certificate the system's roots trust, answering a run above everything.
+    let (fake, fake_url) = Fake::start_tls(
+        Answer::Same(ahead()),
+        &fake_cert.pem(),
+        &fake_key.serialize_pem(),
+    )
+    .await;
+    let mut etcd = etcd().await;
+    let lease = etcd.lease_grant(60, None).await.unwrap().id();
+    fake.set(Answer::Same(ahead()), lease);
+    etcd.put(
+        leader_key(&name),
+        format!("{fake_url} x term={lease}"),
+        Some(etcd_client::PutOptions::new().with_lease(lease)),
+    )
+    .await
+    .unwrap();
+    for base in &bases {
+        while status(base)["leader"] != fake_url.as_str() {
+            assert!(
+                Instant::now() < deadline + Duration::from_secs(20),
+                "{}",
+                status(base)
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for _ in 0..3 {
+            let (code, body) = take(base, &mut ids);
+            assert_eq!(code, 503, "{body}");
+        }
+    }
+    assert_eq!(
+        fake.calls.load(Ordering::SeqCst) + fake.streamed.load(Ordering::SeqCst),
+        0,
+        "the fake was called"
+    );
+    assert!(
+        fake.tokens.lock().unwrap().is_empty(),
+        "the fake got a token: {:?}",
+        fake.tokens.lock().unwrap()
+    );
+    let unique: std::collections::BTreeSet<u64> = ids.iter().copied().collect();
+    assert_eq!(unique.len(), ids.len(), "duplicates in {ids:?}");
+
+    etcd.lease_revoke(lease).await.unwrap();
+    for (stop, task) in running {
+        let _ = stop.send(());
+        task.await.unwrap().unwrap();
     }
 }
