@@ -500,110 +500,160 @@ async fn a_fake_under_the_attackers_own_lease_gets_no_answer_past_the_checks() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_fake_leader_on_plain_http_never_gets_the_forward_token() {
-    use snowdrift_server::auth::{TokenHash, generate_token};
-    let name = snowdrift_testkit::unique_name("tsf");
-    let dir = TempDir::new("tso-trust-tls");
-    let pair = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    std::fs::write(dir.0.join("cert.pem"), pair.cert.pem()).unwrap();
-    std::fs::write(dir.0.join("key.pem"), pair.key_pair.serialize_pem()).unwrap();
-    let cert = dir.0.join("cert.pem");
-    let (app, fwd) = (generate_token().unwrap(), generate_token().unwrap());
-    let tokens = format!(
-        "[[auth.token]]\nname = \"app\"\nhash = \"{}\"\ngenerators = [\"*\"]\nrole = \"admin\"\n\n\
-         [[auth.token]]\nname = \"forward\"\nhash = \"{}\"\ngenerators = [\"{name}\"]\nrole = \"read\"\n",
-        TokenHash::of(&app),
-        TokenHash::of(&fwd)
-    );
-    let mut bases = Vec::new();
-    let mut running = Vec::new();
-    for i in 0..3 {
-        let node_dir = dir.0.join(format!("n{i}"));
-        std::fs::create_dir_all(&node_dir).unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let config = load(
-            &node_dir,
-            &format!(
-                "[server]\nlisten = \"127.0.0.1:{port}\"\nadvertise = \"https://localhost:{port}\"\n\
-                 tls_cert = \"{c}/cert.pem\"\ntls_key = \"{c}/key.pem\"\n\n{tokens}\n\
-                 [[generator]]\nname = \"{name}\"\nkind = \"tso\"\ninsecure_coordinator = true\nurl = \"{}\"\nttl = \"2s\"\n\
-                 forward_token = \"{fwd}\"\n",
-                snowdrift_testkit::urls::etcd(),
-                c = dir.0.display()
-            ),
+/// A node's stop signal and its serving task.
+type Running = (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), snowdrift_server::StartError>>,
+);
+
+/// `n` tso nodes over TLS on one self-signed certificate (in `dir`), with auth on and a
+/// `forward` token, once one of them leads; what the fake-leader tests ask them.
+struct TlsNodes {
+    name: String,
+    cert: std::path::PathBuf,
+    app: String,
+    bases: Vec<String>,
+    running: Vec<Running>,
+}
+
+impl TlsNodes {
+    async fn start(dir: &TempDir, prefix: &str, n: usize) -> Self {
+        use snowdrift_server::auth::{TokenHash, generate_token};
+        let name = snowdrift_testkit::unique_name(prefix);
+        let pair = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+        std::fs::write(dir.0.join("cert.pem"), pair.cert.pem()).unwrap();
+        std::fs::write(dir.0.join("key.pem"), pair.key_pair.serialize_pem()).unwrap();
+        let (app, fwd) = (generate_token().unwrap(), generate_token().unwrap());
+        let tokens = format!(
+            "[[auth.token]]\nname = \"app\"\nhash = \"{}\"\ngenerators = [\"*\"]\nrole = \"admin\"\n\n\
+             [[auth.token]]\nname = \"forward\"\nhash = \"{}\"\ngenerators = [\"{name}\"]\nrole = \"read\"\n",
+            TokenHash::of(&app),
+            TokenHash::of(&fwd)
         );
-        let server = snowdrift_server::Server::start(&config).await.unwrap();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(snowdrift_server::run(listener, server, async move {
-            let _ = stopped.await;
-        }));
-        bases.push(format!("https://localhost:{port}"));
-        running.push((stop, task));
+        let mut nodes = Self {
+            name,
+            cert: dir.0.join("cert.pem"),
+            app,
+            bases: Vec::new(),
+            running: Vec::new(),
+        };
+        for i in 0..n {
+            let node_dir = dir.0.join(format!("n{i}"));
+            std::fs::create_dir_all(&node_dir).unwrap();
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let config = load(
+                &node_dir,
+                &format!(
+                    "[server]\nlisten = \"127.0.0.1:{port}\"\nadvertise = \"https://localhost:{port}\"\n\
+                     tls_cert = \"{c}/cert.pem\"\ntls_key = \"{c}/key.pem\"\n\n{tokens}\n\
+                     [[generator]]\nname = \"{name}\"\nkind = \"tso\"\ninsecure_coordinator = true\nurl = \"{}\"\nttl = \"2s\"\n\
+                     forward_token = \"{fwd}\"\n",
+                    snowdrift_testkit::urls::etcd(),
+                    c = dir.0.display(),
+                    name = nodes.name
+                ),
+            );
+            let server = snowdrift_server::Server::start(&config).await.unwrap();
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let task = tokio::spawn(snowdrift_server::run(listener, server, async move {
+                let _ = stopped.await;
+            }));
+            nodes.bases.push(format!("https://localhost:{port}"));
+            nodes.running.push((stop, task));
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !nodes
+            .bases
+            .iter()
+            .any(|b| nodes.status(b)["role"] == "leader")
+        {
+            assert!(Instant::now() < deadline, "no leader");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        nodes
     }
-    let status = |base: &str| {
-        let (code, body) = curl_tls(&cert, &app, &format!("{base}/v1/generators"));
+
+    /// The node's `tso` part of `/v1/generators`.
+    fn status(&self, base: &str) -> Value {
+        let (code, body) = curl_tls(&self.cert, &self.app, &format!("{base}/v1/generators"));
         assert_eq!(code, 200, "{body}");
         let v: Value = serde_json::from_str(&body).unwrap();
         v["generators"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|g| g["name"] == name.as_str())
+            .find(|g| g["name"] == self.name.as_str())
             .unwrap()["tso"]
             .clone()
-    };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !bases.iter().any(|b| status(b)["role"] == "leader") {
-        assert!(Instant::now() < deadline, "no leader");
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let mut ids: Vec<u64> = Vec::new();
-    let take = |base: &str, ids: &mut Vec<u64>| {
-        let (code, body) = curl_tls(&cert, &app, &format!("{base}/v1/ids/{name}?count=3"));
+
+    /// Three IDs from the node, kept in `ids` when it answers 200.
+    fn take(&self, base: &str, ids: &mut Vec<u64>) -> (u16, String) {
+        let url = format!("{base}/v1/ids/{}?count=3", self.name);
+        let (code, body) = curl_tls(&self.cert, &self.app, &url);
         if code == 200 {
             let v: Value = serde_json::from_str(&body).unwrap();
             ids.extend(crate::support::ids_of::<u64>(&v));
         }
         (code, body)
-    };
-    for base in &bases {
-        let (code, body) = take(base, &mut ids);
+    }
+
+    /// Names `fake_url` the leader in a campaign's form under the attacker's own lease
+    /// (which the fake echoes as its term), and waits until every node follows it.
+    async fn follow_fake(&self, fake: &Fake, fake_url: &str) -> (etcd_client::Client, i64) {
+        let mut etcd = etcd().await;
+        let lease = etcd.lease_grant(60, None).await.unwrap().id();
+        fake.set(Answer::Same(ahead()), lease);
+        etcd.put(
+            leader_key(&self.name),
+            format!("{fake_url} x term={lease}"),
+            Some(etcd_client::PutOptions::new().with_lease(lease)),
+        )
+        .await
+        .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(40);
+        for base in &self.bases {
+            while self.status(base)["leader"] != fake_url {
+                assert!(Instant::now() < deadline, "{}", self.status(base));
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        (etcd, lease)
+    }
+
+    async fn stop(self) {
+        for (stop, task) in self.running {
+            let _ = stop.send(());
+            task.await.unwrap().unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_fake_leader_on_plain_http_never_gets_the_forward_token() {
+    let dir = TempDir::new("tso-trust-tls");
+    let nodes = TlsNodes::start(&dir, "tsf", 3).await;
+    let mut ids: Vec<u64> = Vec::new();
+    for base in &nodes.bases {
+        let (code, body) = nodes.take(base, &mut ids);
         assert_eq!(code, 200, "{body}");
     }
 
     // The attacker's key, in a campaign's form under its own lease, names a plain-http
     // fake that answers a run above everything, in the right term.
     let (fake, fake_url) = Fake::start(Answer::Same(ahead()), false).await;
-    let mut etcd = etcd().await;
-    let lease = etcd.lease_grant(60, None).await.unwrap().id();
-    fake.set(Answer::Same(ahead()), lease);
-    etcd.put(
-        leader_key(&name),
-        format!("{fake_url} x term={lease}"),
-        Some(etcd_client::PutOptions::new().with_lease(lease)),
-    )
-    .await
-    .unwrap();
-    for base in &bases {
-        while status(base)["leader"] != fake_url.as_str() {
-            assert!(
-                Instant::now() < deadline + Duration::from_secs(20),
-                "{}",
-                status(base)
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    let (mut etcd, lease) = nodes.follow_fake(&fake, &fake_url).await;
+    for base in &nodes.bases {
         for _ in 0..5 {
-            let (code, body) = take(base, &mut ids);
+            let (code, body) = nodes.take(base, &mut ids);
             assert_eq!(code, 503, "{body}");
             assert!(body.contains("forward_token in cleartext"), "{body}");
         }
-        let refused = status(base)["forward_refused"]["plaintext_token"]
+        let refused = nodes.status(base)["forward_refused"]["plaintext_token"]
             .as_u64()
             .unwrap();
-        assert!(refused >= 5, "{}", status(base));
+        assert!(refused >= 5, "{}", nodes.status(base));
     }
     assert!(
         fake.tokens.lock().unwrap().is_empty(),
@@ -615,10 +665,7 @@ async fn a_fake_leader_on_plain_http_never_gets_the_forward_token() {
     assert_eq!(unique.len(), ids.len(), "duplicates in {ids:?}");
 
     etcd.lease_revoke(lease).await.unwrap();
-    for (stop, task) in running {
-        let _ = stop.send(());
-        task.await.unwrap().unwrap();
-    }
+    nodes.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -724,14 +771,8 @@ async fn a_leader_whose_etcd_answers_a_second_late_keeps_leading() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_fake_leader_with_a_publicly_trusted_certificate_is_not_a_member() {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
-    use snowdrift_server::auth::{TokenHash, generate_token};
-    let name = snowdrift_testkit::unique_name("tsp");
     let dir = TempDir::new("tso-trust-roots");
-    // The cluster's certificate, and the "public" CA the attacker's certificate comes from.
-    let pair = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    std::fs::write(dir.0.join("cert.pem"), pair.cert.pem()).unwrap();
-    std::fs::write(dir.0.join("key.pem"), pair.key_pair.serialize_pem()).unwrap();
-    let cert = dir.0.join("cert.pem");
+    // The "public" CA the attacker's certificate comes from.
     let ca_key = KeyPair::generate().unwrap();
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -747,67 +788,10 @@ async fn a_fake_leader_with_a_publicly_trusted_certificate_is_not_a_member() {
     // process of its own.
     unsafe { std::env::set_var("SSL_CERT_FILE", &public_roots) };
 
-    let (app, fwd) = (generate_token().unwrap(), generate_token().unwrap());
-    let tokens = format!(
-        "[[auth.token]]\nname = \"app\"\nhash = \"{}\"\ngenerators = [\"*\"]\nrole = \"admin\"\n\n\
-         [[auth.token]]\nname = \"forward\"\nhash = \"{}\"\ngenerators = [\"{name}\"]\nrole = \"read\"\n",
-        TokenHash::of(&app),
-        TokenHash::of(&fwd)
-    );
-    let mut bases = Vec::new();
-    let mut running = Vec::new();
-    for i in 0..2 {
-        let node_dir = dir.0.join(format!("n{i}"));
-        std::fs::create_dir_all(&node_dir).unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let config = load(
-            &node_dir,
-            &format!(
-                "[server]\nlisten = \"127.0.0.1:{port}\"\nadvertise = \"https://localhost:{port}\"\n\
-                 tls_cert = \"{c}/cert.pem\"\ntls_key = \"{c}/key.pem\"\n\n{tokens}\n\
-                 [[generator]]\nname = \"{name}\"\nkind = \"tso\"\ninsecure_coordinator = true\nurl = \"{}\"\nttl = \"2s\"\n\
-                 forward_token = \"{fwd}\"\n",
-                snowdrift_testkit::urls::etcd(),
-                c = dir.0.display()
-            ),
-        );
-        let server = snowdrift_server::Server::start(&config).await.unwrap();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(snowdrift_server::run(listener, server, async move {
-            let _ = stopped.await;
-        }));
-        bases.push(format!("https://localhost:{port}"));
-        running.push((stop, task));
-    }
-    let status = |base: &str| {
-        let (code, body) = curl_tls(&cert, &app, &format!("{base}/v1/generators"));
-        assert_eq!(code, 200, "{body}");
-        let v: Value = serde_json::from_str(&body).unwrap();
-        v["generators"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|g| g["name"] == name.as_str())
-            .unwrap()["tso"]
-            .clone()
-    };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !bases.iter().any(|b| status(b)["role"] == "leader") {
-        assert!(Instant::now() < deadline, "no leader");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let nodes = TlsNodes::start(&dir, "tsp", 2).await;
     let mut ids: Vec<u64> = Vec::new();
-    let take = |base: &str, ids: &mut Vec<u64>| {
-        let (code, body) = curl_tls(&cert, &app, &format!("{base}/v1/ids/{name}?count=3"));
-        if code == 200 {
-            let v: Value = serde_json::from_str(&body).unwrap();
-            ids.extend(crate::support::ids_of::<u64>(&v));
-        }
-        (code, body)
-    };
-    for base in &bases {
-        let (code, body) = take(base, &mut ids);
+    for base in &nodes.bases {
+        let (code, body) = nodes.take(base, &mut ids);
         assert_eq!(code, 200, "{body}");
     }
 
@@ -819,27 +803,10 @@ async fn a_fake_leader_with_a_publicly_trusted_certificate_is_not_a_member() {
         &fake_key.serialize_pem(),
     )
     .await;
-    let mut etcd = etcd().await;
-    let lease = etcd.lease_grant(60, None).await.unwrap().id();
-    fake.set(Answer::Same(ahead()), lease);
-    etcd.put(
-        leader_key(&name),
-        format!("{fake_url} x term={lease}"),
-        Some(etcd_client::PutOptions::new().with_lease(lease)),
-    )
-    .await
-    .unwrap();
-    for base in &bases {
-        while status(base)["leader"] != fake_url.as_str() {
-            assert!(
-                Instant::now() < deadline + Duration::from_secs(20),
-                "{}",
-                status(base)
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    let (mut etcd, lease) = nodes.follow_fake(&fake, &fake_url).await;
+    for base in &nodes.bases {
         for _ in 0..3 {
-            let (code, body) = take(base, &mut ids);
+            let (code, body) = nodes.take(base, &mut ids);
             assert_eq!(code, 503, "{body}");
         }
     }
@@ -857,8 +824,5 @@ async fn a_fake_leader_with_a_publicly_trusted_certificate_is_not_a_member() {
     assert_eq!(unique.len(), ids.len(), "duplicates in {ids:?}");
 
     etcd.lease_revoke(lease).await.unwrap();
-    for (stop, task) in running {
-        let _ = stop.send(());
-        task.await.unwrap().unwrap();
-    }
+    nodes.stop().await;
 }
