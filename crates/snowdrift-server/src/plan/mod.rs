@@ -7,8 +7,6 @@
 
 pub mod generator;
 mod reach;
-#[cfg(test)]
-mod reference;
 mod sections;
 #[cfg(test)]
 mod tests;

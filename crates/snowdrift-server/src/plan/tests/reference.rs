@@ -2,7 +2,7 @@
 //! the schema itself: the keys and their doc comments from `config/schema/*.rs` (read as
 //! source, since doc comments do not survive compilation), each key checked against the
 //! field list serde derives, the defaults from `Config::default()`, the ranges from
-//! [`COUNTS`](super::sections) and [`SPANS`](super::sections), the words of every mode from
+//! [`COUNTS`](crate::plan::sections) and [`SPANS`](crate::plan::sections), the words of every mode from
 //! its enum and the kinds each generator key applies to from the kinds' own lists. The test
 //! fails when the committed page differs, so the page cannot drift from the schema;
 //! `scripts/config-reference` writes it anew.
@@ -12,8 +12,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::SourcePlan;
-use super::sections::{COUNTS, SPANS};
+use crate::plan::SourcePlan;
+use crate::plan::sections::{COUNTS, SPANS};
 use crate::config::{
     AuthConfig, BitsFrom, Config, Derive, GeneratorConfig, Kind, LeafConfig, LeafErrors,
     LimitsConfig, OnBackwardPolicy, Output, Registry, Role, ServerConfig, StoreConfig, TokenConfig,
@@ -22,15 +22,15 @@ use crate::config::{
 
 /// The schema's sources, as compiled into this test (so a change to one rebuilds it).
 const SOURCES: &[(&str, &str)] = &[
-    ("mod.rs", include_str!("../config/schema/mod.rs")),
-    ("server.rs", include_str!("../config/schema/server.rs")),
-    ("store.rs", include_str!("../config/schema/store.rs")),
-    ("worker.rs", include_str!("../config/schema/worker.rs")),
-    ("limits.rs", include_str!("../config/schema/limits.rs")),
-    ("auth.rs", include_str!("../config/schema/auth.rs")),
+    ("mod.rs", include_str!("../../config/schema/mod.rs")),
+    ("server.rs", include_str!("../../config/schema/server.rs")),
+    ("store.rs", include_str!("../../config/schema/store.rs")),
+    ("worker.rs", include_str!("../../config/schema/worker.rs")),
+    ("limits.rs", include_str!("../../config/schema/limits.rs")),
+    ("auth.rs", include_str!("../../config/schema/auth.rs")),
     (
         "generator.rs",
-        include_str!("../config/schema/generator.rs"),
+        include_str!("../../config/schema/generator.rs"),
     ),
 ];
 
@@ -433,7 +433,7 @@ fn render() -> String {
     out.push_str(
         "# Configuration reference\n\n\
          <!-- Generated from crates/snowdrift-server/src/config/schema/*.rs by the test\n     \
-         plan::reference::docs_config_reference; do not edit: run scripts/config-reference. -->\n\n\
+         plan::tests::reference::docs_config_reference; do not edit: run scripts/config-reference. -->\n\n\
          Every key of the config file, generated from the schema the server reads it with (its doc\n\
          comments, defaults and types), the ranges `--check-config` enforces and the keys each\n\
          generator kind takes. How the file, the environment and the flags combine, and an example\n\

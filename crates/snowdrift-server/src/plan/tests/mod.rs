@@ -1,8 +1,12 @@
 //! The config as a user writes it, read and planned: every class of mistake is refused
-//! with a message naming the key, and the masked output parses back.
+//! with a message naming the key, and the masked output parses back. The configuration
+//! reference the book prints is rendered and checked here too ([`reference`]): it is test
+//! code, not part of the server.
 
 use crate::config::Config;
 use crate::error::ConfigError;
+
+mod reference;
 
 fn load(toml: &str, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
     let dir = std::env::temp_dir().join(format!(
