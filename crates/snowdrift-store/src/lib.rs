@@ -15,6 +15,8 @@
 //!   period and templates such as `ORD{date:%Y%m%d}{seq:08}`.
 //! - [`tso`]: a timestamp oracle's leader election and saved window (etcd), around
 //!   [`snowdrift_core::tso::TimestampOracle`].
+//! - [`peer`]: the state Tinyid, UidGenerator and Leaf leave behind, read where they keep
+//!   it, for `snowdrift import`.
 #![deny(missing_docs)]
 
 mod backoff;
@@ -26,6 +28,7 @@ pub mod error;
 #[cfg(feature = "etcd")]
 mod etcd_connection;
 mod mask;
+pub mod peer;
 #[cfg(feature = "redis")]
 mod redis_connection;
 pub mod segment;

@@ -73,6 +73,40 @@ pub(crate) async fn connect(url: &str) -> Result<(AnyPool, Dialect)> {
     Ok((pool, dialect))
 }
 
+/// Connects to `url` as [`connect`] does, changing nothing: a SQLite file must exist and
+/// keeps its journal mode. For reading another system's tables, and previews.
+pub(crate) async fn connect_existing(url: &str) -> Result<(AnyPool, Dialect)> {
+    let Some((dialect, url)) = dialect_of(url)? else {
+        let scheme = url.split(':').next().unwrap_or_default();
+        return Err(Error::InvalidUrl {
+            url: format!("{scheme}://…"),
+            reason: "use sqlite://FILE, postgres://USER@HOST/DB or mysql://USER@HOST/DB".into(),
+        });
+    };
+    sqlx::any::install_default_drivers();
+    // One connection first, so a database that refuses or is not there is said as such (a
+    // pool only reports that it timed out waiting).
+    {
+        use sqlx::Connection;
+        let probe =
+            tokio::time::timeout(Duration::from_secs(5), sqlx::AnyConnection::connect(&url))
+                .await
+                .map_err(|_| {
+                    Error::Unavailable(
+                        format!("{} did not answer within 5 s", crate::mask_url(&url)).into(),
+                    )
+                })??;
+        probe.close().await.ok();
+    }
+    let pool = AnyPoolOptions::new()
+        .max_connections(2)
+        .acquire_timeout(Duration::from_secs(5))
+        .after_release(|conn, _| Box::pin(settled_within(conn, RELEASE_CHECK)))
+        .connect(&url)
+        .await?;
+    Ok((pool, dialect))
+}
+
 /// How long a connection coming back to the pool may take to answer a ping: well inside the
 /// 5 s a caller waits for a connection, so one that never answers frees its place for a
 /// caller already waiting.

@@ -3,6 +3,8 @@
 
 mod buffer;
 mod dated;
+mod floor;
+pub mod inspect;
 #[cfg(feature = "redis")]
 mod redis;
 mod service;
@@ -15,6 +17,7 @@ mod zookeeper;
 
 pub use buffer::{BufferConfig, SegmentBuffer, SegmentHandle};
 pub use dated::DatedBuffer;
+pub use floor::{TagChange, TagFloor};
 #[cfg(feature = "redis")]
 pub use redis::RedisSegmentStore;
 pub use service::{SegmentService, TagIds};

@@ -4,6 +4,7 @@ use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Script};
 use snowdrift_core::segment::IdRange;
 
+use super::floor::{TagChange, TagFloor};
 use super::tag::{Claim, NewTag, Tag, TagUpdate, validate_claim, validate_table, validate_tag};
 use crate::error::{Error, Result};
 
@@ -38,6 +39,39 @@ if type(moved) == 'table' and moved.err then
 end
 redis.call('HSET', KEYS[1], 'update_time', redis.call('TIME')[1])
 return {'ok', redis.call('HGET', KEYS[1], 'max_id'), step, redis.call('HGET', KEYS[1], 'step')}
+";
+
+/// Raises every tag of the call to its floor, in one script (so all at once): KEYS are the
+/// tags' hashes then the index; ARGV holds per tag its name, floor, step and description
+/// (with a flag). A `max_id` below the floor is set to it, one at or above is kept. Numbers
+/// stay strings and are compared as digits: Lua's doubles would round IDs above 2^53.
+const RAISE: &str = r"
+local function below(a, b)
+  if #a ~= #b then return #a < #b end
+  return a < b
+end
+local n = #KEYS - 1
+local out = {}
+for i = 1, n do
+  local name, floor, step = ARGV[4*i-3], ARGV[4*i-2], ARGV[4*i-1]
+  local max_id = redis.call('HGET', KEYS[i], 'max_id')
+  if max_id == false then
+    redis.call('HSET', KEYS[i], 'max_id', floor, 'step', step, 'update_time', redis.call('TIME')[1])
+    local d = ARGV[4*i]
+    if string.sub(d, 1, 1) == '1' then redis.call('HSET', KEYS[i], 'description', string.sub(d, 2)) end
+    redis.call('SADD', KEYS[n+1], name)
+    table.insert(out, {'', '', floor, step})
+  else
+    local old_step = redis.call('HGET', KEYS[i], 'step') or ''
+    local after = max_id
+    if below(max_id, floor) then after = floor end
+    if after ~= max_id or old_step ~= step then
+      redis.call('HSET', KEYS[i], 'max_id', after, 'step', step, 'update_time', redis.call('TIME')[1])
+    end
+    table.insert(out, {max_id, old_step, after, step})
+  end
+end
+return out
 ";
 
 /// Segments and tags in Redis.
@@ -202,6 +236,55 @@ impl RedisSegmentStore {
             Some("missing") => Err(Error::TagNotFound(tag.to_string())),
             _ => Err(corrupt(tag, "claim answer")),
         }
+    }
+}
+
+impl RedisSegmentStore {
+    /// Raises every tag of `floors` to its floor (see [`TagFloor`]) in one Lua script, so
+    /// all of them change at once; never lowers a `max_id`.
+    pub async fn raise_to(&self, floors: &[TagFloor]) -> Result<Vec<TagChange>> {
+        for floor in floors {
+            floor.validate()?;
+        }
+        if floors.is_empty() {
+            return Ok(Vec::new());
+        }
+        let raise = Script::new(RAISE);
+        let mut script = raise.prepare_invoke();
+        for floor in floors {
+            script.key(self.key(&floor.tag));
+        }
+        script.key(self.index());
+        for floor in floors {
+            let (has, text) = flag(floor.description.as_deref());
+            script
+                .arg(&floor.tag)
+                .arg(floor.next_id.to_string())
+                .arg(floor.step.to_string())
+                .arg(format!("{has}{text}"));
+        }
+        let answer: Vec<Vec<String>> = script.invoke_async(&mut self.conn.clone()).await?;
+        floors
+            .iter()
+            .zip(answer)
+            .map(|(floor, row)| {
+                let tag = &floor.tag;
+                let number = |i: usize, what: &str| -> Result<i64> {
+                    row.get(i)
+                        .and_then(|v| v.parse().ok())
+                        .ok_or_else(|| corrupt(tag, what))
+                };
+                let before = match row.first().map(String::as_str) {
+                    Some("") => None,
+                    _ => Some((number(0, "max_id")?, number(1, "step")?)),
+                };
+                Ok(TagChange {
+                    tag: tag.clone(),
+                    before,
+                    after: (number(2, "max_id")?, number(3, "step")?),
+                })
+            })
+            .collect()
     }
 }
 

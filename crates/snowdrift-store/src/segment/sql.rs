@@ -5,6 +5,7 @@ use snowdrift_core::segment::IdRange;
 use sqlx::any::AnyRow;
 use sqlx::{AnyPool, AssertSqlSafe, Row};
 
+use super::floor::{TagChange, TagFloor};
 use super::tag::{
     Claim, DatedClaim, NewTag, Tag, TagUpdate, validate_claim, validate_table, validate_tag,
 };
@@ -447,6 +448,66 @@ impl SqlSegmentStore {
         })
     }
 
+    /// Raises every tag of `floors` to its floor (see [`TagFloor`]) in one transaction:
+    /// the tags' rows are locked and read, every change is checked, then written; a refusal
+    /// (a tag with a template, a bad floor) rolls back all of them, so either every tag is
+    /// at its floor or none changed. Never lowers a `max_id`.
+    pub async fn raise_to(&self, floors: &[TagFloor]) -> Result<Vec<TagChange>> {
+        for floor in floors {
+            floor.validate()?;
+        }
+        let lock = if self.dialect == Dialect::Sqlite {
+            ""
+        } else {
+            " FOR UPDATE"
+        };
+        let select = self.sql(&format!(
+            "SELECT {} FROM {{t}} WHERE biz_tag = $1{lock}",
+            self.tag_columns()
+        ));
+        let mut tx = self.pool.begin().await?;
+        let mut changes = Vec::with_capacity(floors.len());
+        for floor in floors {
+            let row = sqlx::query(AssertSqlSafe(select.0.clone()))
+                .bind(&floor.tag)
+                .fetch_optional(&mut *tx)
+                .await?;
+            let before = row.as_ref().map(tag_of).transpose()?;
+            // Dropping the transaction on a refusal rolls back the tags already raised.
+            changes.push((floor, floor.against(before.as_ref())?));
+        }
+        for (floor, change) in &changes {
+            let (max_id, step) = change.after;
+            if change.before.is_none() {
+                let insert = self.sql(
+                    "INSERT INTO {t} (biz_tag, max_id, step, description, update_time) \
+                     VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)",
+                );
+                sqlx::query(insert)
+                    .bind(&floor.tag)
+                    .bind(max_id)
+                    .bind(step)
+                    .bind(floor.description.clone())
+                    .execute(&mut *tx)
+                    .await?;
+            } else if change.changes() {
+                let update = self.sql(
+                    "UPDATE {t} SET max_id = $1, step = $2, update_time = CURRENT_TIMESTAMP \
+                     WHERE biz_tag = $3 AND max_id <= $4",
+                );
+                sqlx::query(update)
+                    .bind(max_id)
+                    .bind(step)
+                    .bind(&floor.tag)
+                    .bind(max_id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(changes.into_iter().map(|(_, c)| c).collect())
+    }
+
     /// `sqlite`, `postgres` or `mysql`.
     pub fn backend(&self) -> &'static str {
         match self.dialect {
@@ -464,7 +525,7 @@ impl SqlSegmentStore {
 
 /// A tag from a row of [`SqlSegmentStore::tag_columns`]: a row without the template
 /// columns, or with a NULL template, is a tag without one.
-fn tag_of(row: &AnyRow) -> Result<Tag> {
+pub(super) fn tag_of(row: &AnyRow) -> Result<Tag> {
     let tag: String = row.try_get("biz_tag")?;
     let text: Option<String> = match row.try_column("id_template") {
         Ok(_) => row.try_get("id_template")?,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 #[cfg(feature = "zookeeper")]
 use super::ZkSegmentStore;
+use super::floor::{TagChange, TagFloor};
 use super::tag::{Claim, DatedClaim, NewTag, Tag, TagUpdate};
 use super::{SqlSegmentStore, StripedStore};
 use crate::error::{Error, Result};
@@ -219,6 +220,29 @@ impl SegmentStore {
                 "tag {tag:?}: segment tags with a template live in SQL stores, not {}",
                 other.backend()
             ))),
+        }
+    }
+
+    /// Raises every tag of `floors` to its floor (see [`TagFloor`]): created where missing,
+    /// moved up where below, never lowered. On a SQL store in one transaction and in Redis
+    /// in one script (all or nothing); in ZooKeeper tag by tag. A striped store raises each
+    /// of its stores to the same floors in turn (each store's IDs of a range are a subset of
+    /// the range, so the same floor keeps every store above it); a failure there leaves the
+    /// stores before it raised, which is safe, and running it again completes it.
+    pub async fn raise_to(&self, floors: &[TagFloor]) -> Result<Vec<TagChange>> {
+        match self {
+            SegmentStore::Sql(s) => s.raise_to(floors).await,
+            #[cfg(feature = "redis")]
+            SegmentStore::Redis(s) => s.raise_to(floors).await,
+            #[cfg(feature = "zookeeper")]
+            SegmentStore::ZooKeeper(s) => s.raise_to(floors).await,
+            SegmentStore::Striped(s) => {
+                let mut all = Vec::new();
+                for store in s.stores() {
+                    all.extend(Box::pin(store.raise_to(floors)).await?);
+                }
+                Ok(all)
+            }
         }
     }
 

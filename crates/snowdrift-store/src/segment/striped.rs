@@ -63,6 +63,11 @@ impl StripedStore {
         })
     }
 
+    /// The stores, in the order of their residue classes.
+    pub fn stores(&self) -> &[SegmentStore] {
+        &self.stores
+    }
+
     /// The number of stores (Tinyid's `delta`).
     pub fn delta(&self) -> u64 {
         self.stores.len() as u64

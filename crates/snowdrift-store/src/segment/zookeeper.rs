@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use snowdrift_core::segment::IdRange;
 use zookeeper_client as zk;
 
+use super::floor::{TagChange, TagFloor};
 use super::tag::{Claim, NewTag, Tag, TagUpdate, validate_claim, validate_table, validate_tag};
 use crate::error::{Error, Result};
 use crate::zk_connection::{Session, Target};
@@ -203,6 +204,85 @@ impl ZkSegmentStore {
             Ok((next, claim))
         })
         .await
+    }
+}
+
+impl ZkSegmentStore {
+    /// Raises every tag of `floors` to its floor (see [`TagFloor`]), tag by tag, each with a
+    /// versioned write (a missing tag is created); never lowers a `max_id`. Every floor is
+    /// checked before the first write, and a tag in ZooKeeper has no template, so nothing
+    /// is refused halfway.
+    pub async fn raise_to(&self, floors: &[TagFloor]) -> Result<Vec<TagChange>> {
+        for floor in floors {
+            floor.validate()?;
+        }
+        let mut changes = Vec::with_capacity(floors.len());
+        for floor in floors {
+            changes.push(self.raise_one(floor).await?);
+        }
+        Ok(changes)
+    }
+
+    async fn raise_one(&self, floor: &TagFloor) -> Result<TagChange> {
+        let client = self.session.client().await?;
+        let target = self.session.target();
+        for _ in 0..MAX_RACES {
+            match self.read(&client, &floor.tag).await {
+                Ok((stored, _)) => {
+                    let change = floor.against(Some(&tag_of(&floor.tag, stored)))?;
+                    if !change.changes() {
+                        return Ok(change);
+                    }
+                }
+                Err(Error::TagNotFound(_)) => {
+                    // Created at its floor, never at 1: a server serving every tag of the
+                    // store could claim a first segment between a create and a raise.
+                    let change = floor.against(None)?;
+                    let stored = Stored {
+                        max_id: change.after.0,
+                        step: change.after.1,
+                        description: floor.description.clone(),
+                    };
+                    let data = serde_json::to_vec(&stored)
+                        .map_err(|e| Error::InvalidInput(e.to_string()))?;
+                    target.secure(&client, &self.root).await?;
+                    match client
+                        .create(&self.path(&floor.tag), &data, &target.persistent())
+                        .await
+                    {
+                        Ok(_) => return Ok(change),
+                        Err(zk::Error::NodeExists) => continue,
+                        Err(e) => {
+                            return Err(self.session.failed_on(&self.path(&floor.tag), e).await);
+                        }
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+            let raised = self
+                .compare_and_set(&floor.tag, |stored| {
+                    let change = floor.against(Some(&tag_of(&floor.tag, stored.clone())))?;
+                    let next = Stored {
+                        max_id: change.after.0,
+                        step: change.after.1,
+                        description: stored.description.clone(),
+                    };
+                    Ok((next, change))
+                })
+                .await;
+            match raised {
+                // Deleted between the read and the write: start over.
+                Err(Error::TagNotFound(_)) => continue,
+                other => return other,
+            }
+        }
+        Err(Error::Unavailable(
+            format!(
+                "tag {:?}: {MAX_RACES} raises in a row lost the race to other nodes",
+                floor.tag
+            )
+            .into(),
+        ))
     }
 }
 

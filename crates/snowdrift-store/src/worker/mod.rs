@@ -66,6 +66,7 @@ pub mod file;
 mod keeper;
 mod mark;
 mod node;
+mod raise;
 mod registry;
 mod source;
 mod status;
@@ -77,6 +78,7 @@ pub use config::{
 pub use file::FileRegistry;
 pub use mark::{MAX_EXTENSION, Mark};
 pub use node::{Epoch, WorkerNode};
+pub use raise::{MarkChange, MarkFloor};
 pub use registry::{
     REGISTRY_SCHEMES, UnreadableEntry, WorkerEntry, WorkerList, WorkerRegistry, duration_text,
 };

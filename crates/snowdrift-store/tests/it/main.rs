@@ -5,6 +5,7 @@ mod common;
 mod compat;
 mod coordinator_auth;
 mod counter_redis;
+mod raise;
 mod segment_buffer;
 mod segment_dated;
 mod segment_faults;
