@@ -93,6 +93,39 @@ fn named(which: &str, text: &str, unit: Option<&str>, epoch: Option<&str>) -> Re
     })
 }
 
+/// `snowdrift layout migrate`'s check of a switch from `from` to `to` at `at_ms`, and its
+/// report as that command prints it, for `snowdrift import`: the layouts given as specs
+/// (named `from_name` and `to_name`), every node of the old one stopped before the switch
+/// (a rollout of 0).
+pub(crate) fn report(
+    from: &Layout,
+    from_name: &str,
+    to: &Layout,
+    to_name: &str,
+    at_ms: u64,
+) -> (Migration, String) {
+    let spec = |layout: &Layout, name: &str| Named {
+        layout: layout.clone(),
+        name: name.to_string(),
+        config: vec![
+            ("bits", migrate::spec(layout)),
+            ("unit", unit_text(layout.unit_ms())),
+            ("epoch", format_ms(layout.epoch_ms())),
+        ],
+    };
+    let (from, to) = (spec(from, from_name), spec(to, to_name));
+    let m = migrate::check(&from.layout, 0, &to.layout, at_ms);
+    let text = Report {
+        from: &from,
+        to: &to,
+        m: &m,
+        at_is_now: true,
+        rollout_ms: 0,
+    }
+    .text();
+    (m, text)
+}
+
 /// A rollout duration in ms, as `jiff` reads durations (`30m`, `24h`, `168h`).
 fn parse_rollout(text: &str) -> Result<u64, String> {
     let d: jiff::SignedDuration = text

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod decode;
+pub mod import;
 pub mod layout;
 mod layout_migrate;
 pub mod next;

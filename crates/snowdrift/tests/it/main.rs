@@ -10,6 +10,7 @@ mod dated_segments;
 mod docs;
 mod generator_options;
 mod id_references;
+mod import;
 mod layout_migrate;
 mod mastodon_ruby;
 mod memory_limits;

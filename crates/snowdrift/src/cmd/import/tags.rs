@@ -1,0 +1,161 @@
+//! Segment tags carried over: each tag's floor previewed against every store (read only),
+//! printed before and after, and raised with the store's own raise (one transaction per
+//! SQL store).
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result};
+use snowdrift_store::segment::{SegmentStore, TagChange, TagFloor, inspect};
+
+use super::target::Stores;
+
+/// What raising every store to the floors changes, store by store.
+#[derive(Debug)]
+pub struct TagPlan {
+    /// Each store's URL and its changes, in the floors' order.
+    pub stores: Vec<(String, Vec<TagChange>)>,
+    /// The table.
+    pub table: String,
+}
+
+impl TagPlan {
+    /// How many tags would change, over every store.
+    pub fn changes(&self) -> usize {
+        self.stores
+            .iter()
+            .flat_map(|(_, c)| c)
+            .filter(|c| c.changes())
+            .count()
+    }
+}
+
+fn is_sql(url: &str) -> bool {
+    matches!(
+        url.split(':').next().unwrap_or_default(),
+        "sqlite" | "postgres" | "postgresql" | "mysql" | "mariadb"
+    )
+}
+
+/// Reads each store and works out the change each floor makes there, writing nothing (a
+/// SQL store's table is read as it is; a missing one counts as empty).
+pub async fn preview(stores: &Stores, floors: &[TagFloor]) -> Result<TagPlan> {
+    let mut out = Vec::with_capacity(stores.urls.len());
+    for url in &stores.urls {
+        let shown = snowdrift_store::mask_url(url);
+        let existing = read(url, &stores.table, floors)
+            .await
+            .with_context(|| format!("reading snowdrift's store {shown}"))?;
+        let changes = floors
+            .iter()
+            .map(|f| f.against(existing.get(&f.tag)))
+            .collect::<Result<Vec<_>, _>>()
+            .with_context(|| format!("snowdrift's store {shown}"))?;
+        out.push((url.clone(), changes));
+    }
+    Ok(TagPlan {
+        stores: out,
+        table: stores.table.clone(),
+    })
+}
+
+async fn read(
+    url: &str,
+    table: &str,
+    floors: &[TagFloor],
+) -> Result<BTreeMap<String, snowdrift_store::segment::Tag>> {
+    if is_sql(url) {
+        let found = inspect::inspect(url, table).await?;
+        if found.exists {
+            found.check("the store")?;
+        }
+        return Ok(found.tags.into_iter().map(|t| (t.tag.clone(), t)).collect());
+    }
+    let store = SegmentStore::connect(url, table).await?;
+    let mut out = BTreeMap::new();
+    for f in floors {
+        match store.get_tag(&f.tag).await {
+            Ok(t) => {
+                out.insert(t.tag.clone(), t);
+            }
+            Err(snowdrift_store::Error::TagNotFound(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(out)
+}
+
+/// Raises every store to the floors, each with its own raise (one transaction on SQL);
+/// returns what was written, store by store.
+pub async fn apply(plan: &TagPlan, floors: &[TagFloor]) -> Result<TagPlan> {
+    let mut out = Vec::with_capacity(plan.stores.len());
+    for (url, _) in &plan.stores {
+        let shown = snowdrift_store::mask_url(url);
+        let store = SegmentStore::connect(url, &plan.table)
+            .await
+            .with_context(|| format!("opening snowdrift's store {shown}"))?;
+        let changes = store
+            .raise_to(floors)
+            .await
+            .with_context(|| format!("raising the tags in snowdrift's store {shown}"))?;
+        out.push((url.clone(), changes));
+    }
+    Ok(TagPlan {
+        stores: out,
+        table: plan.table.clone(),
+    })
+}
+
+fn state((max_id, step): (i64, i64)) -> String {
+    format!("next {max_id}, step {step}")
+}
+
+/// What a change does, in a word or two.
+pub fn verb(c: &TagChange) -> &'static str {
+    match c.before {
+        None => "create",
+        Some(b) if b == c.after => "keep",
+        Some((max_id, _)) if max_id < c.after.0 => "raise",
+        Some(_) => "set step",
+    }
+}
+
+/// The plan's lines for the tags: per store, each tag's source (`from`), before and after.
+pub fn render(plan: &TagPlan, from: &dyn Fn(&str) -> String) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    for (url, changes) in &plan.stores {
+        let _ = writeln!(
+            s,
+            "\nSegment tags in snowdrift's store {} (table {}):",
+            snowdrift_store::mask_url(url),
+            plan.table
+        );
+        if changes.is_empty() {
+            let _ = writeln!(s, "  none");
+            continue;
+        }
+        let width = changes
+            .iter()
+            .map(|c| c.tag.len())
+            .max()
+            .unwrap_or(3)
+            .max(3);
+        let _ = writeln!(
+            s,
+            "  {:<width$}  {:<28}  {:<28}  {:<13}  FROM",
+            "TAG", "BEFORE", "AFTER", "CHANGE"
+        );
+        for c in changes {
+            let _ = writeln!(
+                s,
+                "  {:<width$}  {:<28}  {:<28}  {:<13}  {}",
+                c.tag,
+                c.before.map_or("none".into(), state),
+                state(c.after),
+                verb(c),
+                from(&c.tag)
+            );
+        }
+    }
+    s
+}
