@@ -12,13 +12,13 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::plan::SourcePlan;
-use crate::plan::sections::{COUNTS, SPANS};
 use crate::config::{
     AuthConfig, BitsFrom, Config, Derive, GeneratorConfig, Kind, LeafConfig, LeafErrors,
     LimitsConfig, OnBackwardPolicy, Output, Registry, Role, ServerConfig, StoreConfig, TokenConfig,
     WorkerConfig,
 };
+use crate::plan::SourcePlan;
+use crate::plan::sections::{COUNTS, SPANS};
 
 /// The schema's sources, as compiled into this test (so a change to one rebuilds it).
 const SOURCES: &[(&str, &str)] = &[
