@@ -188,11 +188,13 @@ pub async fn run(args: Args) -> Result<()> {
                 );
                 changes += 1;
             }
-            lines.push_str(&format!(
-                "[store]\nurl = {}\ntable = {}\n\n[leaf]\nerrors = \"leaf\"\n\n",
-                quote(source),
-                quote(&args.table)
-            ));
+            if config.is_none() {
+                lines.push_str(&format!(
+                    "[store]\nurl = {}\ntable = {}\n\n[leaf]\nerrors = \"leaf\"\n\n",
+                    quote(source),
+                    quote(&args.table)
+                ));
+            }
         }
         changes += plan.changes();
         let add_columns = adopted && !has_template_columns;
