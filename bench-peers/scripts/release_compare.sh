@@ -157,16 +157,19 @@ if [[ -n ${CALLGRIND:-} ]]; then
     command -v valgrind >/dev/null || { echo "release_compare.sh: CALLGRIND=1 needs valgrind" >&2; exit 1; }
     cleanup; PIDS=()
     for c in "${NAMES[@]}"; do
-        start "$c" valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file="$OUT/callgrind-$c.out"
-        # Counted only while wrk runs: startup, the token hash and the tag are left out.
+        start "$c" valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/callgrind-$c.out"
+        # Counted only while wrk runs (instrumentation on, counters zeroed, a dump after):
+        # startup, the token hash and the tag are left out. The dump is callgrind-$c.out.1.
         callgrind_control -i on "${PID[$c]}" >/dev/null
+        callgrind_control -z "${PID[$c]}" >/dev/null
         client wrk -t 1 -c "$C" -d 20s -H "Authorization: Bearer ${TOKEN[$c]}" "http://127.0.0.1:${HTTP[$c]}/v1/ids/wide" >"$OUT/raw/callgrind-wrk-$c.txt"
+        callgrind_control -d "${PID[$c]}" >/dev/null
         callgrind_control -i off "${PID[$c]}" >/dev/null
         kill "${PID[$c]}"; wait "${PID[$c]}" 2>/dev/null || true
         n=$(awk '/requests in/ {print $1}' "$OUT/raw/callgrind-wrk-$c.txt")
-        ir=$(callgrind_annotate "$OUT/callgrind-$c.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(/,/, "", $1); print $1; exit}')
+        ir=$(callgrind_annotate "$OUT/callgrind-$c.out.1" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(/,/, "", $1); print $1; exit}')
         record 1 "$c:http1" instructions_per_request "$((ir / n))"
-        callgrind_annotate --inclusive=yes "$OUT/callgrind-$c.out" 2>/dev/null | head -60 >"$OUT/callgrind-$c.top.txt"
+        callgrind_annotate --inclusive=yes "$OUT/callgrind-$c.out.1" 2>/dev/null | head -70 >"$OUT/callgrind-$c.top.txt"
         log "callgrind $c: $n requests, $ir instructions, $((ir / n)) per request (top functions: callgrind-$c.top.txt)"
     done
 fi
