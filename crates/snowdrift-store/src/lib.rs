@@ -13,6 +13,8 @@
 //!   with durable high-water marks, so two nodes never issue with the same worker ID.
 //! - [`counter`]: Redis `INCRBY` counters served in batches, with keys that reset each
 //!   period and templates such as `ORD{date:%Y%m%d}{seq:08}`.
+//! - [`sql_functions`]: `snowdrift_id(generator)` made inside PostgreSQL, under worker IDs
+//!   reserved for the database in the servers' own worker table.
 //! - [`tso`]: a timestamp oracle's leader election and saved window (etcd), around
 //!   [`snowdrift_core::tso::TimestampOracle`].
 //! - [`peer`]: the state Tinyid, UidGenerator and Leaf leave behind, read where they keep
@@ -33,6 +35,7 @@ pub mod peer;
 mod redis_connection;
 pub mod segment;
 mod sql_connection;
+pub mod sql_functions;
 pub mod ticket;
 pub mod tso;
 pub mod worker;

@@ -52,6 +52,7 @@ enum Command {
     Token(cmd::token::Args),
     Verify(cmd::verify::Args),
     Workers(cmd::workers::Args),
+    Sql(cmd::sql::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -69,6 +70,7 @@ fn main() -> std::process::ExitCode {
         Command::Token(a) => cmd::token::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Workers(a) => cmd::workers::run(a),
+        Command::Sql(a) => cmd::sql::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -16,7 +16,7 @@ const MAX_RACES: usize = 8;
 impl Dialect {
     /// The database's clock in whole milliseconds since the Unix epoch, rounded down, taken
     /// when the statement arrived (never before the node sent it).
-    fn now_ms(self) -> &'static str {
+    pub(crate) fn now_ms(self) -> &'static str {
         match self {
             // statement_timestamp() is the receipt of the statement, fixed for its run.
             Dialect::Postgres => "FLOOR(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT",
@@ -28,6 +28,28 @@ impl Dialect {
             Dialect::Sqlite => "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
         }
     }
+}
+
+/// `template` for `dialect` on `table`: `{t}` is the table, `{now}` the database's clock in
+/// milliseconds, and each `?` becomes `$1`, `$2`, ... on PostgreSQL.
+pub(crate) fn statement(dialect: Dialect, table: &str, template: &str) -> AssertSqlSafe<String> {
+    let s = template
+        .replace("{t}", table)
+        .replace("{now}", dialect.now_ms());
+    if dialect != Dialect::Postgres {
+        return AssertSqlSafe(s);
+    }
+    let mut numbered = String::with_capacity(s.len() + 8);
+    let mut n = 0;
+    for c in s.chars() {
+        if c == '?' {
+            n += 1;
+            numbered.push_str(&format!("${n}"));
+        } else {
+            numbered.push(c);
+        }
+    }
+    AssertSqlSafe(numbered)
 }
 
 /// Worker leases in one SQL table, through sqlx (SQLite, PostgreSQL, MySQL/MariaDB).
@@ -87,23 +109,7 @@ impl SqlRegistry {
     /// The statement for this dialect: `{t}` is the table, `{now}` the database's clock in
     /// milliseconds, and each `?` becomes `$1`, `$2`, ... on PostgreSQL.
     fn sql(&self, template: &str) -> AssertSqlSafe<String> {
-        let s = template
-            .replace("{t}", &self.table)
-            .replace("{now}", self.dialect.now_ms());
-        if self.dialect != Dialect::Postgres {
-            return AssertSqlSafe(s);
-        }
-        let mut numbered = String::with_capacity(s.len() + 8);
-        let mut n = 0;
-        for c in s.chars() {
-            if c == '?' {
-                n += 1;
-                numbered.push_str(&format!("${n}"));
-            } else {
-                numbered.push(c);
-            }
-        }
-        AssertSqlSafe(numbered)
+        statement(self.dialect, &self.table, template)
     }
 
     async fn migrate(&self) -> Result<()> {
@@ -602,6 +608,18 @@ impl SqlRegistry {
                 "its layout cannot be read ({e}): it was edited by hand; put back the layout record its holder issues under"
             )),
         }
+        if entry
+            .holder
+            .starts_with(crate::sql_functions::RESERVATION_PREFIX)
+            && expires == Some(crate::sql_functions::RESERVED_UNTIL_MS)
+        {
+            // Not a lease set by hand: the block a database's ID functions issue under.
+            entry.stuck(format!(
+                "reserved for the ID functions of database {} (snowdrift sql install): no server takes it; free it only with snowdrift sql uninstall, which writes the database's last high-water mark first (freeing it by hand lets a server repeat the database's IDs)",
+                &entry.holder[crate::sql_functions::RESERVATION_PREFIX.len()..]
+            ));
+            return Ok(entry);
+        }
         entry.flag_long_lease(&format!(
             "once no server uses it, set lease_expires_ms to 0 in its row of table {} to free it",
             self.table
@@ -706,6 +724,148 @@ impl claim::Backend for SqlClaim<'_> {
     fn place(&self) -> String {
         format!("in table {}", self.registry.table)
     }
+}
+
+/// A row of the worker table as a reservation reads it, by the database's clock.
+#[derive(Debug, Clone)]
+pub(crate) struct TableRow {
+    pub worker_id: u64,
+    pub holder: Option<String>,
+    /// `lease_expires_ms - now`: above 0 while the lease is live.
+    pub left_ms: i64,
+    /// The stored high-water mark ([`super::Mark::stored`]).
+    pub mark: Option<u64>,
+    pub layout: Option<String>,
+}
+
+impl TableRow {
+    /// Whether a live lease holds the worker ID.
+    pub fn live(&self) -> bool {
+        self.holder.is_some() && self.left_ms > 0
+    }
+}
+
+/// Every row of `table` below worker ID `space`, read on `conn` (inside the caller's
+/// transaction, if it has one).
+pub(crate) async fn table_rows(
+    conn: &mut sqlx::AnyConnection,
+    dialect: Dialect,
+    table: &str,
+    space: u64,
+) -> Result<Vec<TableRow>> {
+    let select = statement(
+        dialect,
+        table,
+        "SELECT worker_id, holder, lease_expires_ms - {now} AS left_ms, high_water_ms, layout \
+         FROM {t} WHERE worker_id >= 0 AND worker_id < ? ORDER BY worker_id",
+    );
+    let rows = sqlx::query(select)
+        .bind(i64::try_from(space).unwrap_or(i64::MAX))
+        .fetch_all(&mut *conn)
+        .await?;
+    rows.iter()
+        .map(|row| {
+            let id: i64 = row.try_get("worker_id")?;
+            let mark: Option<i64> = row.try_get("high_water_ms")?;
+            Ok(TableRow {
+                worker_id: id as u64,
+                holder: row.try_get("holder")?,
+                left_ms: row.try_get("left_ms")?,
+                mark: mark.map(|m| u64::try_from(m).unwrap_or(u64::MAX)),
+                layout: row.try_get("layout")?,
+            })
+        })
+        .collect()
+}
+
+/// Reserves `worker_id` in `table` for `holder`, which is no server: a lease that ends at
+/// [`RESERVED_UNTIL_MS`](crate::sql_functions::RESERVED_UNTIL_MS), so no server's claim
+/// (which takes only a free or ended lease) takes it, with `layout` recorded beside the
+/// mark. The mark stays. `Ok(false)` when a live holder other than `holder` has it.
+pub(crate) async fn reserve_on(
+    conn: &mut sqlx::AnyConnection,
+    dialect: Dialect,
+    table: &str,
+    worker_id: u64,
+    holder: &str,
+    layout: &str,
+) -> Result<bool> {
+    validate_holder(holder)?;
+    let id = id_of(worker_id)?;
+    let until = crate::sql_functions::RESERVED_UNTIL_MS;
+    let update = statement(
+        dialect,
+        table,
+        "UPDATE {t} SET reported_ms = NULL, claimed_ms = {now}, holder = ?, \
+         lease_expires_ms = ?, lease_ttl_ms = NULL, layout = ? \
+         WHERE worker_id = ? AND (holder IS NULL OR holder = ? OR lease_expires_ms <= {now})",
+    );
+    let updated = sqlx::query(update)
+        .bind(holder)
+        .bind(until)
+        .bind(layout)
+        .bind(id)
+        .bind(holder)
+        .execute(&mut *conn)
+        .await?;
+    if updated.rows_affected() == 1 {
+        return Ok(true);
+    }
+    // No row yet, or a live holder: a racing insert of the same ID must not abort the
+    // caller's transaction, so the insert ignores a conflict and says by its count.
+    let insert = match dialect {
+        Dialect::Postgres => {
+            "INSERT INTO {t} (worker_id, holder, lease_expires_ms, claimed_ms, layout) \
+             VALUES (?, ?, ?, {now}, ?) ON CONFLICT (worker_id) DO NOTHING"
+        }
+        Dialect::MySql => {
+            "INSERT IGNORE INTO {t} (worker_id, holder, lease_expires_ms, claimed_ms, layout) \
+             VALUES (?, ?, ?, {now}, ?)"
+        }
+        Dialect::Sqlite => {
+            "INSERT OR IGNORE INTO {t} (worker_id, holder, lease_expires_ms, claimed_ms, layout) \
+             VALUES (?, ?, ?, {now}, ?)"
+        }
+    };
+    let inserted = sqlx::query(statement(dialect, table, insert))
+        .bind(id)
+        .bind(holder)
+        .bind(until)
+        .bind(layout)
+        .execute(&mut *conn)
+        .await?;
+    Ok(inserted.rows_affected() == 1)
+}
+
+/// Ends `holder`'s reservation of `worker_id` in `table`, raising its high-water mark to
+/// `mark` (a stored mark) first, in one statement: the next server to claim it waits past
+/// every ID the database issued. `Ok(false)` when `holder` does not hold it.
+pub(crate) async fn unreserve_on(
+    conn: &mut sqlx::AnyConnection,
+    dialect: Dialect,
+    table: &str,
+    worker_id: u64,
+    holder: &str,
+    mark: u64,
+) -> Result<bool> {
+    let id = id_of(worker_id)?;
+    let mark = ms_since_epoch(mark, "high-water mark")?;
+    let update = statement(
+        dialect,
+        table,
+        "UPDATE {t} SET high_water_ms = CASE \
+         WHEN high_water_ms IS NULL OR high_water_ms < ? THEN ? ELSE high_water_ms END, \
+         holder = NULL, lease_expires_ms = 0, reported_ms = NULL \
+         WHERE worker_id = ? AND holder = ?",
+    );
+    let updated = sqlx::query(update)
+        .bind(mark)
+        .bind(mark)
+        .bind(id)
+        .bind(holder)
+        .execute(&mut *conn)
+        .await?;
+    Ok(updated.rows_affected() == 1)
 }
 
 /// Checks a namespace (a table name, key prefix or root znode). The four backends share

@@ -11,6 +11,7 @@ mod next_segment;
 pub(crate) mod next_text;
 
 pub mod serve;
+pub mod sql;
 pub mod tags;
 pub mod tickets;
 pub mod token;

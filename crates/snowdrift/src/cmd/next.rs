@@ -7,7 +7,7 @@ use snowdrift_core::codec::IdFormat;
 use snowdrift_core::generator::SnowflakeGenerator;
 use snowdrift_proto::Kind;
 
-mod leased;
+pub(crate) mod leased;
 
 use crate::layout_args::LayoutArgs;
 use crate::mastodon_args::MastodonArgs;

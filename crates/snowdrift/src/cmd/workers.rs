@@ -157,7 +157,8 @@ fn list(args: ListArgs) -> Result<()> {
                 printable(&e.holder)
             );
             if let Some(p) = &e.problem {
-                println!("{:>9}  problem: {}", "", printable(p));
+                let label = if reserved(e) { "note" } else { "problem" };
+                println!("{:>9}  {label}: {}", "", printable(p));
             }
         }
     }
@@ -193,9 +194,20 @@ fn list(args: ListArgs) -> Result<()> {
     Ok(())
 }
 
-/// `live`, `expiring`, or `stuck` for a lease nothing ends and no server can use.
+/// Whether the entry is a worker ID reserved for a database's ID functions (`snowdrift sql
+/// install`), not a stuck lease.
+fn reserved(e: &WorkerEntry) -> bool {
+    e.never_expires
+        && e.holder
+            .starts_with(snowdrift_store::sql_functions::RESERVATION_PREFIX)
+}
+
+/// `live`, `expiring`, `reserved` for a database's ID functions, or `stuck` for a lease
+/// nothing ends and no server can use.
 fn state(e: &WorkerEntry) -> &'static str {
-    if e.never_expires {
+    if reserved(e) {
+        "reserved"
+    } else if e.never_expires {
         "stuck"
     } else if e.expiring {
         "expiring"
@@ -205,6 +217,9 @@ fn state(e: &WorkerEntry) -> &'static str {
 }
 
 fn lease_text(e: &WorkerEntry, backend: &str) -> String {
+    if reserved(e) {
+        return "until sql uninstall".into();
+    }
     if e.never_expires {
         return "never expires".into();
     }

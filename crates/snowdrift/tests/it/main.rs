@@ -19,6 +19,7 @@ mod reload_cli;
 mod restart_ready;
 mod segment_cli;
 mod serve_cli;
+mod sql_ids;
 mod text_kinds;
 mod tickets_cli;
 mod token_cli;

@@ -98,7 +98,7 @@ pub struct LeaseArgs {
 }
 
 /// Parses `1500ms`, `10s`, `2m`, or a bare number of milliseconds.
-fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
