@@ -34,6 +34,17 @@ pub enum Route {
     LeafCache,
     /// Leaf's monitor page `GET /db`: the tag table (HTML).
     LeafDb,
+    /// Didi Tinyid's `/tinyid/id/nextId`, any method: IDs as Tinyid's JSON
+    /// ([`crate::tinyid::Answer`] of a list).
+    TinyidNextId,
+    /// Tinyid's `/tinyid/id/nextIdSimple`: IDs as text, comma-separated.
+    TinyidNextIdSimple,
+    /// Tinyid's `/tinyid/id/nextSegmentId`: a segment for the client to issue itself, as
+    /// Tinyid's JSON ([`crate::tinyid::Answer`] of a [`crate::tinyid::Segment`]).
+    TinyidNextSegmentId,
+    /// Tinyid's `/tinyid/id/nextSegmentIdSimple`: the segment as
+    /// `currentId,loadingId,maxId,delta,remainder`, what Tinyid's own client asks for.
+    TinyidNextSegmentIdSimple,
     /// `GET /healthz`: the process is up.
     Healthz,
     /// `GET /readyz`: every generator can issue.
@@ -52,7 +63,7 @@ pub enum Route {
 
 impl Route {
     /// Every route.
-    pub const ALL: [Route; 18] = [
+    pub const ALL: [Route; 22] = [
         Route::Ids,
         Route::Decode,
         Route::Tags,
@@ -64,6 +75,10 @@ impl Route {
         Route::LeafDecodeQuery,
         Route::LeafCache,
         Route::LeafDb,
+        Route::TinyidNextId,
+        Route::TinyidNextIdSimple,
+        Route::TinyidNextSegmentId,
+        Route::TinyidNextSegmentIdSimple,
         Route::Healthz,
         Route::Readyz,
         Route::Metrics,
@@ -87,6 +102,10 @@ impl Route {
             Route::LeafDecodeQuery => "/decodeSnowflakeId",
             Route::LeafCache => "/cache",
             Route::LeafDb => "/db",
+            Route::TinyidNextId => "/tinyid/id/nextId",
+            Route::TinyidNextIdSimple => "/tinyid/id/nextIdSimple",
+            Route::TinyidNextSegmentId => "/tinyid/id/nextSegmentId",
+            Route::TinyidNextSegmentIdSimple => "/tinyid/id/nextSegmentIdSimple",
             Route::Healthz => "/healthz",
             Route::Readyz => "/readyz",
             Route::Metrics => "/metrics",
@@ -104,8 +123,24 @@ impl Route {
             Route::Tag => &["GET", "PATCH"],
             // Leaf maps these without a method, so its clients may POST.
             Route::LeafSegment | Route::LeafSnowflake | Route::LeafDecodeQuery => &["GET", "POST"],
+            // Tinyid's controller maps them for every method too; its client POSTs.
+            Route::TinyidNextId
+            | Route::TinyidNextIdSimple
+            | Route::TinyidNextSegmentId
+            | Route::TinyidNextSegmentIdSimple => &["GET", "POST", "PUT", "PATCH", "DELETE"],
             _ => &["GET"],
         }
+    }
+
+    /// Whether it is one of Tinyid's routes, which `[tinyid] enabled = false` turns off.
+    pub const fn is_tinyid(self) -> bool {
+        matches!(
+            self,
+            Route::TinyidNextId
+                | Route::TinyidNextIdSimple
+                | Route::TinyidNextSegmentId
+                | Route::TinyidNextSegmentIdSimple
+        )
     }
 
     /// For a single-ID route whose one parameter ends the path, the path up to it: such a

@@ -97,6 +97,7 @@ impl Server {
             auth: auth::Auth::new(tokens),
             conns,
             leaf_errors: config.leaf.errors,
+            tinyid: config.tinyid.enabled,
         });
         Ok(Self {
             reloader: Reloader::new(state.clone(), &config),

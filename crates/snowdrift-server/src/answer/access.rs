@@ -7,6 +7,9 @@
 //! `/ui` with its assets (the page holds no data; it asks for a token to read
 //! `/v1/generators`). `/v1/generators` lists every generator with its worker lease, holder
 //! and registry, so it needs `read` on every name (`*`), as listing tags does.
+//! Tinyid's routes (`/tinyid/id/...`) pass the layers: their handler judges the token itself
+//! (`crate::answer::tinyid`), with this table's [`ISSUE`] role on the `bizType` it names,
+//! because the token comes as a parameter and a refusal is Tinyid's HTTP 200 with code 5.
 //! A route this table does not know needs an admin token for every name, so a new route is
 //! closed until someone decides otherwise.
 
@@ -52,6 +55,11 @@ pub(crate) fn need(route: Route) -> Option<Need> {
         | Route::Ui
         | Route::UiScript
         | Route::UiStyle => return None,
+        // Judged by the handler: see the module's documentation.
+        Route::TinyidNextId
+        | Route::TinyidNextIdSimple
+        | Route::TinyidNextSegmentId
+        | Route::TinyidNextSegmentIdSimple => return None,
         Route::Ids | Route::Decode => (ISSUE, On::Param("name")),
         Route::LeafSegment => (ISSUE, On::Param("tag")),
         Route::LeafSnowflake => (ISSUE, On::Snowflake("key")),

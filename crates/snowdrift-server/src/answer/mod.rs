@@ -1,5 +1,5 @@
 //! The answers every transport gives, in no transport's types: what a request for IDs is
-//! answered with ([`ids`], [`leaf`]), how a query string is read ([`query`]), what a refusal
+//! answered with ([`ids`], [`leaf`], [`tinyid`]), how a query string is read ([`query`]), what a refusal
 //! says and with which status ([`refusal`]), and which role and names each route needs
 //! ([`access`]). The transports call these and only put the result on their wire: the fast
 //! path (`crate::fast`) and the router (`crate::http`) write an [`Answer`] as an HTTP
@@ -14,6 +14,7 @@ pub(crate) mod ids;
 pub(crate) mod leaf;
 pub(crate) mod query;
 pub(crate) mod refusal;
+pub(crate) mod tinyid;
 
 pub use refusal::{body, www_authenticate};
 

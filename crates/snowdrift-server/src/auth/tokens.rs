@@ -124,6 +124,27 @@ impl Tokens {
         self.judge(token, target, role)
     }
 
+    /// [`Tokens::authorize`] of a token sent bare, not in an `Authorization` header: Tinyid's
+    /// routes take it as the `token` parameter. `None` or an empty token is 401 as a
+    /// missing header is.
+    pub(crate) fn authorize_token(
+        &self,
+        token: Option<&str>,
+        target: Target<'_>,
+        role: Role,
+    ) -> Result<(), Error> {
+        if !self.is_enabled() {
+            return Ok(());
+        }
+        let presented = token.filter(|t| !t.is_empty()).ok_or_else(|| {
+            unauthorized(
+                "this server needs a token: send it as the token parameter (an operator makes                  one with `snowdrift token create`)",
+            )
+        })?;
+        let token = self.find(presented).ok_or_else(unknown_token)?;
+        self.judge(token, target, role)
+    }
+
     /// Which token of this set the `Authorization` value `authorization` presents: its
     /// place, for [`Tokens::judge`]. 401 `unauthorized` without a known token. Only for a
     /// set with tokens ([`Tokens::is_enabled`]).
@@ -386,6 +407,23 @@ mod tests {
         );
         assert_eq!(
             a.authorize(Some("Bearer sd_r"), Target::Any, Role::Read),
+            Ok(())
+        );
+        // A bare token (Tinyid's parameter) is judged the same way.
+        let bare = |t: Option<&str>, name: &str| {
+            a.authorize_token(t, Target::Name(name), Role::Read)
+                .map_err(|e| e.kind())
+        };
+        assert_eq!(bare(Some("sd_r"), "orders"), Ok(()));
+        assert_eq!(bare(Some("sd_r"), "users"), Err(ErrorKind::Forbidden));
+        assert_eq!(
+            bare(Some("Bearer sd_r"), "orders"),
+            Err(ErrorKind::Unauthorized)
+        );
+        assert_eq!(bare(Some(""), "orders"), Err(ErrorKind::Unauthorized));
+        assert_eq!(bare(None, "orders"), Err(ErrorKind::Unauthorized));
+        assert_eq!(
+            auth(vec![]).authorize_token(None, Target::Any, Role::Read),
             Ok(())
         );
     }

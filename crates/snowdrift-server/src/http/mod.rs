@@ -12,6 +12,7 @@ pub(crate) mod metrics;
 mod openapi;
 mod path;
 mod tags;
+mod tinyid;
 mod ui;
 
 use std::sync::Arc;
@@ -27,11 +28,14 @@ use crate::state::AppState;
 
 /// The router for `state`: every route of the one route table
 /// (`snowdrift_proto::http::Route`, from which the fast path takes its routes too), each
-/// with its handlers.
+/// with its handlers; Tinyid's only with `tinyid.enabled` (without, they are the fallback's
+/// 404).
 pub fn router(state: Arc<AppState>, max_body: usize) -> Router {
     let body_timeout = state.conns.limits().body_timeout;
+    let tinyid = state.tinyid;
     Route::ALL
         .into_iter()
+        .filter(|route| tinyid || !route.is_tinyid())
         .fold(Router::new(), |router, route| {
             router.route(route.pattern(), handlers(route))
         })
@@ -75,6 +79,10 @@ fn handlers(route: Route) -> MethodRouter<Arc<AppState>> {
         Route::LeafDecodeQuery => get(leaf_routes::decode_query).post(leaf_routes::decode_query),
         Route::LeafCache => get(leaf_routes::cache),
         Route::LeafDb => get(leaf_routes::db),
+        Route::TinyidNextId
+        | Route::TinyidNextIdSimple
+        | Route::TinyidNextSegmentId
+        | Route::TinyidNextSegmentIdSimple => tinyid::handlers(route),
         Route::Healthz => get(health::healthz),
         Route::Readyz => get(health::readyz),
         Route::Metrics => get(metrics::render),

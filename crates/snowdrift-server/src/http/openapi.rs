@@ -2,8 +2,9 @@
 //!
 //! The checked-in `openapi.json` (embedded at build time) describes every route for any
 //! configuration; the served document is that one with what depends on this server filled
-//! in: how large `count` may be (`limits.max_count`), and whether a token is required (with
-//! auth on, the routes that take one need one). What depends on the generator a name
+//! in: how large `count` may be (`limits.max_count`), whether a token is required (with
+//! auth on, the routes that take one need one), and whether Tinyid's routes are served
+//! (`tinyid.enabled`). What depends on the generator a name
 //! picks (formats without an `obfuscate_key`, runs of text IDs) is documented as a 409: the
 //! request is well formed, the generator cannot answer it in that form.
 
@@ -25,7 +26,24 @@ static TEMPLATE: LazyLock<Value> = LazyLock::new(|| {
 
 /// The document, as this server accepts requests.
 pub async fn spec(State(state): State<Arc<AppState>>) -> Json<Value> {
-    Json(document(state.max_count, state.auth.is_enabled()))
+    let mut doc = document(state.max_count, state.auth.is_enabled());
+    if !state.tinyid {
+        without_tinyid(&mut doc);
+    }
+    Json(doc)
+}
+
+/// Leaves Tinyid's routes (and their tag) out of `doc`, for a server with
+/// `tinyid.enabled = false`.
+pub fn without_tinyid(doc: &mut Value) {
+    if let Some(paths) = doc["paths"].as_object_mut() {
+        paths.retain(|path, _| {
+            snowdrift_proto::http::Route::from_pattern(path).is_none_or(|r| !r.is_tinyid())
+        });
+    }
+    if let Some(tags) = doc["tags"].as_array_mut() {
+        tags.retain(|t| t["name"] != "tinyid");
+    }
 }
 
 /// The checked-in document made exact for a server whose `limits.max_count` is `max_count`,
@@ -69,5 +87,21 @@ mod tests {
         let next = &with_auth["paths"]["/v1/ids/{name}"]["get"];
         assert_eq!(next["security"], json!([{"bearerAuth": []}]));
         assert!(with_auth["paths"]["/healthz"]["get"]["security"].is_null());
+        let mut off = document(77, false);
+        assert!(off["paths"]["/tinyid/id/nextSegmentIdSimple"].is_object());
+        without_tinyid(&mut off);
+        let paths = off["paths"].as_object().unwrap();
+        assert!(
+            paths.keys().all(|p| !p.starts_with("/tinyid/")),
+            "{paths:?}"
+        );
+        assert!(paths.contains_key("/api/segment/get/{tag}"));
+        assert!(
+            off["tags"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t["name"] != "tinyid")
+        );
     }
 }

@@ -12,6 +12,7 @@ mod handles;
 mod issued;
 mod latency;
 pub(crate) mod text;
+mod tinyid;
 
 use std::sync::OnceLock;
 
@@ -21,6 +22,7 @@ pub use issued::issued;
 pub(crate) use issued::write as write_issued;
 pub use latency::Track;
 pub(crate) use latency::{record_http, write_fast};
+pub(crate) use tinyid::answered as tinyid_answered;
 pub(crate) static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
 /// Installs the process-wide Prometheus recorder (once; later calls reuse it). Returns
@@ -60,6 +62,10 @@ pub fn install_recorder() -> bool {
                 "snowdrift_batch_size",
                 metrics::Unit::Count,
                 "IDs per request that issued IDs, by kind."
+            );
+            metrics::describe_counter!(
+                tinyid::NAME,
+                "Answers of Tinyid's routes by route and Tinyid code: 200, 5 (token missing, unknown or not for the bizType), 6 (anything else); all are HTTP 200."
             );
             describe_snowflake();
             describe_tso();

@@ -29,6 +29,8 @@ pub struct AppState {
     pub conns: crate::conn::Admission,
     /// How Leaf's routes answer errors (`leaf.errors`, read at start).
     pub leaf_errors: crate::config::LeafErrors,
+    /// Whether Tinyid's routes are served (`tinyid.enabled`, read at start).
+    pub tinyid: bool,
 }
 
 /// Takes `count` IDs of generator or tag `name` from `source` and counts them in the

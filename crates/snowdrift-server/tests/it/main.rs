@@ -21,6 +21,7 @@ mod resp;
 mod segment_options;
 mod strict_config;
 mod support;
+mod tinyid;
 mod tls;
 mod tso;
 mod tso_forward;

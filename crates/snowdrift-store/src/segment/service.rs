@@ -9,7 +9,7 @@ use snowdrift_core::counter::CounterTemplate;
 use snowdrift_core::segment::{ChainStatus, IdRange};
 use tokio::sync::OnceCell;
 
-use super::tag::{NewTag, Tag, TagUpdate, validate_tag};
+use super::tag::{Claim, NewTag, Tag, TagUpdate, validate_tag};
 use super::{BufferConfig, DatedBuffer, SegmentBuffer, SegmentStore};
 use crate::error::{Error, Result};
 
@@ -317,5 +317,31 @@ impl SegmentService {
     /// The store behind this service.
     pub fn store(&self) -> &SegmentStore {
         &self.store
+    }
+
+    /// How this service's buffers prefetch and wait.
+    pub fn config(&self) -> &BufferConfig {
+        &self.config
+    }
+
+    /// Claims the next segment of `tag` for a client that issues its IDs itself (Tinyid's
+    /// client): durably, in the store's one atomic step, exactly as a buffer claims one, so
+    /// no buffer and no other client (on this node or any other on the store) ever gets
+    /// those IDs. The segment is the tag's stored step, as Tinyid's server hands out, and
+    /// never enters this node's buffers. Bounded by the buffers' `claim_timeout`: a claim
+    /// cut off may still commit, and its range is then skipped, never handed out twice.
+    ///
+    /// A tag with a template is refused ([`Error::TagTemplated`], the claim rolled back):
+    /// its numbers count per period and are served rendered, never as a raw range.
+    pub async fn claim_for_client(&self, tag: &str) -> Result<Claim> {
+        validate_tag(tag)?;
+        let bound = self.config.claim_timeout;
+        tokio::time::timeout(bound, self.store.claim(tag, None))
+            .await
+            .unwrap_or_else(|_| {
+                Err(Error::Unavailable(
+                    format!("the store did not answer within {bound:?}").into(),
+                ))
+            })
     }
 }

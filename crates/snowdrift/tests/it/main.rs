@@ -22,6 +22,7 @@ mod serve_cli;
 mod sql_ids;
 mod text_kinds;
 mod tickets_cli;
+mod tinyid_client;
 mod token_cli;
 mod tso_chaos;
 mod tso_merge;

@@ -107,7 +107,7 @@ pub use auth::{AuthConfig, Role, TokenConfig};
 pub(crate) use duration::duration_text;
 pub use generator::{GeneratorConfig, Kind, OnBackwardPolicy, Output};
 pub use limits::LimitsConfig;
-pub use server::{LeafConfig, LeafErrors, ServerConfig};
+pub use server::{LeafConfig, LeafErrors, ServerConfig, TinyidConfig};
 pub use store::StoreConfig;
 pub use worker::{BitsFrom, Derive, Registry, WorkerConfig, machine_state_dir};
 
@@ -127,6 +127,8 @@ pub struct Config {
     pub auth: AuthConfig,
     /// How Leaf's routes answer.
     pub leaf: LeafConfig,
+    /// Whether Tinyid's routes are served.
+    pub tinyid: TinyidConfig,
     /// The generators, by name. Empty means the defaults: `snowflake` (Twitter layout),
     /// `uuid7`, `ulid` and `objectid`.
     #[serde(rename = "generator")]

@@ -1,4 +1,5 @@
-//! `[server]` and `[leaf]`: the listeners and how Leaf's routes answer.
+//! `[server]`, `[leaf]` and `[tinyid]`: the listeners, how Leaf's routes answer, and whether
+//! Tinyid's are served.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -76,5 +77,21 @@ word_enum!(
 impl Default for LeafErrors {
     fn default() -> Self {
         LeafErrors::Snowdrift
+    }
+}
+
+/// `[tinyid]`: Didi Tinyid's routes (`/tinyid/id/nextId`, `nextIdSimple`, `nextSegmentId`,
+/// `nextSegmentIdSimple`), for Tinyid's own client and callers written for Tinyid.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TinyidConfig {
+    /// Serve Tinyid's routes (on by default, as Leaf's are); `false` answers them 404 and
+    /// leaves them out of `/openapi.json`.
+    pub enabled: bool,
+}
+
+impl Default for TinyidConfig {
+    fn default() -> Self {
+        Self { enabled: true }
     }
 }

@@ -14,8 +14,8 @@ use serde::Serialize;
 
 use crate::config::{
     AuthConfig, BitsFrom, Config, Derive, GeneratorConfig, Kind, LeafConfig, LeafErrors,
-    LimitsConfig, OnBackwardPolicy, Output, Registry, Role, ServerConfig, StoreConfig, TokenConfig,
-    WorkerConfig,
+    LimitsConfig, OnBackwardPolicy, Output, Registry, Role, ServerConfig, StoreConfig,
+    TinyidConfig, TokenConfig, WorkerConfig,
 };
 use crate::plan::SourcePlan;
 use crate::plan::sections::{COUNTS, SPANS};
@@ -278,6 +278,14 @@ fn sections() -> Vec<Section> {
             defaults: json(LeafConfig::default()),
             fields: crate::config::schema::serde_fields::<LeafConfig>(),
             env: "SNOWDRIFT_LEAF__",
+        },
+        Section {
+            path: "tinyid",
+            header: "[tinyid]",
+            item: "TinyidConfig",
+            defaults: json(TinyidConfig::default()),
+            fields: crate::config::schema::serde_fields::<TinyidConfig>(),
+            env: "SNOWDRIFT_TINYID__",
         },
         Section {
             path: "generator",
