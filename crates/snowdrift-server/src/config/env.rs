@@ -117,6 +117,10 @@ pub const OTHER_VARIABLES: &[(&str, &str)] = &[
         "scripts/schemathesis: examples per operation",
     ),
     (
+        "SNOWDRIFT_SCHEMATHESIS_TINYID_EXAMPLES",
+        "scripts/schemathesis: examples per operation of Tinyid's routes",
+    ),
+    (
         "SNOWDRIFT_CHROMIUM",
         "tests only: the Chromium the web UI test drives",
     ),
