@@ -371,3 +371,295 @@ async fn postgres_clock_stepped_back_waits_or_refuses() {
     check_unique_and_rising(&db, &issued);
     db.drop().await;
 }
+
+/// A reservation freed by hand (the row's lease set to end) stops the database at once
+/// for a new session and within a second for a running one: it never issues under a
+/// worker ID a server could take.
+#[tokio::test]
+async fn postgres_a_reservation_freed_by_hand_stops_the_database() {
+    let db = Db::new(1, |_| {}).await;
+    let mut s = db.session().await;
+    id(&mut s, &db.one()).await.unwrap();
+    db.raw(format!(
+        "UPDATE {} SET lease_expires_ms = 0 WHERE worker_id = 1023",
+        db.table
+    ))
+    .await;
+    let mut fresh = db.session().await;
+    let err = id(&mut fresh, &db.one()).await.unwrap_err().to_string();
+    assert!(
+        err.contains("worker ID 1023 is no longer reserved for this database"),
+        "{err}"
+    );
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let err = id(&mut s, &db.one()).await.unwrap_err().to_string();
+    assert!(err.contains("no longer reserved"), "{err}");
+    db.drop().await;
+}
+
+/// A PostgreSQL of this test's own (initdb in a scratch directory, a port from the
+/// system, run as the `postgres` user), so it can be crashed without disturbing the
+/// shared server other tests use.
+struct PrivatePg {
+    dir: std::path::PathBuf,
+    port: u16,
+    bin: std::path::PathBuf,
+}
+
+impl PrivatePg {
+    fn run(&self, tool: &str, args: &[&str]) {
+        let out = std::process::Command::new("runuser")
+            .args(["-u", "postgres", "--"])
+            .arg(self.bin.join(tool))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{tool} {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn data(&self) -> String {
+        self.dir.join("data").display().to_string()
+    }
+
+    fn new() -> Self {
+        let bindir = std::process::Command::new("pg_config")
+            .arg("--bindir")
+            .output()
+            .expect("pg_config (PostgreSQL's server packages, from scripts/services)");
+        let bin = std::path::PathBuf::from(String::from_utf8(bindir.stdout).unwrap().trim());
+        let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("snowdrift_pg"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let pg = Self { dir, port, bin };
+        let chown = std::process::Command::new("chown")
+            .args(["postgres:postgres"])
+            .arg(&pg.dir)
+            .status()
+            .unwrap();
+        assert!(chown.success());
+        pg.run(
+            "initdb",
+            &[
+                "-D",
+                &pg.data(),
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "--no-sync",
+            ],
+        );
+        pg.start();
+        pg
+    }
+
+    fn start(&self) {
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+            self.port,
+            self.dir.display()
+        );
+        let log = self.dir.join("log").display().to_string();
+        self.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.data(),
+                "-o",
+                &options,
+                "-l",
+                &log,
+                "-w",
+                "start",
+            ],
+        );
+    }
+
+    /// Stops it as a crash does: no checkpoint, what is not in the WAL on disk is lost.
+    fn crash(&self) {
+        self.run(
+            "pg_ctl",
+            &["-D", &self.data(), "-m", "immediate", "-w", "stop"],
+        );
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for PrivatePg {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("runuser")
+            .args(["-u", "postgres", "--"])
+            .arg(self.bin.join("pg_ctl"))
+            .args(["-D", &self.data(), "-m", "immediate", "stop"])
+            .output();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+async fn set_offset(conn: &mut PgConnection, ms: i64) {
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "SET snowdrift.test_clock_offset_ms = '{ms}'"
+    )))
+    .execute(conn)
+    .await
+    .unwrap();
+}
+
+async fn many(conn: &mut PgConnection, n: u32) -> Vec<i64> {
+    sqlx::query_scalar(AssertSqlSafe(format!(
+        "SELECT * FROM public.snowdrift_ids('g', {n})"
+    )))
+    .fetch_all(conn)
+    .await
+    .unwrap()
+}
+
+/// A crash loses the counters' last moves; a transaction had handed out IDs 5 s ahead of
+/// the clock (its mark written and made durable by another session's commit) and never
+/// committed. After the restart the clock reads inside the IDs the crash lost: the first
+/// call moves the counters above their marks and waits for the clock, so nothing is
+/// issued twice and no worker ID goes below an ID it issued.
+#[tokio::test]
+async fn postgres_after_a_crash_counters_start_above_their_marks() {
+    let pg = PrivatePg::new();
+    let layout = Layout::preset("twitter").unwrap();
+    let mut options = InstallOptions::new("g", layout.clone(), "snowdrift_workers_g");
+    options.workers = 2;
+    options.test_clock = true;
+    sql_functions::install(&pg.url(), &options).await.unwrap();
+    let db = Db {
+        url: pg.url(),
+        schema: "public".into(),
+        table: "snowdrift_workers_g".into(),
+        layout,
+    };
+    let mut issued = Vec::new();
+    let mut a = db.session().await;
+    sqlx::raw_sql("BEGIN").execute(&mut a).await.unwrap();
+    issued.extend(many(&mut a, 2000).await);
+    // The clock 5 s ahead: its next ID writes a mark 8 s ahead...
+    set_offset(&mut a, 5000).await;
+    issued.extend(many(&mut a, 1).await);
+    // ... which another session's commit puts on disk, with everything before it.
+    let mut b = db.session().await;
+    issued.push(id(&mut b, &db.one()).await.unwrap());
+    // More IDs, about 100 ms of ticks, whose counter moves the crash loses.
+    issued.extend(many(&mut a, 400_000).await);
+    // Crashed with A's transaction open (closing it first would write its abort, which
+    // the WAL writer puts on disk with everything before it).
+    pg.crash();
+    drop((a, b));
+    pg.start();
+
+    // What the WAL kept of the counters: the clock is set just above the tick of the one
+    // that lost most, inside the IDs it lost, so without the marks the counter would go
+    // on from there and repeat them.
+    let mut admin = db.session().await;
+    let mut target = 0;
+    let mut lost_most = 0;
+    for w in [1022u64, 1023] {
+        let kept: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+            "SELECT pg_sequence_last_value('public.snowdrift_g_w{w}')"
+        )))
+        .fetch_one(&mut admin)
+        .await
+        .unwrap();
+        let issued_max = issued
+            .iter()
+            .filter(|i| db.worker_of(**i) == w)
+            .map(|i| ((*i as u64 >> 22) << 12) | (*i as u64 & 4095))
+            .max()
+            .unwrap();
+        let lost = issued_max as i64 - kept;
+        if lost >= lost_most {
+            lost_most = lost;
+            target = (kept >> 12) + 1_288_834_974_657 + 2;
+        }
+    }
+    let mut sessions = Vec::new();
+    for _ in 0..2 {
+        let mut c = db.session().await;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        set_offset(&mut c, target - now).await;
+        sqlx::raw_sql("BEGIN").execute(&mut c).await.unwrap();
+        issued.extend(many(&mut c, 5000).await);
+        sessions.push(c);
+    }
+    let before: HashMap<u64, i64> =
+        issued[..issued.len() - 10_000]
+            .iter()
+            .fold(HashMap::new(), |mut m, id| {
+                let w = db.worker_of(*id);
+                let e = m.entry(w).or_insert(*id);
+                *e = (*e).max(*id);
+                m
+            });
+    for id in &issued[issued.len() - 10_000..] {
+        let w = db.worker_of(*id);
+        if let Some(max) = before.get(&w) {
+            assert!(
+                id > max,
+                "worker {w}: {id} after the crash, below {max} before it"
+            );
+        }
+    }
+    check_unique_and_rising(&db, &issued);
+}
+
+/// Six sessions on two worker IDs, all making IDs at once: a call finding both worker IDs
+/// in use is refused (and retried), one borrowing a worker ID issues under it alone, and
+/// no ID is issued twice.
+#[tokio::test]
+async fn postgres_sessions_sharing_worker_ids_never_collide() {
+    let db = Db::new(2, |_| {}).await;
+    let mut tasks = Vec::new();
+    for _ in 0..6 {
+        let (url, sql) = (
+            db.url.clone(),
+            format!("SELECT * FROM {}.snowdrift_ids('g', 50)", db.schema),
+        );
+        tasks.push(tokio::spawn(async move {
+            let mut c = PgConnection::connect(&url).await.unwrap();
+            let (mut ids, mut refused) = (Vec::new(), 0);
+            while ids.len() < 10_000 {
+                match sqlx::query_scalar::<_, i64>(AssertSqlSafe(sql.clone()))
+                    .fetch_all(&mut c)
+                    .await
+                {
+                    Ok(got) => ids.extend(got),
+                    Err(e) if e.to_string().contains("in use by other transactions") => {
+                        refused += 1
+                    }
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            (ids, refused)
+        }));
+    }
+    let mut issued = Vec::new();
+    for t in tasks {
+        let (ids, _) = t.await.unwrap();
+        // Each session's IDs rise per worker ID in its own order.
+        check_unique_and_rising(&db, &ids);
+        issued.extend(ids);
+    }
+    issued.sort_unstable();
+    let dups = issued.windows(2).filter(|p| p[0] == p[1]).count();
+    assert_eq!(dups, 0, "{dups} IDs issued twice");
+    db.drop().await;
+}
