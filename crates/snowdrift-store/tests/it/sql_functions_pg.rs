@@ -588,14 +588,16 @@ async fn postgres_after_a_crash_counters_start_above_their_marks() {
             target = (kept >> 12) + 1_288_834_974_657 + 2;
         }
     }
-    let mut sessions = Vec::new();
-    for _ in 0..2 {
-        let mut c = db.session().await;
-        let now = std::time::SystemTime::now()
+    // One offset for both sessions: the database has one clock.
+    let offset = target
+        - std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_millis() as i64;
-        set_offset(&mut c, target - now).await;
+    let mut sessions = Vec::new();
+    for _ in 0..2 {
+        let mut c = db.session().await;
+        set_offset(&mut c, offset).await;
         sqlx::raw_sql("BEGIN").execute(&mut c).await.unwrap();
         issued.extend(many(&mut c, 5000).await);
         sessions.push(c);
