@@ -142,8 +142,9 @@ measure() { # REP COMMIT
     client "$sd" bench --target "$url" --client wide --threads 1 --duration "${DURATION}s" --token "${TOKEN[$c]}" >"$raw/client.txt" 2>&1
     record "$r" "$c:client" ids_per_s "$(per_s "$raw/client.txt" ids IDs/s)"
     client "$sd" bench --bits time:40,worker:1,seq:22 --unit 1ms --epoch 2026-01-01 --duration "${DURATION}s" >"$raw/generator.txt" 2>&1
-    record "$r" "$c:generator" ids_per_s "$(per_s "$raw/generator.txt" ids IDs/s)"
-    log "round $r $c: http1 $(awk '/^Requests\/sec/ {print $2}' "$raw/http1.txt")/s, http1000 $(awk '/^Requests\/sec/ {print $2}' "$raw/http1000.txt")/s, resp $(tail -1 "$raw/resp.csv" | tr -d '"' | cut -d, -f2)/s, client $(per_s "$raw/client.txt" ids IDs/s) IDs/s, generator $(per_s "$raw/generator.txt" ids IDs/s) IDs/s"
+    # The in-process bench prints "rate  N IDs/s (...)".
+    record "$r" "$c:generator" ids_per_s "$(awk '$1 == "rate" {gsub(/,/, "", $2); print $2}' "$raw/generator.txt")"
+    log "round $r $c: http1 $(awk '/^Requests\/sec/ {print $2}' "$raw/http1.txt")/s, http1000 $(awk '/^Requests\/sec/ {print $2}' "$raw/http1000.txt")/s, resp $(tail -1 "$raw/resp.csv" | tr -d '"' | cut -d, -f2)/s, client $(per_s "$raw/client.txt" ids IDs/s) IDs/s, generator $(awk '$1 == "rate" {print $2}' "$raw/generator.txt") IDs/s"
 }
 
 for r in $(seq "$REPS"); do
@@ -157,20 +158,25 @@ if [[ -n ${CALLGRIND:-} ]]; then
     command -v valgrind >/dev/null || { echo "release_compare.sh: CALLGRIND=1 needs valgrind" >&2; exit 1; }
     cleanup; PIDS=()
     for c in "${NAMES[@]}"; do
-        start "$c" valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/callgrind-$c.out"
-        # Counted only while wrk runs (instrumentation on, counters zeroed, a dump after):
-        # startup, the token hash and the tag are left out. The dump is callgrind-$c.out.1.
-        callgrind_control -i on "${PID[$c]}" >/dev/null
-        callgrind_control -z "${PID[$c]}" >/dev/null
-        client wrk -t 1 -c "$C" -d 20s -H "Authorization: Bearer ${TOKEN[$c]}" "http://127.0.0.1:${HTTP[$c]}/v1/ids/wide" >"$OUT/raw/callgrind-wrk-$c.txt"
-        callgrind_control -d "${PID[$c]}" >/dev/null
-        callgrind_control -i off "${PID[$c]}" >/dev/null
-        kill "${PID[$c]}"; wait "${PID[$c]}" 2>/dev/null || true
-        n=$(awk '/requests in/ {print $1}' "$OUT/raw/callgrind-wrk-$c.txt")
-        ir=$(callgrind_annotate "$OUT/callgrind-$c.out.1" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(/,/, "", $1); print $1; exit}')
-        record 1 "$c:http1" instructions_per_request "$((ir / n))"
-        callgrind_annotate --inclusive=yes "$OUT/callgrind-$c.out.1" 2>/dev/null | head -70 >"$OUT/callgrind-$c.top.txt"
-        log "callgrind $c: $n requests, $ir instructions, $((ir / n)) per request (top functions: callgrind-$c.top.txt)"
+        for row in http1 http1000; do
+            local_q=""; [[ $row == http1000 ]] && local_q="?count=1000"
+            cg="$OUT/callgrind-$c-$row.out"
+            start "$c" valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$cg"
+            # Counted only while wrk runs (instrumentation on, counters zeroed, a dump after):
+            # startup, the token hash and the tag are left out. The dump is $cg.1.
+            callgrind_control -i on "${PID[$c]}" >/dev/null
+            callgrind_control -z "${PID[$c]}" >/dev/null
+            client wrk -t 1 -c "$C" -d 20s -H "Authorization: Bearer ${TOKEN[$c]}" "http://127.0.0.1:${HTTP[$c]}/v1/ids/wide$local_q" >"$OUT/raw/callgrind-wrk-$c-$row.txt"
+            callgrind_control -d "${PID[$c]}" >/dev/null
+            callgrind_control -i off "${PID[$c]}" >/dev/null
+            kill "${PID[$c]}"; wait "${PID[$c]}" 2>/dev/null || true
+            n=$(awk '/requests in/ {print $1}' "$OUT/raw/callgrind-wrk-$c-$row.txt")
+            # (awk stops reading early: the annotator's broken pipe is not a failure.)
+            ir=$( (callgrind_annotate "$cg.1" 2>/dev/null || true) | awk '/PROGRAM TOTALS/ {gsub(/,/, "", $1); print $1; exit}')
+            record 1 "$c:$row" instructions_per_request "$((ir / n))"
+            (callgrind_annotate --inclusive=yes "$cg.1" 2>/dev/null || true) | head -70 >"$OUT/callgrind-$c-$row.top.txt"
+            log "callgrind $c $row: $n requests, $ir instructions, $((ir / n)) per request (top functions: callgrind-$c-$row.top.txt)"
+        done
     done
 fi
 
