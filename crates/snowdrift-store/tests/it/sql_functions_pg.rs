@@ -360,6 +360,10 @@ async fn postgres_clock_stepped_back_waits_or_refuses() {
         .unwrap();
     let err = id(&mut t, &db.one()).await.unwrap_err().to_string();
     assert!(err.contains("behind the last ID"), "{err}");
+    // The error reaches t before its server has ended the failed transaction (it does at
+    // the Sync that follows), and until then t holds the worker ID's use lock: a call of
+    // s in between is refused (SDWRK), as it should be. Wait for t to be idle first.
+    sqlx::raw_sql("SELECT 1").execute(&mut t).await.unwrap();
     // Back to the right time: on above everything.
     sqlx::raw_sql("RESET snowdrift.test_clock_offset_ms")
         .execute(&mut s)
