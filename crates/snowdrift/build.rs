@@ -2,14 +2,21 @@
 //! the `snowdrift_build_info` metric: `SNOWDRIFT_BUILD_COMMIT` when set (a packager building
 //! from a source archive), else `git rev-parse HEAD` of the checkout, else `unknown` (a
 //! packaged crate has no .git). `SNOWDRIFT_BUILD_DIRTY` is `true` when tracked files differ
-//! from that commit. Runs again when HEAD moves, the index changes or a file under crates/
-//! changes, so a dirty flag is never older than the build.
+//! from that commit. Runs again when HEAD moves, the index changes or a tracked file under
+//! crates/ changes, so a dirty flag is never older than the build.
 
 use std::path::PathBuf;
 use std::process::Command;
 
 fn git(args: &[&str]) -> Option<String> {
-    let out = Command::new("git").args(args).output().ok()?;
+    // --no-optional-locks: `git status` would otherwise rewrite the index to refresh its
+    // stat data (on a fresh clone it does), and the new index makes the next cargo run
+    // this script again and rebuild the binary and everything above it.
+    let out = Command::new("git")
+        .arg("--no-optional-locks")
+        .args(args)
+        .output()
+        .ok()?;
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
@@ -27,8 +34,25 @@ fn main() {
         if let Some(head_ref) = git(&["symbolic-ref", "-q", "HEAD"]) {
             println!("cargo:rerun-if-changed={}", dir.join(head_ref).display());
         }
-        if let Some(crates) = manifest.parent() {
-            println!("cargo:rerun-if-changed={}", crates.display());
+        // The tracked files under crates/, one by one, not the directory: the tests put
+        // untracked files there (node_modules of the reference clients, databases), which
+        // cannot make the tree dirty, and a directory would make every build after them
+        // run this again and rebuild the binary and everything above it.
+        if let Some(crates) = manifest.parent()
+            && let Some(files) = git(&[
+                "-C",
+                &crates.display().to_string(),
+                "ls-files",
+                "--full-name",
+                "-z",
+                "--",
+                ".",
+            ])
+            && let Some(root) = git(&["rev-parse", "--show-toplevel"])
+        {
+            for file in files.split('\0').filter(|f| !f.is_empty()) {
+                println!("cargo:rerun-if-changed={root}/{file}");
+            }
         }
     }
     let commit = std::env::var("SNOWDRIFT_BUILD_COMMIT")
