@@ -1,5 +1,5 @@
 //! IDs made inside the database: `snowdrift_id(generator)` written into PostgreSQL
-//! (PL/pgSQL) by [`install`], for column defaults, triggers, bulk loads and applications
+//! (PL/pgSQL) or MariaDB (stored functions) by [`install`], for column defaults, triggers, bulk loads and applications
 //! that speak only SQL, under worker IDs reserved in the same registry the servers lease
 //! theirs from, so the database's IDs and the servers' never collide.
 //!
@@ -7,10 +7,14 @@
 //! (`registry = "sql"`) shows each as held by a holder starting with
 //! [`RESERVATION_PREFIX`] whose lease ends at [`RESERVED_UNTIL_MS`], so no server's claim
 //! takes it, until [`uninstall`] writes the database's last marks into the rows and frees
-//! them. Inside the database, each worker ID has a counter and a high-water mark kept in
-//! sequences, which a rollback cannot take back, and is issued under by one transaction at
-//! a time (an advisory lock); `docs/src/server/database-ids.md` gives the whole argument.
+//! them. Inside the database, each worker ID has a counter and a high-water mark kept
+//! where a rollback cannot take them back (sequences on PostgreSQL, MEMORY and Aria tables
+//! on MariaDB), and is issued under by one transaction (PostgreSQL: an advisory lock) or
+//! one session's lease (MariaDB) at a time; `docs/src/server/database-ids.md` gives the
+//! whole argument.
 
+mod block;
+mod mariadb;
 mod names;
 mod postgres;
 mod shape;
@@ -56,7 +60,11 @@ pub struct InstallOptions {
     /// How long the first call after a crash (and the install) waits for the clock to pass
     /// the worker IDs' marks before it refuses.
     pub max_mark_wait: Duration,
-    /// The functions add the session's setting `snowdrift.test_clock_offset_ms` to the
+    /// MariaDB: how long a session's lease on its worker ID lasts without a call (every
+    /// call renews it); another session may take the worker ID after it.
+    pub lease_ttl: Duration,
+    /// The functions add the session's setting `snowdrift.test_clock_offset_ms`
+    /// (PostgreSQL) or the variable `@snowdrift_test_clock_offset_ms` (MariaDB) to the
     /// clock: for tests of clock steps only.
     pub test_clock: bool,
 }
@@ -80,6 +88,7 @@ impl InstallOptions {
             max_lead: Duration::ZERO,
             backward_wait: Duration::from_millis(5),
             max_mark_wait: crate::worker::DEFAULT_MAX_MARK_WAIT,
+            lease_ttl: crate::worker::DEFAULT_TTL,
             test_clock: false,
         }
     }
@@ -104,6 +113,12 @@ impl InstallOptions {
             return Err(Error::InvalidInput(format!(
                 "window {:?} is not valid: use 20 ms to 10 min (a few seconds is usual)",
                 self.window
+            )));
+        }
+        if ms(self.lease_ttl) < 100 || ms(self.lease_ttl) > 86_400_000 {
+            return Err(Error::InvalidInput(format!(
+                "lease_ttl {:?} is not valid: use 100 ms to a day (seconds are usual)",
+                self.lease_ttl
             )));
         }
         for (what, d) in [
@@ -238,6 +253,10 @@ pub async fn install(url: &str, options: &InstallOptions) -> Result<Installed> {
             let mut conn = pool.acquire().await?;
             postgres::install(&mut conn, &plan).await
         }
+        Dialect::MySql => {
+            let mut conn = pool.acquire().await?;
+            mariadb::install(&mut conn, &plan).await
+        }
         other => Err(not_supported(other)),
     };
     pool.close().await;
@@ -264,6 +283,10 @@ pub async fn uninstall(
             let mut conn = pool.acquire().await?;
             postgres::uninstall(&mut conn, generator, &slug, schema, wait).await
         }
+        Dialect::MySql => {
+            let mut conn = pool.acquire().await?;
+            mariadb::uninstall(&mut conn, generator, &slug, schema, wait).await
+        }
         other => Err(not_supported(other)),
     };
     pool.close().await;
@@ -282,21 +305,20 @@ pub async fn status(url: &str, schema: Option<&str>) -> Result<Vec<GeneratorStat
             let mut conn = pool.acquire().await?;
             postgres::status(&mut conn, schema).await
         }
+        Dialect::MySql => {
+            let mut conn = pool.acquire().await?;
+            mariadb::status(&mut conn, schema).await
+        }
         other => Err(not_supported(other)),
     };
     pool.close().await;
     result
 }
 
-fn not_supported(dialect: Dialect) -> Error {
-    let name = match dialect {
-        Dialect::Sqlite => "SQLite",
-        Dialect::MySql => "MySQL/MariaDB",
-        Dialect::Postgres => "PostgreSQL",
-    };
-    Error::InvalidInput(format!(
-        "{name} cannot hold snowdrift's ID functions: use a postgres:// URL (PostgreSQL 15 or later)"
-    ))
+fn not_supported(_: Dialect) -> Error {
+    Error::InvalidInput(
+        "SQLite cannot hold snowdrift's ID functions: use a postgres:// URL (PostgreSQL 15 or later) or a mariadb:// one (MariaDB 10.6 or later)".into(),
+    )
 }
 
 /// The worker IDs of a block as people read them: `1008..1023`, or a list.

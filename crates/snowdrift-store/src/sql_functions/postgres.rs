@@ -364,76 +364,7 @@ pub(super) async fn install(conn: &mut AnyConnection, plan: &Plan<'_>) -> Result
         return replace(conn, plan, &schema, r).await;
     }
 
-    // Choose the block: the highest worker IDs no live lease holds (servers claim from the
-    // lowest), and check the layouts recorded beside the table's rows.
-    let space = plan.shape.space;
-    let rows = table_rows(conn, Dialect::Postgres, &o.registry_table, space).await?;
-    for r in rows.iter().filter(|r| r.live()) {
-        if let Some(l) = &r.layout
-            && *l != plan.record
-        {
-            return Err(Error::InvalidInput(format!(
-                "worker ID {} is held by {:?}, which issues under layout {l}, not {}: install the functions with the servers' layout (--layout/--bits)",
-                r.worker_id,
-                r.holder.as_deref().unwrap_or("?"),
-                plan.record
-            )));
-        }
-    }
-    let by_id: HashMap<u64, &crate::worker::sql::TableRow> =
-        rows.iter().map(|r| (r.worker_id, r)).collect();
-    let block: Vec<u64> = (0..space)
-        .rev()
-        .filter(|w| by_id.get(w).is_none_or(|r| !r.live()))
-        .take(o.workers as usize)
-        .collect();
-    if (block.len() as u64) < o.workers {
-        return Err(Error::InvalidInput(format!(
-            "only {} of the layout's {space} worker IDs are free in table {}, {} asked: stop servers or ask for fewer (--workers)",
-            block.len(),
-            o.registry_table,
-            o.workers
-        )));
-    }
-    let marks = |rows: &HashMap<u64, &crate::worker::sql::TableRow>| -> Result<Vec<Mark>> {
-        block
-            .iter()
-            .map(|w| {
-                let row = rows.get(w);
-                if let Some(l) = row.and_then(|r| r.layout.as_ref())
-                    && *l != plan.record
-                {
-                    return Err(Error::InvalidInput(format!(
-                        "worker ID {w} was last used under layout {l}, not {}: install with that layout, or check the move with snowdrift layout migrate",
-                        plan.record
-                    )));
-                }
-                Ok(row
-                    .and_then(|r| r.mark)
-                    .map(Mark::from_stored)
-                    .unwrap_or_default())
-            })
-            .collect()
-    };
-    let first_marks = marks(&by_id)?;
-    // The database's first IDs come after the servers' last ones: wait for the clock to
-    // pass the highest mark, as a server waits at start.
-    let top = first_marks.iter().map(|m| m.ms).max().unwrap_or(0);
-    let now = db_now(conn).await?;
-    if top > now {
-        let wait = top - now;
-        if wait > u64::try_from(o.max_mark_wait.as_millis()).unwrap_or(u64::MAX) {
-            return Err(Error::MarkAhead {
-                worker_id: block[0],
-                mark_ms: top,
-                now_ms: now,
-                gap: Duration::from_millis(wait),
-                bound: o.max_mark_wait,
-                advice: "the database clock is behind the servers' high-water marks: fix it (NTP), or wait and install again".into(),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(wait + 1)).await;
-    }
+    let block = super::block::choose_and_wait(conn, Dialect::Postgres, plan).await?;
 
     let mut tx = conn.begin().await?;
     for w in &block {
@@ -456,10 +387,14 @@ pub(super) async fn install(conn: &mut AnyConnection, plan: &Plan<'_>) -> Result
         }
     }
     // Read again under the reservation: a server may have raised a mark meanwhile.
-    let rows = table_rows(&mut tx, Dialect::Postgres, &o.registry_table, space).await?;
-    let by_id: HashMap<u64, &crate::worker::sql::TableRow> =
-        rows.iter().map(|r| (r.worker_id, r)).collect();
-    let marks = marks(&by_id)?;
+    let rows = table_rows(
+        &mut tx,
+        Dialect::Postgres,
+        &o.registry_table,
+        plan.shape.space,
+    )
+    .await?;
+    let marks = super::block::marks(plan, &rows, &block)?;
     let now = db_now(&mut tx).await?;
     if let Some(m) = marks.iter().find(|m| m.ms > now) {
         return Err(Error::Unavailable(
@@ -471,12 +406,7 @@ pub(super) async fn install(conn: &mut AnyConnection, plan: &Plan<'_>) -> Result
         ));
     }
     // Issue under the highest extension value any of them used: above all of them.
-    let ext = marks.iter().map(|m| m.extension).max().unwrap_or(0);
-    if ext > plan.shape.ext_max {
-        return Err(Error::InvalidInput(format!(
-            "a worker ID's mark carries extension value {ext}, beyond the layout's extension field: install with the servers' layout"
-        )));
-    }
+    let ext = super::block::extension(plan, &marks)?;
     let s = quoted(&schema);
     let p = prefix(&plan.slug);
     exec(

@@ -30,11 +30,13 @@ enum Command {
 /// The database and generator every subcommand names.
 #[derive(Debug, Clone, clap::Args)]
 struct Target {
-    /// The database: postgres://USER@HOST/DB (PostgreSQL 15 or later). The servers of the
-    /// generator lease their worker IDs there (worker.registry = "sql", worker.url).
+    /// The database: postgres://USER@HOST/DB (PostgreSQL 15 or later) or
+    /// mariadb://USER@HOST/DB (MariaDB 10.6 or later). The servers of the generator lease
+    /// their worker IDs there (worker.registry = "sql", worker.url).
     #[arg(long = "store", value_name = "URL")]
     url: String,
-    /// The schema the functions go into (default: the connection's current schema).
+    /// PostgreSQL: the schema the functions go into (default: the connection's current
+    /// schema). MariaDB: they go into the URL's database.
     #[arg(long, value_name = "SCHEMA")]
     schema: Option<String>,
 }
@@ -78,6 +80,10 @@ struct InstallArgs {
     /// the worker IDs' high-water marks.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     max_mark_wait: Duration,
+    /// MariaDB: how long a session keeps its worker ID without a call (every call renews
+    /// it); after it, another session may take it.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    lease_ttl: Duration,
     /// Tests only: the functions add the session's setting snowdrift.test_clock_offset_ms
     /// to the database clock.
     #[arg(long, hide = true)]
@@ -158,6 +164,7 @@ fn install(args: InstallArgs) -> Result<()> {
         options.max_lead = args.max_lead;
         options.backward_wait = args.backward_wait;
         options.max_mark_wait = args.max_mark_wait;
+        options.lease_ttl = args.lease_ttl;
         options.test_clock = args.test_clock;
         let installed = sql_functions::install(&args.target.url, &options)
             .await
@@ -182,10 +189,18 @@ fn install(args: InstallArgs) -> Result<()> {
         ids.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
         installed.holder
     );
-    println!(
-        "use: id bigint DEFAULT {}.snowdrift_id('{}'); many at once: SELECT * FROM {}.snowdrift_ids('{}', 1000)",
-        installed.schema, args.generator, installed.schema, args.generator
-    );
+    let (s, g) = (&installed.schema, &args.generator);
+    if args.target.url.starts_with("postgres") {
+        println!(
+            "use: id bigint DEFAULT {s}.snowdrift_id('{g}'); many at once: SELECT * FROM {s}.snowdrift_ids('{g}', 1000)"
+        );
+    } else {
+        // MariaDB takes no stored function as a column DEFAULT.
+        println!(
+            "use: CREATE TRIGGER t_id BEFORE INSERT ON t FOR EACH ROW SET NEW.id = IF(NEW.id = 0, snowdrift_id('{g}'), NEW.id); \
+             many at once (a JSON array): SELECT snowdrift_ids('{g}', 1000)"
+        );
+    }
     Ok(())
 }
 
