@@ -6,12 +6,14 @@
 //! per source), the linearizability checker of recorded histories ([`history`]: the
 //! `snowdrift-history` crate, which `snowdrift verify` runs on users' own recordings), and a
 //! lying gRPC server ([`Liar`], feature `liar`) that repeats its IDs or answers a run that
-//! wraps.
+//! wraps, and PostgreSQL and MariaDB servers of a test's own to crash
+//! ([`PrivatePostgres`], [`PrivateMariaDb`]).
 #![deny(missing_docs)]
 
 mod checker;
 #[cfg(feature = "liar")]
 mod liar;
+mod private_db;
 #[cfg(feature = "proxy")]
 mod proxy;
 pub mod urls;
@@ -21,6 +23,7 @@ pub use snowdrift_history as history;
 pub use checker::{Duplicate, IdChecker, IdValue, Negative, OrderViolation, Report};
 #[cfg(feature = "liar")]
 pub use liar::{Liar, Lie};
+pub use private_db::{PrivateMariaDb, PrivatePostgres};
 #[cfg(feature = "proxy")]
 pub use proxy::{FaultProxy, Mode};
 

@@ -403,3 +403,116 @@ async fn mariadb_sessions_taking_over_worker_ids_never_collide() {
     assert_eq!(dups, 0, "{dups} IDs issued twice");
     db.drop().await;
 }
+
+/// A crash (`kill -9`) of a MariaDB of the test's own while two sessions issue IDs 1 s
+/// ahead of the clock, one of them inside a transaction it never commits: the MEMORY
+/// table's counters are gone after the restart, and what is left is the Aria table's
+/// marks, each written (and synced) before the IDs it covers were returned. With the
+/// clock after the restart inside the IDs before, every ID after the restart is above
+/// every ID returned before.
+#[tokio::test]
+async fn mariadb_after_a_crash_counters_start_above_their_marks() {
+    let mut server = snowdrift_testkit::PrivateMariaDb::new();
+    let mut admin = MySqlConnection::connect(&server.url("mysql"))
+        .await
+        .unwrap();
+    sqlx::raw_sql("CREATE DATABASE crash")
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    admin.close().await.unwrap();
+    let db = Db {
+        url: server.url("crash"),
+        name: "crash".into(),
+        table: "snowdrift_workers_g".into(),
+        layout: Layout::preset("twitter").unwrap(),
+    };
+    let mut options = InstallOptions::new("g", db.layout.clone(), db.table.clone());
+    options.workers = 2;
+    options.test_clock = true;
+    // A short window: the marks move many times before the crash.
+    options.window = Duration::from_millis(200);
+    sql_functions::install(&db.url, &options).await.unwrap();
+
+    let issued = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for in_transaction in [false, true] {
+        let mut s = db.session().await;
+        set_offset(&mut s, 1000).await;
+        let issued = issued.clone();
+        tasks.push(tokio::spawn(async move {
+            if in_transaction {
+                sqlx::raw_sql("BEGIN").execute(&mut s).await.unwrap();
+            }
+            // Until the crash ends the session; only IDs returned count.
+            loop {
+                let got = if in_transaction {
+                    id(&mut s).await.map(|i| vec![i])
+                } else {
+                    many(&mut s, 500).await
+                };
+                match got {
+                    Ok(ids) => issued.lock().unwrap().extend(ids),
+                    Err(_) => return,
+                }
+            }
+        }));
+    }
+    // Long enough for each session to move its mark several times.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    server.crash();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let before = std::mem::take(&mut *issued.lock().unwrap());
+    assert!(
+        before.len() > 1000,
+        "only {} IDs before the crash",
+        before.len()
+    );
+    let workers: HashSet<u64> = before.iter().map(|i| db.worker_of(*i)).collect();
+    assert_eq!(workers.len(), 2, "both worker IDs issued before the crash");
+    let max_before = *before.iter().max().unwrap();
+
+    server.start();
+    // Each session's clock set, as it starts, to the time of the first ID before the
+    // crash (1 s ahead of the clock then), inside the IDs before: a counter that went on
+    // from the clock, or from a mark the crash took back, would repeat them. (One clock
+    // for both would not do: the first session waits for its mark, and that wait would
+    // carry the clock past the second worker ID's IDs.)
+    let first_ms = db
+        .layout
+        .decode(*before.iter().min().unwrap() as u64)
+        .unwrap()
+        .time_ms as i64;
+    let mut after = Vec::new();
+    let mut sessions = Vec::new();
+    for _ in 0..2 {
+        let mut s = db.session().await;
+        let offset = first_ms
+            - std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as i64;
+        set_offset(&mut s, offset).await;
+        after.extend(many(&mut s, 2000).await.unwrap());
+        sessions.push(s);
+    }
+    for s in &mut sessions {
+        for _ in 0..50 {
+            after.push(id(s).await.unwrap());
+        }
+    }
+    let workers: HashSet<u64> = after.iter().map(|i| db.worker_of(*i)).collect();
+    assert_eq!(workers.len(), 2, "both worker IDs issued after the crash");
+    for i in &after {
+        assert!(
+            *i > max_before,
+            "worker {}: {i} after the crash, below {max_before} before it",
+            db.worker_of(*i)
+        );
+    }
+    let mut all = before;
+    all.extend(after);
+    check_unique_and_rising(&db, &all);
+}

@@ -401,117 +401,6 @@ async fn postgres_a_reservation_freed_by_hand_stops_the_database() {
     db.drop().await;
 }
 
-/// A PostgreSQL of this test's own (initdb in a scratch directory, a port from the
-/// system, run as the `postgres` user), so it can be crashed without disturbing the
-/// shared server other tests use.
-struct PrivatePg {
-    dir: std::path::PathBuf,
-    port: u16,
-    bin: std::path::PathBuf,
-}
-
-impl PrivatePg {
-    fn run(&self, tool: &str, args: &[&str]) {
-        let out = std::process::Command::new("runuser")
-            .args(["-u", "postgres", "--"])
-            .arg(self.bin.join(tool))
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{tool} {args:?}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    fn data(&self) -> String {
-        self.dir.join("data").display().to_string()
-    }
-
-    fn new() -> Self {
-        let bindir = std::process::Command::new("pg_config")
-            .arg("--bindir")
-            .output()
-            .expect("pg_config (PostgreSQL's server packages, from scripts/services)");
-        let bin = std::path::PathBuf::from(String::from_utf8(bindir.stdout).unwrap().trim());
-        let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("snowdrift_pg"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let pg = Self { dir, port, bin };
-        let chown = std::process::Command::new("chown")
-            .args(["postgres:postgres"])
-            .arg(&pg.dir)
-            .status()
-            .unwrap();
-        assert!(chown.success());
-        pg.run(
-            "initdb",
-            &[
-                "-D",
-                &pg.data(),
-                "-A",
-                "trust",
-                "-U",
-                "postgres",
-                "--no-sync",
-            ],
-        );
-        pg.start();
-        pg
-    }
-
-    fn start(&self) {
-        let options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
-            self.port,
-            self.dir.display()
-        );
-        let log = self.dir.join("log").display().to_string();
-        self.run(
-            "pg_ctl",
-            &[
-                "-D",
-                &self.data(),
-                "-o",
-                &options,
-                "-l",
-                &log,
-                "-w",
-                "start",
-            ],
-        );
-    }
-
-    /// Stops it as a crash does: no checkpoint, what is not in the WAL on disk is lost.
-    fn crash(&self) {
-        self.run(
-            "pg_ctl",
-            &["-D", &self.data(), "-m", "immediate", "-w", "stop"],
-        );
-    }
-
-    fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
-    }
-}
-
-impl Drop for PrivatePg {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("runuser")
-            .args(["-u", "postgres", "--"])
-            .arg(self.bin.join("pg_ctl"))
-            .args(["-D", &self.data(), "-m", "immediate", "stop"])
-            .output();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 async fn set_offset(conn: &mut PgConnection, ms: i64) {
     sqlx::raw_sql(AssertSqlSafe(format!(
         "SET snowdrift.test_clock_offset_ms = '{ms}'"
@@ -537,7 +426,7 @@ async fn many(conn: &mut PgConnection, n: u32) -> Vec<i64> {
 /// issued twice and no worker ID goes below an ID it issued.
 #[tokio::test]
 async fn postgres_after_a_crash_counters_start_above_their_marks() {
-    let pg = PrivatePg::new();
+    let pg = snowdrift_testkit::PrivatePostgres::new();
     let layout = Layout::preset("twitter").unwrap();
     let mut options = InstallOptions::new("g", layout.clone(), "snowdrift_workers_g");
     options.workers = 2;
