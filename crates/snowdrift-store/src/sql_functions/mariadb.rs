@@ -28,6 +28,11 @@ const FAST_PATH: &str = include_str!("mariadb_fast.sql");
 /// The table recording each install.
 const CONFIG: &str = "snowdrift_generators";
 
+/// The lease row's columns the functions keep instead of the session's user variables
+/// (which a caller can set): the mark as last written, and when the reservation is next
+/// checked.
+const LEASE_COLUMNS: &str = "mark_ms BIGINT NOT NULL DEFAULT 0, check_ms BIGINT NOT NULL DEFAULT 0";
+
 /// How often a session checks that its worker ID is still reserved.
 const RECHECK_MS: u64 = 1000;
 
@@ -399,6 +404,21 @@ pub(super) async fn install(conn: &mut AnyConnection, plan: &Plan<'_>) -> Result
                 o.workers
             )));
         }
+        // Installs made before the lease row held its mark and check time: a row that
+        // comes with a mark of 0 writes the mark before its next ID.
+        exec(
+            conn,
+            format!(
+                "ALTER TABLE {}_lease {}",
+                prefix(&plan.slug),
+                LEASE_COLUMNS
+                    .split(", ")
+                    .map(|c| format!("ADD COLUMN IF NOT EXISTS {c}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+        .await?;
         let (statements, fast) = fill(plan, &r.workers, r.ext, &r.registry_table, &r.holder)?;
         for sql in statements {
             exec(conn, sql).await?;
@@ -510,7 +530,7 @@ async fn create(
         conn,
         format!(
             "CREATE TABLE {p}_lease (worker_id INT NOT NULL PRIMARY KEY, holder BIGINT NULL, \
-             expires_ms BIGINT NOT NULL DEFAULT 0, counter BIGINT NOT NULL) ENGINE=MEMORY"
+             expires_ms BIGINT NOT NULL DEFAULT 0, counter BIGINT NOT NULL, {LEASE_COLUMNS}) ENGINE=MEMORY"
         ),
     )
     .await?;

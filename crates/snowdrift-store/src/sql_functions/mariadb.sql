@@ -3,17 +3,26 @@
 -- every value is a number, an identifier it checked, or a literal it quoted. Statements
 -- are separated by lines holding only `-- ;;` (a function body holds `;`).
 --
+-- A function's result is taken with SET, never DO: DO turns the error a function raises
+-- into a warning and goes on.
+--
 -- What keeps IDs unique (docs/src/server/database-ids.md says why each piece is needed):
 -- * each worker ID of the block reserved for this database has a row in the MEMORY table
 --   {{PREFIX}}_lease: the session leasing it (its CONNECTION_ID), until when (ms, the
---   database clock), and its counter, the generator's compact state (ext | tick | seq) of
---   the last ID issued under it. A MEMORY table is not transactional: a rollback or a
---   killed session never takes a write back;
+--   database clock), its counter, the generator's compact state (ext | tick | seq) of
+--   the last ID issued under it, the mark as last written (never above the durable one)
+--   and when the reservation is next checked. A MEMORY table is not transactional: a
+--   rollback or a killed session never takes a write back. Only these functions write it
+--   (callers have EXECUTE alone): what a session keeps in user variables, which it can
+--   set by hand, is only which worker ID it leased, and the UPDATE checks that;
+-- * a session is alive while it holds the user-level lock snowdrift:<CONNECTION_ID>
+--   (GET_LOCK, released when the session ends): unlike the processlist, IS_USED_LOCK
+--   shows every user's sessions, whatever the functions' definer may see;
 -- * every ID is one UPDATE of the row, only by the session whose lease has not ended,
 --   which moves the counter up and renews the lease; a session whose lease ended (or was
 --   taken) leases again before its next ID;
 -- * each worker ID's high-water mark is a row of the Aria table {{PREFIX}}_mark
---   (crash-safe, not transactional), written a window ahead of the IDs it covers; a restart
+--   (crash-safe, no rollback takes it back), written a window ahead of the IDs it covers; a restart
 --   empties the MEMORY table, and a worker ID's row comes back with its counter above the
 --   mark.
 -- ;;
@@ -34,20 +43,26 @@ END
 -- pass its counter, up to max_mark_wait, as a server waits for a mark it takes over.
 CREATE OR REPLACE FUNCTION {{PREFIX}}_take(now_ms BIGINT) RETURNS INT NOT DETERMINISTIC MODIFIES SQL DATA SQL SECURITY DEFINER
 BEGIN
+  DECLARE done INT;
   DECLARE w INT DEFAULT NULL;
   DECLARE c BIGINT;
   DECLARE pause BIGINT;
   DECLARE slept INT;
+  IF NOT (IS_USED_LOCK(CONCAT('snowdrift:', CONNECTION_ID())) <=> CONNECTION_ID()) THEN
+    DO GET_LOCK(CONCAT('snowdrift:', CONNECTION_ID()), 0);
+  END IF;
   IF (SELECT COUNT(*) FROM {{PREFIX}}_lease) < {{N}} THEN
-    INSERT IGNORE INTO {{PREFIX}}_lease (worker_id, holder, expires_ms, counter)
-      SELECT m.worker_id, NULL, 0, ((({{EXT}} << {{TIME_BITS}}) | ((m.mark_ms - {{EPOCH}}) DIV {{UNIT}} + 1)) << {{SEQ_BITS}})
+    INSERT IGNORE INTO {{PREFIX}}_lease (worker_id, holder, expires_ms, counter, mark_ms, check_ms)
+      SELECT m.worker_id, NULL, 0, ((({{EXT}} << {{TIME_BITS}}) | ((m.mark_ms - {{EPOCH}}) DIV {{UNIT}} + 1)) << {{SEQ_BITS}}), m.mark_ms, 0
       FROM {{PREFIX}}_mark m;
   END IF;
   SET @snowdrift_{{SLUG}}_w = NULL;
+  -- check_ms = 0 until the reservation check below passes: if it raises, the row (which
+  -- no rollback restores) sends every call to the slow path, which checks again.
   UPDATE {{PREFIX}}_lease
-    SET holder = CONNECTION_ID(), expires_ms = now_ms + {{TTL_MS}}, worker_id = (@snowdrift_{{SLUG}}_w := worker_id)
+    SET holder = CONNECTION_ID(), expires_ms = now_ms + {{TTL_MS}}, check_ms = 0, worker_id = (@snowdrift_{{SLUG}}_w := worker_id)
     WHERE holder IS NULL OR expires_ms <= now_ms OR holder = CONNECTION_ID()
-      OR holder NOT IN (SELECT ID FROM information_schema.PROCESSLIST)
+      OR NOT (IS_USED_LOCK(CONCAT('snowdrift:', holder)) <=> holder)
     ORDER BY holder <=> CONNECTION_ID() DESC, worker_id DESC
     LIMIT 1;
   SET w = @snowdrift_{{SLUG}}_w;
@@ -56,7 +71,8 @@ BEGIN
   END IF;
   -- Leases a rolled-back or lost call may have left with this session.
   UPDATE {{PREFIX}}_lease SET holder = NULL, expires_ms = 0 WHERE holder = CONNECTION_ID() AND worker_id <> w;
-  DO {{PREFIX}}_check(w);
+  SET done = {{PREFIX}}_check(w);
+  UPDATE {{PREFIX}}_lease SET check_ms = now_ms + {{RECHECK_MS}} WHERE worker_id = w AND holder = CONNECTION_ID();
   SELECT counter INTO c FROM {{PREFIX}}_lease WHERE worker_id = w;
   SET pause = {{EPOCH}} + (CAST((c >> {{SEQ_BITS}}) & {{TIME_MASK}} AS SIGNED) - {{LEAD_TICKS}}) * {{UNIT}} - now_ms;
   IF pause > {{MARK_WAIT_MS}} THEN
@@ -65,9 +81,6 @@ BEGIN
   IF pause > 0 THEN
     SELECT SLEEP(pause / 1000) INTO slept;
   END IF;
-  SET @snowdrift_{{SLUG}}_mark = 0;
-  SET @snowdrift_{{SLUG}}_next = 0;
-  SET @snowdrift_{{SLUG}}_checked = {{PREFIX}}_now() + {{RECHECK_MS}};
   RETURN w;
 END
 -- ;;
@@ -76,9 +89,9 @@ END
 -- ended or was taken. Sets @snowdrift_{{SLUG}}_first and returns the last value taken.
 CREATE OR REPLACE FUNCTION {{PREFIX}}_next(n BIGINT) RETURNS BIGINT NOT DETERMINISTIC MODIFIES SQL DATA SQL SECURITY DEFINER
 BEGIN
+  DECLARE done INT;
   DECLARE now_ms BIGINT DEFAULT {{PREFIX}}_now();
   DECLARE now_t BIGINT DEFAULT IF(now_ms < {{EPOCH}}, -1, (now_ms - {{EPOCH}}) DIV {{UNIT}});
-  DECLARE lim BIGINT;
   DECLARE tries INT DEFAULT 0;
   DECLARE c BIGINT;
   DECLARE t BIGINT;
@@ -87,17 +100,17 @@ BEGIN
   DECLARE started BIGINT DEFAULT now_ms;
   LOOP
     IF @snowdrift_{{SLUG}}_w IS NULL THEN
-      DO {{PREFIX}}_take(now_ms);
+      SET done = {{PREFIX}}_take(now_ms);
       SET now_ms = {{PREFIX}}_now();
       SET now_t = IF(now_ms < {{EPOCH}}, -1, (now_ms - {{EPOCH}}) DIV {{UNIT}});
       SET started = now_ms;
     END IF;
-    -- The run ends with the last tick the clock (and lead) allows and the mark covers.
-    SET lim = GREATEST(0, LEAST(now_t + {{LEAD_TICKS}}, (@snowdrift_{{SLUG}}_mark + 1 - {{EPOCH}}) DIV {{UNIT}} - 1, {{MAX_TICK}}));
+    -- The run ends with the last tick the clock (and lead) allows and the row's mark
+    -- covers.
     UPDATE {{PREFIX}}_lease
       SET counter = (@snowdrift_{{SLUG}}_last := GREATEST(counter,
             LEAST((@snowdrift_{{SLUG}}_first := GREATEST(counter + 1, (({{EXT}} << {{TIME_BITS}}) | GREATEST(now_t, 0)) << {{SEQ_BITS}})) + n - 1,
-                  (({{EXT}} << {{TIME_BITS}}) | lim) << {{SEQ_BITS}} | {{SEQ_MASK}}))),
+                  (({{EXT}} << {{TIME_BITS}}) | GREATEST(0, LEAST(now_t + {{LEAD_TICKS}}, (mark_ms + 1 - {{EPOCH}}) DIV {{UNIT}} - 1, {{MAX_TICK}}))) << {{SEQ_BITS}} | {{SEQ_MASK}}))),
           expires_ms = now_ms + {{TTL_MS}}
       WHERE worker_id = @snowdrift_{{SLUG}}_w AND holder = CONNECTION_ID() AND expires_ms > now_ms;
     IF ROW_COUNT() = 0 THEN
@@ -124,7 +137,7 @@ BEGIN
         END IF;
         SELECT SLEEP(pause / 1000) INTO slept;
       ELSE
-        DO {{PREFIX}}_mark(t, now_ms);
+        SET done = {{PREFIX}}_mark(t, now_ms);
       END IF;
       SET now_ms = {{PREFIX}}_now();
       SET now_t = IF(now_ms < {{EPOCH}}, -1, (now_ms - {{EPOCH}}) DIV {{UNIT}});
@@ -132,24 +145,30 @@ BEGIN
   END LOOP;
 END
 -- ;;
--- Writes the session's worker ID's mark a window ahead of tick `t` (durable before it
--- returns: Aria syncs its log at the end of the statement), and checks the reservation
--- once a second.
+-- Writes the session's worker ID's mark a window ahead of tick `t` and of the clock when
+-- the row's mark is within half a window of it (durable before it returns: Aria syncs
+-- its log at the end of the statement), then the row's mark; and checks the reservation
+-- when the row says it is due (once a second). Does nothing for a lease lost: the
+-- caller's UPDATE finds that out.
 CREATE OR REPLACE FUNCTION {{PREFIX}}_mark(t BIGINT, now_ms BIGINT) RETURNS INT NOT DETERMINISTIC MODIFIES SQL DATA SQL SECURITY DEFINER
 BEGIN
-  DECLARE need BIGINT DEFAULT {{EPOCH}} + (t + 1) * {{UNIT}} - 1;
-  DECLARE m BIGINT;
-  IF now_ms >= @snowdrift_{{SLUG}}_checked THEN
-    DO {{PREFIX}}_check(@snowdrift_{{SLUG}}_w);
-    SET @snowdrift_{{SLUG}}_checked = now_ms + {{RECHECK_MS}};
+  DECLARE done INT;
+  DECLARE need BIGINT DEFAULT GREATEST(now_ms, {{EPOCH}} + (t + 1) * {{UNIT}} - 1);
+  DECLARE w INT DEFAULT @snowdrift_{{SLUG}}_w;
+  DECLARE m BIGINT DEFAULT (SELECT mark_ms FROM {{PREFIX}}_lease WHERE worker_id = w AND holder = CONNECTION_ID());
+  DECLARE due BIGINT DEFAULT (SELECT check_ms FROM {{PREFIX}}_lease WHERE worker_id = w AND holder = CONNECTION_ID());
+  IF m IS NULL THEN
+    RETURN 0;
   END IF;
-  IF need > @snowdrift_{{SLUG}}_mark - {{HALF_WINDOW_MS}} THEN
-    UPDATE {{PREFIX}}_mark SET mark_ms = GREATEST(mark_ms, GREATEST(now_ms, need) + {{WINDOW_MS}})
-      WHERE worker_id = @snowdrift_{{SLUG}}_w;
-    SELECT mark_ms INTO m FROM {{PREFIX}}_mark WHERE worker_id = @snowdrift_{{SLUG}}_w;
-    SET @snowdrift_{{SLUG}}_mark = m;
+  IF now_ms >= due THEN
+    SET done = {{PREFIX}}_check(w);
+    UPDATE {{PREFIX}}_lease SET check_ms = now_ms + {{RECHECK_MS}} WHERE worker_id = w;
   END IF;
-  SET @snowdrift_{{SLUG}}_next = LEAST(@snowdrift_{{SLUG}}_checked, @snowdrift_{{SLUG}}_mark - {{HALF_WINDOW_MS}});
+  IF need > m - {{HALF_WINDOW_MS}} THEN
+    UPDATE {{PREFIX}}_mark SET mark_ms = GREATEST(mark_ms, need + {{WINDOW_MS}}) WHERE worker_id = w;
+    SET m = (SELECT mark_ms FROM {{PREFIX}}_mark WHERE worker_id = w);
+    UPDATE {{PREFIX}}_lease SET mark_ms = GREATEST(mark_ms, m) WHERE worker_id = w;
+  END IF;
   RETURN 1;
 END
 -- ;;
@@ -162,13 +181,12 @@ RETURN ((((c >> {{SEQ_BITS}}) << {{HIGH_SHIFT}}) | (c & {{SEQ_MASK}})) << {{SEQ_
 -- (the fast path below, which MariaDB's cost of a function call makes worth inlining).
 CREATE OR REPLACE FUNCTION {{PREFIX}}_id() RETURNS BIGINT NOT DETERMINISTIC MODIFIES SQL DATA SQL SECURITY DEFINER
 BEGIN
+  DECLARE done INT;
   DECLARE c BIGINT;
   IF @snowdrift_{{SLUG}}_w IS NULL THEN
-    DO {{PREFIX}}_take({{PREFIX}}_now());
+    SET done = {{PREFIX}}_take({{PREFIX}}_now());
   END IF;
-  IF {{PREFIX}}_now() >= @snowdrift_{{SLUG}}_next OR @snowdrift_{{SLUG}}_next IS NULL THEN
-    DO {{PREFIX}}_mark(0, {{PREFIX}}_now());
-  END IF;
+  SET done = {{PREFIX}}_mark(0, {{PREFIX}}_now());
   SET c = {{PREFIX}}_next(1);
   RETURN {{PREFIX}}_compose(c, @snowdrift_{{SLUG}}_w);
 END
@@ -176,6 +194,7 @@ END
 -- `n` IDs (at most {{MAX_COUNT}}), in order, as a JSON array.
 CREATE OR REPLACE FUNCTION {{PREFIX}}_ids(n INT) RETURNS LONGTEXT NOT DETERMINISTIC MODIFIES SQL DATA SQL SECURITY DEFINER
 BEGIN
+  DECLARE done INT;
   DECLARE left_ BIGINT DEFAULT n;
   DECLARE last_ BIGINT;
   DECLARE first_ BIGINT;
@@ -186,11 +205,9 @@ BEGIN
   END IF;
   WHILE left_ > 0 DO
     IF @snowdrift_{{SLUG}}_w IS NULL THEN
-      DO {{PREFIX}}_take({{PREFIX}}_now());
+      SET done = {{PREFIX}}_take({{PREFIX}}_now());
     END IF;
-    IF {{PREFIX}}_now() >= @snowdrift_{{SLUG}}_next OR @snowdrift_{{SLUG}}_next IS NULL THEN
-      DO {{PREFIX}}_mark(0, {{PREFIX}}_now());
-    END IF;
+    SET done = {{PREFIX}}_mark(0, {{PREFIX}}_now());
     SET last_ = {{PREFIX}}_next(left_);
     SET first_ = @snowdrift_{{SLUG}}_first;
     SELECT GROUP_CONCAT({{PREFIX}}_compose(first_ + seq, @snowdrift_{{SLUG}}_w) ORDER BY seq SEPARATOR ',') INTO part

@@ -96,6 +96,23 @@ async fn many(conn: &mut MySqlConnection, n: u32) -> Result<Vec<i64>, sqlx::Erro
     Ok(serde_json::from_str(&json).unwrap())
 }
 
+/// An ID, once the session that held the last worker ID has ended: the server ends a
+/// session (and frees its user-level locks) a moment after its client quits, so refusals
+/// are retried for up to a second, far less than a lease.
+async fn id_after_an_end(conn: &mut MySqlConnection) -> i64 {
+    let started = std::time::Instant::now();
+    loop {
+        match id(conn).await {
+            Ok(i) => return i,
+            Err(e) if started.elapsed() < Duration::from_secs(1) => {
+                assert!(e.to_string().contains("leased by other sessions"), "{e}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(e) => panic!("still refused 1 s after the holder ended: {e}"),
+        }
+    }
+}
+
 /// The IDs are distinct and, per worker ID, rise in the order they were issued.
 fn check_unique_and_rising(db: &Db, issued: &[i64]) {
     let mut seen = HashSet::new();
@@ -266,7 +283,7 @@ async fn mariadb_more_sessions_than_worker_ids_are_refused() {
     );
     // A session that ended frees its worker ID without waiting for its lease.
     a.close().await.unwrap();
-    let wc = db.worker_of(id(&mut c).await.unwrap());
+    let wc = db.worker_of(id_after_an_end(&mut c).await);
     assert_eq!(wc, wa);
     db.drop().await;
 }
@@ -515,4 +532,131 @@ async fn mariadb_after_a_crash_counters_start_above_their_marks() {
     let mut all = before;
     all.extend(after);
     check_unique_and_rising(&db, &all);
+}
+
+/// The URL `url` with user `user` (password `pw`) instead of its own.
+fn as_user(url: &str, user: &str) -> String {
+    let rest = &url[url.find('@').unwrap() + 1..];
+    format!("mysql://{user}:pw@{rest}")
+}
+
+/// Installed by a user with every right on its database but not `PROCESS`, called by one
+/// with only `EXECUTE`: the installer's functions cannot see the caller's sessions in
+/// `information_schema.PROCESSLIST`, and a live session of another user must not look
+/// gone. The caller cannot touch the tables, a second session is refused while the
+/// first lives, and takes the worker ID at once when it ends.
+#[tokio::test]
+async fn mariadb_callers_of_another_user_without_process_keep_their_leases() {
+    let base = common::url("mysql");
+    let name = common::table("sdu");
+    let (installer, caller) = (format!("{name}_i"), format!("{name}_c"));
+    let mut root = MySqlConnection::connect(&base).await.unwrap();
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "CREATE DATABASE {name}; \
+         CREATE USER '{installer}'@'%' IDENTIFIED BY 'pw'; GRANT ALL PRIVILEGES ON {name}.* TO '{installer}'@'%'; \
+         CREATE USER '{caller}'@'%' IDENTIFIED BY 'pw'; GRANT EXECUTE ON {name}.* TO '{caller}'@'%'"
+    )))
+    .execute(&mut root)
+    .await
+    .unwrap();
+    let root_db = match base.rfind('/') {
+        Some(i) if base[..i].len() > "mysql://".len() => format!("{}/{name}", &base[..i]),
+        _ => format!("{base}/{name}"),
+    };
+    let layout = Layout::preset("twitter").unwrap();
+    let mut options = InstallOptions::new("g", layout.clone(), "snowdrift_workers_g");
+    options.workers = 1;
+    sql_functions::install(&as_user(&root_db, &installer), &options)
+        .await
+        .unwrap();
+    let url = as_user(&root_db, &caller);
+    let mut a = MySqlConnection::connect(&url).await.unwrap();
+    let mut b = MySqlConnection::connect(&url).await.unwrap();
+    let first = id(&mut a).await.unwrap();
+    let err = id(&mut b).await.unwrap_err().to_string();
+    assert!(err.contains("leased by other sessions"), "{err}");
+    // a still holds it, and goes on above.
+    let second = id(&mut a).await.unwrap();
+    assert!(second > first);
+    let err = sqlx::raw_sql("UPDATE snowdrift_g_lease SET holder = NULL")
+        .execute(&mut b)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("denied"), "{err}");
+    // Once a has ended (the server ends a session a moment after its client quits), b
+    // takes the worker ID without waiting for a's lease.
+    a.close().await.unwrap();
+    let third = id_after_an_end(&mut b).await;
+    assert!(third > second);
+    b.close().await.unwrap();
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "DROP DATABASE {name}; DROP USER '{installer}'@'%'; DROP USER '{caller}'@'%'"
+    )))
+    .execute(&mut root)
+    .await
+    .unwrap();
+}
+
+/// A session that sets the functions' user variables by hand (`@snowdrift_g_mark`,
+/// `_next`, `_checked`: they were its cache) can neither issue past the durable mark nor
+/// skip the check of the reservation: both live in the lease row, which only the
+/// functions write.
+#[tokio::test]
+async fn mariadb_user_variables_set_by_hand_change_nothing() {
+    let db = Db::new(1, |o| {
+        o.test_clock = true;
+        o.window = Duration::from_millis(200);
+    })
+    .await;
+    let mut s = db.session().await;
+    let mut issued = vec![id(&mut s).await.unwrap()];
+    let far = 4_000_000_000_000_i64;
+    let forge = format!(
+        "SET @snowdrift_g_mark = {far}, @snowdrift_g_next = {far}, @snowdrift_g_checked = {far}"
+    );
+    sqlx::raw_sql(AssertSqlSafe(forge.clone()))
+        .execute(&mut s)
+        .await
+        .unwrap();
+    // 2 s ahead of the clock, past every mark written so far.
+    set_offset(&mut s, 2000).await;
+    for _ in 0..200 {
+        issued.push(id(&mut s).await.unwrap());
+    }
+    issued.extend(many(&mut s, 3000).await.unwrap());
+    let mut root = db.session().await;
+    let mark: i64 = sqlx::query_scalar("SELECT mark_ms FROM snowdrift_g_mark")
+        .fetch_one(&mut root)
+        .await
+        .unwrap();
+    let last = db
+        .layout
+        .decode(*issued.iter().max().unwrap() as u64)
+        .unwrap()
+        .time_ms as i64;
+    assert!(
+        mark >= last,
+        "the durable mark {mark} is below an ID issued at {last}"
+    );
+    check_unique_and_rising(&db, &issued);
+
+    // The reservation freed by hand: within the recheck (1 s), calls refuse.
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "UPDATE {} SET holder = NULL, lease_expires_ms = 0",
+        db.table
+    )))
+    .execute(&mut root)
+    .await
+    .unwrap();
+    sqlx::raw_sql(AssertSqlSafe(forge))
+        .execute(&mut s)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let err = id(&mut s).await.unwrap_err().to_string();
+    assert!(err.contains("no longer reserved"), "{err}");
+    let err = many(&mut s, 10).await.unwrap_err().to_string();
+    assert!(err.contains("no longer reserved"), "{err}");
+    db.drop().await;
 }
