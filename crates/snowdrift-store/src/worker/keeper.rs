@@ -13,6 +13,7 @@ use snowdrift_core::layout::migrate;
 
 use super::WorkerSource;
 use super::mark::{MAX_EXTENSION, Mark};
+use super::mistakes::{Mistake, planted};
 use super::node::{Epoch, Shared, lock, ms, new_epoch, read};
 use super::status::{PeerOffset, WorkerState};
 use crate::error::{Error, Result};
@@ -461,6 +462,11 @@ impl<C: Clock + Clone + 'static> Shared<C> {
             record_layout,
         } = claimed;
         let renew_every = self.renew_every();
+        let mark = if planted(Mistake::ForgetClockBackOnRestart) {
+            Mark { ms: 0, ..mark }
+        } else {
+            mark
+        };
         loop {
             let now = self.clock.now_ms();
             // Also once the mark is passed: a claim may have taken longer than a renewal
@@ -507,19 +513,21 @@ impl<C: Clock + Clone + 'static> Shared<C> {
         }
         // Durable before the first ID of the window: a restart waits past it, or moves
         // above its extension value.
-        self.call(
-            "writing the high-water mark",
-            self.registry.write_mark(
-                worker_id,
-                &self.holder,
-                Mark {
-                    extension: mark.extension,
-                    ms: new_mark,
-                }
-                .stored(),
-            ),
-        )
-        .await?;
+        if !planted(Mistake::SkipMarkWriteAhead) {
+            self.call(
+                "writing the high-water mark",
+                self.registry.write_mark(
+                    worker_id,
+                    &self.holder,
+                    Mark {
+                        extension: mark.extension,
+                        ms: new_mark,
+                    }
+                    .stored(),
+                ),
+            )
+            .await?;
+        }
         epoch.fence().extend_window(new_mark);
         let deadline_ms = self.deadline(sent_ms);
         epoch.fence().open_until(deadline_ms);
@@ -673,7 +681,10 @@ pub(super) async fn run_claimed<C: Clock + Clone + 'static>(
         clock_behind: false,
         last_publish: None,
     };
+    // Biased (here and below): the branches are polled in order, not at random, so a
+    // simulated run (crates/snowdrift-sim) replays exactly from its seed.
     let entered = tokio::select! {
+        biased;
         r = enter(&shared, claimed, true) => r,
         _ = stop.changed() => {
             release(&shared, claimed.worker_id).await;
@@ -713,8 +724,9 @@ pub(super) async fn run<C: Clock + Clone + 'static>(
         .max(Duration::from_millis(5));
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(tick) => {}
+            biased;
             _ = stop.changed() => break,
+            _ = tokio::time::sleep(tick) => {}
         }
         if held.lost {
             regain(&shared, &mut held).await;
@@ -744,6 +756,9 @@ async fn step<C: Clock + Clone + 'static>(shared: &Shared<C>, held: &mut Held) {
             ms: mark,
         }
         .stored();
+        if planted(Mistake::SkipMarkWriteAhead) {
+            epoch.fence().extend_window(mark);
+        }
         let write = shared.call(
             "writing the high-water mark",
             shared
@@ -758,6 +773,7 @@ async fn step<C: Clock + Clone + 'static>(shared: &Shared<C>, held: &mut Held) {
         let mut due = held.sent_at + every;
         let written = loop {
             tokio::select! {
+                biased;
                 written = &mut write => break written,
                 () = tokio::time::sleep_until(due) => {
                     if renew(shared, &epoch, held).await {
@@ -827,6 +843,11 @@ async fn renew<C: Clock + Clone + 'static>(
                 .renew(held.worker_id, &shared.holder, config.ttl),
         )
         .await;
+    let (sent, renewed) = match renewed {
+        Err(Error::LeaseLost { .. }) if planted(Mistake::RenewWithoutFence) => (sent, Ok(())),
+        Ok(()) if planted(Mistake::TrustLeaseAfterPause) => (shared.clock.now_ms(), Ok(())),
+        other => (sent, other),
+    };
     match renewed {
         Ok(()) => {
             held.sent_ms = sent;

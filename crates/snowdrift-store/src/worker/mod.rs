@@ -65,6 +65,7 @@ mod config;
 pub mod file;
 mod keeper;
 mod mark;
+mod mistakes;
 mod node;
 mod raise;
 mod registry;
@@ -90,6 +91,8 @@ pub use status::{PeerOffset, WorkerState, WorkerStatus};
 pub mod etcd;
 #[cfg(feature = "redis")]
 pub mod redis;
+#[cfg(feature = "sim")]
+pub mod sim;
 pub mod sql;
 #[cfg(feature = "zookeeper")]
 pub mod zookeeper;

@@ -195,9 +195,34 @@ impl<C: Clock + Clone + 'static> WorkerNode<C> {
     /// The shared parts before any claim: settings checked, registry connected.
     async fn prepare(config: LeaseConfig, builder: Builder, clock: C) -> Result<Shared<C>> {
         config.validate()?;
+        let registry = WorkerRegistry::connect(&config.registry_url, &config.namespace).await?;
+        Self::prepare_on(registry, config, builder, clock)
+    }
+
+    /// As [`start`](Self::start), on a registry connected already instead of the one
+    /// `config.registry_url` names: how the simulator hands each node its simulated etcd.
+    #[cfg(feature = "sim")]
+    pub async fn start_on(
+        registry: WorkerRegistry,
+        config: LeaseConfig,
+        builder: Builder,
+        clock: C,
+    ) -> Result<Self> {
+        config.validate()?;
+        let shared = Arc::new(Self::prepare_on(registry, config, builder, clock)?);
+        let held = keeper::acquire(&shared, true).await?;
+        shared.log_leased(held.worker_id, "worker ID leased; issuing");
+        Ok(Self::run(shared, held))
+    }
+
+    fn prepare_on(
+        registry: WorkerRegistry,
+        config: LeaseConfig,
+        builder: Builder,
+        clock: C,
+    ) -> Result<Shared<C>> {
         let node_bits = builder.layout().node_bits();
         let space = 1u64.checked_shl(node_bits).unwrap_or(u64::MAX);
-        let registry = WorkerRegistry::connect(&config.registry_url, &config.namespace).await?;
         let hostname = config.hostname.clone().unwrap_or_else(super::hostname);
         let holder = config
             .holder

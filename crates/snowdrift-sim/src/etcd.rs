@@ -1,0 +1,313 @@
+//! The simulated etcd: one key space with revisions, leases granted, kept alive and expired
+//! by the coordinator's clock, and transactions on values, revisions and leases, with the
+//! rules of etcd 3.4 that the worker registry depends on.
+//!
+//! Modelled as etcd does it: a lease's TTL is at least [`MIN_TTL`] seconds and counts from
+//! when the leader handled the grant or keep-alive; a lease past its expiry can no longer
+//! be kept alive, and its keys go when the lessor revokes it (every [`LESSOR_EVERY`], as
+//! etcd's lessor checks); `time_to_live` answers whole seconds, truncated; a transaction
+//! compares a missing key's value as false and its revisions and lease as 0; a put under a
+//! lease that does not exist fails the whole transaction; a new leader extends every lease
+//! by its TTL from its election on. Not modelled: compaction, watches, auth, several
+//! members (the cluster is one linearizable key space, as etcd's clients see it).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use snowdrift_store::worker::sim::{Compare, KeyValue, LeaseStatus, Op, Txn, TxnAnswer};
+use snowdrift_store::{Error, Result};
+use tokio::time::Instant;
+
+/// etcd's shortest lease, in seconds (1.5 election timeouts of its defaults, rounded up).
+pub const MIN_TTL: i64 = 2;
+/// How often etcd's lessor revokes expired leases.
+pub const LESSOR_EVERY: Duration = Duration::from_millis(500);
+
+#[derive(Debug, Clone)]
+struct Stored {
+    value: String,
+    lease: i64,
+    create_revision: i64,
+    mod_revision: i64,
+}
+
+#[derive(Debug)]
+struct Lease {
+    ttl: i64,
+    expires: Instant,
+    keys: BTreeSet<String>,
+}
+
+/// What the coordinator did, for the capacity figures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EtcdStats {
+    /// Requests answered (any kind).
+    pub requests: u64,
+    /// Requests that wrote through consensus: transactions that put, grants, revokes and
+    /// expiries.
+    pub writes: u64,
+    /// Lease keep-alives (handled by the leader alone in etcd 3.4).
+    pub keep_alives: u64,
+    /// Keys returned by reads.
+    pub keys_read: u64,
+    /// Leases that expired (the holder stopped renewing them).
+    pub expired: u64,
+}
+
+/// The simulated etcd cluster.
+#[derive(Debug)]
+pub struct Etcd {
+    revision: i64,
+    kvs: BTreeMap<String, Stored>,
+    leases: BTreeMap<i64, Lease>,
+    next_lease: i64,
+    no_leader_until: Option<Instant>,
+    /// What it did so far.
+    pub stats: EtcdStats,
+}
+
+impl Default for Etcd {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Etcd {
+    /// An empty cluster at revision 1.
+    pub fn new() -> Self {
+        Self {
+            revision: 1,
+            kvs: BTreeMap::new(),
+            leases: BTreeMap::new(),
+            next_lease: 0x1000,
+            no_leader_until: None,
+            stats: EtcdStats::default(),
+        }
+    }
+
+    /// Fails while the cluster has no leader; counts the request.
+    pub fn serve(&mut self, now: Instant) -> Result<()> {
+        if self.no_leader_until.is_some_and(|t| now < t) {
+            return Err(Error::Unavailable(
+                "etcdserver: no leader (simulated election)".into(),
+            ));
+        }
+        self.stats.requests += 1;
+        Ok(())
+    }
+
+    /// The leader is lost at `now` and a new one elected after `outage`: no request is
+    /// served meanwhile, and the new leader extends every lease by its TTL.
+    pub fn elect(&mut self, now: Instant, outage: Duration) {
+        let elected = now + outage;
+        self.no_leader_until = Some(elected);
+        for lease in self.leases.values_mut() {
+            lease.expires = lease.expires.max(elected + secs(lease.ttl));
+        }
+    }
+
+    /// Revokes the leases whose TTL ran out by `now` (etcd's lessor).
+    pub fn expire(&mut self, now: Instant) {
+        if self.no_leader_until.is_some_and(|t| now < t) {
+            return;
+        }
+        let gone: Vec<i64> = self
+            .leases
+            .iter()
+            .filter(|(_, l)| l.expires <= now)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in gone {
+            self.stats.expired += 1;
+            self.drop_lease(id);
+        }
+    }
+
+    fn drop_lease(&mut self, id: i64) {
+        if let Some(lease) = self.leases.remove(&id) {
+            self.stats.writes += 1;
+            self.revision += 1;
+            for key in lease.keys {
+                if self.kvs.get(&key).is_some_and(|s| s.lease == id) {
+                    self.kvs.remove(&key);
+                }
+            }
+        }
+    }
+
+    fn read(&mut self, key: &str, prefix: bool) -> Vec<KeyValue> {
+        let found: Vec<KeyValue> = if prefix {
+            self.kvs
+                .range(key.to_string()..)
+                .take_while(|(k, _)| k.starts_with(key))
+                .map(|(k, s)| kv(k, s))
+                .collect()
+        } else {
+            self.kvs.get(key).map(|s| kv(key, s)).into_iter().collect()
+        };
+        self.stats.keys_read += found.len() as u64;
+        found
+    }
+
+    fn holds(&self, compare: &Compare) -> bool {
+        let found = match compare {
+            Compare::Value(k, _)
+            | Compare::CreateRevision(k, _)
+            | Compare::ModRevision(k, _)
+            | Compare::Lease(k, _) => self.kvs.get(k),
+        };
+        match (compare, found) {
+            (Compare::Value(_, v), Some(s)) => s.value == *v,
+            (Compare::Value(_, _), None) => false,
+            (Compare::CreateRevision(_, r), s) => s.map_or(0, |s| s.create_revision) == *r,
+            (Compare::ModRevision(_, r), s) => s.map_or(0, |s| s.mod_revision) == *r,
+            (Compare::Lease(_, l), s) => s.map_or(0, |s| s.lease) == *l,
+        }
+    }
+
+    /// Runs a transaction.
+    pub fn txn(&mut self, txn: &Txn) -> Result<TxnAnswer> {
+        let succeeded = txn.when.iter().all(|c| self.holds(c));
+        let ops = if succeeded { &txn.then } else { &txn.otherwise };
+        for op in ops {
+            if let Op::Put { lease, .. } = op
+                && *lease != 0
+                && !self.leases.contains_key(lease)
+            {
+                return Err(Error::Unavailable(
+                    "etcdserver: requested lease not found".into(),
+                ));
+            }
+        }
+        let writes = ops.iter().any(|op| matches!(op, Op::Put { .. }));
+        if writes {
+            self.revision += 1;
+            self.stats.writes += 1;
+        }
+        let mut gets = Vec::new();
+        for op in ops {
+            match op {
+                Op::Get { key, prefix } => gets.push(self.read(key, *prefix)),
+                Op::Put { key, value, lease } => self.put(key, value, *lease),
+            }
+        }
+        Ok(TxnAnswer { succeeded, gets })
+    }
+
+    fn put(&mut self, key: &str, value: &str, lease: i64) {
+        let revision = self.revision;
+        let old = self.kvs.get(key).cloned();
+        if let Some(old) = &old
+            && old.lease != lease
+            && let Some(l) = self.leases.get_mut(&old.lease)
+        {
+            l.keys.remove(key);
+        }
+        if let Some(l) = self.leases.get_mut(&lease) {
+            l.keys.insert(key.to_string());
+        }
+        self.kvs.insert(
+            key.to_string(),
+            Stored {
+                value: value.to_string(),
+                lease,
+                create_revision: old.map_or(revision, |o| o.create_revision),
+                mod_revision: revision,
+            },
+        );
+    }
+
+    /// Reads a key or a prefix.
+    pub fn range(&mut self, key: &str, prefix: bool) -> Vec<KeyValue> {
+        self.read(key, prefix)
+    }
+
+    /// Grants a lease of at least `ttl` seconds from `now`.
+    pub fn grant(&mut self, ttl: i64, now: Instant) -> (i64, i64) {
+        let ttl = ttl.max(MIN_TTL);
+        let id = self.next_lease;
+        self.next_lease += 1;
+        self.stats.writes += 1;
+        self.leases.insert(
+            id,
+            Lease {
+                ttl,
+                expires: now + secs(ttl),
+                keys: BTreeSet::new(),
+            },
+        );
+        (id, ttl)
+    }
+
+    /// Extends a live lease by its TTL from `now`: the TTL, or 0 when it is gone or ran out
+    /// (etcd answers an expired lease's keep-alive only once it is revoked: not found).
+    pub fn keep_alive(&mut self, id: i64, now: Instant) -> i64 {
+        self.stats.keep_alives += 1;
+        match self.leases.get_mut(&id) {
+            Some(l) if l.expires > now => {
+                l.expires = now + secs(l.ttl);
+                l.ttl
+            }
+            _ => 0,
+        }
+    }
+
+    /// A lease's time left (whole seconds, truncated) and keys.
+    pub fn time_to_live(&mut self, id: i64, now: Instant) -> LeaseStatus {
+        match self.leases.get(&id) {
+            Some(l) => LeaseStatus {
+                ttl: i64::try_from(l.expires.saturating_duration_since(now).as_secs())
+                    .unwrap_or(i64::MAX),
+                granted_ttl: l.ttl,
+                keys: l.keys.iter().cloned().collect(),
+            },
+            None => LeaseStatus {
+                ttl: -1,
+                granted_ttl: 0,
+                keys: Vec::new(),
+            },
+        }
+    }
+
+    /// Revokes a lease and deletes its keys.
+    pub fn revoke(&mut self, id: i64) -> Result<()> {
+        if !self.leases.contains_key(&id) {
+            return Err(Error::Unavailable(
+                "etcdserver: requested lease not found".into(),
+            ));
+        }
+        self.drop_lease(id);
+        Ok(())
+    }
+
+    /// Who holds `key` under a lease that has not run out at `now` (the ground truth a
+    /// node must agree with whenever it issues), if anyone.
+    pub fn live_holder(&self, key: &str, now: Instant) -> Option<&str> {
+        let stored = self.kvs.get(key)?;
+        let lease = self.leases.get(&stored.lease)?;
+        (lease.expires > now).then_some(stored.value.as_str())
+    }
+
+    /// The worker leases held now: `(worker key, holder)`, for the end-of-run checks.
+    pub fn keys_under(&self, prefix: &str) -> Vec<(String, String)> {
+        self.kvs
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, s)| (k.clone(), s.value.clone()))
+            .collect()
+    }
+}
+
+fn kv(key: &str, s: &Stored) -> KeyValue {
+    KeyValue {
+        key: key.to_string(),
+        value: s.value.clone(),
+        lease: s.lease,
+        create_revision: s.create_revision,
+        mod_revision: s.mod_revision,
+    }
+}
+
+fn secs(s: i64) -> Duration {
+    Duration::from_secs(u64::try_from(s).unwrap_or(0))
+}

@@ -1,0 +1,230 @@
+//! `snowdrift-sim` (run as `scripts/simulate`): runs seeds of the deterministic simulation,
+//! prints progress and simulated node-hours, and for a failing seed the command that
+//! replays it.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use snowdrift_sim::{Mistake, Outcome, Settings, run};
+
+/// Deterministic simulation of snowdrift's worker leases: the real keeper and generator of
+/// many nodes against a simulated etcd, under seeded faults.
+#[derive(Debug, Parser)]
+#[command(name = "scripts/simulate")]
+struct Args {
+    /// How many seeds to run (0: until stopped).
+    #[arg(long, default_value_t = 100)]
+    seeds: u64,
+    /// The first seed.
+    #[arg(long, default_value_t = 1)]
+    from: u64,
+    /// Run exactly this seed (a replay), printing what it did.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Nodes per seed.
+    #[arg(long, default_value_t = 5)]
+    nodes: usize,
+    /// Worker ID bits (1 to 10); drawn per seed when not given.
+    #[arg(long)]
+    bits: Option<u32>,
+    /// Simulated time per seed: 300s, 5m, 2h.
+    #[arg(long, default_value = "300s", value_parser = duration)]
+    duration: Duration,
+    /// No faults (only the rolling restart and ordinary latency).
+    #[arg(long)]
+    no_faults: bool,
+    /// No rolling restart of the fleet.
+    #[arg(long)]
+    no_rolling_restart: bool,
+    /// Plant a mistake in the keeper (repeatable): skip-mark-write-ahead,
+    /// renew-without-fence, trust-lease-after-pause, forget-clock-back-on-restart.
+    #[arg(long = "mistake", value_parser = mistake)]
+    mistakes: Vec<Mistake>,
+    /// Stop at the first failing seed.
+    #[arg(long)]
+    fail_fast: bool,
+    /// Seeds run at once, one thread each.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+}
+
+fn duration(text: &str) -> Result<Duration, String> {
+    let (number, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration: write 300s, 5m or 2h"))?;
+    let seconds = match unit {
+        "" | "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => return Err(format!("{text:?}: the unit is s, m or h")),
+    };
+    Ok(Duration::from_secs(seconds))
+}
+
+fn mistake(text: &str) -> Result<Mistake, String> {
+    Mistake::ALL
+        .into_iter()
+        .find(|m| m.name() == text)
+        .ok_or_else(|| {
+            let names: Vec<&str> = Mistake::ALL.iter().map(|m| m.name()).collect();
+            format!("no mistake {text:?}; the mistakes are {}", names.join(", "))
+        })
+}
+
+fn settings(args: &Args, seed: u64) -> Settings {
+    let mut s = Settings::new(seed, args.nodes);
+    s.worker_bits = args.bits;
+    s.duration = args.duration;
+    s.faults = !args.no_faults;
+    s.rolling_restart = !args.no_rolling_restart;
+    s.mistakes = args.mistakes.clone();
+    s
+}
+
+fn describe(o: &Outcome) -> String {
+    let s = &o.scenario;
+    format!(
+        "{} nodes on {} worker IDs{}, ttl {:?}, window {:?}, clock reports every {:?}; {:.1} node-hours in {:?} simulated; {} starts ({} refused: {:?}); {} ranges, {} IDs; faults {:?}; not issuing {:?}; etcd: {} requests, {} writes ({:.1}/s), {} keep-alives, {} keys read, {} leases expired; {} worker IDs held at the end",
+        s.settings.nodes,
+        1u64 << s.worker_bits,
+        if s.static_ids { " (static IDs)" } else { "" },
+        s.ttl,
+        s.window,
+        s.publish_every,
+        o.node_hours(),
+        o.simulated,
+        o.counts.starts,
+        o.counts.refusals.values().sum::<u64>(),
+        o.counts.refusals,
+        o.ranges,
+        o.ids,
+        o.counts.faults,
+        o.counts.not_issuing,
+        o.etcd.requests,
+        o.etcd.writes,
+        o.etcd.writes as f64 / o.simulated.as_secs_f64().max(1e-9),
+        o.etcd.keep_alives,
+        o.etcd.keys_read,
+        o.etcd.expired,
+        o.held_at_end,
+    )
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    if args.nodes == 0 {
+        bail!("--nodes must be at least 1");
+    }
+    if let Some(bits) = args.bits
+        && !(1..=10).contains(&bits)
+    {
+        bail!("--bits {bits}: use 1 to 10 worker ID bits");
+    }
+    if let Some(seed) = args.seed {
+        let started = Instant::now();
+        let outcome = run(settings(&args, seed));
+        println!("seed {seed}: {}", describe(&outcome));
+        for (kind, example) in &outcome.counts.refusal_examples {
+            println!("  a start refused ({kind}): {example}");
+        }
+        println!(
+            "digest {:016x}, {:?} of CPU",
+            outcome.digest,
+            started.elapsed()
+        );
+        return report_failure(&outcome).context("the seed failed");
+    }
+    let next = AtomicU64::new(args.from);
+    let done = AtomicU64::new(0);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let totals = Mutex::new((0f64, 0u64, Vec::<u64>::new()));
+    let started = Instant::now();
+    let last_print = Mutex::new(Instant::now());
+    let end = (args.seeds > 0).then(|| args.from + args.seeds);
+    std::thread::scope(|scope| {
+        for _ in 0..args.jobs.max(1) {
+            scope.spawn(|| {
+                loop {
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let seed = next.fetch_add(1, Ordering::Relaxed);
+                    if end.is_some_and(|end| seed >= end) {
+                        return;
+                    }
+                    let outcome = run(settings(&args, seed));
+                    let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+                    let mut t = totals.lock().unwrap_or_else(|e| e.into_inner());
+                    t.0 += outcome.node_hours();
+                    t.1 += outcome.ids;
+                    if !outcome.failures.is_empty() {
+                        t.2.push(seed);
+                        println!("seed {seed} FAILED: {}", describe(&outcome));
+                        let _ = report_failure(&outcome);
+                        if args.fail_fast {
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    let mut last = last_print.lock().unwrap_or_else(|e| e.into_inner());
+                    if last.elapsed() >= Duration::from_secs(10) || end.is_some_and(|e| finished == e - args.from) {
+                        *last = Instant::now();
+                        println!(
+                            "{finished} seeds, {:.1} simulated node-hours, {} IDs checked, {} failing, {:.0?} elapsed",
+                            t.0,
+                            t.1,
+                            t.2.len(),
+                            started.elapsed()
+                        );
+                    }
+                }
+            });
+        }
+    });
+    let t = totals.into_inner().unwrap_or_else(|e| e.into_inner());
+    println!(
+        "done: {} seeds from {}, {:.1} simulated node-hours, {} IDs checked in {:.0?}; failing seeds: {:?}",
+        done.load(Ordering::Relaxed),
+        args.from,
+        t.0,
+        t.1,
+        started.elapsed(),
+        t.2
+    );
+    if !t.2.is_empty() {
+        bail!(
+            "{} seeds failed (each printed with the command that replays it)",
+            t.2.len()
+        );
+    }
+    Ok(())
+}
+
+/// Prints a failing run's failures and the command that replays it, after checking that
+/// it does replay.
+fn report_failure(outcome: &Outcome) -> anyhow::Result<()> {
+    if outcome.failures.is_empty() {
+        return Ok(());
+    }
+    for f in outcome.failures.iter().take(5) {
+        println!("  at {:?}: {}", f.at, f.what);
+    }
+    let again = run(outcome.scenario.settings.clone());
+    let same = again.digest == outcome.digest && again.failures == outcome.failures;
+    println!(
+        "  replay: {}   ({})",
+        outcome.replay_command(),
+        if same {
+            "checked: it replays exactly"
+        } else {
+            "WARNING: a second run did not replay it exactly"
+        }
+    );
+    bail!("{}", outcome.failures[0].what)
+}

@@ -1,0 +1,136 @@
+//! One seed's run: a current-thread tokio runtime on paused time, the fleet, the faults and
+//! the checker; returns what happened.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use snowdrift_core::layout::Layout;
+use snowdrift_store::worker::sim::plant;
+
+use crate::checker::{Checker, Failure};
+use crate::etcd::EtcdStats;
+use crate::scenario::{Scenario, Settings};
+use crate::world::{Counts, World, lock};
+use crate::{chaos, node};
+
+/// The layout's epoch (Twitter's).
+const EPOCH_MS: u64 = 1_288_834_974_657;
+
+/// What one run did and found.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// What the seed drew.
+    pub scenario: Scenario,
+    /// Broken guarantees, in order; empty when the run passed.
+    pub failures: Vec<Failure>,
+    /// A hash of every range issued, in order: equal for two runs of the same settings.
+    pub digest: u64,
+    /// Ranges issued and checked.
+    pub ranges: u64,
+    /// IDs issued and checked.
+    pub ids: u64,
+    /// Starts, refusals and faults.
+    pub counts: Counts,
+    /// What the coordinator served.
+    pub etcd: EtcdStats,
+    /// Simulated time run (shorter than asked when a failure stopped it).
+    pub simulated: Duration,
+    /// Worker IDs leased at the end.
+    pub held_at_end: usize,
+}
+
+impl Outcome {
+    /// Simulated node-hours: nodes times simulated time.
+    pub fn node_hours(&self) -> f64 {
+        self.scenario.settings.nodes as f64 * self.simulated.as_secs_f64() / 3600.0
+    }
+
+    /// The command that replays this run.
+    pub fn replay_command(&self) -> String {
+        let s = &self.scenario.settings;
+        let mut cmd = format!(
+            "scripts/simulate --seed {} --nodes {} --bits {} --duration {}s",
+            s.seed,
+            s.nodes,
+            self.scenario.worker_bits,
+            s.duration.as_secs()
+        );
+        if !s.faults {
+            cmd.push_str(" --no-faults");
+        }
+        if !s.rolling_restart {
+            cmd.push_str(" --no-rolling-restart");
+        }
+        for m in &s.mistakes {
+            cmd.push_str(" --mistake ");
+            cmd.push_str(m.name());
+        }
+        cmd
+    }
+}
+
+/// The layout of a run: a millisecond time field, `bits` worker bits, a 12-bit sequence.
+pub fn layout(bits: u32) -> Layout {
+    Layout::from_spec(&format!("time:41,worker:{bits},seq:12"), 1, EPOCH_MS)
+        .unwrap_or_else(|e| panic!("the simulated layout with {bits} worker bits: {e}"))
+}
+
+/// Runs one seed to the end, or to its first failure, on this thread.
+pub fn run(settings: Settings) -> Outcome {
+    let scenario = Scenario::draw(settings);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap_or_else(|e| panic!("a current-thread tokio runtime: {e}"));
+    plant(&scenario.settings.mistakes);
+    let outcome = runtime.block_on(simulate(scenario));
+    plant(&[]);
+    // Dropping the runtime ends every task the run left (nodes, messages in flight).
+    drop(runtime);
+    outcome
+}
+
+async fn simulate(scenario: Scenario) -> Outcome {
+    let layout = layout(scenario.worker_bits);
+    let duration = scenario.settings.duration;
+    let (faults, rolling) = (scenario.settings.faults, scenario.settings.rolling_restart);
+    let world = Arc::new(World::new(scenario, Checker::new(layout.clone())));
+    tokio::spawn(chaos::lessor(world.clone()));
+    let mut commands = Vec::new();
+    for n in 0..world.scenario.settings.nodes {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        commands.push(tx);
+        tokio::spawn(node::slot(world.clone(), n, layout.clone(), rx));
+    }
+    if faults {
+        tokio::spawn(chaos::faults(world.clone(), commands.clone()));
+        tokio::spawn(chaos::coordinator_faults(world.clone(), commands.len()));
+    }
+    if rolling {
+        tokio::spawn(chaos::rolling_restart(
+            world.clone(),
+            commands.clone(),
+            duration.mul_f64(0.4),
+        ));
+    }
+    let step = Duration::from_secs(1);
+    while world.elapsed() < duration && lock(&world.checker).failures.is_empty() {
+        tokio::time::sleep(step.min(duration - world.elapsed())).await;
+    }
+    let checker = lock(&world.checker);
+    let etcd = lock(&world.etcd);
+    Outcome {
+        scenario: world.scenario.clone(),
+        failures: checker.failures.clone(),
+        digest: checker.digest(),
+        ranges: checker.ranges,
+        ids: checker.ids,
+        counts: lock(&world.counts).clone(),
+        etcd: etcd.stats,
+        simulated: world.elapsed(),
+        held_at_end: etcd
+            .keys_under(&format!("/{}/worker/", node::NAMESPACE))
+            .len(),
+    }
+}

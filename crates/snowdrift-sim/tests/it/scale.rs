@@ -1,0 +1,70 @@
+//! The fleet at scale: a thousand nodes on one coordinator with a 10-bit worker space
+//! through a rolling restart of every node; twice as many nodes as worker IDs, of which
+//! those without an ID refuse clearly and none shares one.
+
+use std::time::Duration;
+
+use snowdrift_sim::{Settings, run};
+
+#[test]
+#[ignore = "minutes in a debug build; scripts/simulate --scale runs it in release"]
+fn a_thousand_nodes_on_1024_worker_ids_through_a_rolling_restart() {
+    let mut s = Settings::new(1, 1000);
+    s.worker_bits = Some(10);
+    s.duration = Duration::from_secs(SCALE_SECONDS);
+    s.faults = false;
+    let o = run(s);
+    assert!(
+        o.failures.is_empty(),
+        "{:?}\nreplay: {}",
+        o.failures.first(),
+        o.replay_command()
+    );
+    assert_eq!(
+        o.counts.faults.get("rolling restart wave"),
+        Some(&10),
+        "{:?}",
+        o.counts
+    );
+    // Every node started, and started again in the rolling restart.
+    assert!(o.counts.starts >= 2000, "{:?}", o.counts);
+    assert!(
+        o.held_at_end >= 990,
+        "{} worker IDs held at the end",
+        o.held_at_end
+    );
+    assert!(o.ranges > 1000);
+}
+
+#[test]
+#[ignore = "minutes in a debug build; scripts/simulate --scale runs it in release"]
+fn two_thousand_nodes_compete_for_1024_worker_ids() {
+    let mut s = Settings::new(2, 2000);
+    s.worker_bits = Some(10);
+    s.duration = Duration::from_secs(60);
+    s.faults = false;
+    s.rolling_restart = false;
+    let o = run(s);
+    assert!(
+        o.failures.is_empty(),
+        "{:?}\nreplay: {}",
+        o.failures.first(),
+        o.replay_command()
+    );
+    assert_eq!(o.held_at_end, 1024, "every worker ID held, none twice");
+    let exhausted = o
+        .counts
+        .refusals
+        .get("WorkersExhausted")
+        .copied()
+        .unwrap_or(0);
+    assert!(
+        exhausted >= 976,
+        "the nodes without an ID refuse: {:?}",
+        o.counts.refusals
+    );
+}
+
+/// Long enough for the rolling restart (10 waves from 40 % of the run on, each a window
+/// and a second apart).
+const SCALE_SECONDS: u64 = 180;

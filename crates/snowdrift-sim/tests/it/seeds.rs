@@ -1,0 +1,45 @@
+//! A fixed set of seeds, each five simulated minutes of faults and a rolling restart, must
+//! pass: what `.ci/run` runs of the simulation (the rest is `scripts/simulate`).
+
+use snowdrift_sim::{Settings, run};
+
+fn passes(seed: u64, nodes: usize) {
+    let outcome = run(Settings::new(seed, nodes));
+    assert!(
+        outcome.failures.is_empty(),
+        "seed {seed} failed: {:?}\nreplay: {}",
+        outcome.failures.first(),
+        outcome.replay_command()
+    );
+    // The run did what it is for: nodes issued, faults happened, restarts went through.
+    assert!(
+        outcome.ids > 0 && outcome.ranges > 100,
+        "seed {seed}: {outcome:?}"
+    );
+    assert!(
+        outcome.counts.faults.values().sum::<u64>() > 0,
+        "seed {seed}"
+    );
+    assert!(outcome.counts.starts > nodes as u64, "seed {seed}");
+}
+
+#[test]
+fn seeds_of_one_node_pass() {
+    for seed in 1..=12 {
+        passes(seed, 1);
+    }
+}
+
+#[test]
+fn seeds_of_two_nodes_pass() {
+    for seed in 1..=12 {
+        passes(seed, 2);
+    }
+}
+
+#[test]
+fn seeds_of_five_nodes_pass() {
+    for seed in 1..=12 {
+        passes(seed, 5);
+    }
+}

@@ -1,0 +1,81 @@
+//! Planted mistakes in the lease keeper, for the simulator to catch (cargo feature `sim`).
+//! Without the feature, [`planted`] is `false` and the checks fold away.
+
+/// A mistake the keeper can be made to commit, each one a rule of the design broken.
+#[cfg(feature = "sim")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Mistake {
+    /// Opens a window before its high-water mark is durable (the write skipped at the
+    /// start of an epoch, the fence moved before the write while issuing).
+    SkipMarkWriteAhead,
+    /// Takes a renewal that found the lease lost for a good one (opens the fence again).
+    RenewWithoutFence,
+    /// Counts the fence deadline from when a renewal's answer arrived, not from when it
+    /// was sent: a pause or a slow answer stretches the lease past its end.
+    TrustLeaseAfterPause,
+    /// Starts issuing without waiting for the clock to pass the worker ID's mark.
+    ForgetClockBackOnRestart,
+}
+
+#[cfg(feature = "sim")]
+impl Mistake {
+    /// Every mistake.
+    pub const ALL: [Mistake; 4] = [
+        Mistake::SkipMarkWriteAhead,
+        Mistake::RenewWithoutFence,
+        Mistake::TrustLeaseAfterPause,
+        Mistake::ForgetClockBackOnRestart,
+    ];
+
+    /// A stable name: `skip-mark-write-ahead`, `renew-without-fence`,
+    /// `trust-lease-after-pause`, `forget-clock-back-on-restart`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mistake::SkipMarkWriteAhead => "skip-mark-write-ahead",
+            Mistake::RenewWithoutFence => "renew-without-fence",
+            Mistake::TrustLeaseAfterPause => "trust-lease-after-pause",
+            Mistake::ForgetClockBackOnRestart => "forget-clock-back-on-restart",
+        }
+    }
+
+    fn bit(self) -> u32 {
+        1 << (self as u32)
+    }
+}
+
+#[cfg(feature = "sim")]
+thread_local! {
+    static PLANTED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Makes every keeper that runs on this thread commit `mistakes` (none: the real keeper).
+/// The simulator runs each seed on one thread, so one run's mistakes stay in that run.
+#[cfg(feature = "sim")]
+pub fn plant(mistakes: &[Mistake]) {
+    PLANTED.with(|p| p.set(mistakes.iter().fold(0, |bits, m| bits | m.bit())));
+}
+
+/// Whether the keeper on this thread is to commit `mistake`.
+#[cfg(feature = "sim")]
+pub(crate) fn planted(mistake: Mistake) -> bool {
+    PLANTED.with(|p| p.get() & mistake.bit() != 0)
+}
+
+/// Without the `sim` feature no mistake can be planted.
+#[cfg(not(feature = "sim"))]
+#[inline(always)]
+pub(crate) fn planted(_: Mistake) -> bool {
+    false
+}
+
+/// Without the `sim` feature there are no mistakes to name; the keeper's checks compile
+/// to nothing.
+#[cfg(not(feature = "sim"))]
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Mistake {
+    SkipMarkWriteAhead,
+    RenewWithoutFence,
+    TrustLeaseAfterPause,
+    ForgetClockBackOnRestart,
+}

@@ -1,0 +1,114 @@
+//! The part of etcd's v3 API that the etcd worker registry uses (key ranges, transactions on
+//! values, revisions and leases, lease grant, keep-alive, time-to-live and revoke), as a
+//! trait a deterministic simulator implements with a coordinator of its own.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::error::Result;
+
+/// A boxed future, so [`EtcdKv`] can be a trait object.
+pub type KvFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
+
+/// One key as etcd returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyValue {
+    /// The key.
+    pub key: String,
+    /// Its value.
+    pub value: String,
+    /// The lease it is attached to; 0 for none.
+    pub lease: i64,
+    /// The revision that created it (since it last did not exist).
+    pub create_revision: i64,
+    /// The revision that last wrote it.
+    pub mod_revision: i64,
+}
+
+/// One comparison of a transaction's guard: the key's part equals the value. On a key that
+/// does not exist, a value comparison fails and the others compare against 0 (etcd's rules).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Compare {
+    /// `value(key) == value`.
+    Value(String, String),
+    /// `create_revision(key) == revision`.
+    CreateRevision(String, i64),
+    /// `mod_revision(key) == revision`.
+    ModRevision(String, i64),
+    /// `lease(key) == lease`.
+    Lease(String, i64),
+}
+
+/// One operation of a transaction's branch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// Reads `key`, or every key starting with it (`prefix`), in key order.
+    Get {
+        /// The key or prefix.
+        key: String,
+        /// Read the range of keys that start with `key`.
+        prefix: bool,
+    },
+    /// Writes `key`, attached to `lease` (0: none). A lease that does not exist fails the
+    /// whole transaction.
+    Put {
+        /// The key.
+        key: String,
+        /// Its new value.
+        value: String,
+        /// The lease to attach it to; 0 for none.
+        lease: i64,
+    },
+}
+
+/// `if all(when) { then } else { otherwise }`, atomically at one revision.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Txn {
+    /// The guard.
+    pub when: Vec<Compare>,
+    /// Run when every comparison holds.
+    pub then: Vec<Op>,
+    /// Run otherwise.
+    pub otherwise: Vec<Op>,
+}
+
+/// What a transaction answered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TxnAnswer {
+    /// The guard held and `then` ran.
+    pub succeeded: bool,
+    /// The keys each `Get` of the branch that ran read, in order.
+    pub gets: Vec<Vec<KeyValue>>,
+}
+
+/// What etcd says about a lease.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LeaseStatus {
+    /// Whole seconds left; 0 or below when it expired or does not exist.
+    pub ttl: i64,
+    /// The TTL it was granted with, in seconds.
+    pub granted_ttl: i64,
+    /// The keys attached to it.
+    pub keys: Vec<String>,
+}
+
+/// An etcd cluster as one client sees it: every call may fail with
+/// [`Error::Unavailable`](crate::Error::Unavailable) (no answer, a timeout, a leader
+/// election), and may or may not have taken effect then.
+pub trait EtcdKv: Send + Sync + std::fmt::Debug {
+    /// Runs a transaction.
+    fn txn(&self, txn: Txn) -> KvFuture<'_, TxnAnswer>;
+    /// Reads `key`, or the keys starting with it (`prefix`), in key order.
+    fn range(&self, key: String, prefix: bool) -> KvFuture<'_, Vec<KeyValue>>;
+    /// Grants a lease of at least `ttl` seconds: its ID and the TTL granted.
+    fn grant(&self, ttl: i64) -> KvFuture<'_, (i64, i64)>;
+    /// One keep-alive of `lease`: the TTL it runs for from now, or 0 when the lease is gone.
+    fn keep_alive(&self, lease: i64) -> KvFuture<'_, i64>;
+    /// The lease's time left and keys.
+    fn time_to_live(&self, lease: i64) -> KvFuture<'_, LeaseStatus>;
+    /// Revokes `lease`, deleting its keys; an error when it does not exist.
+    fn revoke(&self, lease: i64) -> KvFuture<'_, ()>;
+    /// This client's clock, ms since 1970, for the claim time the registry writes (etcd
+    /// has no clock to ask).
+    fn now_ms(&self) -> u64;
+}
