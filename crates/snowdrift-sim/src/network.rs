@@ -102,8 +102,8 @@ impl EtcdKv for Link {
         Box::pin(self.call(move |etcd, now| Ok(etcd.grant(ttl, now))))
     }
 
-    fn keep_alive(&self, lease: i64) -> KvFuture<'_, i64> {
-        Box::pin(self.call(move |etcd, now| Ok(etcd.keep_alive(lease, now))))
+    fn keep_alive(&self, lease: i64) -> KvFuture<'_, bool> {
+        Box::pin(self.call(move |etcd, now| Ok(etcd.keep_alive(lease, now) > 0)))
     }
 
     fn time_to_live(&self, lease: i64) -> KvFuture<'_, LeaseStatus> {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use rand::RngExt;
 use snowdrift_core::generator::{Attempt, SnowflakeGenerator};
 use snowdrift_core::layout::Layout;
-use snowdrift_store::worker::sim::SimEtcdRegistry;
+use snowdrift_store::worker::etcd::EtcdRegistry;
 use snowdrift_store::worker::{WorkerNode, WorkerRegistry};
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -55,8 +55,8 @@ pub async fn slot(
         };
         let clock = SimClock::new(world.wall_ms_of(n), drift);
         let registry =
-            match SimEtcdRegistry::new(Arc::new(Link::new(world.clone(), n, clock)), NAMESPACE) {
-                Ok(r) => WorkerRegistry::Sim(r),
+            match EtcdRegistry::over(Arc::new(Link::new(world.clone(), n, clock)), NAMESPACE) {
+                Ok(r) => WorkerRegistry::Etcd(r),
                 Err(e) => {
                     world.count(|c| *c.refusals.entry(format!("bad setup: {e}")).or_default() += 1);
                     return;

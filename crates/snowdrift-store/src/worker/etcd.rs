@@ -1,17 +1,22 @@
 //! Worker leases on etcd: a key per worker ID under a lease, claimed by a transaction on `create_revision == 0`.
+//!
+//! The registry speaks to etcd through [`EtcdKv`] (`kv.rs`): `etcd-client` for a real etcd
+//! (`client.rs`), or the deterministic simulator's etcd (cargo feature `sim`), so the
+//! simulation runs these very requests.
+
+mod client;
+pub(crate) mod kv;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
-use etcd_client as etcd;
-use etcd_client::{
-    Client, Compare, CompareOp, GetOptions, KeyValue, LeaseTimeToLiveOptions, PutOptions, Txn,
-    TxnOp, TxnOpResponse,
-};
+pub(crate) use client::{first_kv, text, unavailable};
+use kv::{Compare, EtcdKv, KeyValue, Op, Txn};
 
-use super::PeerTime;
 use super::claim;
 use super::sql::{ttl_millis, validate_holder, validate_namespace, validate_space};
+use super::{PeerTime, UnreadableEntry, WorkerEntry, WorkerList};
 use crate::error::{Error, Result};
 
 /// How many times a claim starts over when other nodes took every ID it saw free, and a
@@ -38,19 +43,10 @@ const MAX_RACES: usize = 64;
 /// shortening it. Its TTL is whole seconds with a minimum of about 1.5 election timeouts
 /// (2 s with etcd's defaults): a shorter `ttl` is rounded up to that, so the lease lasts
 /// longer than asked, which is safe for fencing but makes a crashed node's ID free later.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct EtcdRegistry {
-    // etcd's client is a few KiB of per-service handles; shared, the registry stays small.
-    client: std::sync::Arc<Client>,
+    kv: Arc<dyn EtcdKv>,
     root: String,
-}
-
-impl std::fmt::Debug for EtcdRegistry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EtcdRegistry")
-            .field("root", &self.root)
-            .finish_non_exhaustive()
-    }
 }
 
 impl EtcdRegistry {
@@ -66,60 +62,44 @@ impl EtcdRegistry {
             .connect(&format!("{root}/"))
             .await?;
         Ok(Self {
-            client: std::sync::Arc::new(client),
+            kv: Arc::new(client::ClientKv::new(client)),
             root,
         })
     }
 
-    fn lease_key(&self, worker_id: u64) -> String {
-        format!("{}/worker/{worker_id}", self.root)
+    /// The registry under `/{namespace}` of any [`EtcdKv`]: the simulator's etcd.
+    #[cfg(feature = "sim")]
+    pub fn over(kv: Arc<dyn EtcdKv>, namespace: &str) -> Result<Self> {
+        validate_namespace(namespace)?;
+        Ok(Self {
+            kv,
+            root: format!("/{namespace}"),
+        })
     }
 
-    fn mark_key(&self, worker_id: u64) -> String {
-        format!("{}/mark/{worker_id}", self.root)
+    fn key(&self, kind: &str, worker_id: u64) -> String {
+        format!("{}/{kind}/{worker_id}", self.root)
     }
 
-    fn time_key(&self, worker_id: u64) -> String {
-        format!("{}/time/{worker_id}", self.root)
-    }
-
-    fn since_key(&self, worker_id: u64) -> String {
-        format!("{}/since/{worker_id}", self.root)
-    }
-
-    fn layout_key(&self, worker_id: u64) -> String {
-        format!("{}/layout/{worker_id}", self.root)
-    }
-
-    fn lease_prefix(&self) -> String {
-        format!("{}/worker/", self.root)
+    fn prefix(&self, kind: &str) -> String {
+        format!("{}/{kind}/", self.root)
     }
 
     /// The keys under `{root}/{kind}/` for each of `kinds`, read in one transaction, so
     /// all at one revision (a lease and the mark or report beside it agree).
     async fn ranges<const N: usize>(&self, kinds: [&str; N]) -> Result<[Vec<KeyValue>; N]> {
-        let prefix = Some(GetOptions::new().with_prefix());
-        let txn = Txn::new().and_then(
-            kinds
+        let txn = Txn {
+            then: kinds
                 .iter()
-                .map(|k| TxnOp::get(format!("{}/{k}/", self.root), prefix.clone()))
-                .collect::<Vec<_>>(),
-        );
-        let answer = self
-            .client
-            .kv_client()
-            .txn(txn)
-            .await
-            .map_err(unavailable)?;
-        let ranges: Vec<Vec<KeyValue>> = answer
-            .op_responses()
-            .into_iter()
-            .filter_map(|r| match r {
-                TxnOpResponse::Get(g) => Some(g.kvs().to_vec()),
-                _ => None,
-            })
-            .collect();
-        ranges.try_into().map_err(|got: Vec<_>| {
+                .map(|k| Op::Get {
+                    key: self.prefix(k),
+                    prefix: true,
+                })
+                .collect(),
+            ..Txn::default()
+        };
+        let answer = self.kv.txn(txn).await?;
+        answer.gets.try_into().map_err(|got: Vec<_>| {
             Error::Unavailable(
                 format!(
                     "etcd answered a transaction of {N} ranges with {} ranges",
@@ -130,63 +110,50 @@ impl EtcdRegistry {
         })
     }
 
-    /// Grants a lease of `ttl`, rounded up to whole seconds: (its ID, the TTL etcd granted).
-    async fn grant(&self, ttl: Duration) -> Result<(i64, i64)> {
+    /// Grants a lease of `ttl`, rounded up to whole seconds: its ID.
+    async fn grant(&self, ttl: Duration) -> Result<i64> {
         let seconds = ttl_seconds(ttl)?;
-        let granted = self
-            .client
-            .lease_client()
-            .grant(seconds, None)
-            .await
-            .map_err(unavailable)?;
-        if granted.ttl() < seconds {
+        let (id, granted) = self.kv.grant(seconds).await?;
+        if granted < seconds {
             // etcd only ever raises a TTL; a shorter one would break fencing.
-            self.revoke_quietly(granted.id()).await;
+            self.revoke_quietly(id).await;
             return Err(Error::Unavailable(
-                format!(
-                    "etcd granted a lease of {} s for a ttl of {seconds} s",
-                    granted.ttl()
-                )
-                .into(),
+                format!("etcd granted a lease of {granted} s for a ttl of {seconds} s").into(),
             ));
         }
-        Ok((granted.id(), granted.ttl()))
+        Ok(id)
     }
 
     /// Revokes a lease nobody uses; if that fails, it expires by itself after its TTL.
     async fn revoke_quietly(&self, lease: i64) {
-        let _ = self.client.lease_client().revoke(lease).await;
+        let _ = self.kv.revoke(lease).await;
     }
 
     /// Writes the lease key of `worker_id` under `lease` unless it exists: `None` on
     /// success, else the key as it is.
     async fn create(&self, worker_id: u64, holder: &str, lease: i64) -> Result<Option<KeyValue>> {
-        let key = self.lease_key(worker_id);
-        let txn = Txn::new()
-            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-            .and_then([
-                TxnOp::put(
-                    key.clone(),
-                    holder,
-                    Some(PutOptions::new().with_lease(lease)),
-                ),
-                TxnOp::put(
-                    self.since_key(worker_id),
-                    now_ms().to_string(),
-                    Some(PutOptions::new().with_lease(lease)),
-                ),
-            ])
-            .or_else([TxnOp::get(key, None)]);
-        let answer = self
-            .client
-            .kv_client()
-            .txn(txn)
-            .await
-            .map_err(unavailable)?;
-        if answer.succeeded() {
+        let key = self.key("worker", worker_id);
+        let txn = Txn {
+            when: vec![Compare::CreateRevision(key.clone(), 0)],
+            then: vec![
+                Op::Put {
+                    key: key.clone(),
+                    value: holder.into(),
+                    lease,
+                },
+                Op::Put {
+                    key: self.key("since", worker_id),
+                    value: self.kv.now_ms().to_string(),
+                    lease,
+                },
+            ],
+            otherwise: vec![Op::Get { key, prefix: false }],
+        };
+        let answer = self.kv.txn(txn).await?;
+        if answer.succeeded {
             return Ok(None);
         }
-        Ok(first_kv(answer.op_responses()))
+        Ok(first(answer.gets))
     }
 
     /// Leases the lowest worker ID in `0..space` that no live lease holds to `holder` for
@@ -208,7 +175,7 @@ impl EtcdRegistry {
     ) -> Result<u64> {
         validate_space(space)?;
         validate_holder(holder)?;
-        let (lease, _) = self.grant(ttl).await?;
+        let lease = self.grant(ttl).await?;
         let claimed = claim::claim_free(
             &EtcdClaim {
                 registry: self,
@@ -229,7 +196,7 @@ impl EtcdRegistry {
     /// it already. [`Error::WorkerTaken`] when another live holder has it.
     pub async fn claim(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<()> {
         validate_holder(holder)?;
-        let (lease, _) = self.grant(ttl).await?;
+        let lease = self.grant(ttl).await?;
         let existing = match self.create(worker_id, holder, lease).await {
             Ok(None) => return Ok(()),
             Ok(Some(kv)) => kv,
@@ -239,29 +206,24 @@ impl EtcdRegistry {
             }
         };
         self.revoke_quietly(lease).await;
-        if existing.value() == holder.as_bytes() {
+        if existing.value == holder {
             return self.renew(worker_id, holder, ttl).await;
         }
         Err(Error::WorkerTaken {
             worker_id,
-            holder: text(existing.value()),
+            holder: existing.value,
         })
     }
 
     /// The lease key of `worker_id` if `holder` holds it, else [`Error::LeaseLost`].
     async fn held(&self, worker_id: u64, holder: &str) -> Result<KeyValue> {
-        let answer = self
-            .client
-            .kv_client()
-            .get(self.lease_key(worker_id), None)
-            .await
-            .map_err(unavailable)?;
-        match answer.kvs().first() {
-            Some(kv) if kv.value() == holder.as_bytes() => Ok(kv.clone()),
+        let found = self.kv.range(self.key("worker", worker_id), false).await?;
+        match found.into_iter().next() {
+            Some(kv) if kv.value == holder => Ok(kv),
             Some(kv) => Err(lost(
                 worker_id,
                 holder,
-                format!("{:?} holds it now", text(kv.value())),
+                format!("{:?} holds it now", kv.value),
             )),
             None => Err(lost(
                 worker_id,
@@ -279,43 +241,33 @@ impl EtcdRegistry {
         validate_holder(holder)?;
         let seconds = ttl_seconds(ttl)?;
         let kv = self.held(worker_id, holder).await?;
-        let lease = kv.lease();
-        let mut leases = self.client.lease_client();
-        match leases.keep_alive(lease).await {
-            Ok(_) => {}
-            // The client's own answer when etcd reports a TTL of 0: the lease is gone.
-            Err(etcd::Error::LeaseKeepAliveError(_)) => {
-                return Err(lost(
-                    worker_id,
-                    holder,
-                    "the etcd lease expired before the keep-alive reached it".into(),
-                ));
-            }
-            Err(e) => return Err(unavailable(e)),
+        if !self.kv.keep_alive(kv.lease).await? {
+            return Err(lost(
+                worker_id,
+                holder,
+                "the etcd lease expired before the keep-alive reached it".into(),
+            ));
         }
-        let status = leases
-            .time_to_live(lease, Some(LeaseTimeToLiveOptions::new().with_keys()))
-            .await
-            .map_err(unavailable)?;
-        if status.ttl() <= 0 {
+        let status = self.kv.time_to_live(kv.lease).await?;
+        if status.ttl <= 0 {
             return Err(lost(
                 worker_id,
                 holder,
                 "the etcd lease expired right after the keep-alive".into(),
             ));
         }
-        let key = self.lease_key(worker_id);
-        if !status.keys().iter().any(|k| k.as_slice() == key.as_bytes()) {
+        let key = self.key("worker", worker_id);
+        if !status.keys.contains(&key) {
             return Err(lost(
                 worker_id,
                 holder,
                 "the key left the lease (deleted by hand?)".into(),
             ));
         }
-        if status.granted_ttl() < seconds {
+        if status.granted_ttl < seconds {
             return Err(Error::InvalidInput(format!(
                 "the etcd lease on worker ID {worker_id} was granted for {} s, and a renew cannot make it longer than that ({seconds} s asked): renew with the ttl it was claimed with, or release and claim again",
-                status.granted_ttl()
+                status.granted_ttl
             )));
         }
         Ok(())
@@ -330,28 +282,22 @@ impl EtcdRegistry {
             Err(Error::LeaseLost { .. }) => return Ok(()),
             Err(e) => return Err(e),
         };
-        match self.client.lease_client().revoke(kv.lease()).await {
-            Ok(_) => Ok(()),
+        match self.kv.revoke(kv.lease).await {
+            Ok(()) => Ok(()),
             // etcd refuses to revoke a lease that expired meanwhile: released all the same.
             Err(e) => match self.held(worker_id, holder).await {
                 Err(Error::LeaseLost { .. }) => Ok(()),
-                _ => Err(unavailable(e)),
+                _ => Err(e),
             },
         }
     }
 
     /// The live leases, by worker ID.
     pub async fn holders(&self) -> Result<Vec<(u64, String)>> {
-        let answer = self
-            .client
-            .kv_client()
-            .get(self.lease_prefix(), Some(GetOptions::new().with_prefix()))
-            .await
-            .map_err(unavailable)?;
-        let mut holders: Vec<(u64, String)> = answer
-            .kvs()
-            .iter()
-            .filter_map(|kv| Some((self.id_in(kv, "worker")?, text(kv.value()))))
+        let kvs = self.kv.range(self.prefix("worker"), true).await?;
+        let mut holders: Vec<(u64, String)> = kvs
+            .into_iter()
+            .filter_map(|kv| Some((self.id_in(&kv, "worker")?, kv.value)))
             .collect();
         holders.sort();
         Ok(holders)
@@ -359,8 +305,8 @@ impl EtcdRegistry {
 
     /// The worker ID in a key `/{namespace}/{kind}/N`; `None` for a key not written here.
     fn id_in(&self, kv: &KeyValue, kind: &str) -> Option<u64> {
-        let key = std::str::from_utf8(kv.key()).ok()?;
-        key.strip_prefix(&self.root)?
+        kv.key
+            .strip_prefix(&self.root)?
             .strip_prefix('/')?
             .strip_prefix(kind)?
             .strip_prefix('/')?
@@ -371,25 +317,19 @@ impl EtcdRegistry {
     /// The high-water mark of `worker_id` (ms since the Unix epoch), `None` if none was
     /// ever written.
     pub async fn read_mark(&self, worker_id: u64) -> Result<Option<u64>> {
-        let answer = self
-            .client
-            .kv_client()
-            .get(self.mark_key(worker_id), None)
-            .await
-            .map_err(unavailable)?;
-        answer
-            .kvs()
+        let found = self.kv.range(self.key("mark", worker_id), false).await?;
+        found
             .first()
             .map(|kv| self.mark_of(worker_id, kv))
             .transpose()
     }
 
     fn mark_of(&self, worker_id: u64, kv: &KeyValue) -> Result<u64> {
-        let value = text(kv.value());
-        value.parse().map_err(|_| {
+        kv.value.parse().map_err(|_| {
             Error::InvalidInput(format!(
-                "etcd key {} holds {value:?}, not a high-water mark: it was edited by hand; set it to the last time used (ms) or delete it",
-                self.mark_key(worker_id)
+                "etcd key {} holds {:?}, not a high-water mark: it was edited by hand; set it to the last time used (ms) or delete it",
+                self.key("mark", worker_id),
+                kv.value
             ))
         })
     }
@@ -399,40 +339,46 @@ impl EtcdRegistry {
     /// write are one transaction.
     pub async fn write_mark(&self, worker_id: u64, holder: &str, mark_ms: u64) -> Result<()> {
         validate_holder(holder)?;
-        let lease_key = self.lease_key(worker_id);
-        let mark_key = self.mark_key(worker_id);
-        let mut kv = self.client.kv_client();
+        let lease_key = self.key("worker", worker_id);
+        let mark_key = self.key("mark", worker_id);
         for _ in 0..MAX_RACES {
-            let current = kv.get(mark_key.clone(), None).await.map_err(unavailable)?;
-            let (current, revision) = match current.kvs().first() {
-                Some(m) => (Some(self.mark_of(worker_id, m)?), m.mod_revision()),
+            let current = self.kv.range(mark_key.clone(), false).await?;
+            let (current, revision) = match current.first() {
+                Some(m) => (Some(self.mark_of(worker_id, m)?), m.mod_revision),
                 None => (None, 0),
             };
             let raise = current.is_none_or(|m| m < mark_ms);
-            let write: Vec<TxnOp> = if raise {
-                vec![TxnOp::put(mark_key.clone(), mark_ms.to_string(), None)]
-            } else {
-                Vec::new()
-            };
-            let txn = Txn::new()
-                .when([
-                    Compare::value(lease_key.clone(), CompareOp::Equal, holder),
+            let txn = Txn {
+                when: vec![
+                    Compare::Value(lease_key.clone(), holder.into()),
                     // A missing key's mod revision compares as 0.
-                    Compare::mod_revision(mark_key.clone(), CompareOp::Equal, revision),
-                ])
-                .and_then(write)
-                .or_else([TxnOp::get(lease_key.clone(), None)]);
-            let answer = kv.txn(txn).await.map_err(unavailable)?;
-            if answer.succeeded() {
+                    Compare::ModRevision(mark_key.clone(), revision),
+                ],
+                then: if raise {
+                    vec![Op::Put {
+                        key: mark_key.clone(),
+                        value: mark_ms.to_string(),
+                        lease: 0,
+                    }]
+                } else {
+                    Vec::new()
+                },
+                otherwise: vec![Op::Get {
+                    key: lease_key.clone(),
+                    prefix: false,
+                }],
+            };
+            let answer = self.kv.txn(txn).await?;
+            if answer.succeeded {
                 return Ok(());
             }
-            match first_kv(answer.op_responses()) {
-                Some(l) if l.value() == holder.as_bytes() => {} // the mark moved: read again
+            match first(answer.gets) {
+                Some(l) if l.value == holder => {} // the mark moved: read again
                 Some(l) => {
                     return Err(lost(
                         worker_id,
                         holder,
-                        format!("{:?} holds it now", text(l.value())),
+                        format!("{:?} holds it now", l.value),
                     ));
                 }
                 None => {
@@ -458,24 +404,20 @@ impl EtcdRegistry {
     pub async fn publish_time(&self, worker_id: u64, holder: &str, now_ms: u64) -> Result<()> {
         validate_holder(holder)?;
         let kv = self.held(worker_id, holder).await?;
-        let lease_key = self.lease_key(worker_id);
-        let txn = Txn::new()
-            .when([
-                Compare::value(lease_key.clone(), CompareOp::Equal, holder),
-                Compare::lease(lease_key, CompareOp::Equal, kv.lease()),
-            ])
-            .and_then([TxnOp::put(
-                self.time_key(worker_id),
-                now_ms.to_string(),
-                Some(PutOptions::new().with_lease(kv.lease())),
-            )]);
-        let answer = self
-            .client
-            .kv_client()
-            .txn(txn)
-            .await
-            .map_err(unavailable)?;
-        if answer.succeeded() {
+        let lease_key = self.key("worker", worker_id);
+        let txn = Txn {
+            when: vec![
+                Compare::Value(lease_key.clone(), holder.into()),
+                Compare::Lease(lease_key, kv.lease),
+            ],
+            then: vec![Op::Put {
+                key: self.key("time", worker_id),
+                value: now_ms.to_string(),
+                lease: kv.lease,
+            }],
+            otherwise: Vec::new(),
+        };
+        if self.kv.txn(txn).await?.succeeded {
             Ok(())
         } else {
             Err(lost(
@@ -489,9 +431,9 @@ impl EtcdRegistry {
     /// The latest clock reading of every live holder that published one, by worker ID.
     pub async fn peer_times(&self) -> Result<Vec<PeerTime>> {
         let [leases, times] = self.ranges(["worker", "time"]).await?;
-        let live: HashMap<u64, (i64, String)> = leases
+        let live: HashMap<u64, (i64, &str)> = leases
             .iter()
-            .filter_map(|kv| Some((self.id_in(kv, "worker")?, (kv.lease(), text(kv.value())))))
+            .filter_map(|kv| Some((self.id_in(kv, "worker")?, (kv.lease, kv.value.as_str()))))
             .collect();
         let mut peers: Vec<PeerTime> = times
             .iter()
@@ -499,46 +441,38 @@ impl EtcdRegistry {
                 let id = self.id_in(kv, "time")?;
                 let (lease, holder) = live.get(&id)?;
                 // A report counts only under the lease that wrote it.
-                (*lease == kv.lease()).then_some(())?;
+                (*lease == kv.lease).then_some(())?;
                 Some(PeerTime {
                     worker_id: id,
-                    holder: holder.clone(),
-                    time_ms: text(kv.value()).parse().ok()?,
+                    holder: holder.to_string(),
+                    time_ms: kv.value.parse().ok()?,
                 })
             })
             .collect();
         peers.sort_by_key(|p| p.worker_id);
         Ok(peers)
     }
+
     /// The layout recorded beside `worker_id`'s mark, if any.
     pub async fn read_layout(&self, worker_id: u64) -> Result<Option<String>> {
-        let answer = self
-            .client
-            .kv_client()
-            .get(self.layout_key(worker_id), None)
-            .await
-            .map_err(unavailable)?;
-        Ok(answer.kvs().first().map(|kv| text(kv.value())))
+        let found = self.kv.range(self.key("layout", worker_id), false).await?;
+        Ok(found.into_iter().next().map(|kv| kv.value))
     }
 
     /// Records the layout `holder` issues under; [`Error::LeaseLost`] unless it holds the
     /// lease (the check and the write are one transaction).
     pub async fn write_layout(&self, worker_id: u64, holder: &str, layout: &str) -> Result<()> {
         validate_holder(holder)?;
-        let txn = Txn::new()
-            .when([Compare::value(
-                self.lease_key(worker_id),
-                CompareOp::Equal,
-                holder,
-            )])
-            .and_then([TxnOp::put(self.layout_key(worker_id), layout, None)]);
-        let answer = self
-            .client
-            .kv_client()
-            .txn(txn)
-            .await
-            .map_err(unavailable)?;
-        if answer.succeeded() {
+        let txn = Txn {
+            when: vec![Compare::Value(self.key("worker", worker_id), holder.into())],
+            then: vec![Op::Put {
+                key: self.key("layout", worker_id),
+                value: layout.into(),
+                lease: 0,
+            }],
+            otherwise: Vec::new(),
+        };
+        if self.kv.txn(txn).await?.succeeded {
             return Ok(());
         }
         // Say why, as the other writes do.
@@ -557,7 +491,7 @@ impl EtcdRegistry {
     /// [`never_expires`](super::WorkerEntry::never_expires): a server's claim skips it
     /// forever. A key under `worker/` without a worker ID is listed as unreadable, and a
     /// mark or claim time that is not a number is flagged on its entry.
-    pub async fn list(&self) -> Result<super::WorkerList> {
+    pub async fn list(&self) -> Result<WorkerList> {
         let [leases, since, marks, layouts] =
             self.ranges(["worker", "since", "mark", "layout"]).await?;
         let by_id = |kvs: &[KeyValue], kind: &str| -> HashMap<u64, KeyValue> {
@@ -570,43 +504,38 @@ impl EtcdRegistry {
             by_id(&marks, "mark"),
             by_id(&layouts, "layout"),
         );
-        let mut out = super::WorkerList::default();
-        let mut leases_client = self.client.lease_client();
+        let mut out = WorkerList::default();
         for kv in &leases {
             let Some(id) = self.id_in(kv, "worker") else {
-                out.unreadable.push(super::UnreadableEntry::new(
-                    text(kv.key()),
+                out.unreadable.push(UnreadableEntry::new(
+                    kv.key.clone(),
                     "a key under worker/ without a worker ID after it: snowdrift did not write it, and servers ignore it; delete it",
                 ));
                 continue;
             };
-            let mut entry = super::WorkerEntry::new(id, text(kv.value()));
-            if kv.lease() == 0 {
+            let mut entry = WorkerEntry::new(id, kv.value.clone());
+            if kv.lease == 0 {
                 entry.stuck(format!(
                     "no lease: etcd never deletes this key, a server skips this ID (its claim finds the key there), and no server can hold it (a renew needs the lease); delete the key {} to free it",
-                    text(kv.key())
+                    kv.key
                 ));
             } else {
-                let ttl = leases_client
-                    .time_to_live(kv.lease(), None)
-                    .await
-                    .map_err(unavailable)?;
-                if ttl.ttl() <= 0 {
+                let ttl = self.kv.time_to_live(kv.lease).await?;
+                if ttl.ttl <= 0 {
                     // Expired between the range read and this one: free now.
                     continue;
                 }
-                let (left, granted) = (ttl.ttl() as u64 * 1000, ttl.granted_ttl() as u64 * 1000);
+                let (left, granted) = (ttl.ttl as u64 * 1000, ttl.granted_ttl as u64 * 1000);
                 entry.lease_left_ms = Some(left);
                 entry.lease_ttl_ms = Some(granted);
                 // A holder keeps its lease above two thirds of the ttl (it renews every third).
                 entry.expiring = left < granted / 2;
-                if let Some(s) = since.get(&id).filter(|s| s.lease() == kv.lease()) {
-                    match text(s.value()).parse() {
+                if let Some(s) = since.get(&id).filter(|s| s.lease == kv.lease) {
+                    match s.value.parse() {
                         Ok(ms) => entry.since_ms = Some(ms),
                         Err(_) => entry.flag(format!(
                             "etcd key {} holds {:?}, not a claim time (ms): it was edited by hand; it goes with the lease",
-                            text(s.key()),
-                            text(s.value())
+                            s.key, s.value
                         )),
                     }
                 }
@@ -617,7 +546,7 @@ impl EtcdRegistry {
                     Err(e) => entry.flag(e.to_string()),
                 }
             }
-            entry.layout = layouts.get(&id).map(|l| text(l.value()));
+            entry.layout = layouts.get(&id).map(|l| l.value.clone());
             out.entries.push(entry);
         }
         Ok(out)
@@ -653,10 +582,7 @@ impl claim::Backend for EtcdClaim<'_> {
                 .collect(),
             marks: marks
                 .iter()
-                .filter_map(|kv| {
-                    let id = registry.id_in(kv, "mark")?;
-                    Some((id, text(kv.value()).parse().ok()))
-                })
+                .filter_map(|kv| Some((registry.id_in(kv, "mark")?, kv.value.parse().ok())))
                 .collect(),
         })
     }
@@ -684,23 +610,9 @@ pub(crate) fn ttl_seconds(ttl: Duration) -> Result<i64> {
     Ok((ttl_millis(ttl)? + 999) / 1000)
 }
 
-/// The key of the first range in a transaction's answer.
-pub(crate) fn first_kv(responses: Vec<TxnOpResponse>) -> Option<KeyValue> {
-    responses.into_iter().find_map(|r| match r {
-        TxnOpResponse::Get(g) => g.kvs().first().cloned(),
-        _ => None,
-    })
-}
-
-/// This node's clock, ms since 1970 (etcd has none to ask).
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
-pub(crate) fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+/// The first key of the first non-empty range a transaction's branch read.
+fn first(gets: Vec<Vec<KeyValue>>) -> Option<KeyValue> {
+    gets.into_iter().find_map(|g| g.into_iter().next())
 }
 
 fn lost(worker_id: u64, holder: &str, reason: String) -> Error {
@@ -709,8 +621,4 @@ fn lost(worker_id: u64, holder: &str, reason: String) -> Error {
         holder: holder.to_string(),
         reason,
     }
-}
-
-pub(crate) fn unavailable(e: etcd::Error) -> Error {
-    crate::etcd_connection::failed(e)
 }

@@ -32,10 +32,6 @@ pub enum WorkerRegistry {
     /// ZooKeeper ephemeral znodes.
     #[cfg(feature = "zookeeper")]
     Zk(super::zookeeper::ZkRegistry),
-    /// The etcd registry's requests to a simulated etcd (feature `sim`, for the
-    /// deterministic simulator only; no URL names it).
-    #[cfg(feature = "sim")]
-    Sim(super::sim::SimEtcdRegistry),
 }
 
 /// Calls the same method on whichever backend `self` is.
@@ -50,8 +46,6 @@ macro_rules! dispatch {
             WorkerRegistry::Etcd($r) => $call,
             #[cfg(feature = "zookeeper")]
             WorkerRegistry::Zk($r) => $call,
-            #[cfg(feature = "sim")]
-            WorkerRegistry::Sim($r) => $call,
         }
     };
 }
@@ -122,7 +116,7 @@ impl WorkerRegistry {
     }
 
     /// The backend's name, for status pages: `file`, `etcd`, `zookeeper`, `sqlite`,
-    /// `postgres`, `mysql` or `redis` (`simulated etcd` in the simulator).
+    /// `postgres`, `mysql` or `redis`.
     pub fn backend(&self) -> &'static str {
         match self {
             WorkerRegistry::File(_) => "file",
@@ -133,8 +127,6 @@ impl WorkerRegistry {
             WorkerRegistry::Etcd(_) => "etcd",
             #[cfg(feature = "zookeeper")]
             WorkerRegistry::Zk(_) => "zookeeper",
-            #[cfg(feature = "sim")]
-            WorkerRegistry::Sim(_) => "simulated etcd",
         }
     }
 

@@ -3,17 +3,12 @@
 //!
 //! - [`EtcdKv`]: the part of etcd's API the etcd registry uses, which the simulator
 //!   implements with a simulated etcd (leases, revisions, transactions) behind a simulated
-//!   network;
-//! - [`SimEtcdRegistry`]: the etcd registry's requests over it, as
-//!   [`WorkerRegistry::Sim`](super::WorkerRegistry::Sim), so a
-//!   [`WorkerNode`](super::WorkerNode) runs its real keeper against it
+//!   network; [`EtcdRegistry::over`](super::etcd::EtcdRegistry::over) puts the real etcd
+//!   registry on it, so a [`WorkerNode`](super::WorkerNode) runs its real keeper and the
+//!   registry's real requests against it
 //!   ([`WorkerNode::start_on`](super::WorkerNode::start_on));
 //! - [`Mistake`]: planted mistakes in the keeper, switched on for one thread, to show that
 //!   the simulator's checker catches them.
 
-mod kv;
-mod registry;
-
+pub use super::etcd::kv::{Compare, EtcdKv, KeyValue, KvFuture, LeaseStatus, Op, Txn, TxnAnswer};
 pub use super::mistakes::{Mistake, plant};
-pub use kv::{Compare, EtcdKv, KeyValue, KvFuture, LeaseStatus, Op, Txn, TxnAnswer};
-pub use registry::SimEtcdRegistry;

@@ -1,6 +1,8 @@
 //! The part of etcd's v3 API that the etcd worker registry uses (key ranges, transactions on
 //! values, revisions and leases, lease grant, keep-alive, time-to-live and revoke), as a
-//! trait a deterministic simulator implements with a coordinator of its own.
+//! trait: `etcd-client` implements it for a real etcd ([`super::client`]), the
+//! deterministic simulator (`crates/snowdrift-sim`) with an etcd of its own, so both drive
+//! the one registry.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -102,8 +104,9 @@ pub trait EtcdKv: Send + Sync + std::fmt::Debug {
     fn range(&self, key: String, prefix: bool) -> KvFuture<'_, Vec<KeyValue>>;
     /// Grants a lease of at least `ttl` seconds: its ID and the TTL granted.
     fn grant(&self, ttl: i64) -> KvFuture<'_, (i64, i64)>;
-    /// One keep-alive of `lease`: the TTL it runs for from now, or 0 when the lease is gone.
-    fn keep_alive(&self, lease: i64) -> KvFuture<'_, i64>;
+    /// One keep-alive of `lease`: `true` when it was alive and now runs its TTL from when
+    /// etcd handled this, `false` when it is gone (expired or revoked).
+    fn keep_alive(&self, lease: i64) -> KvFuture<'_, bool>;
     /// The lease's time left and keys.
     fn time_to_live(&self, lease: i64) -> KvFuture<'_, LeaseStatus>;
     /// Revokes `lease`, deleting its keys; an error when it does not exist.
