@@ -39,6 +39,9 @@ struct Args {
     /// No rolling restart of the fleet.
     #[arg(long)]
     no_rolling_restart: bool,
+    /// The coordinator in another zone: 2 to 4 ms each way.
+    #[arg(long)]
+    far: bool,
     /// Plant a mistake in the keeper (repeatable): skip-mark-write-ahead,
     /// renew-without-fence, trust-lease-after-pause, forget-clock-back-on-restart.
     #[arg(long = "mistake", value_parser = mistake)]
@@ -85,6 +88,7 @@ fn settings(args: &Args, seed: u64) -> Settings {
     s.faults = !args.no_faults;
     s.rolling_restart = !args.no_rolling_restart;
     s.mistakes = args.mistakes.clone();
+    s.far = args.far;
     s
 }
 

@@ -61,6 +61,9 @@ impl Outcome {
         if !s.rolling_restart {
             cmd.push_str(" --no-rolling-restart");
         }
+        if s.far {
+            cmd.push_str(" --far");
+        }
         for m in &s.mistakes {
             cmd.push_str(" --mistake ");
             cmd.push_str(m.name());

@@ -11,7 +11,7 @@ use snowdrift_store::worker::{LeaseConfig, WorkerSource};
 /// The most node bits a simulated layout has (`time:41,worker:10,seq:12`).
 pub const MAX_WORKER_BITS: u32 = 10;
 
-/// Fleets above this many nodes run on a datacenter network with a 10 s lease (see
+/// Fleets above this many nodes run on a datacenter network with a 2 s lease (see
 /// [`Scenario::draw`]).
 pub const LARGE_FLEET: usize = 100;
 
@@ -35,6 +35,8 @@ pub struct Settings {
     pub rolling_restart: bool,
     /// Mistakes planted in the keeper for this run.
     pub mistakes: Vec<Mistake>,
+    /// The coordinator in another zone: 2 to 4 ms one way instead of the drawn latency.
+    pub far: bool,
 }
 
 impl Settings {
@@ -48,6 +50,7 @@ impl Settings {
             faults: true,
             rolling_restart: true,
             mistakes: Vec::new(),
+            far: false,
         }
     }
 }
@@ -95,11 +98,12 @@ impl Scenario {
         let large = settings.nodes > LARGE_FLEET;
         // Lost messages and latency spikes are faults too.
         let faults = if settings.faults { 1.0 } else { 0.0 };
-        // A large fleet on a short lease cannot start: each start lists every live lease
-        // with one time-to-live request each (the layout check against live peers), one
-        // after another, within one call timeout of ttl / 3 (docs/src/simulation.md).
+        // A large fleet runs on the shortest lease: each start lists every live lease (the
+        // layout check against live peers) within one call timeout of ttl / 3, which one
+        // time-to-live request after another did not fit at 1,000 leases
+        // (docs/src/simulation.md).
         let ttl = Duration::from_secs(if large {
-            10
+            2
         } else {
             *pick(&mut rng, &[2, 3, 5, 10])
         });
@@ -122,15 +126,19 @@ impl Scenario {
             publish_every,
             skew_max_ms: *pick(&mut rng, &[50, 300, 800]),
             drift_max_ppm: *pick(&mut rng, &[100, 1000, 20_000]),
-            // A large fleet's etcd is in its datacenter (see `ttl`).
-            latency_us: (
-                100,
-                if large {
-                    600
-                } else {
-                    *pick(&mut rng, &[1_000, 5_000, 20_000])
-                },
-            ),
+            // A large fleet's etcd is in its datacenter, unless it is far.
+            // (Drawn either way, so a far run draws the rest as the near one does.)
+            latency_us: {
+                let drawn = (
+                    100,
+                    if large {
+                        600
+                    } else {
+                        *pick(&mut rng, &[1_000, 5_000, 20_000])
+                    },
+                );
+                if settings.far { (2_000, 4_000) } else { drawn }
+            },
             spike: (
                 if large {
                     0.0

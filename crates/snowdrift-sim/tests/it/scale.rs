@@ -65,6 +65,29 @@ fn two_thousand_nodes_compete_for_1024_worker_ids() {
     );
 }
 
+/// 200 nodes on a 2 s lease with etcd in another zone (2 to 4 ms each way) all start: each
+/// start's layout check lists every live lease within a third of the ttl, which one
+/// time-to-live request after another (about 200 x 6 ms) did not fit.
+#[test]
+fn a_fleet_on_a_short_lease_and_a_far_coordinator_starts_every_node() {
+    let mut s = Settings::new(3, 200);
+    s.worker_bits = Some(8);
+    s.duration = Duration::from_secs(15);
+    s.faults = false;
+    s.rolling_restart = false;
+    s.far = true;
+    let o = run(s);
+    assert!(
+        o.failures.is_empty(),
+        "{:?}\nreplay: {}",
+        o.failures.first(),
+        o.replay_command()
+    );
+    assert_eq!(o.scenario.ttl, Duration::from_secs(2));
+    assert!(o.counts.refusals.is_empty(), "{:?}", o.counts.refusals);
+    assert_eq!(o.held_at_end, 200, "{:?}", o.counts);
+}
+
 /// Long enough for the rolling restart (10 waves from 40 % of the run on, each a window
 /// and a second apart).
 const SCALE_SECONDS: u64 = 180;
