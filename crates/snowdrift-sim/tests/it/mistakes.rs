@@ -51,7 +51,7 @@ fn trusting_a_lease_after_a_pause_is_caught() {
 
 #[test]
 fn forgetting_the_clock_check_on_restart_is_caught() {
-    let what = caught(Mistake::ForgetClockBackOnRestart, 8, 2);
+    let what = caught(Mistake::ForgetClockBackOnRestart, 3, 2);
     assert!(
         what.contains("went back") || what.contains("DUPLICATE"),
         "{what}"
