@@ -6,3 +6,19 @@ mod mistakes;
 mod replay;
 mod scale;
 mod seeds;
+
+use snowdrift_sim::{Outcome, Settings, run};
+
+/// Runs `settings` and fails the test, with the command that replays it, unless the
+/// checker found nothing wrong.
+fn run_clean(settings: Settings) -> Outcome {
+    let what = format!("seed {} on {} nodes", settings.seed, settings.nodes);
+    let outcome = run(settings);
+    assert!(
+        outcome.failures.is_empty(),
+        "{what} failed: {:?}\nreplay: {}",
+        outcome.failures.first(),
+        outcome.replay_command()
+    );
+    outcome
+}

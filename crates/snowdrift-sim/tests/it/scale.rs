@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use snowdrift_sim::{Settings, run};
+use snowdrift_sim::Settings;
+
+use crate::run_clean;
 
 #[test]
 #[ignore = "minutes in a debug build; scripts/simulate --scale runs it in release"]
@@ -13,13 +15,7 @@ fn a_thousand_nodes_on_1024_worker_ids_through_a_rolling_restart() {
     s.worker_bits = Some(10);
     s.duration = Duration::from_secs(SCALE_SECONDS);
     s.faults = false;
-    let o = run(s);
-    assert!(
-        o.failures.is_empty(),
-        "{:?}\nreplay: {}",
-        o.failures.first(),
-        o.replay_command()
-    );
+    let o = run_clean(s);
     assert_eq!(
         o.counts.faults.get("rolling restart wave"),
         Some(&10),
@@ -44,13 +40,7 @@ fn two_thousand_nodes_compete_for_1024_worker_ids() {
     s.duration = Duration::from_secs(60);
     s.faults = false;
     s.rolling_restart = false;
-    let o = run(s);
-    assert!(
-        o.failures.is_empty(),
-        "{:?}\nreplay: {}",
-        o.failures.first(),
-        o.replay_command()
-    );
+    let o = run_clean(s);
     assert_eq!(o.held_at_end, 1024, "every worker ID held, none twice");
     let exhausted = o
         .counts
@@ -76,13 +66,7 @@ fn a_fleet_on_a_short_lease_and_a_far_coordinator_starts_every_node() {
     s.faults = false;
     s.rolling_restart = false;
     s.far = true;
-    let o = run(s);
-    assert!(
-        o.failures.is_empty(),
-        "{:?}\nreplay: {}",
-        o.failures.first(),
-        o.replay_command()
-    );
+    let o = run_clean(s);
     assert_eq!(o.scenario.ttl, Duration::from_secs(2));
     assert!(o.counts.refusals.is_empty(), "{:?}", o.counts.refusals);
     assert_eq!(o.held_at_end, 200, "{:?}", o.counts);
