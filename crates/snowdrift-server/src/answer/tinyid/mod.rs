@@ -10,17 +10,20 @@
 //! - `nextSegmentIdSimple`: the same segment as `currentId,loadingId,maxId,delta,remainder`,
 //!   which is what Tinyid's client asks for.
 //!
-//! Every answer is HTTP 200, as Tinyid's: a missing, unknown or out-of-scope token is code 5
-//! `token is error`, anything else code 6 with the reason; the `*Simple` routes answer every
-//! error with an empty body, which Tinyid's client takes as a failed fetch. The token is
-//! snowdrift's own (hashed, scoped, rate-limited), sent as the `token` parameter, or as
-//! `Authorization: Bearer` when there is none.
+//! Every answer is HTTP 200, as Tinyid's: a missing, unknown or out-of-scope token, and a
+//! missing or empty `bizType` (Tinyid's token check `canVisit(bizType, token)` fails for
+//! one), is code 5 `token is error`, anything else code 6 with the reason; the `*Simple`
+//! routes answer every error with an empty body, which Tinyid's client takes as a failed
+//! fetch. The token is snowdrift's own (hashed, scoped, rate-limited), sent as the `token`
+//! parameter, or as `Authorization: Bearer` when there is none. Parameters the routes do
+//! not take are ignored, as Spring ignores them.
 //!
-//! `batchSize` missing or empty is 1, as Tinyid's; above `limits.max_count` it is cut to it,
-//! as Tinyid cuts it to `batch.size.max`, so a caller that asks for more gets what Tinyid
-//! would have given it rather than nothing. Zero, negative or not a number is code 6 (Tinyid
-//! answered zero or less with an empty list, or its `*Simple` routes an empty body, and a
-//! word with Spring's 400 page).
+//! `batchSize` is read as Spring reads Tinyid's `Integer batchSize` ([`batch_size`]):
+//! missing, empty or blank is 1; above `limits.max_count` it is cut to it, as Tinyid cuts it
+//! to `batch.size.max`, so a caller that asks for more gets what Tinyid would have given it
+//! rather than nothing. Zero or negative asks for no IDs: `nextId` answers an empty list and
+//! `nextIdSimple` an empty body, as Tinyid's do, and nothing is issued. Text Spring cannot
+//! read as a Java `int` is code 6 (Tinyid answered it with Spring's HTTP 400 page).
 
 mod params;
 mod segment;
@@ -143,7 +146,7 @@ async fn take(state: &AppState, request: Request<'_>) -> Result<Taken, Refusal> 
         request.route,
         Route::TinyidNextId | Route::TinyidNextIdSimple
     );
-    let params = Params::read(request.query, request.body, ids).map_err(Refusal::system)?;
+    let params = Params::read(request.query, request.body).map_err(Refusal::system)?;
     let biz_type = params.biz_type.as_deref().filter(|b| !b.is_empty());
     // The token first, as Tinyid checks it: who may not ask learns nothing of the names.
     let target = biz_type.map_or(Target::Any, Target::Name);
@@ -156,40 +159,85 @@ async fn take(state: &AppState, request: Request<'_>) -> Result<Taken, Refusal> 
         }?;
     }
     let Some(biz_type) = biz_type else {
-        return Err(Refusal::system(if ids {
-            "give bizType: the generator (any with 64-bit IDs) or segment tag to take IDs from"
-        } else {
-            "give bizType: the segment tag to take a segment of"
-        }));
+        // Tinyid's token check refuses a request without one, so its answer is code 5.
+        return Err(Refusal {
+            code: TOKEN_ERROR,
+            reason: if ids {
+                "give bizType: the generator (any with 64-bit IDs) or segment tag to take IDs \
+                 from"
+            } else {
+                "give bizType: the segment tag to take a segment of"
+            }
+            .to_string(),
+        });
     };
     if ids {
         let count = batch_size(params.batch_size.as_deref(), state.max_count)?;
-        Ok(Taken::Ids(next_ids(state, biz_type, count).await?))
+        let ids = next_ids(state, biz_type, count).await?;
+        if ids.is_empty() && request.route == Route::TinyidNextIdSimple {
+            // Tinyid's nextIdSimple fails on an empty list (it cuts the last comma of none).
+            return Err(Refusal::system(format!(
+                "batchSize {} asks for no IDs; Tinyid's nextIdSimple answers that with an \
+                 empty body (its nextId with an empty list)",
+                params.batch_size.as_deref().unwrap_or_default().trim()
+            )));
+        }
+        Ok(Taken::Ids(ids))
     } else {
         Ok(Taken::Segment(next_segment(state, biz_type).await?))
     }
 }
 
-/// `batchSize` as Tinyid reads it: missing or empty is 1, above `max` is `max`; zero,
-/// negative or not a number is refused.
+/// `batchSize` as Spring reads Tinyid's `Integer batchSize`, as a count of IDs: missing,
+/// empty or blank is 1, zero or negative 0 (no IDs), above `max` `max`. What Spring cannot
+/// read as an `int` is refused.
 fn batch_size(text: Option<&str>, max: u64) -> Result<u64, Refusal> {
-    let text = text.map(str::trim).unwrap_or_default();
-    if text.is_empty() {
-        return Ok(1);
-    }
-    let digits = text.strip_prefix('+').unwrap_or(text);
-    let whole = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
-    let nonzero = digits.bytes().any(|b| b != b'0');
-    if !whole || !nonzero {
-        return Err(Refusal::system(format!(
-            "batchSize must be a whole number from 1 to {max} (this server's \
-             limits.max_count; a larger one is cut to it, as Tinyid cuts it to batch.size.max), \
-             got {}",
+    let text = text.unwrap_or_default();
+    match java_int(text) {
+        Ok(None) => Ok(1),
+        Ok(Some(n)) => Ok(u64::try_from(n).map_or(0, |n| n.min(max))),
+        Err(()) => Err(Refusal::system(format!(
+            "batchSize must be a whole number that fits a Java int; from 1 to {max} (this \
+             server's limits.max_count; a larger one is cut to it, as Tinyid cuts it to \
+             batch.size.max) are issued, zero or less asks for none; got {}",
             quoted(text)
-        )));
+        ))),
     }
-    // Digits past u64 are a number above `max` all the same.
-    Ok(digits.parse::<u64>().map_or(max, |n| n.min(max)))
+}
+
+/// `text` read as Spring reads a request parameter into an `Integer`: `None` when it holds
+/// nothing but whitespace; otherwise, all whitespace taken out (Spring's
+/// `trimAllWhitespace`), a hex number (`0x`, `0X` or `#`, after an optional `-`) or a
+/// decimal one with an optional sign, in the range of a Java `int`. Only ASCII digits are
+/// read (Java would read other scripts' too; no client sends them).
+fn java_int(text: &str) -> Result<Option<i32>, ()> {
+    // Java's Character.isWhitespace: Unicode's spaces but the no-break ones, and the
+    // separators U+001C to U+001F; not U+0085.
+    let java_space = |c: char| {
+        matches!(c, '\u{1c}'..='\u{1f}')
+            || (c.is_whitespace() && !matches!(c, '\u{a0}' | '\u{2007}' | '\u{202f}' | '\u{85}'))
+    };
+    if text.chars().all(java_space) {
+        return Ok(None);
+    }
+    let trimmed: String = text.chars().filter(|&c| !java_space(c)).collect();
+    let (negative, rest) = match trimmed.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, trimmed.strip_prefix('+').unwrap_or(&trimmed)),
+    };
+    let hex = ["0x", "0X", "#"].iter().find_map(|p| rest.strip_prefix(p));
+    // Integer.decode takes no `+` before a hex number, and no sign after the prefix.
+    if hex.is_some() && trimmed.starts_with('+') {
+        return Err(());
+    }
+    let (digits, radix) = hex.map_or((rest, 10), |h| (h, 16));
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return Err(());
+    }
+    let magnitude = i64::from_str_radix(digits, radix).map_err(|_| ())?;
+    i32::try_from(if negative { -magnitude } else { magnitude })
+        .map(Some)
+        .map_err(|_| ())
 }
 
 /// `count` IDs of the generator or tag `name`: numbers, as Tinyid's are.
@@ -206,6 +254,22 @@ async fn next_ids(state: &AppState, name: &str, count: u64) -> Result<Vec<u64>, 
     // Checked before issuing, so a refused request wastes no ID.
     if !crate::format::is_64_bit(&source) {
         return Err(text());
+    }
+    // A count of none is answered without asking the generator, which is then sure to
+    // issue nothing. Tinyid looked the bizType up first, so a tag that does not exist (or
+    // issues text) is refused as for any count: one read of the store, no claim.
+    if count == 0 {
+        if let Some(tag) = source.segment() {
+            let stored = tag
+                .service()
+                .get_tag(tag.tag())
+                .await
+                .map_err(Error::from)?;
+            if stored.template.is_some() {
+                return Err(text());
+            }
+        }
+        return Ok(Vec::new());
     }
     let runs = match issue(name, &source, count, None).await? {
         Ids::Runs(runs) => runs,
@@ -287,16 +351,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn batch_size_as_tinyid_reads_it() {
+    fn batch_size_as_spring_reads_tinyid_s_integer() {
         let ok = |t: Option<&str>| batch_size(t, 100).map_err(|r| r.reason);
         assert_eq!(ok(None), Ok(1));
         assert_eq!(ok(Some("")), Ok(1));
+        assert_eq!(ok(Some("  ")), Ok(1));
         assert_eq!(ok(Some(" 7 ")), Ok(7));
+        assert_eq!(ok(Some("1 0")), Ok(10));
         assert_eq!(ok(Some("+7")), Ok(7));
+        assert_eq!(ok(Some("007")), Ok(7));
+        assert_eq!(ok(Some("0x10")), Ok(16));
+        assert_eq!(ok(Some("#1F")), Ok(31));
         assert_eq!(ok(Some("100")), Ok(100));
         assert_eq!(ok(Some("101")), Ok(100));
-        assert_eq!(ok(Some("99999999999999999999999")), Ok(100));
-        for bad in ["0", "000", "-1", "-0", "abc", "1.5", "0x10", "1e3", "+"] {
+        assert_eq!(ok(Some("2147483647")), Ok(100));
+        for none in ["0", "000", "-0", "-1", "-2147483648", "-0x10"] {
+            assert_eq!(ok(Some(none)), Ok(0), "{none}");
+        }
+        for bad in [
+            "abc",
+            "1.5",
+            "1e3",
+            "+",
+            "-",
+            "0x",
+            "+0x10",
+            "0x-1",
+            "--1",
+            "2147483648",
+            "-2147483649",
+            "99999999999999999999999",
+            "\u{a0}7",
+        ] {
             let reason = ok(Some(bad)).unwrap_err();
             assert!(
                 reason.contains("from 1 to 100") && reason.contains(&format!("{bad:?}")),

@@ -1,19 +1,16 @@
-//! The parameters of a Tinyid request, read where Tinyid's Spring server reads them: the
-//! query string and a form body (`application/x-www-form-urlencoded`) together; and the
-//! query or form as a log line may show it, its token masked.
-
-use crate::error::quoted;
+//! The parameters of a Tinyid request, read as Tinyid's Spring Boot server (Tomcat) reads
+//! them: the query string and a form body (`application/x-www-form-urlencoded`, on the
+//! methods Tomcat and Spring read one from) together, every other name and body ignored;
+//! and the query or form as a log line may show it, its token masked.
 
 /// A request's body, as far as its parameters are concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Body<'a> {
-    /// No body, or an empty one (Tinyid's client POSTs an empty form).
+    /// No body, or one that holds no parameters: empty (Tinyid's client POSTs an empty
+    /// form), not a form, or a form on a method Tinyid's server reads none from.
     Empty,
     /// A form body: its bytes.
     Form(&'a [u8]),
-    /// A body of another type, which holds no parameters: its `content-type` (empty when
-    /// it had none).
-    Other(&'a str),
 }
 
 /// What a request asked with.
@@ -27,34 +24,16 @@ pub(crate) struct Params {
     pub(crate) batch_size: Option<String>,
 }
 
-/// The names the ID routes take; the segment routes take all but `batchSize`.
-const ID_NAMES: [&str; 3] = ["bizType", "batchSize", "token"];
-
 impl Params {
-    /// The parameters of `query` and `body` together, for a route that takes `batchSize`
-    /// (`batch`) or not. Refused with the reason: a name the route does not take, a name
-    /// given twice (in the query and the form counts), a value that is not UTF-8, a body
-    /// that is not a form.
-    pub(crate) fn read(query: Option<&str>, body: Body<'_>, batch: bool) -> Result<Self, String> {
-        let allowed: &[&str] = if batch {
-            &ID_NAMES
-        } else {
-            &["bizType", "token"]
-        };
+    /// The parameters of `query` and `body` together, as Spring binds them to Tinyid's
+    /// `String bizType, Integer batchSize, String token`: a name it does not take is
+    /// ignored; one given more than once (the query's values first, then the form's) is
+    /// its values joined with commas for the two strings, the first value for `batchSize`.
+    /// Refused with the reason: a query or form that is not UTF-8.
+    pub(crate) fn read(query: Option<&str>, body: Body<'_>) -> Result<Self, String> {
         let form = match body {
             Body::Empty => &[][..],
             Body::Form(bytes) => bytes,
-            Body::Other(content_type) => {
-                return Err(format!(
-                    "a body of type {} holds no parameters here: send bizType and token in the \
-                     query string, or as a form (application/x-www-form-urlencoded)",
-                    if content_type.is_empty() {
-                        "(none)".to_string()
-                    } else {
-                        quoted(content_type)
-                    }
-                ));
-            }
         };
         let mut params = Params::default();
         let parts = [
@@ -68,23 +47,19 @@ impl Params {
             for pair in raw.split(|&b| b == b'&').filter(|p| !p.is_empty()) {
                 let (key, value) = one_pair(pair)
                     .ok_or_else(|| format!("the {place} is not UTF-8 once percent-decoded"))?;
-                let slot = match key.as_str() {
-                    "bizType" => &mut params.biz_type,
-                    "token" => &mut params.token,
-                    "batchSize" if batch => &mut params.batch_size,
-                    _ => {
-                        return Err(format!(
-                            "unknown parameter {}; this route takes {}",
-                            quoted(&key),
-                            allowed.join(", ")
-                        ));
-                    }
+                let (slot, joined) = match key.as_str() {
+                    "bizType" => (&mut params.biz_type, true),
+                    "token" => (&mut params.token, true),
+                    "batchSize" => (&mut params.batch_size, false),
+                    _ => continue,
                 };
-                if slot.replace(value).is_some() {
-                    return Err(format!(
-                        "parameter {key} is given twice (query string and form body count \
-                         together); give it once"
-                    ));
+                match slot {
+                    None => *slot = Some(value),
+                    Some(before) if joined => {
+                        before.push(',');
+                        before.push_str(&value);
+                    }
+                    Some(_) => {}
                 }
             }
         }
@@ -144,41 +119,40 @@ pub(crate) fn masked(raw: &[u8]) -> String {
 mod tests {
     use super::*;
 
-    fn read(query: &str, form: &str, batch: bool) -> Result<Params, String> {
+    fn read(query: &str, form: &str) -> Result<Params, String> {
         let body = if form.is_empty() {
             Body::Empty
         } else {
             Body::Form(form.as_bytes())
         };
-        Params::read(Some(query), body, batch)
+        Params::read(Some(query), body)
     }
 
     #[test]
-    fn query_and_form_together_each_name_once() {
-        let p = read("token=sd_x&bizType=order", "batchSize=3", true).unwrap();
+    fn query_and_form_together_as_spring_binds_them() {
+        let p = read("token=sd_x&bizType=order", "batchSize=3").unwrap();
         assert_eq!(p.biz_type.as_deref(), Some("order"));
         assert_eq!(p.token.as_deref(), Some("sd_x"));
         assert_eq!(p.batch_size.as_deref(), Some("3"));
-        let p = read("", "bizType=a+b%2Fc&token=", false).unwrap();
+        let p = read("", "bizType=a+b%2Fc&token=").unwrap();
         assert_eq!(p.biz_type.as_deref(), Some("a b/c"));
         assert_eq!(p.token.as_deref(), Some(""));
-        assert_eq!(read("&&", "", true).unwrap(), Params::default());
-        let e = read("bizType=a", "bizType=b", true).unwrap_err();
-        assert!(e.contains("bizType is given twice"), "{e}");
-        let e = read("biztype=a", "", true).unwrap_err();
-        assert!(
-            e.contains("\"biztype\"") && e.contains("bizType, batchSize, token"),
-            "{e}"
-        );
-        let e = read("bizType=a&batchSize=2", "", false).unwrap_err();
-        assert!(
-            e.contains("\"batchSize\"") && e.contains("takes bizType, token"),
-            "{e}"
-        );
-        let e = read("bizType=%FF", "", true).unwrap_err();
+        assert_eq!(read("&&", "").unwrap(), Params::default());
+        // Names Tinyid's controller does not take are ignored, as Spring ignores them.
+        let p = read("biztype=a&size=3&bizType=b&x", "").unwrap();
+        assert_eq!(p.biz_type.as_deref(), Some("b"));
+        assert_eq!(p.batch_size, None);
+        // A string given twice is its values joined, the query's first; batchSize the first.
+        let p = read(
+            "bizType=a&batchSize=2&token=t",
+            "bizType=b&batchSize=9&token=t",
+        )
+        .unwrap();
+        assert_eq!(p.biz_type.as_deref(), Some("a,b"));
+        assert_eq!(p.token.as_deref(), Some("t,t"));
+        assert_eq!(p.batch_size.as_deref(), Some("2"));
+        let e = read("bizType=%FF", "").unwrap_err();
         assert!(e.contains("UTF-8"), "{e}");
-        let e = Params::read(Some("bizType=a"), Body::Other("application/json"), true).unwrap_err();
-        assert!(e.contains("application/json") && e.contains("form"), "{e}");
     }
 
     #[test]
