@@ -173,6 +173,22 @@ pub(crate) fn engine(dialect: Dialect) -> &'static str {
     }
 }
 
+/// Whether `url` is a `sqlite://` URL whose file does not exist (so there is nothing in it
+/// to read, and [`connect_existing`] would refuse it).
+pub(crate) fn sqlite_file_missing(url: &str) -> bool {
+    let Some(rest) = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+    else {
+        return false;
+    };
+    let path = rest.split('?').next().unwrap_or_default();
+    if path.is_empty() || path == ":memory:" {
+        return false;
+    }
+    !std::path::Path::new(path).exists()
+}
+
 /// Adds `mode=rwc` so a missing SQLite file is created.
 fn sqlite_create_mode(url: &str) -> String {
     if url.contains("mode=") {

@@ -115,6 +115,58 @@ pub async fn inspect(url: &str, table: &str) -> Result<TableInspection> {
     result
 }
 
+/// The tags of `names` that the segment store at `url` holds (any backend, as
+/// [`SegmentStore::connect`](super::SegmentStore::connect) names them), read without writing
+/// anything: a SQL table through [`inspect`] (a missing table holds none; one that is not a
+/// segment table is refused), Redis keys as they are, ZooKeeper's znodes under `/table`
+/// (none when `/table` does not exist). Tags it does not hold are left out.
+pub async fn read_tags(url: &str, table: &str, names: &[String]) -> Result<Vec<Tag>> {
+    super::SegmentStore::check(url, table)?;
+    let scheme = url.split(':').next().unwrap_or_default();
+    let found = match scheme {
+        #[cfg(feature = "redis")]
+        "redis" | "rediss" => {
+            let store = super::RedisSegmentStore::connect(url, table).await?;
+            let mut tags = Vec::new();
+            for name in names {
+                match store.get_tag(name).await {
+                    Ok(tag) => tags.push(tag),
+                    Err(Error::TagNotFound(_)) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            tags
+        }
+        #[cfg(feature = "zookeeper")]
+        "zookeeper" | "zk" => {
+            let Some(store) = super::ZkSegmentStore::open_existing(url, table).await? else {
+                return Ok(Vec::new());
+            };
+            let mut tags = Vec::new();
+            for name in names {
+                match store.get_tag(name).await {
+                    Ok(tag) => tags.push(tag),
+                    Err(Error::TagNotFound(_)) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            tags
+        }
+        _ if crate::sql_connection::sqlite_file_missing(url) => Vec::new(),
+        _ => {
+            let found = inspect(url, table).await?;
+            if found.exists {
+                found.check("the store")?;
+            }
+            found.tags
+        }
+    };
+    Ok(found
+        .into_iter()
+        .filter(|t| names.contains(&t.tag))
+        .collect())
+}
+
 async fn read(pool: &AnyPool, dialect: Dialect, table: &str) -> Result<TableInspection> {
     let columns = columns(pool, dialect, table).await?;
     let mut found = TableInspection {
@@ -143,7 +195,11 @@ async fn read(pool: &AnyPool, dialect: Dialect, table: &str) -> Result<TableInsp
 }
 
 /// The table's columns and their types, lower case; empty when there is no such table.
-async fn columns(pool: &AnyPool, dialect: Dialect, table: &str) -> Result<Vec<(String, String)>> {
+pub(crate) async fn columns(
+    pool: &AnyPool,
+    dialect: Dialect,
+    table: &str,
+) -> Result<Vec<(String, String)>> {
     let query = match dialect {
         Dialect::Sqlite => "SELECT name, LOWER(type) FROM pragma_table_info(?)",
         Dialect::Postgres => {

@@ -56,6 +56,23 @@ impl ZkSegmentStore {
         Ok(store)
     }
 
+    /// Opens the store at `url` under `/root` as [`connect`](Self::connect) does, creating
+    /// nothing and securing nothing: `None` when `/root` does not exist (no tag was ever
+    /// made there). For previews that must leave ZooKeeper as it was.
+    pub async fn open_existing(url: &str, root: &str) -> Result<Option<Self>> {
+        validate_table(root)?;
+        let store = Self {
+            session: Session::new(Target::parse(url)?),
+            root: format!("/{root}"),
+        };
+        let client = store.session.client().await?;
+        match client.check_stat(&store.root).await {
+            Ok(Some(_)) => Ok(Some(store)),
+            Ok(None) => Ok(None),
+            Err(e) => Err(store.session.failed_on(&store.root, e).await),
+        }
+    }
+
     fn path(&self, tag: &str) -> String {
         format!("{}/{tag}", self.root)
     }

@@ -129,6 +129,24 @@ impl WorkerRegistry {
         Ok(changes)
     }
 
+    /// [`preview_marks`](Self::preview_marks) on the registry at `url` and `namespace`,
+    /// opened with [`open_existing`](Self::open_existing): nothing is created or changed
+    /// there, and a registry that holds nothing yet previews every floor against no mark.
+    pub async fn preview_marks_at(
+        url: &str,
+        namespace: &str,
+        floors: &[MarkFloor],
+        layout: &str,
+    ) -> Result<Vec<MarkChange>> {
+        match Self::open_existing(url, namespace).await? {
+            Some(registry) => registry.preview_marks(floors, layout).await,
+            None => floors
+                .iter()
+                .map(|floor| floor.against(None, None, layout))
+                .collect(),
+        }
+    }
+
     /// Raises the mark of every worker ID in `floors` to its floor and records `layout`
     /// beside it ([`record`] form), as a node does before its first ID: every ID is leased
     /// to `holder` first (for `ttl`), so a live node on any of them refuses the whole

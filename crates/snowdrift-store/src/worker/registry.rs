@@ -115,6 +115,38 @@ impl WorkerRegistry {
         }
     }
 
+    /// Opens the registry at `url` as [`connect`](Self::connect) does, creating nothing:
+    /// `None` when nothing was ever leased there (no table, no `/{namespace}` znode, no
+    /// directory), so every worker ID is free and has no mark. etcd and Redis create nothing
+    /// on connect and are always opened. For previews that must leave the registry as it
+    /// was (see [`preview_marks_at`](Self::preview_marks_at)).
+    pub async fn open_existing(url: &str, namespace: &str) -> Result<Option<Self>> {
+        let scheme = url.split("://").next().unwrap_or_default();
+        match scheme {
+            "file" => {
+                let dir = FileRegistry::dir_of(url)?;
+                if !dir.exists() {
+                    super::sql::validate_namespace(namespace)?;
+                    return Ok(None);
+                }
+                Ok(Some(Self::File(FileRegistry::connect(url, namespace)?)))
+            }
+            "sqlite" | "postgres" | "postgresql" | "mysql" | "mariadb" => {
+                Ok(super::sql::SqlRegistry::open_existing(url, namespace)
+                    .await?
+                    .map(Self::Sql))
+            }
+            #[cfg(feature = "zookeeper")]
+            "zookeeper" | "zk" => Ok(super::zookeeper::ZkRegistry::open_existing(
+                &url.replacen("zk://", "zookeeper://", 1),
+                namespace,
+            )
+            .await?
+            .map(Self::Zk)),
+            _ => Self::connect(url, namespace).await.map(Some),
+        }
+    }
+
     /// The backend's name, for status pages: `file`, `etcd`, `zookeeper`, `sqlite`,
     /// `postgres`, `mysql` or `redis`.
     pub fn backend(&self) -> &'static str {

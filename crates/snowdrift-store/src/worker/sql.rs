@@ -106,6 +106,40 @@ impl SqlRegistry {
         Ok(registry)
     }
 
+    /// Opens the table `namespace` at `url` as [`connect`](Self::connect) does, creating
+    /// and changing nothing: `None` when there is no such table (or no such SQLite file),
+    /// so no node ever leased there. A table of an older version, without the columns
+    /// `connect` adds, is refused (reading it would need them): any snowdrift server's
+    /// start, or a `connect`, adds them. For previews that must write nothing.
+    pub async fn open_existing(url: &str, namespace: &str) -> Result<Option<Self>> {
+        validate_namespace(namespace)?;
+        if crate::sql_connection::sqlite_file_missing(url) {
+            return Ok(None);
+        }
+        let (pool, dialect) = crate::sql_connection::connect_existing(url).await?;
+        let columns = crate::segment::inspect::columns(&pool, dialect, namespace).await?;
+        if columns.is_empty() {
+            pool.close().await;
+            return Ok(None);
+        }
+        let missing: Vec<&str> = ["claimed_ms", "lease_ttl_ms", "layout"]
+            .into_iter()
+            .filter(|c| !columns.iter().any(|(name, _)| name == c))
+            .collect();
+        if !missing.is_empty() {
+            pool.close().await;
+            return Err(Error::InvalidInput(format!(
+                "the worker table {namespace} is an older snowdrift version's: it lacks the column(s) {}, which a snowdrift server adds when it starts on it; start one (or upgrade the running ones) and run this again",
+                missing.join(", ")
+            )));
+        }
+        Ok(Some(Self {
+            pool,
+            dialect,
+            table: namespace.to_string(),
+        }))
+    }
+
     /// The statement for this dialect: `{t}` is the table, `{now}` the database's clock in
     /// milliseconds, and each `?` becomes `$1`, `$2`, ... on PostgreSQL.
     fn sql(&self, template: &str) -> AssertSqlSafe<String> {

@@ -97,6 +97,25 @@ impl ZkRegistry {
         Ok(registry)
     }
 
+    /// Opens the registry as [`connect`](Self::connect) does, creating and securing
+    /// nothing: `None` when `/{namespace}` does not exist (no node ever leased there, so
+    /// there are no leases, marks or layouts). For previews that must leave ZooKeeper as it
+    /// was.
+    pub async fn open_existing(url: &str, namespace: &str) -> Result<Option<Self>> {
+        validate_namespace(namespace)?;
+        let registry = Self {
+            reader: Session::new(Target::parse(url)?),
+            root: format!("/{namespace}"),
+            leases: Default::default(),
+        };
+        let client = registry.reader.client().await?;
+        match client.check_stat(&registry.root).await {
+            Ok(Some(_)) => Ok(Some(registry)),
+            Ok(None) => Ok(None),
+            Err(e) => Err(registry.reader.failed_on(&registry.root, e).await),
+        }
+    }
+
     fn lease_dir(&self) -> String {
         format!("{}/lease", self.root)
     }

@@ -92,15 +92,14 @@ pub fn next_tick(layout: &Layout, t_ms: u64) -> u64 {
     epoch.saturating_add((since / unit + 1).saturating_mul(unit))
 }
 
-/// Each worker ID's mark now and after, read without writing.
+/// Each worker ID's mark now and after, read without writing: a registry nothing ever
+/// leased on (no table, no namespace znode) is left as it is and counts as empty.
 pub async fn preview(
     target: &Snowflake,
     floors: &[MarkFloor],
     record: &str,
 ) -> Result<Vec<MarkChange>> {
-    let registry = connect(target).await?;
-    registry
-        .preview_marks(floors, record)
+    WorkerRegistry::preview_marks_at(&target.registry, &target.namespace, floors, record)
         .await
         .with_context(|| format!("reading the marks on {}", shown(target)))
 }

@@ -1,11 +1,11 @@
-//! Segment tags carried over: each tag's floor previewed against every store (read only),
-//! printed before and after, and raised with the store's own raise (one transaction per
-//! SQL store).
+//! Segment tags carried over: each tag's floor previewed against every store (read only,
+//! creating nothing: a store that does not exist yet holds no tags), printed before and
+//! after, and raised with the store's own raise (one transaction per SQL store).
 
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result};
-use snowdrift_store::segment::{SegmentStore, TagChange, TagFloor, inspect};
+use snowdrift_store::segment::{SegmentStore, Tag, TagChange, TagFloor, inspect};
 
 use super::target::Stores;
 
@@ -29,15 +29,9 @@ impl TagPlan {
     }
 }
 
-fn is_sql(url: &str) -> bool {
-    matches!(
-        url.split(':').next().unwrap_or_default(),
-        "sqlite" | "postgres" | "postgresql" | "mysql" | "mariadb"
-    )
-}
-
 /// Reads each store and works out the change each floor makes there, writing nothing (a
-/// SQL store's table is read as it is; a missing one counts as empty).
+/// table, key prefix or root znode that does not exist yet counts as empty, and is not
+/// created).
 pub async fn preview(stores: &Stores, floors: &[TagFloor]) -> Result<TagPlan> {
     let mut out = Vec::with_capacity(stores.urls.len());
     for url in &stores.urls {
@@ -58,30 +52,10 @@ pub async fn preview(stores: &Stores, floors: &[TagFloor]) -> Result<TagPlan> {
     })
 }
 
-async fn read(
-    url: &str,
-    table: &str,
-    floors: &[TagFloor],
-) -> Result<BTreeMap<String, snowdrift_store::segment::Tag>> {
-    if is_sql(url) {
-        let found = inspect::inspect(url, table).await?;
-        if found.exists {
-            found.check("the store")?;
-        }
-        return Ok(found.tags.into_iter().map(|t| (t.tag.clone(), t)).collect());
-    }
-    let store = SegmentStore::connect(url, table).await?;
-    let mut out = BTreeMap::new();
-    for f in floors {
-        match store.get_tag(&f.tag).await {
-            Ok(t) => {
-                out.insert(t.tag.clone(), t);
-            }
-            Err(snowdrift_store::Error::TagNotFound(_)) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(out)
+async fn read(url: &str, table: &str, floors: &[TagFloor]) -> Result<BTreeMap<String, Tag>> {
+    let names: Vec<String> = floors.iter().map(|f| f.tag.clone()).collect();
+    let found = inspect::read_tags(url, table, &names).await?;
+    Ok(found.into_iter().map(|t| (t.tag.clone(), t)).collect())
 }
 
 /// Raises every store to the floors, each with its own raise (one transaction on SQL);

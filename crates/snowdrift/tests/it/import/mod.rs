@@ -5,6 +5,7 @@
 
 mod leaf;
 mod sonyflake;
+mod targets;
 mod tinyid;
 mod uidgenerator;
 

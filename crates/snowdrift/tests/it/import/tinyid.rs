@@ -10,7 +10,7 @@ use super::{Db, args, exec, fails, ids_of, ok, tags_of};
 use crate::common::{Served, serve_command};
 
 /// tinyid-server's db.sql, its two tables (MySQL/MariaDB).
-const SCHEMA: &str = "
+pub(super) const SCHEMA: &str = "
 CREATE TABLE tiny_id_info (
   id BIGINT NOT NULL AUTO_INCREMENT,
   biz_type VARCHAR(63) NOT NULL DEFAULT '',
@@ -60,7 +60,7 @@ const TOKEN: &str = "0f673adf80504e2eaa552f5d791b644c";
 const LEGACY_TOKEN: &str = "legacy-only-7c1e";
 
 /// A biz type's row as Tinyid's db.sql seeds one: begin_id = max_id.
-async fn biz(db: &Db, name: &str, step: i64, delta: i64, remainder: i64) {
+pub(super) async fn biz(db: &Db, name: &str, step: i64, delta: i64, remainder: i64) {
     db.exec(&format!(
         "INSERT INTO tiny_id_info (biz_type, begin_id, max_id, step, delta, remainder, version) \
          VALUES ('{name}', 1, 1, {step}, {delta}, {remainder}, 0)"
@@ -71,7 +71,7 @@ async fn biz(db: &Db, name: &str, step: i64, delta: i64, remainder: i64) {
 /// `n` segments claimed as Tinyid's server claims them (`DbSegmentIdServiceImpl`: read the
 /// row, move max_id by step where max_id and version are as read), and the IDs its client
 /// hands out from each: `(max_id - step, max_id]`, those `≡ remainder (mod delta)`.
-async fn claim(db: &Db, name: &str, n: usize) -> Vec<i64> {
+pub(super) async fn claim(db: &Db, name: &str, n: usize) -> Vec<i64> {
     let mut issued = Vec::new();
     for _ in 0..n {
         let row = |col: &str| {

@@ -11,7 +11,7 @@ use super::{Db, args, fails, ids_of, ok};
 use crate::common::{Served, serve_command};
 
 /// UidGenerator's WORKER_NODE.sql.
-const WORKER_NODE: &str = "CREATE TABLE WORKER_NODE (
+pub(super) const WORKER_NODE: &str = "CREATE TABLE WORKER_NODE (
   ID BIGINT NOT NULL AUTO_INCREMENT COMMENT 'auto increment id',
   HOST_NAME VARCHAR(64) NOT NULL COMMENT 'host name',
   PORT VARCHAR(64) NOT NULL COMMENT 'port',
@@ -24,7 +24,7 @@ const WORKER_NODE: &str = "CREATE TABLE WORKER_NODE (
 
 /// The layout the test's UidGenerator runs (its Spring properties), and its epoch:
 /// 2020-01-01 at midnight in +08:00.
-const FLAGS: [&str; 8] = [
+pub(super) const FLAGS: [&str; 8] = [
     "--time-bits",
     "30",
     "--worker-bits",
@@ -36,7 +36,7 @@ const FLAGS: [&str; 8] = [
 ];
 const EPOCH_S: u64 = 1_577_808_000;
 
-fn now_ms() -> u64 {
+pub(super) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
@@ -44,7 +44,7 @@ fn now_ms() -> u64 {
 }
 
 /// A UidGenerator ID (`BitsAllocator.allocate`).
-fn uid(second: u64, worker: u64, seq: u64) -> u64 {
+pub(super) fn uid(second: u64, worker: u64, seq: u64) -> u64 {
     ((second - EPOCH_S) << 33) | (worker << 13) | seq
 }
 
