@@ -179,7 +179,9 @@ impl Etcd {
                 ));
             }
         }
-        let writes = ops.iter().any(|op| matches!(op, Op::Put { .. }));
+        let writes = ops
+            .iter()
+            .any(|op| matches!(op, Op::Put { .. } | Op::Delete { .. }));
         if writes {
             self.revision += 1;
             self.stats.writes += 1;
@@ -189,6 +191,7 @@ impl Etcd {
             match op {
                 Op::Get { key, prefix } => gets.push(self.read(key, *prefix)),
                 Op::Put { key, value, lease } => self.put(key, value, *lease),
+                Op::Delete { key } => self.delete(key),
             }
         }
         Ok(TxnAnswer { succeeded, gets })
@@ -215,6 +218,14 @@ impl Etcd {
                 mod_revision: revision,
             },
         );
+    }
+
+    fn delete(&mut self, key: &str) {
+        if let Some(old) = self.kvs.remove(key)
+            && let Some(l) = self.leases.get_mut(&old.lease)
+        {
+            l.keys.remove(key);
+        }
     }
 
     /// Reads a key or a prefix.

@@ -774,6 +774,7 @@ pub(super) async fn status(
             layout: r.layout,
             registry_table: r.registry_table,
             holder: r.holder,
+            reservation_checked: true,
             fenced: !leases.is_empty(),
             workers,
         });

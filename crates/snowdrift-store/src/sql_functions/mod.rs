@@ -14,6 +14,7 @@
 //! whole argument.
 
 mod block;
+mod external;
 mod mariadb;
 mod names;
 mod postgres;
@@ -25,7 +26,9 @@ use snowdrift_core::layout::{Layout, migrate};
 
 use crate::error::{Error, Result};
 use crate::sql_connection::Dialect;
+use crate::worker::WorkerRegistry;
 
+pub use external::recorded as external_registry;
 pub use names::{MAX_SLUG, RESERVATION_PREFIX, RESERVED_UNTIL_MS, slug};
 pub use shape::Shape;
 
@@ -46,6 +49,13 @@ pub struct InstallOptions {
     /// The servers' worker table in this database (`{worker.namespace}_{generator}`),
     /// where the block is reserved.
     pub registry_table: String,
+    /// The servers' worker registry when it is not this database's table (`etcd://`,
+    /// `zookeeper://`, `redis://`, `file://`, or another SQL database's URL): the block is
+    /// reserved there, in namespace `registry_table`, through
+    /// [`WorkerRegistry::reserve`](crate::worker::WorkerRegistry::reserve). The database
+    /// cannot reach such a registry, so its sessions do not check that the reservation is
+    /// still there. PostgreSQL only. `None`: the database's own table.
+    pub registry_url: Option<String>,
     /// The schema the functions go into (PostgreSQL); `None`: the connection's current
     /// schema.
     pub schema: Option<String>,
@@ -82,6 +92,7 @@ impl InstallOptions {
             generator: generator.into(),
             layout,
             registry_table: registry_table.into(),
+            registry_url: None,
             schema: None,
             workers: 16,
             window: crate::worker::DEFAULT_WINDOW,
@@ -179,8 +190,12 @@ pub struct GeneratorStatus {
     pub schema: String,
     /// Its layout ([`migrate::record`]).
     pub layout: String,
-    /// The servers' worker table.
+    /// The servers' worker table, or `backend:namespace` when the reservation lives in
+    /// another registry ([`external_registry`] reads it).
     pub registry_table: String,
+    /// Whether [`WorkerStatus::reserved`] was read from where the reservation lives: false
+    /// when it lives in another registry and none was given to [`status`].
+    pub reservation_checked: bool,
     /// The reservation's holder.
     pub holder: String,
     /// Whether the counters were moved above their marks in this life of the database
@@ -244,15 +259,25 @@ pub async fn install(url: &str, options: &InstallOptions) -> Result<Installed> {
         slug: slug(&options.generator)?,
         record: migrate::record(&options.layout),
     };
-    // The servers' table, made as the servers make it if none ran yet.
-    let registry = crate::worker::sql::SqlRegistry::connect(url, &options.registry_table).await?;
-    registry.close().await;
+    let registry = match &options.registry_url {
+        Some(r) => Some(WorkerRegistry::connect(r, &options.registry_table).await?),
+        None => {
+            // The servers' table, made as the servers make it if none ran yet.
+            let registry =
+                crate::worker::sql::SqlRegistry::connect(url, &options.registry_table).await?;
+            registry.close().await;
+            None
+        }
+    };
     let (pool, dialect) = crate::sql_connection::connect(url).await?;
     let result = match dialect {
         Dialect::Postgres => {
             let mut conn = pool.acquire().await?;
-            postgres::install(&mut conn, &plan).await
+            postgres::install(&mut conn, &plan, registry.as_ref()).await
         }
+        Dialect::MySql if registry.is_some() => Err(Error::InvalidInput(
+            "a reservation in another registry (--registry) is made for PostgreSQL only: on MariaDB, the generator's servers must lease their worker IDs in the database's own table (worker.registry = \"sql\"); leave --registry out".into(),
+        )),
         Dialect::MySql => {
             let mut conn = pool.acquire().await?;
             mariadb::install(&mut conn, &plan).await
@@ -266,12 +291,15 @@ pub async fn install(url: &str, options: &InstallOptions) -> Result<Installed> {
 /// Removes generator `generator`'s functions from the database at `url` (schema
 /// `schema`, default the current one): waits up to `wait` for the transactions issuing
 /// under its worker IDs to end, writes each worker ID's last mark into its row of the
-/// servers' table and frees it, in one transaction.
+/// servers' table and frees it, in one transaction. When the worker IDs are reserved in
+/// another registry, `registry` is its URL (the install's `registry_url`): each worker
+/// ID's mark is written there and its reservation ended once the functions are gone.
 pub async fn uninstall(
     url: &str,
     generator: &str,
     schema: Option<&str>,
     wait: Duration,
+    registry: Option<&str>,
 ) -> Result<Uninstalled> {
     if let Some(s) = schema {
         names::check_schema(s)?;
@@ -281,8 +309,11 @@ pub async fn uninstall(
     let result = match dialect {
         Dialect::Postgres => {
             let mut conn = pool.acquire().await?;
-            postgres::uninstall(&mut conn, generator, &slug, schema, wait).await
+            postgres::uninstall(&mut conn, generator, &slug, schema, wait, registry).await
         }
+        Dialect::MySql if registry.is_some() => Err(Error::InvalidInput(
+            "on MariaDB the worker IDs are reserved in the database's own table: leave --registry out".into(),
+        )),
         Dialect::MySql => {
             let mut conn = pool.acquire().await?;
             mariadb::uninstall(&mut conn, generator, &slug, schema, wait).await
@@ -294,8 +325,13 @@ pub async fn uninstall(
 }
 
 /// The generators installed in the database at `url` (schema `schema`, default the
-/// current one), with their worker IDs and the sessions using them.
-pub async fn status(url: &str, schema: Option<&str>) -> Result<Vec<GeneratorStatus>> {
+/// current one), with their worker IDs and the sessions using them; `registry`: the URL of
+/// the registry a reservation lives in when it is not the database's table, to check it.
+pub async fn status(
+    url: &str,
+    schema: Option<&str>,
+    registry: Option<&str>,
+) -> Result<Vec<GeneratorStatus>> {
     if let Some(s) = schema {
         names::check_schema(s)?;
     }
@@ -303,7 +339,7 @@ pub async fn status(url: &str, schema: Option<&str>) -> Result<Vec<GeneratorStat
     let result = match dialect {
         Dialect::Postgres => {
             let mut conn = pool.acquire().await?;
-            postgres::status(&mut conn, schema).await
+            postgres::status(&mut conn, schema, registry).await
         }
         Dialect::MySql => {
             let mut conn = pool.acquire().await?;

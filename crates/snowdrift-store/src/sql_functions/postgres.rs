@@ -14,8 +14,8 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::sql_connection::Dialect;
-use crate::worker::Mark;
 use crate::worker::sql::{reserve_on, table_rows, unreserve_on};
+use crate::worker::{Mark, WorkerRegistry};
 
 /// The functions of one generator, with `{{...}}` to fill in.
 const TEMPLATE: &str = include_str!("postgres.sql");
@@ -214,7 +214,15 @@ impl Fill<'_> {
             "floor(date_part('epoch', clock_timestamp()) * 1000)::bigint"
         };
         let name = literal(&o.generator)?;
-        let check_body = format!(
+        let check_body = if let Some((backend, namespace)) =
+            super::external::recorded(self.registry_table)
+        {
+            // Not a check that passes by itself: there is nothing the database can read.
+            format!(
+                "-- The reservation lives in the servers' {backend} registry (namespace {namespace}), which the database cannot reach: it is not checked here.\n  NULL;"
+            )
+        } else {
+            format!(
             "SELECT holder, lease_expires_ms INTO h, until_ms FROM {reg} WHERE worker_id = w;
   IF h IS DISTINCT FROM {holder} OR until_ms IS DISTINCT FROM {RESERVED_UNTIL_MS} THEN
     RAISE EXCEPTION USING ERRCODE = 'SDRSV',
@@ -224,7 +232,8 @@ impl Fill<'_> {
             reg = self.registry_table,
             holder = literal(self.holder)?,
             reg_text = literal(self.registry_table)?,
-        );
+        )
+        };
         let values: Vec<(&str, String)> = vec![
             ("CHECK_BODY", check_body),
             ("S", s.clone()),
@@ -340,11 +349,18 @@ $fn$;"
     .await
 }
 
-pub(super) async fn install(conn: &mut AnyConnection, plan: &Plan<'_>) -> Result<Installed> {
+pub(super) async fn install(
+    conn: &mut AnyConnection,
+    plan: &Plan<'_>,
+    external: Option<&WorkerRegistry>,
+) -> Result<Installed> {
     let o = plan.options;
     check_version(conn).await?;
     let schema = schema_of(conn, o.schema.as_deref()).await?;
-    let registry_table = qualified_table(conn, &o.registry_table).await?;
+    let registry_table = match external {
+        Some(r) => super::external::place(r, &o.registry_table),
+        None => qualified_table(conn, &o.registry_table).await?,
+    };
     let database: String = sqlx::query_scalar("SELECT current_database()::text")
         .fetch_one(&mut *conn)
         .await?;
@@ -361,7 +377,45 @@ pub(super) async fn install(conn: &mut AnyConnection, plan: &Plan<'_>) -> Result
         )));
     }
     if let Some(r) = existing.iter().find(|r| r.name == o.generator) {
+        if r.registry_table != registry_table {
+            return Err(Error::InvalidInput(format!(
+                "generator {:?} is installed in schema {schema} with its worker IDs reserved in {}, not {registry_table}: uninstall it first (snowdrift sql uninstall) to move the reservation",
+                r.name, r.registry_table
+            )));
+        }
         return replace(conn, plan, &schema, r).await;
+    }
+    if let Some(registry) = external {
+        let (block, marks) =
+            super::external::reserve(conn, Dialect::Postgres, registry, plan, &holder).await?;
+        let mut tx = conn.begin().await?;
+        let made = async {
+            let now = db_now(&mut tx).await?;
+            create(
+                &mut tx,
+                plan,
+                &schema,
+                &block,
+                &marks,
+                now,
+                &registry_table,
+                &holder,
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(())
+        }
+        .await;
+        if let Err(e) = made {
+            super::external::give_back(registry, &block, &holder).await;
+            return Err(e);
+        }
+        return Ok(Installed {
+            schema,
+            workers: block,
+            holder,
+            replaced: false,
+        });
     }
 
     let block = super::block::choose_and_wait(conn, Dialect::Postgres, plan).await?;
@@ -405,12 +459,46 @@ pub(super) async fn install(conn: &mut AnyConnection, plan: &Plan<'_>) -> Result
             .into(),
         ));
     }
+    create(
+        &mut tx,
+        plan,
+        &schema,
+        &block,
+        &marks,
+        now,
+        &registry_table,
+        &holder,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Installed {
+        schema,
+        workers: block,
+        holder,
+        replaced: false,
+    })
+}
+
+/// Creates the counters above `marks`, the functions and the install's record, in the
+/// caller's transaction.
+#[allow(clippy::too_many_arguments)]
+async fn create(
+    tx: &mut AnyConnection,
+    plan: &Plan<'_>,
+    schema: &str,
+    block: &[u64],
+    marks: &[Mark],
+    now: u64,
+    registry_table: &str,
+    holder: &str,
+) -> Result<()> {
+    let o = plan.options;
     // Issue under the highest extension value any of them used: above all of them.
-    let ext = super::block::extension(plan, &marks)?;
-    let s = quoted(&schema);
+    let ext = super::block::extension(plan, marks)?;
+    let s = quoted(schema);
     let p = prefix(&plan.slug);
     exec(
-        &mut tx,
+        tx,
         format!(
             "CREATE TABLE IF NOT EXISTS {s}.{CONFIG} (
   name text PRIMARY KEY, slug text NOT NULL UNIQUE, layout text NOT NULL,
@@ -420,7 +508,7 @@ pub(super) async fn install(conn: &mut AnyConnection, plan: &Plan<'_>) -> Result
     )
     .await?;
     let mut ddl = format!("CREATE UNLOGGED SEQUENCE {s}.{p}_life MINVALUE 0 START 0 CACHE 1;\n");
-    for (w, m) in block.iter().zip(&marks) {
+    for (w, m) in block.iter().zip(marks) {
         let from = if m.extension == ext {
             m.ms.max(now)
         } else {
@@ -434,16 +522,16 @@ pub(super) async fn install(conn: &mut AnyConnection, plan: &Plan<'_>) -> Result
              SELECT setval('{s}.{p}_m{w}', {from});\n"
         ));
     }
-    exec(&mut tx, ddl).await?;
+    exec(tx, ddl).await?;
     let fill = Fill {
-        schema: &schema,
+        schema,
         plan,
-        workers: &block,
+        workers: block,
         ext,
-        registry_table: &registry_table,
-        holder: &holder,
+        registry_table,
+        holder,
     };
-    exec(&mut tx, fill.sql()?).await?;
+    exec(tx, fill.sql()?).await?;
     sqlx::query(q(format!(
         "INSERT INTO {s}.{CONFIG} (name, slug, layout, workers, registry_table, holder, ext, version) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
@@ -458,20 +546,13 @@ pub(super) async fn install(conn: &mut AnyConnection, plan: &Plan<'_>) -> Result
             .collect::<Vec<_>>()
             .join(","),
     )
-    .bind(&registry_table)
-    .bind(&holder)
+    .bind(registry_table)
+    .bind(holder)
     .bind(ext as i64)
     .bind(env!("CARGO_PKG_VERSION"))
     .execute(&mut *tx)
     .await?;
-    write_dispatchers(&mut tx, &schema).await?;
-    tx.commit().await?;
-    Ok(Installed {
-        schema,
-        workers: block,
-        holder,
-        replaced: false,
-    })
+    write_dispatchers(tx, schema).await
 }
 
 /// Writes an installed generator's functions again (a newer version's), keeping its
@@ -522,6 +603,7 @@ pub(super) async fn uninstall(
     slug: &str,
     schema: Option<&str>,
     wait: Duration,
+    registry: Option<&str>,
 ) -> Result<Uninstalled> {
     let schema = schema_of(conn, schema).await?;
     let all = records(conn, &schema).await?;
@@ -529,6 +611,26 @@ pub(super) async fn uninstall(
         return Err(Error::InvalidInput(format!(
             "generator {generator:?} is not installed in schema {schema} of this database"
         )));
+    };
+    // Where the marks go, checked before anything is removed.
+    let external = match (super::external::recorded(&r.registry_table), registry) {
+        (Some((_, namespace)), Some(url)) => {
+            let reg = WorkerRegistry::connect(url, namespace).await?;
+            super::external::check_same(&reg, &r.registry_table, generator)?;
+            Some(reg)
+        }
+        (Some((backend, namespace)), None) => {
+            return Err(Error::InvalidInput(format!(
+                "generator {generator:?}'s worker IDs are reserved in the servers' {backend} registry (namespace {namespace}): pass its URL with --registry, so their high-water marks are written there. Nothing was removed"
+            )));
+        }
+        (None, Some(_)) => {
+            return Err(Error::InvalidInput(format!(
+                "generator {generator:?}'s worker IDs are reserved in the database's table {}: leave --registry out. Nothing was removed",
+                r.registry_table
+            )));
+        }
+        (None, None) => None,
     };
     let layout = snowdrift_core::layout::migrate::parse_record(&r.layout)
         .map_err(|e| Error::InvalidInput(format!("{schema}.{CONFIG}: {e}")))?;
@@ -575,6 +677,7 @@ pub(super) async fn uninstall(
     let registry_table = r.registry_table.clone();
     let mut released = Vec::new();
     let mut not_reserved = Vec::new();
+    let mut to_write = Vec::new();
     for w in &r.workers {
         let row = sqlx::query(q(format!(
             "SELECT pg_sequence_last_value('{s}.{p}_w{w}') AS c, pg_sequence_last_value('{s}.{p}_m{w}') AS m"
@@ -590,7 +693,9 @@ pub(super) async fn uninstall(
             ms: mark_ms,
         }
         .stored();
-        if unreserve_on(
+        if external.is_some() {
+            to_write.push((*w, stored, mark_ms));
+        } else if unreserve_on(
             &mut tx,
             Dialect::Postgres,
             &registry_table,
@@ -622,6 +727,29 @@ pub(super) async fn uninstall(
         .await?;
     write_dispatchers(&mut tx, &schema).await?;
     tx.commit().await?;
+    // Only now that no function can issue under them: the marks cover every ID issued.
+    if let Some(reg) = &external {
+        let mut failed = Vec::new();
+        for (w, stored, mark_ms) in to_write {
+            match reg.unreserve(w, &r.holder, stored).await {
+                Ok(true) => released.push((w, mark_ms)),
+                Ok(false) => not_reserved.push(w),
+                Err(e) => failed.push(format!(
+                    "worker ID {w}: mark {mark_ms} (stored {stored}) not written ({e})"
+                )),
+            }
+        }
+        if !failed.is_empty() {
+            return Err(Error::Unavailable(
+                format!(
+                    "the functions are removed, but the {} registry refused: {}. Those worker IDs stay reserved (no server takes them); to give one back, write its stored mark into the registry's mark entry and then delete its reservation entry (snowdrift workers list shows both)",
+                    reg.backend(),
+                    failed.join("; ")
+                )
+                .into(),
+            ));
+        }
+    }
     Ok(Uninstalled {
         released,
         not_reserved,
@@ -631,6 +759,7 @@ pub(super) async fn uninstall(
 pub(super) async fn status(
     conn: &mut AnyConnection,
     schema: Option<&str>,
+    registry: Option<&str>,
 ) -> Result<Vec<GeneratorStatus>> {
     let schema = schema_of(conn, schema).await?;
     let s = quoted(&schema);
@@ -676,7 +805,26 @@ pub(super) async fn status(
                 used.insert(w as u64, session);
             }
         }
-        let rows = table_rows_named(conn, &r.registry_table, shape.space).await?;
+        let external = super::external::recorded(&r.registry_table);
+        let (rows, checked) = match (external, registry) {
+            (None, _) => (
+                table_rows_named(conn, &r.registry_table, shape.space).await?,
+                true,
+            ),
+            (Some((_, namespace)), Some(url)) => {
+                let reg = WorkerRegistry::connect(url, namespace).await?;
+                super::external::check_same(&reg, &r.registry_table, &r.name)?;
+                let listed = reg.list().await?;
+                let rows = listed
+                    .entries
+                    .into_iter()
+                    .filter(|e| e.never_expires)
+                    .map(|e| (e.worker_id, (e.holder, RESERVED_UNTIL_MS)))
+                    .collect();
+                (rows, true)
+            }
+            (Some(_), None) => (HashMap::new(), false),
+        };
         let mut workers = Vec::new();
         for w in &r.workers {
             let row = sqlx::query(q(format!(
@@ -702,6 +850,7 @@ pub(super) async fn status(
             schema: schema.clone(),
             layout: r.layout,
             registry_table: r.registry_table,
+            reservation_checked: checked,
             holder: r.holder,
             fenced: fenced.is_some(),
             workers,

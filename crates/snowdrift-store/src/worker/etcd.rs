@@ -296,6 +296,111 @@ impl EtcdRegistry {
         }
     }
 
+    /// Reserves `worker_id` for `holder` for good: its worker key without a lease (etcd
+    /// never deletes it, and no server's claim, which needs the key missing, takes it),
+    /// written with `layout` in one transaction only if the key is missing.
+    /// [`Error::WorkerTaken`] when someone else has the key; a no-op when `holder`'s
+    /// reservation is there already.
+    pub async fn reserve(&self, worker_id: u64, holder: &str, layout: &str) -> Result<()> {
+        validate_holder(holder)?;
+        let key = self.key("worker", worker_id);
+        let txn = Txn {
+            when: vec![Compare::CreateRevision(key.clone(), 0)],
+            then: vec![
+                Op::Put {
+                    key: key.clone(),
+                    value: holder.into(),
+                    lease: 0,
+                },
+                Op::Put {
+                    key: self.key("since", worker_id),
+                    value: self.kv.now_ms().to_string(),
+                    lease: 0,
+                },
+                Op::Put {
+                    key: self.key("layout", worker_id),
+                    value: layout.into(),
+                    lease: 0,
+                },
+            ],
+            otherwise: vec![Op::Get { key, prefix: false }],
+        };
+        let answer = self.kv.txn(txn).await?;
+        if answer.succeeded {
+            return Ok(());
+        }
+        match first(answer.gets) {
+            Some(kv) if kv.value == holder && kv.lease == 0 => Ok(()),
+            Some(kv) => Err(Error::WorkerTaken {
+                worker_id,
+                holder: kv.value,
+            }),
+            // Its lease ended between the two: free again, but let the caller choose anew.
+            None => Err(Error::WorkerTaken {
+                worker_id,
+                holder: "a server whose lease has just ended".into(),
+            }),
+        }
+    }
+
+    /// Ends `holder`'s reservation of `worker_id`: raises its mark to `mark` and deletes
+    /// the worker key, in one transaction that holds only while the key is `holder`'s and
+    /// has no lease. `Ok(false)` when it no longer is (edited by hand).
+    pub async fn unreserve(&self, worker_id: u64, holder: &str, mark: u64) -> Result<bool> {
+        validate_holder(holder)?;
+        let lease_key = self.key("worker", worker_id);
+        let mark_key = self.key("mark", worker_id);
+        for _ in 0..MAX_RACES {
+            let current = self.kv.range(mark_key.clone(), false).await?;
+            let (current, revision) = match current.first() {
+                Some(m) => (Some(self.mark_of(worker_id, m)?), m.mod_revision),
+                None => (None, 0),
+            };
+            let mut then = vec![
+                Op::Delete {
+                    key: lease_key.clone(),
+                },
+                Op::Delete {
+                    key: self.key("since", worker_id),
+                },
+            ];
+            if current.is_none_or(|m| m < mark) {
+                then.push(Op::Put {
+                    key: mark_key.clone(),
+                    value: mark.to_string(),
+                    lease: 0,
+                });
+            }
+            let txn = Txn {
+                when: vec![
+                    Compare::Value(lease_key.clone(), holder.into()),
+                    Compare::Lease(lease_key.clone(), 0),
+                    Compare::ModRevision(mark_key.clone(), revision),
+                ],
+                then,
+                otherwise: vec![Op::Get {
+                    key: lease_key.clone(),
+                    prefix: false,
+                }],
+            };
+            let answer = self.kv.txn(txn).await?;
+            if answer.succeeded {
+                return Ok(true);
+            }
+            match first(answer.gets) {
+                Some(l) if l.value == holder && l.lease == 0 => {} // the mark moved: read again
+                _ => return Ok(false),
+            }
+        }
+        Err(Error::Unavailable(
+            format!(
+                "the mark of worker ID {worker_id} under {} changed under each of {MAX_RACES} writes; retry",
+                self.root
+            )
+            .into(),
+        ))
+    }
+
     /// The live leases, by worker ID.
     pub async fn holders(&self) -> Result<Vec<(u64, String)>> {
         let kvs = self.kv.range(self.prefix("worker"), true).await?;
@@ -535,7 +640,7 @@ impl EtcdRegistry {
             };
             let mut entry = WorkerEntry::new(id, kv.value.clone());
             if kv.lease == 0 {
-                entry.stuck(format!(
+                entry.stuck_or_reserved(format!(
                     "no lease: etcd never deletes this key, a server skips this ID (its claim finds the key there), and no server can hold it (a renew needs the lease); delete the key {} to free it",
                     kv.key
                 ));

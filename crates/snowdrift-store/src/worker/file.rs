@@ -364,6 +364,15 @@ impl FileRegistry {
             }
             Err(TryLockError::Error(e)) => return Err(io_error(&path, "lock", e)),
         }
+        // Read under the lock: a reservation is written only under it, so one made before
+        // this lock is seen here, and none can be made while it is held.
+        if let Some(reserved_by) = self.reserved_by(worker_id)? {
+            let _ = file.unlock();
+            return Err(Error::WorkerTaken {
+                worker_id,
+                holder: reserved_by,
+            });
+        }
         let st = rustix::fs::fstat(&file).map_err(|e| io_error(&path, "inspect", e.into()))?;
         // Name the holder for whoever is refused next; the lock, not this text, is the lease.
         let named = file
@@ -382,6 +391,117 @@ impl FileRegistry {
             },
         );
         Ok(())
+    }
+
+    fn reserved_name(&self, worker_id: u64) -> String {
+        format!("{}-{worker_id}.reserved", self.namespace)
+    }
+
+    /// Who reserved `worker_id` (`DIR/{namespace}-N.reserved`), if anyone did.
+    fn reserved_by(&self, worker_id: u64) -> Result<Option<String>> {
+        let name = self.reserved_name(worker_id);
+        let Some((mut file, _)) = self.open_file(&name, false, false)? else {
+            return Ok(None);
+        };
+        let mut text = String::new();
+        file.read_to_string(&mut text)
+            .map_err(|e| io_error(&self.path.join(&name), "read", e))?;
+        Ok(Some(text.trim().to_string()))
+    }
+
+    /// Takes the lock on `worker_id`'s lock file for a moment (a reservation's write), or
+    /// [`Error::WorkerTaken`] when a process holds it.
+    fn lock_briefly(&self, worker_id: u64) -> Result<File> {
+        self.check_dir().map_err(|reason| {
+            Error::Unavailable(format!("{reason}: cannot reserve worker IDs in it").into())
+        })?;
+        if let Some(lock) = self.held().get(&worker_id) {
+            return Err(Error::WorkerTaken {
+                worker_id,
+                holder: lock.holder.clone(),
+            });
+        }
+        let name = self.lock_name(worker_id);
+        let path = self.path.join(&name);
+        let Some((mut file, _)) = self.open_file(&name, true, true)? else {
+            return Err(io_error(&path, "open", std::io::ErrorKind::NotFound.into()));
+        };
+        match file.try_lock() {
+            Ok(()) => Ok(file),
+            Err(TryLockError::WouldBlock) => Err(Error::WorkerTaken {
+                worker_id,
+                holder: read_holder(&mut file),
+            }),
+            Err(TryLockError::Error(e)) => Err(io_error(&path, "lock", e)),
+        }
+    }
+
+    /// Reserves `worker_id` for `holder` for good (see
+    /// [`WorkerRegistry::reserve`](super::WorkerRegistry::reserve)): the file
+    /// `DIR/{namespace}-N.reserved`, naming the holder, written durably while this call
+    /// holds the ID's lock. A server's claim reads it once it holds the lock and lets the
+    /// ID go, so no server issues under it; no process holds a lock for it, and nothing
+    /// but [`unreserve`](Self::unreserve) removes it. [`Error::WorkerTaken`] when a
+    /// process holds the lock or someone else reserved the ID.
+    pub async fn reserve(&self, worker_id: u64, holder: &str, layout: &str) -> Result<()> {
+        validate_holder(holder)?;
+        let mut file = self.lock_briefly(worker_id)?;
+        match self.reserved_by(worker_id)? {
+            Some(h) if h == holder => return Ok(()),
+            Some(h) => {
+                return Err(Error::WorkerTaken {
+                    worker_id,
+                    holder: h,
+                });
+            }
+            None => {}
+        }
+        self.replace_file(
+            &self.reserved_name(worker_id),
+            holder.to_string(),
+            "the reservation",
+        )
+        .await?;
+        self.replace_file(
+            &self.layout_name(worker_id),
+            layout.to_string(),
+            "the layout record",
+        )
+        .await?;
+        // For whoever reads the lock file to see who has the ID.
+        let path = self.path.join(self.lock_name(worker_id));
+        file.set_len(0)
+            .and_then(|()| file.seek(SeekFrom::Start(0)))
+            .and_then(|_| file.write_all(holder.as_bytes()))
+            .map_err(|e| io_error(&path, "write the holder into", e))?;
+        let _ = file.unlock();
+        Ok(())
+    }
+
+    /// Ends `holder`'s reservation of `worker_id`: raises its mark file to `mark`
+    /// (durably), then removes the reservation file and syncs the directory, all under the
+    /// ID's lock. `Ok(false)` when the file no longer names `holder`.
+    pub async fn unreserve(&self, worker_id: u64, holder: &str, mark: u64) -> Result<bool> {
+        validate_holder(holder)?;
+        if self.reserved_by(worker_id)?.as_deref() != Some(holder) {
+            return Ok(false);
+        }
+        let file = self.lock_briefly(worker_id)?;
+        if self.read_mark_now(worker_id)?.is_none_or(|m| m < mark) {
+            self.replace_file(
+                &self.mark_name(worker_id),
+                mark.to_string(),
+                "the high-water mark",
+            )
+            .await?;
+        }
+        let name = self.reserved_name(worker_id);
+        let gone = rustix::fs::unlinkat(self.dir.as_fd(), &name, AtFlags::empty())
+            .and_then(|()| rustix::fs::fsync(self.dir.as_fd()));
+        gone.map_err(|e| io_error(&self.path.join(&name), "remove", e.into()))?;
+        let _ = file.set_len(0);
+        let _ = file.unlock();
+        Ok(true)
     }
 
     /// The directory is still the one opened at its path (not deleted, renamed or replaced).
@@ -489,6 +609,10 @@ impl FileRegistry {
             };
             if let Some(lock) = self.held().get(&id) {
                 out.push((id, lock.holder.clone()));
+                continue;
+            }
+            if let Ok(Some(reserved_by)) = self.reserved_by(id) {
+                out.push((id, reserved_by));
                 continue;
             }
             let Ok(Some((mut file, _))) = self.open_file(&self.lock_name(id), false, false) else {
@@ -658,6 +782,32 @@ impl FileRegistry {
 
     /// The entry of `worker_id` if its lock file is held (or cannot be opened).
     async fn list_one(&self, id: u64) -> Option<super::WorkerEntry> {
+        match self.reserved_by(id) {
+            Ok(Some(holder)) => {
+                let mut entry = super::WorkerEntry::new(id, holder);
+                entry.stuck_or_reserved(format!(
+                    "the file {} reserves it: no server takes it; remove the file to free it",
+                    self.path.join(self.reserved_name(id)).display()
+                ));
+                match self.read_mark_now(id) {
+                    Ok(mark) => entry.mark = mark,
+                    Err(e) => entry.flag(e.to_string()),
+                }
+                match self.read_layout(id).await {
+                    Ok(layout) => entry.layout = layout,
+                    Err(e) => entry.flag(e.to_string()),
+                }
+                return Some(entry);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                let mut entry = super::WorkerEntry::new(id, "?".into());
+                entry.stuck(format!(
+                    "{e}; a server's claim that comes to this worker ID fails the same way"
+                ));
+                return Some(entry);
+            }
+        }
         let mine = self
             .held()
             .get(&id)

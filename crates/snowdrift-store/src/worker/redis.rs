@@ -147,6 +147,38 @@ end
 return {'ok'}
 ";
 
+/// Reserves an ID for good: the lease key without a TTL, and the layout, unless the key
+/// exists (KEYS: lease, layout; ARGV: holder, layout). Answers `ok`, or `taken` and the
+/// holder (a key without a TTL already `holder`'s is `ok`).
+const RESERVE: &str = r"
+if redis.call('SET', KEYS[1], ARGV[1], 'NX') then
+  redis.call('SET', KEYS[2], ARGV[2])
+  return {'ok'}
+end
+local held = redis.call('GET', KEYS[1])
+if held == ARGV[1] and redis.call('PTTL', KEYS[1]) == -1 then return {'ok'} end
+return {'taken', held or ''}
+";
+
+/// Ends a reservation: raises the mark (compared as WRITE_MARK does) and drops the lease
+/// and claim-time keys, only while the lease key is the holder's and has no TTL (KEYS:
+/// lease, mark, claim time, clock; ARGV: holder, mark). Answers `ok`, `gone`, or
+/// `corrupt` and the mark.
+const UNRESERVE: &str = r"
+if redis.call('GET', KEYS[1]) ~= ARGV[1] or redis.call('PTTL', KEYS[1]) ~= -1 then
+  return {'gone'}
+end
+local mark = redis.call('GET', KEYS[2])
+if mark and not string.match(mark, '^[1-9]%d*$') and mark ~= '0' then
+  return {'corrupt', mark}
+end
+if not mark or #mark < #ARGV[2] or (#mark == #ARGV[2] and mark < ARGV[2]) then
+  redis.call('SET', KEYS[2], ARGV[2])
+end
+redis.call('DEL', KEYS[1], KEYS[3], KEYS[4])
+return {'ok'}
+";
+
 /// The largest node space a claim script can walk exactly (Lua numbers are doubles).
 const MAX_SPACE: u64 = 1 << 53;
 
@@ -338,6 +370,53 @@ impl RedisRegistry {
             .invoke_async(&mut self.conn.clone())
             .await?;
         Ok(())
+    }
+
+    /// Reserves `worker_id` for `holder` for good (see
+    /// [`WorkerRegistry::reserve`](super::WorkerRegistry::reserve)): the lease key without
+    /// a TTL, set only if it is missing, in one script. [`Error::WorkerTaken`] when
+    /// someone else has it.
+    pub async fn reserve(&self, worker_id: u64, holder: &str, layout: &str) -> Result<()> {
+        validate_holder(holder)?;
+        let answer: Vec<String> = Script::new(RESERVE)
+            .key(self.lease_key(worker_id))
+            .key(self.layout_key(worker_id))
+            .arg(holder)
+            .arg(layout)
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        match answer.first().map(String::as_str) {
+            Some("ok") => Ok(()),
+            Some("taken") => Err(Error::WorkerTaken {
+                worker_id,
+                holder: answer.get(1).cloned().unwrap_or_default(),
+            }),
+            _ => Err(self.bad_answer("reserve", &answer)),
+        }
+    }
+
+    /// Ends `holder`'s reservation of `worker_id`, raising its mark to `mark` in the same
+    /// script; `Ok(false)` when the key is no longer that reservation.
+    pub async fn unreserve(&self, worker_id: u64, holder: &str, mark: u64) -> Result<bool> {
+        validate_holder(holder)?;
+        let answer: Vec<String> = Script::new(UNRESERVE)
+            .key(self.lease_key(worker_id))
+            .key(self.mark_key(worker_id))
+            .key(self.since_key(worker_id))
+            .key(self.time_key(worker_id))
+            .arg(holder)
+            .arg(mark.to_string())
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        match answer.first().map(String::as_str) {
+            Some("ok") => Ok(true),
+            Some("gone") => Ok(false),
+            Some("corrupt") => Err(self.bad_mark(
+                worker_id,
+                answer.get(1).map(String::as_str).unwrap_or_default(),
+            )),
+            _ => Err(self.bad_answer("unreserve", &answer)),
+        }
     }
 
     /// The live leases, by worker ID.
@@ -600,7 +679,7 @@ impl RedisRegistry {
                 )),
             }
             if left < 0 {
-                entry.stuck(format!(
+                entry.stuck_or_reserved(format!(
                     "the key has no TTL: Redis never drops it, and no server can take this ID (its claim finds the key there); unless a live server holds it (its next renew gives the key a TTL again), delete the key {} to free it",
                     self.lease_key(id)
                 ));

@@ -228,6 +228,27 @@ impl WorkerRegistry {
         dispatch!(self, r => r.release(worker_id, holder).await)
     }
 
+    /// Reserves `worker_id` for `holder`, which is no server (a database's ID functions,
+    /// `snowdrift sql install --registry`), for good: an entry no server's claim takes and
+    /// that never expires (a SQL row whose lease ends at the largest `BIGINT`, an etcd
+    /// worker key without a lease, a Redis key without a TTL, a persistent znode, a
+    /// reservation file beside the lock file), listed as
+    /// [`never_expires`](WorkerEntry::never_expires). `layout` is recorded beside the mark,
+    /// which stays. [`Error::WorkerTaken`] when someone else holds the ID; a no-op when
+    /// `holder` has reserved it already. Only [`unreserve`](Self::unreserve) ends it.
+    pub async fn reserve(&self, worker_id: u64, holder: &str, layout: &str) -> Result<()> {
+        dispatch!(self, r => r.reserve(worker_id, holder, layout).await)
+    }
+
+    /// Ends `holder`'s reservation of `worker_id`, raising its high-water mark to `mark`
+    /// (stored form, [`Mark::stored`](super::Mark::stored)) first or in the same step, so
+    /// the next server to claim it starts above every ID issued under the reservation.
+    /// `Ok(false)` when the registry no longer shows that reservation (edited by hand):
+    /// nothing was written.
+    pub async fn unreserve(&self, worker_id: u64, holder: &str, mark: u64) -> Result<bool> {
+        dispatch!(self, r => r.unreserve(worker_id, holder, mark).await)
+    }
+
     /// The live leases: worker ID and holder.
     pub async fn holders(&self) -> Result<Vec<(u64, String)>> {
         dispatch!(self, r => r.holders().await)
@@ -369,6 +390,26 @@ impl WorkerEntry {
         self.lease_left_ms = None;
         self.expiring = false;
         self.flag(problem);
+    }
+
+    /// [`stuck`](Self::stuck) with `problem`, or, when the holder is a database's
+    /// (`snowdrift sql install`, [`RESERVATION_PREFIX`]), with what frees that reservation
+    /// safely.
+    ///
+    /// [`RESERVATION_PREFIX`]: crate::sql_functions::RESERVATION_PREFIX
+    pub(super) fn stuck_or_reserved(&mut self, problem: impl Into<String>) {
+        match self
+            .holder
+            .strip_prefix(crate::sql_functions::RESERVATION_PREFIX)
+        {
+            Some(db) => {
+                let problem = format!(
+                    "reserved for the ID functions of database {db} (snowdrift sql install --registry): no server takes it; free it only with snowdrift sql uninstall --registry, which writes the database's last high-water mark first (deleting it by hand lets a server repeat the database's IDs)"
+                );
+                self.stuck(problem)
+            }
+            None => self.stuck(problem),
+        }
     }
 
     /// Flags a lease that lasts longer than it was claimed for (set by hand: every claim

@@ -374,6 +374,48 @@ impl SqlRegistry {
         Ok(())
     }
 
+    /// Reserves `worker_id` for `holder` (no server) for good, with `layout` recorded
+    /// beside the mark: see [`WorkerRegistry::reserve`](super::WorkerRegistry::reserve).
+    /// [`Error::WorkerTaken`] when a live holder other than `holder` has it.
+    pub async fn reserve(&self, worker_id: u64, holder: &str, layout: &str) -> Result<()> {
+        let mut conn = self.pool.acquire().await?;
+        if reserve_on(
+            &mut conn,
+            self.dialect,
+            &self.table,
+            worker_id,
+            holder,
+            layout,
+        )
+        .await?
+        {
+            return Ok(());
+        }
+        let held = self.holders().await?;
+        Err(Error::WorkerTaken {
+            worker_id,
+            holder: held
+                .into_iter()
+                .find(|(w, _)| *w == worker_id)
+                .map_or_else(|| "a server that has just let it go".into(), |(_, h)| h),
+        })
+    }
+
+    /// Ends `holder`'s reservation of `worker_id`, raising its mark to `mark` (stored form)
+    /// in the same statement; `Ok(false)` when the row no longer shows it.
+    pub async fn unreserve(&self, worker_id: u64, holder: &str, mark: u64) -> Result<bool> {
+        let mut conn = self.pool.acquire().await?;
+        unreserve_on(
+            &mut conn,
+            self.dialect,
+            &self.table,
+            worker_id,
+            holder,
+            mark,
+        )
+        .await
+    }
+
     /// The live leases, by worker ID.
     pub async fn holders(&self) -> Result<Vec<(u64, String)>> {
         let select = self.sql(

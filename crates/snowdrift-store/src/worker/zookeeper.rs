@@ -384,6 +384,116 @@ impl ZkRegistry {
         Err(race(&path))
     }
 
+    /// Reserves `worker_id` for `holder` for good (see
+    /// [`WorkerRegistry::reserve`](super::WorkerRegistry::reserve)): a persistent lease
+    /// znode where servers make ephemeral ones, so ZooKeeper never deletes it and a
+    /// server's create finds it there, made with the layout in one `multi`.
+    /// [`Error::WorkerTaken`] when someone else has the znode.
+    pub async fn reserve(&self, worker_id: u64, holder: &str, layout: &str) -> Result<()> {
+        validate_holder(holder)?;
+        let client = self.reader.client().await?;
+        let (path, layout_path) = (self.lease_path(worker_id), self.layout_path(worker_id));
+        let data = lease_data(&Lease {
+            holder: holder.to_string(),
+            time_ms: None,
+            ttl_ms: None,
+        })?;
+        for _ in 0..MAX_RACES {
+            let layout_version = match client.get_data(&layout_path).await {
+                Ok((_, stat)) => Some(stat.version),
+                Err(zk::Error::NoNode) => None,
+                Err(e) => return Err(self.reader.failed(e).await),
+            };
+            let mut write = client.new_multi_writer();
+            write.add_create(&path, &data, &self.reader.target().persistent())?;
+            match layout_version {
+                Some(v) => write.add_set_data(&layout_path, layout.as_bytes(), Some(v))?,
+                None => write.add_create(
+                    &layout_path,
+                    layout.as_bytes(),
+                    &self.reader.target().persistent(),
+                )?,
+            }
+            match write.commit().await {
+                Ok(_) => return Ok(()),
+                Err(zk::MultiWriteError::OperationFailed {
+                    index: 0,
+                    source: zk::Error::NodeExists,
+                }) => {
+                    match client.get_data(&path).await {
+                        Ok((data, stat)) => {
+                            let lease = self.parse(worker_id, &data)?;
+                            if lease.holder == holder && stat.ephemeral_owner == 0 {
+                                return Ok(());
+                            }
+                            return Err(Error::WorkerTaken {
+                                worker_id,
+                                holder: lease.holder,
+                            });
+                        }
+                        // Its session ended between the two: try again.
+                        Err(zk::Error::NoNode) => {}
+                        Err(e) => return Err(self.reader.failed(e).await),
+                    }
+                }
+                // The layout znode changed since it was read: read again.
+                Err(zk::MultiWriteError::OperationFailed {
+                    source: zk::Error::BadVersion | zk::Error::NoNode | zk::Error::NodeExists,
+                    ..
+                }) => {}
+                Err(e) => return Err(self.reader.failed(e.into()).await),
+            }
+        }
+        Err(race(&path))
+    }
+
+    /// Ends `holder`'s reservation of `worker_id`: raises its mark to `mark` and deletes
+    /// the persistent lease znode in one `multi`, with version checks of both. `Ok(false)`
+    /// when the znode is no longer that reservation.
+    pub async fn unreserve(&self, worker_id: u64, holder: &str, mark: u64) -> Result<bool> {
+        validate_holder(holder)?;
+        let client = self.reader.client().await?;
+        let (path, mark_path) = (self.lease_path(worker_id), self.mark_path(worker_id));
+        for _ in 0..MAX_RACES {
+            let version = match client.get_data(&path).await {
+                Ok((data, stat))
+                    if stat.ephemeral_owner == 0
+                        && self.parse(worker_id, &data)?.holder == holder =>
+                {
+                    stat.version
+                }
+                Ok(_) | Err(zk::Error::NoNode) => return Ok(false),
+                Err(e) => return Err(self.reader.failed(e).await),
+            };
+            let current = match client.get_data(&mark_path).await {
+                Ok((data, stat)) => Some((self.mark_of(worker_id, &data)?, stat.version)),
+                Err(zk::Error::NoNode) => None,
+                Err(e) => return Err(self.reader.failed(e).await),
+            };
+            let text = mark.to_string();
+            let mut write = client.new_multi_writer();
+            match current {
+                Some((m, v)) if m >= mark => write.add_check_version(&mark_path, v)?,
+                Some((_, v)) => write.add_set_data(&mark_path, text.as_bytes(), Some(v))?,
+                None => write.add_create(
+                    &mark_path,
+                    text.as_bytes(),
+                    &self.reader.target().persistent(),
+                )?,
+            }
+            write.add_delete(&path, Some(version))?;
+            match write.commit().await {
+                Ok(_) => return Ok(true),
+                Err(zk::MultiWriteError::OperationFailed {
+                    source: zk::Error::BadVersion | zk::Error::NoNode | zk::Error::NodeExists,
+                    ..
+                }) => {}
+                Err(e) => return Err(self.reader.failed(e.into()).await),
+            }
+        }
+        Err(race(&path))
+    }
+
     /// The live leases and their data, by worker ID.
     async fn leases(&self) -> Result<Vec<(u64, Lease)>> {
         let client = self.reader.client().await?;
@@ -605,7 +715,7 @@ impl ZkRegistry {
                 ));
             }
             if stat.ephemeral_owner == 0 {
-                entry.stuck(format!(
+                entry.stuck_or_reserved(format!(
                     "a persistent znode, not a session's ephemeral one: ZooKeeper never deletes it, a server skips this ID (its claim finds the znode there), and no server can hold it (a renew needs its own session's znode); delete the znode {path} to free it"
                 ));
             } else if let Ok(lease) = &lease {

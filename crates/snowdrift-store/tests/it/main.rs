@@ -16,6 +16,7 @@ mod segment_striped;
 mod sql_first_start;
 mod sql_functions_mariadb;
 mod sql_functions_pg;
+mod sql_functions_registries;
 mod ticket;
 mod ticket_grow;
 mod tso_etcd;

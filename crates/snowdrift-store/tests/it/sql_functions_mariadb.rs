@@ -190,14 +190,14 @@ async fn mariadb_reserves_issues_fills_a_column_and_gives_back() {
         .claim(w, "server", Duration::from_secs(5))
         .await
         .unwrap_err();
-    let status = sql_functions::status(&db.url, None).await.unwrap();
+    let status = sql_functions::status(&db.url, None, None).await.unwrap();
     let mine = status[0].workers.iter().find(|x| x.worker_id == w).unwrap();
     assert!(mine.reserved && mine.in_use_by.is_some());
     s.close().await.unwrap();
 
     // Uninstall refuses while the trigger calls the function, then gives the worker IDs
     // back with marks above every ID.
-    let err = sql_functions::uninstall(&db.url, "g", None, Duration::from_secs(5))
+    let err = sql_functions::uninstall(&db.url, "g", None, Duration::from_secs(5), None)
         .await
         .unwrap_err()
         .to_string();
@@ -206,7 +206,7 @@ async fn mariadb_reserves_issues_fills_a_column_and_gives_back() {
         "{err}"
     );
     db.raw("DROP TRIGGER items_id").await;
-    let gone = sql_functions::uninstall(&db.url, "g", None, Duration::from_secs(5))
+    let gone = sql_functions::uninstall(&db.url, "g", None, Duration::from_secs(5), None)
         .await
         .unwrap();
     assert_eq!(gone.released.len(), 4);

@@ -166,7 +166,7 @@ async fn postgres_reserves_issues_and_gives_back() {
             .await
             .unwrap_err();
     }
-    let status = sql_functions::status(&db.url, Some(&db.schema))
+    let status = sql_functions::status(&db.url, Some(&db.schema), None)
         .await
         .unwrap();
     assert_eq!(status.len(), 1);
@@ -190,9 +190,10 @@ async fn postgres_reserves_issues_and_gives_back() {
     s.close().await.unwrap();
 
     // Uninstall writes the marks into the rows: a server claiming one waits past the IDs.
-    let gone = sql_functions::uninstall(&db.url, "g", Some(&db.schema), Duration::from_secs(5))
-        .await
-        .unwrap();
+    let gone =
+        sql_functions::uninstall(&db.url, "g", Some(&db.schema), Duration::from_secs(5), None)
+            .await
+            .unwrap();
     assert_eq!(gone.released.len(), 4);
     assert!(gone.not_reserved.is_empty());
     let mark = registry.read_mark(w).await.unwrap().unwrap();

@@ -39,6 +39,14 @@ struct Target {
     /// schema). MariaDB: they go into the URL's database.
     #[arg(long, value_name = "SCHEMA")]
     schema: Option<String>,
+    /// The servers' worker registry, when it is not the database's own table: the same
+    /// URL as their [worker] registry (etcd://HOST:2379, zookeeper://HOST:2181,
+    /// redis://HOST:6379, file:///var/lib/snowdrift, or another SQL database). The worker
+    /// IDs are reserved there, under the namespace {namespace}_{NAME}. The database cannot
+    /// reach such a registry: its sessions do not check that the reservation is still
+    /// there. PostgreSQL only.
+    #[arg(long, value_name = "URL")]
+    registry: Option<String>,
 }
 
 /// Writes snowdrift_id(NAME) and snowdrift_ids(NAME, n) into the database and reserves
@@ -130,9 +138,12 @@ async fn layout(args: &InstallArgs, table: &str) -> Result<Layout> {
     if args.layout.layout.is_some() || args.layout.bits.is_some() {
         return Ok(args.layout.resolve(None)?.0);
     }
-    let registry = WorkerRegistry::connect(&args.target.url, table)
-        .await
-        .with_context(|| format!("opening the worker table {table:?}"))?;
+    let registry = WorkerRegistry::connect(
+        args.target.registry.as_deref().unwrap_or(&args.target.url),
+        table,
+    )
+    .await
+    .with_context(|| format!("opening the worker table {table:?}"))?;
     let listed = registry.list().await?;
     let mut recorded: Vec<String> = listed
         .entries
@@ -159,6 +170,7 @@ fn install(args: InstallArgs) -> Result<()> {
         let layout = layout(&args, &table).await?;
         let mut options = InstallOptions::new(&args.generator, layout.clone(), &table);
         options.schema = args.target.schema.clone();
+        options.registry_url = args.target.registry.clone();
         options.workers = args.workers;
         options.window = args.window;
         options.max_lead = args.max_lead;
@@ -184,11 +196,22 @@ fn install(args: InstallArgs) -> Result<()> {
         installed.schema,
         migrate::record(&layout)
     );
-    println!(
-        "worker IDs {} reserved in table {table} for {}",
-        ids.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
-        installed.holder
-    );
+    let ids_text = ids.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+    match &args.target.registry {
+        None => println!(
+            "worker IDs {ids_text} reserved in table {table} for {}",
+            installed.holder
+        ),
+        Some(_) => {
+            println!(
+                "worker IDs {ids_text} reserved in the servers' registry (namespace {table}) for {}",
+                installed.holder
+            );
+            println!(
+                "note: the database cannot reach that registry, so its sessions do not check that the reservation is still there (as they do in a SQL table): deleting those entries by hand lets a server repeat the database's IDs; free them only with snowdrift sql uninstall --registry"
+            );
+        }
+    }
     let (s, g) = (&installed.schema, &args.generator);
     if args.target.url.starts_with("postgres") {
         println!(
@@ -211,6 +234,7 @@ fn uninstall(args: UninstallArgs) -> Result<()> {
             &args.generator,
             args.target.schema.as_deref(),
             args.wait,
+            args.target.registry.as_deref(),
         ))
         .with_context(|| format!("uninstalling generator {:?}", args.generator))?;
     for (w, mark) in &gone.released {
@@ -233,6 +257,7 @@ fn status(args: StatusArgs) -> Result<()> {
         .block_on(sql_functions::status(
             &args.target.url,
             args.target.schema.as_deref(),
+            args.target.registry.as_deref(),
         ))
         .context("reading the installed generators")?;
     if args.json {
@@ -244,12 +269,22 @@ fn status(args: StatusArgs) -> Result<()> {
         println!("no generator is installed in this schema");
     }
     for g in &all {
+        let place = match sql_functions::external_registry(&g.registry_table) {
+            Some((backend, namespace)) => format!(
+                "reserved in the servers' {backend} registry, namespace {namespace}{}",
+                if g.reservation_checked {
+                    ""
+                } else {
+                    " (not checked: pass --registry URL)"
+                }
+            ),
+            None => format!("table {}", g.registry_table),
+        };
         println!(
-            "{} (schema {}, layout {}, table {}, holder {}{})",
+            "{} (schema {}, layout {}, {place}, holder {}{})",
             g.name,
             g.schema,
             g.layout,
-            g.registry_table,
             g.holder,
             if g.fenced {
                 ""
@@ -282,7 +317,11 @@ fn status(args: StatusArgs) -> Result<()> {
             println!(
                 "  {:<6}  {:<8}  {:<25}  {:<25}  {} / {}",
                 w.worker_id,
-                if w.reserved { "yes" } else { "LOST" },
+                match (g.reservation_checked, w.reserved) {
+                    (false, _) => "?",
+                    (true, true) => "yes",
+                    (true, false) => "LOST",
+                },
                 w.last_ms.map_or("-".into(), format_ms),
                 w.mark_ms.map_or("-".into(), format_ms),
                 who(&w.claimed_by),
@@ -307,6 +346,7 @@ fn to_json(g: &GeneratorStatus) -> serde_json::Value {
         "schema": g.schema,
         "layout": g.layout,
         "registry_table": g.registry_table,
+        "reservation_checked": g.reservation_checked,
         "holder": g.holder,
         "fenced": g.fenced,
         "workers": g.workers.iter().map(|w| serde_json::json!({

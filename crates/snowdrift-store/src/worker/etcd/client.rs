@@ -151,6 +151,7 @@ fn ops(ops: Vec<Op>) -> Vec<TxnOp> {
                 value,
                 (lease != 0).then(|| PutOptions::new().with_lease(lease)),
             ),
+            Op::Delete { key } => TxnOp::delete(key, None),
         })
         .collect()
 }

@@ -61,6 +61,11 @@ pub enum Op {
         /// The lease to attach it to; 0 for none.
         lease: i64,
     },
+    /// Deletes `key` (nothing when it is missing).
+    Delete {
+        /// The key.
+        key: String,
+    },
 }
 
 /// `if all(when) { then } else { otherwise }`, atomically at one revision.

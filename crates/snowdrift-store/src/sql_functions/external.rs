@@ -1,0 +1,171 @@
+//! A reservation in the servers' worker registry when it is not the database's own table
+//! (etcd, ZooKeeper, Redis, a file registry, another SQL database): the block is chosen
+//! among the IDs free there, reserved through [`WorkerRegistry::reserve`], and the marks
+//! the registry holds for them are the database's floor. The database cannot reach that
+//! registry, so its sessions do not check the reservation (see the docs page).
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use sqlx::AnyConnection;
+
+use super::Plan;
+use crate::error::{Error, Result};
+use crate::sql_connection::Dialect;
+use crate::worker::{Mark, WorkerRegistry};
+
+/// The backends a reservation may be recorded in, as `backend:namespace`.
+const BACKENDS: &[&str] = &[
+    "file",
+    "etcd",
+    "zookeeper",
+    "redis",
+    "sqlite",
+    "postgres",
+    "mysql",
+];
+
+/// What the install records as the reservation's place: `backend:namespace`.
+pub(super) fn place(registry: &WorkerRegistry, namespace: &str) -> String {
+    format!("{}:{namespace}", registry.backend())
+}
+
+/// The backend and namespace of a recorded place, when the reservation lives outside the
+/// database (a table of the database is recorded quoted, and has no `:`).
+pub fn recorded(place: &str) -> Option<(&str, &str)> {
+    place
+        .split_once(':')
+        .filter(|(backend, _)| BACKENDS.contains(backend))
+}
+
+/// Refuses a registry other than the one the reservation was recorded in.
+pub(super) fn check_same(registry: &WorkerRegistry, place: &str, generator: &str) -> Result<()> {
+    match recorded(place) {
+        Some((backend, _)) if backend == registry.backend() => Ok(()),
+        Some((backend, namespace)) => Err(Error::InvalidInput(format!(
+            "generator {generator:?}'s worker IDs are reserved in a {backend} registry (namespace {namespace}), not in the {} one given: pass the servers' {backend} registry URL with --registry",
+            registry.backend()
+        ))),
+        None => Err(Error::InvalidInput(format!(
+            "generator {generator:?}'s worker IDs are reserved in the database's own table {place}: leave --registry out"
+        ))),
+    }
+}
+
+/// Reserves `plan`'s block in `registry` for `holder`: the highest IDs free there (servers
+/// claim from the lowest), with their marks, after waiting for the database clock to pass
+/// the highest of them, as a server waits for a mark it takes over.
+pub(super) async fn reserve(
+    conn: &mut AnyConnection,
+    dialect: Dialect,
+    registry: &WorkerRegistry,
+    plan: &Plan<'_>,
+    holder: &str,
+) -> Result<(Vec<u64>, Vec<Mark>)> {
+    let o = plan.options;
+    let space = plan.shape.space;
+    let listed = registry.list().await?;
+    let mut held = HashSet::new();
+    for e in &listed.entries {
+        if e.holder == holder {
+            // Left by an install of ours that failed half-way: ours to take again.
+            continue;
+        }
+        if let Some(l) = &e.layout
+            && *l != plan.record
+        {
+            return Err(Error::InvalidInput(format!(
+                "worker ID {} is held by {:?}, which issues under layout {l}, not {}: install the functions with the servers' layout (--layout/--bits)",
+                e.worker_id, e.holder, plan.record
+            )));
+        }
+        held.insert(e.worker_id);
+    }
+    let mut block = Vec::new();
+    for w in (0..space).rev().filter(|w| !held.contains(w)) {
+        if block.len() as u64 == o.workers {
+            break;
+        }
+        match registry.reserve(w, holder, &plan.record).await {
+            Ok(()) => block.push(w),
+            // A server claimed it since the listing: the next one.
+            Err(Error::WorkerTaken { .. }) => {}
+            Err(e) => {
+                give_back(registry, &block, holder).await;
+                return Err(e);
+            }
+        }
+    }
+    if (block.len() as u64) < o.workers {
+        give_back(registry, &block, holder).await;
+        return Err(Error::InvalidInput(format!(
+            "only {} of the layout's {space} worker IDs are free in the {} registry (namespace {}), {} asked: stop servers or ask for fewer (--workers)",
+            block.len(),
+            registry.backend(),
+            o.registry_table,
+            o.workers
+        )));
+    }
+    match marks(conn, dialect, registry, plan, &block).await {
+        Ok(marks) => Ok((block, marks)),
+        Err(e) => {
+            give_back(registry, &block, holder).await;
+            Err(e)
+        }
+    }
+}
+
+/// The marks `registry` holds for `block`, refusing one last used under another layout,
+/// once the database clock has passed the highest.
+async fn marks(
+    conn: &mut AnyConnection,
+    dialect: Dialect,
+    registry: &WorkerRegistry,
+    plan: &Plan<'_>,
+    block: &[u64],
+) -> Result<Vec<Mark>> {
+    let o = plan.options;
+    let mut marks = Vec::with_capacity(block.len());
+    for w in block {
+        if let Some(l) = registry.read_layout(*w).await?
+            && l != plan.record
+        {
+            return Err(Error::InvalidInput(format!(
+                "worker ID {w} was last used under layout {l}, not {}: install with that layout, or check the move with snowdrift layout migrate",
+                plan.record
+            )));
+        }
+        marks.push(
+            registry
+                .read_mark(*w)
+                .await?
+                .map(Mark::from_stored)
+                .unwrap_or_default(),
+        );
+    }
+    let top = marks.iter().map(|m| m.ms).max().unwrap_or(0);
+    let now = super::block::db_now(conn, dialect).await?;
+    if top > now {
+        let wait = top - now;
+        if wait > u64::try_from(o.max_mark_wait.as_millis()).unwrap_or(u64::MAX) {
+            return Err(Error::MarkAhead {
+                worker_id: block[0],
+                mark_ms: top,
+                now_ms: now,
+                gap: Duration::from_millis(wait),
+                bound: o.max_mark_wait,
+                advice: "the database clock is behind the servers' high-water marks: fix it (NTP), or wait and install again".into(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(wait + 1)).await;
+    }
+    Ok(marks)
+}
+
+/// Ends the reservations of `block`, keeping their marks (an install that failed issued
+/// nothing under them); what fails stays reserved, which is safe.
+pub(super) async fn give_back(registry: &WorkerRegistry, block: &[u64], holder: &str) {
+    for w in block {
+        let _ = registry.unreserve(*w, holder, 0).await;
+    }
+}
