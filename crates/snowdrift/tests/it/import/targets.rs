@@ -263,7 +263,7 @@ async fn uidgenerator_marks_into_redis_and_zookeeper_registries_and_a_plan_write
             let mark = Mark::from_stored(registry.read_mark(w).await.unwrap().unwrap());
             assert!(
                 mark.ms > second * 1000 + 999,
-                "{kind:?}: worker {w}'s mark {} is past UidGenerator's second",
+                "{kind:?}: worker {w}'s mark {} is not past UidGenerator's second",
                 mark.ms
             );
             marks.push(mark);
