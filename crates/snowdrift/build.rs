@@ -2,8 +2,8 @@
 //! the `snowdrift_build_info` metric: `SNOWDRIFT_BUILD_COMMIT` when set (a packager building
 //! from a source archive), else `git rev-parse HEAD` of the checkout, else `unknown` (a
 //! packaged crate has no .git). `SNOWDRIFT_BUILD_DIRTY` is `true` when tracked files differ
-//! from that commit. Runs again when HEAD moves, the index changes or a tracked file under
-//! crates/ changes, so a dirty flag is never older than the build.
+//! from that commit. Runs again when HEAD moves or a tracked file under crates/ changes, so
+//! a dirty flag is never older than the build's last edit (staging alone does not count).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -29,8 +29,10 @@ fn main() {
     let git_dir = git(&["rev-parse", "--absolute-git-dir"]);
     if let Some(dir) = &git_dir {
         let dir = PathBuf::from(dir);
+        // Not .git/index: any `git status` (a shell prompt, an editor, Go's VCS stamping)
+        // rewrites it, and each rewrite would rebuild the binary. A commit moves HEAD's
+        // ref, an edit moves a tracked file; staging alone is not watched.
         println!("cargo:rerun-if-changed={}", dir.join("HEAD").display());
-        println!("cargo:rerun-if-changed={}", dir.join("index").display());
         if let Some(head_ref) = git(&["symbolic-ref", "-q", "HEAD"]) {
             println!("cargo:rerun-if-changed={}", dir.join(head_ref).display());
         }
