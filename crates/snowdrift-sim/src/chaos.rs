@@ -1,5 +1,5 @@
 //! The faults, drawn from the run's RNG, several at once: process pauses longer than a
-//! lease, kills, graceful restarts, partitions between nodes and etcd, wall-clock steps,
+//! lease, kills, graceful restarts, partitions between nodes and the coordinator, wall-clock steps,
 //! a slow coordinator and leader elections; and the rolling restart of the whole fleet.
 
 use std::sync::Arc;
@@ -9,15 +9,15 @@ use rand::RngExt;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::Instant;
 
-use crate::etcd::LESSOR_EVERY;
 use crate::node::Command;
 use crate::world::{World, lock};
 
-/// etcd's lessor: revokes expired leases every [`LESSOR_EVERY`].
-pub async fn lessor(world: Arc<World>) {
+/// The coordinator's periodic work (etcd's lessor revoking expired leases, ...).
+pub async fn coordinator_ticks(world: Arc<World>) {
+    let every = lock(&world.coordinator).tick_every();
     loop {
-        tokio::time::sleep(LESSOR_EVERY).await;
-        lock(&world.etcd).expire(Instant::now());
+        tokio::time::sleep(every).await;
+        lock(&world.coordinator).tick(Instant::now());
     }
 }
 
@@ -45,7 +45,7 @@ pub async fn coordinator_faults(world: Arc<World>, nodes: usize) {
             }
             1 => {
                 let outage = Duration::from_millis(world.rng().random_range(500..3_000));
-                lock(&world.etcd).elect(now, outage);
+                lock(&world.coordinator).elect(now, outage);
                 "leader election"
             }
             _ => {

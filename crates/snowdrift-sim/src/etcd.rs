@@ -18,6 +18,8 @@ use snowdrift_store::worker::sim::{Compare, KeyValue, LeaseStatus, Op, Txn, TxnA
 use snowdrift_store::{Error, Result};
 use tokio::time::Instant;
 
+use crate::coordinator::Stats;
+
 /// etcd's shortest lease, in seconds (1.5 election timeouts of its defaults, rounded up).
 pub const MIN_TTL: i64 = 2;
 /// How often etcd's lessor revokes expired leases.
@@ -38,22 +40,6 @@ struct Lease {
     keys: BTreeSet<String>,
 }
 
-/// What the coordinator did, for the capacity figures.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct EtcdStats {
-    /// Requests answered (any kind).
-    pub requests: u64,
-    /// Requests that wrote through consensus: transactions that put, grants, revokes and
-    /// expiries.
-    pub writes: u64,
-    /// Lease keep-alives (handled by the leader alone in etcd 3.4).
-    pub keep_alives: u64,
-    /// Keys returned by reads.
-    pub keys_read: u64,
-    /// Leases that expired (the holder stopped renewing them).
-    pub expired: u64,
-}
-
 /// The simulated etcd cluster.
 #[derive(Debug)]
 pub struct Etcd {
@@ -62,8 +48,9 @@ pub struct Etcd {
     leases: BTreeMap<i64, Lease>,
     next_lease: i64,
     no_leader_until: Option<Instant>,
-    /// What it did so far.
-    pub stats: EtcdStats,
+    /// What it did so far: writes are transactions that put, grants, revokes and expiries;
+    /// keep-alives are handled by the leader alone (etcd 3.4).
+    pub stats: Stats,
 }
 
 impl Default for Etcd {
@@ -81,7 +68,7 @@ impl Etcd {
             leases: BTreeMap::new(),
             next_lease: 0x1000,
             no_leader_until: None,
-            stats: EtcdStats::default(),
+            stats: Stats::default(),
         }
     }
 

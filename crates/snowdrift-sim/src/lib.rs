@@ -15,6 +15,7 @@
 pub mod chaos;
 pub mod checker;
 pub mod clock;
+pub mod coordinator;
 pub mod etcd;
 pub mod network;
 pub mod node;
@@ -23,6 +24,7 @@ pub mod scenario;
 pub mod world;
 
 pub use checker::{Checker, Failure, Range};
+pub use coordinator::Backend;
 pub use run::{Outcome, run};
 pub use scenario::{Scenario, Settings};
 pub use snowdrift_store::worker::sim::Mistake;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use snowdrift_sim::{Mistake, Outcome, Settings, run};
+use snowdrift_sim::{Backend, Mistake, Outcome, Settings, run};
 
 /// Deterministic simulation of snowdrift's worker leases: the real keeper and generator of
 /// many nodes against a simulated etcd, under seeded faults.
@@ -46,6 +46,9 @@ struct Args {
     /// renew-without-fence, trust-lease-after-pause, forget-clock-back-on-restart.
     #[arg(long = "mistake", value_parser = mistake)]
     mistakes: Vec<Mistake>,
+    /// The registry the nodes run, on its simulated coordinator: etcd.
+    #[arg(long, default_value = "etcd", value_parser = Backend::parse)]
+    registry: Backend,
     /// Stop at the first failing seed.
     #[arg(long)]
     fail_fast: bool,
@@ -89,13 +92,14 @@ fn settings(args: &Args, seed: u64) -> Settings {
     s.rolling_restart = !args.no_rolling_restart;
     s.mistakes = args.mistakes.clone();
     s.far = args.far;
+    s.registry = args.registry;
     s
 }
 
 fn describe(o: &Outcome) -> String {
     let s = &o.scenario;
     format!(
-        "{} nodes on {} worker IDs{}, ttl {:?}, window {:?}, clock reports every {:?}; {:.1} node-hours in {:?} simulated; {} starts ({} refused: {:?}); {} ranges, {} IDs; faults {:?}; not issuing {:?}; etcd: {} requests, {} writes ({:.1}/s), {} keep-alives, {} keys read, {} leases expired; {} worker IDs held at the end",
+        "{} nodes on {} worker IDs{}, ttl {:?}, window {:?}, clock reports every {:?}; {:.1} node-hours in {:?} simulated; {} starts ({} refused: {:?}); {} ranges, {} IDs; faults {:?}; not issuing {:?}; {}: {} requests, {} writes ({:.1}/s), {} keep-alives or pings, {} keys read, {} leases or sessions expired; {} worker IDs held at the end",
         s.settings.nodes,
         1u64 << s.worker_bits,
         if s.static_ids { " (static IDs)" } else { "" },
@@ -111,12 +115,13 @@ fn describe(o: &Outcome) -> String {
         o.ids,
         o.counts.faults,
         o.counts.not_issuing,
-        o.etcd.requests,
-        o.etcd.writes,
-        o.etcd.writes as f64 / o.simulated.as_secs_f64().max(1e-9),
-        o.etcd.keep_alives,
-        o.etcd.keys_read,
-        o.etcd.expired,
+        s.settings.registry.name(),
+        o.coordinator.requests,
+        o.coordinator.writes,
+        o.coordinator.writes as f64 / o.simulated.as_secs_f64().max(1e-9),
+        o.coordinator.keep_alives,
+        o.coordinator.keys_read,
+        o.coordinator.expired,
         o.held_at_end,
     )
 }

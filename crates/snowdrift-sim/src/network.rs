@@ -17,6 +17,7 @@ use snowdrift_store::{Error, Result};
 use tokio::time::Instant;
 
 use crate::clock::SimClock;
+use crate::coordinator::Coordinator;
 use crate::etcd::Etcd;
 use crate::world::{World, lock};
 
@@ -44,31 +45,9 @@ impl Link {
     ) -> Result<T> {
         let (world, node) = (self.world.clone(), self.node);
         world.awake(node).await;
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let there = world.trip();
-        let back = world.trip();
-        let cut_at_send = world.cut(node);
-        let flight = world.clone();
-        tokio::spawn(async move {
-            let (Some(there), false) = (there, cut_at_send) else {
-                return;
-            };
-            tokio::time::sleep(there).await;
-            if flight.cut(node) {
-                return;
-            }
-            let answer = {
-                let mut etcd = lock(&flight.etcd);
-                let now = Instant::now();
-                etcd.serve(now).and_then(|()| apply(&mut etcd, now))
-            };
-            let late = flight.answer_delay();
-            let Some(back) = back else { return };
-            tokio::time::sleep(late + back).await;
-            if flight.cut(node) {
-                return;
-            }
-            let _ = tx.send(answer);
+        let rx = send(&world, node, move |coordinator, now| {
+            let etcd = coordinator.etcd();
+            etcd.serve(now).and_then(|()| apply(etcd, now))
         });
         // A lost request or answer drops the sender: the client hears nothing, and waits
         // out its timeout as over a real network.
@@ -87,6 +66,42 @@ impl Link {
             )),
         }
     }
+}
+
+/// Sends a request from node `node` to the coordinator, as one message there and one back
+/// over the node's network: `apply` runs on the coordinator when (and if) the request
+/// arrives, and its answer comes back on the receiver, late by the coordinator's slowness
+/// and the trip. A request or answer that is lost, or meets the node's link cut, drops the
+/// sender instead. The request flies as a task of its own, so it takes effect even when its
+/// sender is gone by then.
+pub fn send<T: Send + 'static>(
+    world: &Arc<World>,
+    node: usize,
+    apply: impl FnOnce(&mut Coordinator, Instant) -> T + Send + 'static,
+) -> tokio::sync::oneshot::Receiver<T> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let there = world.trip();
+    let back = world.trip();
+    let cut_at_send = world.cut(node);
+    let flight = world.clone();
+    tokio::spawn(async move {
+        let (Some(there), false) = (there, cut_at_send) else {
+            return;
+        };
+        tokio::time::sleep(there).await;
+        if flight.cut(node) {
+            return;
+        }
+        let answer = apply(&mut lock(&flight.coordinator), Instant::now());
+        let late = flight.answer_delay();
+        let Some(back) = back else { return };
+        tokio::time::sleep(late + back).await;
+        if flight.cut(node) {
+            return;
+        }
+        let _ = tx.send(answer);
+    });
+    rx
 }
 
 impl EtcdKv for Link {

@@ -1,4 +1,4 @@
-//! One node slot: a process that starts a real [`WorkerNode`] on the simulated etcd, asks
+//! One node slot: a process that starts a real [`WorkerNode`] on the simulated coordinator, asks
 //! its real generator for IDs and hands every range to the checker, until it is killed or
 //! restarted; then the next process of the slot starts, with a clock anchored anew.
 
@@ -8,16 +8,15 @@ use std::time::Duration;
 use rand::RngExt;
 use snowdrift_core::generator::{Attempt, SnowflakeGenerator};
 use snowdrift_core::layout::Layout;
-use snowdrift_store::worker::etcd::EtcdRegistry;
-use snowdrift_store::worker::{WorkerNode, WorkerRegistry};
+use snowdrift_store::worker::WorkerNode;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::checker::Range;
 use crate::clock::SimClock;
-use crate::network::Link;
+use crate::coordinator;
 use crate::world::World;
 
-/// The etcd namespace of every simulated node.
+/// The registry namespace of every simulated node.
 pub const NAMESPACE: &str = "sim";
 
 /// What the fault driver tells a node's process.
@@ -54,14 +53,6 @@ pub async fn slot(
             )
         };
         let clock = SimClock::new(world.wall_ms_of(n), drift);
-        let registry =
-            match EtcdRegistry::over(Arc::new(Link::new(world.clone(), n, clock)), NAMESPACE) {
-                Ok(r) => WorkerRegistry::Etcd(r),
-                Err(e) => {
-                    world.count(|c| *c.refusals.entry(format!("bad setup: {e}")).or_default() += 1);
-                    return;
-                }
-            };
         let builder = SnowflakeGenerator::builder(layout.clone())
             .max_lead(lead)
             .random_sequence_start(seed, 16);
@@ -69,7 +60,10 @@ pub async fn slot(
         let started = tokio::select! {
             biased;
             cmd = commands.recv() => Err(cmd),
-            r = WorkerNode::start_on(registry, config, builder, clock) => Ok(r),
+            r = async {
+                let registry = coordinator::registry(&world, n, clock).await?;
+                WorkerNode::start_on(registry, config, builder, clock).await
+            } => Ok(r),
         };
         let node = match started {
             Ok(Ok(node)) => node,

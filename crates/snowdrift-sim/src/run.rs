@@ -8,7 +8,7 @@ use snowdrift_core::layout::Layout;
 use snowdrift_store::worker::sim::plant;
 
 use crate::checker::{Checker, Failure};
-use crate::etcd::EtcdStats;
+use crate::coordinator::{Backend, Stats};
 use crate::scenario::{Scenario, Settings};
 use crate::world::{Counts, World, lock};
 use crate::{chaos, node};
@@ -32,7 +32,7 @@ pub struct Outcome {
     /// Starts, refusals and faults.
     pub counts: Counts,
     /// What the coordinator served.
-    pub etcd: EtcdStats,
+    pub coordinator: Stats,
     /// Simulated time run (shorter than asked when a failure stopped it).
     pub simulated: Duration,
     /// Worker IDs leased at the end.
@@ -63,6 +63,10 @@ impl Outcome {
         }
         if s.far {
             cmd.push_str(" --far");
+        }
+        if s.registry != Backend::default() {
+            cmd.push_str(" --registry ");
+            cmd.push_str(s.registry.name());
         }
         for m in &s.mistakes {
             cmd.push_str(" --mistake ");
@@ -99,7 +103,7 @@ async fn simulate(scenario: Scenario) -> Outcome {
     let duration = scenario.settings.duration;
     let (faults, rolling) = (scenario.settings.faults, scenario.settings.rolling_restart);
     let world = Arc::new(World::new(scenario, Checker::new(layout.clone())));
-    tokio::spawn(chaos::lessor(world.clone()));
+    tokio::spawn(chaos::coordinator_ticks(world.clone()));
     let mut commands = Vec::new();
     for n in 0..world.scenario.settings.nodes {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
@@ -122,7 +126,7 @@ async fn simulate(scenario: Scenario) -> Outcome {
         tokio::time::sleep(step.min(duration - world.elapsed())).await;
     }
     let checker = lock(&world.checker);
-    let etcd = lock(&world.etcd);
+    let coordinator = lock(&world.coordinator);
     Outcome {
         scenario: world.scenario.clone(),
         failures: checker.failures.clone(),
@@ -130,10 +134,8 @@ async fn simulate(scenario: Scenario) -> Outcome {
         ranges: checker.ranges,
         ids: checker.ids,
         counts: lock(&world.counts).clone(),
-        etcd: etcd.stats,
+        coordinator: coordinator.stats(),
         simulated: world.elapsed(),
-        held_at_end: etcd
-            .keys_under(&format!("/{}/worker/", node::NAMESPACE))
-            .len(),
+        held_at_end: coordinator.held(),
     }
 }

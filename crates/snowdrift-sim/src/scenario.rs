@@ -8,6 +8,8 @@ use rand::{RngExt, SeedableRng};
 use snowdrift_store::worker::sim::Mistake;
 use snowdrift_store::worker::{LeaseConfig, WorkerSource};
 
+use crate::coordinator::Backend;
+
 /// The most node bits a simulated layout has (`time:41,worker:10,seq:12`).
 pub const MAX_WORKER_BITS: u32 = 10;
 
@@ -37,6 +39,8 @@ pub struct Settings {
     pub mistakes: Vec<Mistake>,
     /// The coordinator in another zone: 2 to 4 ms one way instead of the drawn latency.
     pub far: bool,
+    /// The registry the nodes run, and so the coordinator simulated.
+    pub registry: Backend,
 }
 
 impl Settings {
@@ -51,6 +55,7 @@ impl Settings {
             rolling_restart: true,
             mistakes: Vec::new(),
             far: false,
+            registry: Backend::Etcd,
         }
     }
 }
@@ -165,7 +170,10 @@ impl Scenario {
         } else {
             WorkerSource::Lowest
         };
-        let mut c = LeaseConfig::new("etcd://simulated", source);
+        let mut c = LeaseConfig::new(
+            format!("{}://simulated", self.settings.registry.name()),
+            source,
+        );
         c.namespace = "sim".into();
         c.ttl = self.ttl;
         c.window = self.window;

@@ -1,4 +1,4 @@
-//! Everything the simulated nodes share: the simulated etcd, the one seeded RNG, each
+//! Everything the simulated nodes share: the simulated coordinator, the one seeded RNG, each
 //! node's faults (paused, cut off, its wall clock's offset), the checker and the counts.
 //!
 //! One thread runs a whole seed (a current-thread tokio runtime on paused time), so the
@@ -13,7 +13,7 @@ use rand::{RngExt, SeedableRng};
 use tokio::time::Instant;
 
 use crate::checker::{Checker, Range};
-use crate::etcd::Etcd;
+use crate::coordinator::Coordinator;
 use crate::scenario::Scenario;
 
 /// The wall clock's reading when a run starts (2027-01-15), ms since 1970.
@@ -24,7 +24,7 @@ pub const WALL_START_MS: u64 = 1_800_000_000_000;
 pub struct NodeFaults {
     /// The process is stopped (GC, SIGSTOP) until then: it sends and handles nothing.
     pub paused_until: Instant,
-    /// The network between it and etcd is cut until then.
+    /// The network between it and the coordinator is cut until then.
     pub cut_until: Instant,
     /// Its wall clock minus true time, ms: what its next process anchors to.
     pub wall_offset_ms: i64,
@@ -54,7 +54,7 @@ pub struct Counts {
 #[derive(Debug)]
 pub struct World {
     /// The coordinator.
-    pub etcd: Mutex<Etcd>,
+    pub coordinator: Mutex<Coordinator>,
     rng: Mutex<StdRng>,
     /// When the run began.
     pub t0: Instant,
@@ -84,7 +84,7 @@ impl World {
             })
             .collect();
         Self {
-            etcd: Mutex::new(Etcd::new()),
+            coordinator: Mutex::new(Coordinator::new(scenario.settings.registry)),
             rng: Mutex::new(rng),
             t0: now,
             nodes: Mutex::new(nodes),
@@ -142,7 +142,7 @@ impl World {
         }
     }
 
-    /// Whether the network between node `n` and etcd is cut now.
+    /// Whether the network between node `n` and the coordinator is cut now.
     pub fn cut(&self, n: usize) -> bool {
         Instant::now() < self.node(n).cut_until
     }
@@ -186,16 +186,17 @@ impl World {
     /// node must hold the worker ID under a lease that has not run out: invariant 2), then
     /// against every range before it.
     pub fn record(&self, range: Range, holder: &str) {
-        let key = format!("/{}/worker/{}", crate::node::NAMESPACE, range.worker_id);
-        let live = lock(&self.etcd)
-            .live_holder(&key, Instant::now())
-            .map(str::to_string);
+        let (name, live) = {
+            let coordinator = lock(&self.coordinator);
+            let live = coordinator.live_holder(range.worker_id, Instant::now());
+            (coordinator.name(), live)
+        };
         let mut checker = lock(&self.checker);
         if live.as_deref() != Some(holder) {
             let failure = crate::checker::Failure {
                 at: range.at,
                 what: format!(
-                    "ISSUED WITHOUT THE LEASE: {range} while etcd says {}",
+                    "ISSUED WITHOUT THE LEASE: {range} while {name} says {}",
                     live.map_or("no live lease holds it".into(), |h| format!(
                         "{h:?} holds it"
                     ))

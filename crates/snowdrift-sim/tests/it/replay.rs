@@ -10,7 +10,7 @@ fn a_seed_replays_exactly_and_another_differs() {
     assert_eq!(a.digest, b.digest);
     assert_eq!(a.ranges, b.ranges);
     assert_eq!(a.counts, b.counts);
-    assert_eq!(a.etcd, b.etcd);
+    assert_eq!(a.coordinator, b.coordinator);
     assert_eq!(a.failures, b.failures);
     let c = run(Settings::new(12, 5));
     assert_ne!(a.digest, c.digest);
