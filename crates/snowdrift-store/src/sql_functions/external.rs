@@ -4,12 +4,13 @@
 //! the registry holds for them are the database's floor. The database cannot reach that
 //! registry, so its sessions do not check the reservation (see the docs page).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use sqlx::AnyConnection;
+use sqlx::{AnyConnection, Row};
 
-use super::Plan;
+use super::names::RESERVED_UNTIL_MS;
+use super::{Plan, Uninstalled};
 use crate::error::{Error, Result};
 use crate::sql_connection::Dialect;
 use crate::worker::{Mark, WorkerRegistry};
@@ -168,4 +169,111 @@ pub(super) async fn give_back(registry: &WorkerRegistry, block: &[u64], holder: 
     for w in block {
         let _ = registry.unreserve(*w, holder, 0).await;
     }
+}
+
+/// The servers' registry a generator's reservation, recorded as `place`, lives in, opened
+/// from `url` (the command's `--registry`) before an uninstall removes anything: `None`
+/// when it lives in the database's own table. A URL missing where the marks must go, or
+/// given where they go into the table, is refused.
+pub(super) async fn open_recorded(
+    place: &str,
+    url: Option<&str>,
+    generator: &str,
+) -> Result<Option<WorkerRegistry>> {
+    match (recorded(place), url) {
+        (Some((_, namespace)), Some(url)) => {
+            let reg = WorkerRegistry::connect(url, namespace).await?;
+            check_same(&reg, place, generator)?;
+            Ok(Some(reg))
+        }
+        (Some((backend, namespace)), None) => Err(Error::InvalidInput(format!(
+            "generator {generator:?}'s worker IDs are reserved in the servers' {backend} registry (namespace {namespace}): pass its URL with --registry, so their high-water marks are written there. Nothing was removed"
+        ))),
+        (None, Some(_)) => Err(Error::InvalidInput(format!(
+            "generator {generator:?}'s worker IDs are reserved in the database's table {place}: leave --registry out. Nothing was removed"
+        ))),
+        (None, None) => Ok(None),
+    }
+}
+
+/// Holder and lease end of each reservation entry of generator `generator` (recorded as
+/// `place`) below worker ID `space`, and whether they could be read: from the database's
+/// table (a qualified, quoted name) on `conn`, else from the registry at `url`; not read
+/// (`false`) when the reservation lives in another registry and no URL was given.
+pub(super) async fn reservations(
+    conn: &mut AnyConnection,
+    place: &str,
+    url: Option<&str>,
+    generator: &str,
+    space: u64,
+) -> Result<(HashMap<u64, (String, i64)>, bool)> {
+    match (recorded(place), url) {
+        (None, _) => {
+            // The space as a literal: the statement is the same in both dialects.
+            let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT worker_id, holder, lease_expires_ms FROM {place} \
+                 WHERE worker_id >= 0 AND worker_id < {space} AND holder IS NOT NULL"
+            )))
+            .fetch_all(&mut *conn)
+            .await?;
+            let rows = rows
+                .iter()
+                .map(|row| {
+                    let w: i64 = row.try_get("worker_id")?;
+                    Ok((
+                        w as u64,
+                        (row.try_get("holder")?, row.try_get("lease_expires_ms")?),
+                    ))
+                })
+                .collect::<Result<_>>()?;
+            Ok((rows, true))
+        }
+        (Some((_, namespace)), Some(url)) => {
+            let reg = WorkerRegistry::connect(url, namespace).await?;
+            check_same(&reg, place, generator)?;
+            let rows = reg
+                .list()
+                .await?
+                .entries
+                .into_iter()
+                .filter(|e| e.never_expires)
+                .map(|e| (e.worker_id, (e.holder, RESERVED_UNTIL_MS)))
+                .collect();
+            Ok((rows, true))
+        }
+        (Some(_), None) => Ok((HashMap::new(), false)),
+    }
+}
+
+/// Writes each worker ID's stored mark into `registry` and ends `holder`'s reservation of
+/// it, once the functions are gone (so the marks cover every ID issued): `marks` holds
+/// `(worker ID, stored mark, mark in ms)`. What the registry refuses stays reserved, which
+/// is safe, and the error says how to give it back by hand.
+pub(super) async fn write_back(
+    registry: &WorkerRegistry,
+    holder: &str,
+    marks: Vec<(u64, u64, u64)>,
+    done: &mut Uninstalled,
+) -> Result<()> {
+    let mut failed = Vec::new();
+    for (w, stored, mark_ms) in marks {
+        match registry.unreserve(w, holder, stored).await {
+            Ok(true) => done.released.push((w, mark_ms)),
+            Ok(false) => done.not_reserved.push(w),
+            Err(e) => failed.push(format!(
+                "worker ID {w}: mark {mark_ms} (stored {stored}) not written ({e})"
+            )),
+        }
+    }
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Unavailable(
+        format!(
+            "the functions are removed, but the {} registry refused: {}. Those worker IDs stay reserved (no server takes them); to give one back, write its stored mark into the registry's mark entry and then delete its reservation entry (snowdrift workers list shows both)",
+            registry.backend(),
+            failed.join("; ")
+        )
+        .into(),
+    ))
 }

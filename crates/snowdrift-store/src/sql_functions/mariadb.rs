@@ -16,8 +16,8 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::sql_connection::Dialect;
-use crate::worker::Mark;
 use crate::worker::sql::{reserve_on, table_rows, unreserve_on};
+use crate::worker::{Mark, WorkerRegistry};
 
 /// The functions of one generator, with `{{...}}` to fill in, statements apart.
 const TEMPLATE: &str = include_str!("mariadb.sql");
@@ -193,18 +193,25 @@ fn fill(
         "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', SYSDATE(6)) DIV 1000 \
          - TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), NOW()) * 1000)"
     };
-    let check_body = format!(
-        "DECLARE h VARCHAR(255);
+    let check_body = if let Some((backend, namespace)) = super::external::recorded(registry_table) {
+        // Not a check that passes by itself: there is nothing the database can read.
+        format!(
+            "-- The reservation lives in the servers' {backend} registry (namespace {namespace}), which the database cannot reach: it is not checked here."
+        )
+    } else {
+        format!(
+            "DECLARE h VARCHAR(255);
   DECLARE until_ms BIGINT;
   SELECT holder, lease_expires_ms INTO h, until_ms FROM {registry_table} WHERE worker_id = w;
   IF h IS NULL OR h <> {holder} OR until_ms <> {RESERVED_UNTIL_MS} THEN
     SIGNAL SQLSTATE '45005' SET MESSAGE_TEXT = {msg};
   END IF;",
-        holder = lit(holder)?,
-        msg = lit(&format!(
-            "snowdrift_id('{name}'): a worker ID of this database is no longer reserved for it in table {registry_table}: no ID is issued under it; install the functions again"
-        ))?,
-    );
+            holder = lit(holder)?,
+            msg = lit(&format!(
+                "snowdrift_id('{name}'): a worker ID of this database is no longer reserved for it in table {registry_table}: no ID is issued under it; install the functions again"
+            ))?,
+        )
+    };
     let values: Vec<(&str, String)> = vec![
         ("CHECK_BODY", check_body),
         ("NAME", lit(name)?),
@@ -377,11 +384,18 @@ async fn drop_objects(conn: &mut AnyConnection, slug: &str) -> Result<()> {
     Ok(())
 }
 
-pub(super) async fn install(conn: &mut AnyConnection, plan: &Plan<'_>) -> Result<Installed> {
+pub(super) async fn install(
+    conn: &mut AnyConnection,
+    plan: &Plan<'_>,
+    external: Option<&WorkerRegistry>,
+) -> Result<Installed> {
     let o = plan.options;
     check_server(conn).await?;
     let db = database(conn, o.schema.as_deref()).await?;
-    let registry_table = format!("`{db}`.`{}`", o.registry_table);
+    let registry_table = match external {
+        Some(r) => super::external::place(r, &o.registry_table),
+        None => format!("`{db}`.`{}`", o.registry_table),
+    };
     let holder = format!("{}mariadb:{db}", names::RESERVATION_PREFIX);
     let existing = records(conn).await?;
     if let Some(r) = existing
@@ -394,6 +408,12 @@ pub(super) async fn install(conn: &mut AnyConnection, plan: &Plan<'_>) -> Result
         )));
     }
     if let Some(r) = existing.iter().find(|r| r.name == o.generator) {
+        if r.registry_table != registry_table {
+            return Err(Error::InvalidInput(format!(
+                "generator {:?} is installed in database {db} with its worker IDs reserved in {}, not {registry_table}: uninstall it first (snowdrift sql uninstall) to move the reservation",
+                r.name, r.registry_table
+            )));
+        }
         if r.layout != plan.record || r.workers.len() as u64 != o.workers {
             return Err(Error::InvalidInput(format!(
                 "generator {:?} is installed in database {db} with layout {} and {} worker IDs, not {} and {}: uninstall it first (snowdrift sql uninstall)",
@@ -440,6 +460,24 @@ pub(super) async fn install(conn: &mut AnyConnection, plan: &Plan<'_>) -> Result
         });
     }
 
+    if let Some(registry) = external {
+        let (block, marks) =
+            super::external::reserve(conn, Dialect::MySql, registry, plan, &holder).await?;
+        let now = super::block::db_now(conn, Dialect::MySql).await?;
+        return match create(conn, plan, &block, &marks, now, &registry_table, &holder).await {
+            Ok(()) => Ok(Installed {
+                schema: db,
+                workers: block,
+                holder,
+                replaced: false,
+            }),
+            Err(e) => {
+                let _ = drop_objects(conn, &plan.slug).await;
+                super::external::give_back(registry, &block, &holder).await;
+                Err(e)
+            }
+        };
+    }
     let block = super::block::choose_and_wait(conn, Dialect::MySql, plan).await?;
     let mut reserved = Vec::new();
     for w in &block {
@@ -463,7 +501,7 @@ pub(super) async fn install(conn: &mut AnyConnection, plan: &Plan<'_>) -> Result
         }
         reserved.push(*w);
     }
-    match create(conn, plan, &block, &db, &registry_table, &holder).await {
+    match create_in_table(conn, plan, &block, &registry_table, &holder).await {
         Ok(()) => Ok(Installed {
             schema: db,
             workers: block,
@@ -493,19 +531,23 @@ async fn give_back(conn: &mut AnyConnection, plan: &Plan<'_>, workers: &[u64], h
     }
 }
 
-async fn create(
+/// Creates the tables and functions over a block reserved in the servers' table, reading
+/// its marks again under the reservation (a server may have raised one meanwhile).
+async fn create_in_table(
     conn: &mut AnyConnection,
     plan: &Plan<'_>,
     block: &[u64],
-    db: &str,
     registry_table: &str,
     holder: &str,
 ) -> Result<()> {
-    let o = plan.options;
-    let p = prefix(&plan.slug);
-    let rows = table_rows(conn, Dialect::MySql, &o.registry_table, plan.shape.space).await?;
+    let rows = table_rows(
+        conn,
+        Dialect::MySql,
+        &plan.options.registry_table,
+        plan.shape.space,
+    )
+    .await?;
     let marks = super::block::marks(plan, &rows, block)?;
-    let ext = super::block::extension(plan, &marks)?;
     let now = super::block::db_now(conn, Dialect::MySql).await?;
     if let Some(m) = marks.iter().find(|m| m.ms > now) {
         return Err(Error::Unavailable(
@@ -516,6 +558,22 @@ async fn create(
             .into(),
         ));
     }
+    create(conn, plan, block, &marks, now, registry_table, holder).await
+}
+
+/// Creates the counters above `marks`, the functions and the install's record.
+async fn create(
+    conn: &mut AnyConnection,
+    plan: &Plan<'_>,
+    block: &[u64],
+    marks: &[Mark],
+    now: u64,
+    registry_table: &str,
+    holder: &str,
+) -> Result<()> {
+    let o = plan.options;
+    let p = prefix(&plan.slug);
+    let ext = super::block::extension(plan, marks)?;
     exec(
         conn,
         format!(
@@ -544,7 +602,7 @@ async fn create(
     .await?;
     let values = block
         .iter()
-        .zip(&marks)
+        .zip(marks)
         .map(|(w, m)| {
             let from = if m.extension == ext {
                 m.ms.max(now)
@@ -585,7 +643,6 @@ async fn create(
     .bind(env!("CARGO_PKG_VERSION"))
     .execute(&mut *conn)
     .await?;
-    let _ = db;
     write_dispatchers(conn).await
 }
 
@@ -595,6 +652,7 @@ pub(super) async fn uninstall(
     slug: &str,
     schema: Option<&str>,
     wait: Duration,
+    registry: Option<&str>,
 ) -> Result<Uninstalled> {
     let db = database(conn, schema).await?;
     let Some(r) = records(conn)
@@ -606,6 +664,8 @@ pub(super) async fn uninstall(
             "generator {generator:?} is not installed in database {db}"
         )));
     };
+    // Where the marks go, checked before anything is removed.
+    let external = super::external::open_recorded(&r.registry_table, registry, generator).await?;
     let layout = snowdrift_core::layout::migrate::parse_record(&r.layout)
         .map_err(|e| Error::InvalidInput(format!("{CONFIG}: {e}")))?;
     let shape = Shape::of(&layout)?;
@@ -656,8 +716,11 @@ pub(super) async fn uninstall(
                 ))
             })
             .collect::<Result<_>>()?;
-    let mut released = Vec::new();
-    let mut not_reserved = Vec::new();
+    let mut done = Uninstalled {
+        released: Vec::new(),
+        not_reserved: Vec::new(),
+    };
+    let mut to_write = Vec::new();
     let table = r.registry_table.clone();
     for w in &r.workers {
         let last = counters
@@ -669,10 +732,12 @@ pub(super) async fn uninstall(
             ms: mark_ms,
         }
         .stored();
-        if unreserve_on(conn, Dialect::MySql, &table, *w, &r.holder, stored).await? {
-            released.push((*w, mark_ms));
+        if external.is_some() {
+            to_write.push((*w, stored, mark_ms));
+        } else if unreserve_on(conn, Dialect::MySql, &table, *w, &r.holder, stored).await? {
+            done.released.push((*w, mark_ms));
         } else {
-            not_reserved.push(*w);
+            done.not_reserved.push(*w);
         }
     }
     drop_objects(conn, slug).await?;
@@ -681,15 +746,17 @@ pub(super) async fn uninstall(
         .execute(&mut *conn)
         .await?;
     write_dispatchers(conn).await?;
-    Ok(Uninstalled {
-        released,
-        not_reserved,
-    })
+    // Only now that no function can issue under them: the marks cover every ID issued.
+    if let Some(reg) = &external {
+        super::external::write_back(reg, &r.holder, to_write, &mut done).await?;
+    }
+    Ok(done)
 }
 
 pub(super) async fn status(
     conn: &mut AnyConnection,
     schema: Option<&str>,
+    registry: Option<&str>,
 ) -> Result<Vec<GeneratorStatus>> {
     let db = database(conn, schema).await?;
     let mut out = Vec::new();
@@ -722,20 +789,9 @@ pub(super) async fn status(
                     ))
                 })
                 .collect::<Result<_>>()?;
-        let reserved: HashMap<u64, (String, i64)> = sqlx::query(q(format!(
-            "SELECT worker_id, holder, lease_expires_ms FROM {} WHERE holder IS NOT NULL",
-            r.registry_table
-        )))
-        .fetch_all(&mut *conn)
-        .await?
-        .iter()
-        .map(|row| {
-            Ok((
-                row.try_get::<i64, _>("worker_id")? as u64,
-                (row.try_get("holder")?, row.try_get("lease_expires_ms")?),
-            ))
-        })
-        .collect::<Result<_>>()?;
+        let (reserved, checked) =
+            super::external::reservations(conn, &r.registry_table, registry, &r.name, shape.space)
+                .await?;
         let mut workers = Vec::new();
         for w in &r.workers {
             let lease = by_worker.get(w);
@@ -774,7 +830,7 @@ pub(super) async fn status(
             layout: r.layout,
             registry_table: r.registry_table,
             holder: r.holder,
-            reservation_checked: true,
+            reservation_checked: checked,
             fenced: !leases.is_empty(),
             workers,
         });

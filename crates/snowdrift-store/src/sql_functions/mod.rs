@@ -54,7 +54,7 @@ pub struct InstallOptions {
     /// reserved there, in namespace `registry_table`, through
     /// [`WorkerRegistry::reserve`](crate::worker::WorkerRegistry::reserve). The database
     /// cannot reach such a registry, so its sessions do not check that the reservation is
-    /// still there. PostgreSQL only. `None`: the database's own table.
+    /// still there. `None`: the database's own table.
     pub registry_url: Option<String>,
     /// The schema the functions go into (PostgreSQL); `None`: the connection's current
     /// schema.
@@ -275,12 +275,9 @@ pub async fn install(url: &str, options: &InstallOptions) -> Result<Installed> {
             let mut conn = pool.acquire().await?;
             postgres::install(&mut conn, &plan, registry.as_ref()).await
         }
-        Dialect::MySql if registry.is_some() => Err(Error::InvalidInput(
-            "a reservation in another registry (--registry) is made for PostgreSQL only: on MariaDB, the generator's servers must lease their worker IDs in the database's own table (worker.registry = \"sql\"); leave --registry out".into(),
-        )),
         Dialect::MySql => {
             let mut conn = pool.acquire().await?;
-            mariadb::install(&mut conn, &plan).await
+            mariadb::install(&mut conn, &plan, registry.as_ref()).await
         }
         other => Err(not_supported(other)),
     };
@@ -311,12 +308,9 @@ pub async fn uninstall(
             let mut conn = pool.acquire().await?;
             postgres::uninstall(&mut conn, generator, &slug, schema, wait, registry).await
         }
-        Dialect::MySql if registry.is_some() => Err(Error::InvalidInput(
-            "on MariaDB the worker IDs are reserved in the database's own table: leave --registry out".into(),
-        )),
         Dialect::MySql => {
             let mut conn = pool.acquire().await?;
-            mariadb::uninstall(&mut conn, generator, &slug, schema, wait).await
+            mariadb::uninstall(&mut conn, generator, &slug, schema, wait, registry).await
         }
         other => Err(not_supported(other)),
     };
@@ -343,7 +337,7 @@ pub async fn status(
         }
         Dialect::MySql => {
             let mut conn = pool.acquire().await?;
-            mariadb::status(&mut conn, schema).await
+            mariadb::status(&mut conn, schema, registry).await
         }
         other => Err(not_supported(other)),
     };

@@ -613,25 +613,7 @@ pub(super) async fn uninstall(
         )));
     };
     // Where the marks go, checked before anything is removed.
-    let external = match (super::external::recorded(&r.registry_table), registry) {
-        (Some((_, namespace)), Some(url)) => {
-            let reg = WorkerRegistry::connect(url, namespace).await?;
-            super::external::check_same(&reg, &r.registry_table, generator)?;
-            Some(reg)
-        }
-        (Some((backend, namespace)), None) => {
-            return Err(Error::InvalidInput(format!(
-                "generator {generator:?}'s worker IDs are reserved in the servers' {backend} registry (namespace {namespace}): pass its URL with --registry, so their high-water marks are written there. Nothing was removed"
-            )));
-        }
-        (None, Some(_)) => {
-            return Err(Error::InvalidInput(format!(
-                "generator {generator:?}'s worker IDs are reserved in the database's table {}: leave --registry out. Nothing was removed",
-                r.registry_table
-            )));
-        }
-        (None, None) => None,
-    };
+    let external = super::external::open_recorded(&r.registry_table, registry, generator).await?;
     let layout = snowdrift_core::layout::migrate::parse_record(&r.layout)
         .map_err(|e| Error::InvalidInput(format!("{schema}.{CONFIG}: {e}")))?;
     let shape = Shape::of(&layout)?;
@@ -675,8 +657,10 @@ pub(super) async fn uninstall(
             })?;
     }
     let registry_table = r.registry_table.clone();
-    let mut released = Vec::new();
-    let mut not_reserved = Vec::new();
+    let mut done = Uninstalled {
+        released: Vec::new(),
+        not_reserved: Vec::new(),
+    };
     let mut to_write = Vec::new();
     for w in &r.workers {
         let row = sqlx::query(q(format!(
@@ -705,9 +689,9 @@ pub(super) async fn uninstall(
         )
         .await?
         {
-            released.push((*w, mark_ms));
+            done.released.push((*w, mark_ms));
         } else {
-            not_reserved.push(*w);
+            done.not_reserved.push(*w);
         }
     }
     let mut ddl = format!(
@@ -729,31 +713,9 @@ pub(super) async fn uninstall(
     tx.commit().await?;
     // Only now that no function can issue under them: the marks cover every ID issued.
     if let Some(reg) = &external {
-        let mut failed = Vec::new();
-        for (w, stored, mark_ms) in to_write {
-            match reg.unreserve(w, &r.holder, stored).await {
-                Ok(true) => released.push((w, mark_ms)),
-                Ok(false) => not_reserved.push(w),
-                Err(e) => failed.push(format!(
-                    "worker ID {w}: mark {mark_ms} (stored {stored}) not written ({e})"
-                )),
-            }
-        }
-        if !failed.is_empty() {
-            return Err(Error::Unavailable(
-                format!(
-                    "the functions are removed, but the {} registry refused: {}. Those worker IDs stay reserved (no server takes them); to give one back, write its stored mark into the registry's mark entry and then delete its reservation entry (snowdrift workers list shows both)",
-                    reg.backend(),
-                    failed.join("; ")
-                )
-                .into(),
-            ));
-        }
+        super::external::write_back(reg, &r.holder, to_write, &mut done).await?;
     }
-    Ok(Uninstalled {
-        released,
-        not_reserved,
-    })
+    Ok(done)
 }
 
 pub(super) async fn status(
@@ -805,26 +767,9 @@ pub(super) async fn status(
                 used.insert(w as u64, session);
             }
         }
-        let external = super::external::recorded(&r.registry_table);
-        let (rows, checked) = match (external, registry) {
-            (None, _) => (
-                table_rows_named(conn, &r.registry_table, shape.space).await?,
-                true,
-            ),
-            (Some((_, namespace)), Some(url)) => {
-                let reg = WorkerRegistry::connect(url, namespace).await?;
-                super::external::check_same(&reg, &r.registry_table, &r.name)?;
-                let listed = reg.list().await?;
-                let rows = listed
-                    .entries
-                    .into_iter()
-                    .filter(|e| e.never_expires)
-                    .map(|e| (e.worker_id, (e.holder, RESERVED_UNTIL_MS)))
-                    .collect();
-                (rows, true)
-            }
-            (Some(_), None) => (HashMap::new(), false),
-        };
+        let (rows, checked) =
+            super::external::reservations(conn, &r.registry_table, registry, &r.name, shape.space)
+                .await?;
         let mut workers = Vec::new();
         for w in &r.workers {
             let row = sqlx::query(q(format!(
@@ -857,27 +802,4 @@ pub(super) async fn status(
         });
     }
     Ok(out)
-}
-
-/// Holder and lease end of every row of the registry table (a qualified, quoted name).
-async fn table_rows_named(
-    conn: &mut AnyConnection,
-    table: &str,
-    space: u64,
-) -> Result<HashMap<u64, (String, i64)>> {
-    let rows = sqlx::query(q(format!(
-        "SELECT worker_id, holder, lease_expires_ms FROM {table} WHERE worker_id >= 0 AND worker_id < $1 AND holder IS NOT NULL"
-    )))
-    .bind(i64::try_from(space).unwrap_or(i64::MAX))
-    .fetch_all(&mut *conn)
-    .await?;
-    rows.iter()
-        .map(|row| {
-            let w: i64 = row.try_get("worker_id")?;
-            Ok((
-                w as u64,
-                (row.try_get("holder")?, row.try_get("lease_expires_ms")?),
-            ))
-        })
-        .collect()
 }

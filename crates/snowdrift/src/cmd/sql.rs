@@ -44,7 +44,7 @@ struct Target {
     /// redis://HOST:6379, file:///var/lib/snowdrift, or another SQL database). The worker
     /// IDs are reserved there, under the namespace {namespace}_{NAME}. The database cannot
     /// reach such a registry: its sessions do not check that the reservation is still
-    /// there. PostgreSQL only.
+    /// there.
     #[arg(long, value_name = "URL")]
     registry: Option<String>,
 }
