@@ -74,6 +74,10 @@ fn main() -> std::process::ExitCode {
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        // A reader that stopped reading (`snowdrift next -n 1000000 | head -1`) is not a
+        // failure: the command stopped at its first unread line, as `head` meant, and had
+        // its cleanup run on the way out (a held worker ID released).
+        Err(e) if closed_stdout(&e) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             // One line a person can act on: the chain of causes, outermost first, each said
             // once (an error that already quotes its cause hides the cause's own line).
@@ -87,4 +91,13 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// Whether `e` is a write to a stdout whose reader has gone.
+fn closed_stdout(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }

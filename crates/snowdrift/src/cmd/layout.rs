@@ -42,9 +42,9 @@ pub fn run(args: Args) -> Result<()> {
     let now = crate::clock::process_clock()?.now_ms();
     let report = Report::new(&layout, &name, now);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report.json())?);
+        outln!("{}", serde_json::to_string_pretty(&report.json())?)?;
     } else {
-        print!("{}", report.text());
+        out!("{}", report.text())?;
     }
     if let Err(e) = layout.check_at(now) {
         bail!("layout {name} cannot issue IDs now: {e}");

@@ -183,9 +183,9 @@ pub fn run(args: Args) -> Result<()> {
         rollout_ms: args.rollout,
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report.json())?);
+        outln!("{}", serde_json::to_string_pretty(&report.json())?)?;
     } else {
-        print!("{}", report.text());
+        out!("{}", report.text())?;
     }
     if !m.safe_for_rollout(args.rollout) {
         bail!(

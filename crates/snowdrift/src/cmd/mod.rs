@@ -1,5 +1,23 @@
 //! One module per subcommand.
 
+/// `println!` that returns the write's error rather than panicking: a reader that closes
+/// stdout early (`snowdrift workers list | head`) ends the command with `BrokenPipe`, which
+/// `main` takes as a quiet exit, after the command's own cleanup (a lease released) ran.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($arg)*)
+    }};
+}
+
+/// `print!` that returns the write's error (see [`outln!`]).
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout(), $($arg)*)
+    }};
+}
+
 pub mod bench;
 pub mod decode;
 pub mod import;

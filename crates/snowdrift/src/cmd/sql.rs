@@ -190,39 +190,39 @@ fn install(args: InstallArgs) -> Result<()> {
     };
     let mut ids = installed.workers.clone();
     ids.sort_unstable();
-    println!(
+    outln!(
         "{verb} snowdrift_id('{}') in schema {} (layout {})",
         args.generator,
         installed.schema,
         migrate::record(&layout)
-    );
+    )?;
     let ids_text = ids.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
     match &args.target.registry {
-        None => println!(
+        None => outln!(
             "worker IDs {ids_text} reserved in table {table} for {}",
             installed.holder
-        ),
+        )?,
         Some(_) => {
-            println!(
+            outln!(
                 "worker IDs {ids_text} reserved in the servers' registry (namespace {table}) for {}",
                 installed.holder
-            );
-            println!(
+            )?;
+            outln!(
                 "note: the database cannot reach that registry, so its sessions do not check that the reservation is still there (as they do in a SQL table): deleting those entries by hand lets a server repeat the database's IDs; free them only with snowdrift sql uninstall --registry"
-            );
+            )?;
         }
     }
     let (s, g) = (&installed.schema, &args.generator);
     if args.target.url.starts_with("postgres") {
-        println!(
+        outln!(
             "use: id bigint DEFAULT {s}.snowdrift_id('{g}'); many at once: SELECT * FROM {s}.snowdrift_ids('{g}', 1000)"
-        );
+        )?;
     } else {
         // MariaDB takes no stored function as a column DEFAULT.
-        println!(
+        outln!(
             "use: CREATE TRIGGER t_id BEFORE INSERT ON t FOR EACH ROW SET NEW.id = IF(NEW.id = 0, snowdrift_id('{g}'), NEW.id); \
              many at once (a JSON array): SELECT snowdrift_ids('{g}', 1000)"
-        );
+        )?;
     }
     Ok(())
 }
@@ -238,17 +238,17 @@ fn uninstall(args: UninstallArgs) -> Result<()> {
         ))
         .with_context(|| format!("uninstalling generator {:?}", args.generator))?;
     for (w, mark) in &gone.released {
-        println!(
+        outln!(
             "worker ID {w} given back, high-water mark {}",
             format_ms(*mark)
-        );
+        )?;
     }
     for w in &gone.not_reserved {
         eprintln!(
             "snowdrift: warning: worker ID {w} was no longer reserved for the database (its row was edited by hand): its high-water mark was not written; check it with snowdrift workers list"
         );
     }
-    println!("removed snowdrift_id('{}')", args.generator);
+    outln!("removed snowdrift_id('{}')", args.generator)?;
     Ok(())
 }
 
@@ -262,11 +262,11 @@ fn status(args: StatusArgs) -> Result<()> {
         .context("reading the installed generators")?;
     if args.json {
         let json: Vec<serde_json::Value> = all.iter().map(to_json).collect();
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        outln!("{}", serde_json::to_string_pretty(&json)?)?;
         return Ok(());
     }
     if all.is_empty() {
-        println!("no generator is installed in this schema");
+        outln!("no generator is installed in this schema")?;
     }
     for g in &all {
         let place = match sql_functions::external_registry(&g.registry_table) {
@@ -280,7 +280,7 @@ fn status(args: StatusArgs) -> Result<()> {
             ),
             None => format!("table {}", g.registry_table),
         };
-        println!(
+        outln!(
             "{} (schema {}, layout {}, {place}, holder {}{})",
             g.name,
             g.schema,
@@ -291,10 +291,10 @@ fn status(args: StatusArgs) -> Result<()> {
             } else {
                 "; not fenced since the database started: the first call moves the counters above their marks"
             }
-        );
-        println!(
+        )?;
+        outln!(
             "  worker  reserved  last tick                  mark                       claimed by / in use by"
-        );
+        )?;
         for w in &g.workers {
             let who = |s: &Option<sql_functions::Session>| {
                 s.as_ref().map_or("-".to_string(), |s| {
@@ -314,7 +314,7 @@ fn status(args: StatusArgs) -> Result<()> {
                     )
                 })
             };
-            println!(
+            outln!(
                 "  {:<6}  {:<8}  {:<25}  {:<25}  {} / {}",
                 w.worker_id,
                 match (g.reservation_checked, w.reserved) {
@@ -326,7 +326,7 @@ fn status(args: StatusArgs) -> Result<()> {
                 w.mark_ms.map_or("-".into(), format_ms),
                 who(&w.claimed_by),
                 who(&w.in_use_by)
-            );
+            )?;
         }
     }
     Ok(())

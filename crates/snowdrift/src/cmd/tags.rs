@@ -108,7 +108,7 @@ pub fn run(args: Args) -> Result<()> {
                     Admin::Store(store) => store.create_tag(&new).await?,
                     Admin::Server(client) => client.create(&new).await?,
                 };
-                println!("created {}", summary(&t));
+                outln!("created {}", summary(&t))?;
             }
             Action::List { json } => {
                 let tags = match &admin {
@@ -117,18 +117,18 @@ pub fn run(args: Args) -> Result<()> {
                 };
                 if json {
                     let all: Vec<_> = tags.iter().map(to_json).collect();
-                    println!("{}", serde_json::to_string_pretty(&all)?);
+                    outln!("{}", serde_json::to_string_pretty(&all)?)?;
                 } else {
-                    println!("{:<32} {:>20} {:>10}  DESCRIPTION", "TAG", "MAX_ID", "STEP");
+                    outln!("{:<32} {:>20} {:>10}  DESCRIPTION", "TAG", "MAX_ID", "STEP")?;
                     for t in &tags {
-                        println!(
+                        outln!(
                             "{:<32} {:>20} {:>10}  {}{}",
                             t.tag,
                             t.max_id,
                             t.step,
                             t.description.as_deref().unwrap_or(""),
                             templated(t)
-                        );
+                        )?;
                     }
                 }
             }
@@ -142,7 +142,7 @@ pub fn run(args: Args) -> Result<()> {
                     Admin::Store(store) => store.update_tag(&tag, &update).await?,
                     Admin::Server(client) => client.update(&tag, &update).await?,
                 };
-                println!("updated {}", summary(&t));
+                outln!("updated {}", summary(&t))?;
             }
         }
         Ok(())

@@ -111,29 +111,29 @@ fn grow(args: GrowArgs) -> Result<()> {
         .timeout(Duration::from_secs(args.timeout));
     runtime()?.block_on(async {
         let plan = grow.plan().await.context("reading the ticket servers")?;
-        print_plan(&plan);
+        print_plan(&plan)?;
         if !args.yes {
             confirm(&plan)?;
         }
         plan.apply(args.ignore_sessions)
             .await
             .context("applying the plan")?;
-        println!(
+        outln!(
             "\nApplied: {} servers now count in classes of {} above {}. Set the generator's servers = [...] to the new list, in this order, and start the snowdrift servers.",
             plan.to(),
             plan.to(),
             plan.base()
-        );
+        )?;
         Ok(())
     })
 }
 
-fn print_plan(plan: &GrowPlan) {
+fn print_plan(plan: &GrowPlan) -> Result<()> {
     let (from, to) = (plan.from(), plan.to());
-    println!(
+    outln!(
         "Plan: grow the ticket pool on {} from {from} to {to} servers",
         plan.name()
-    );
+    )?;
     let width = plan
         .servers()
         .iter()
@@ -141,16 +141,21 @@ fn print_plan(plan: &GrowPlan) {
         .max()
         .unwrap_or(0)
         .max(6);
-    println!(
+    outln!(
         "  {:>3}  {:<width$}  {:<30}  {:>20}  {:>9}  {:>20}",
-        "#", "SERVER", "NOW", "HIGHEST VALUE", "NEW CLASS", "NEW START"
-    );
+        "#",
+        "SERVER",
+        "NOW",
+        "HIGHEST VALUE",
+        "NEW CLASS",
+        "NEW START"
+    )?;
     for s in plan.servers() {
         let now = match &s.state {
             ServerState::Missing => "none yet (created)".to_string(),
             state => state.to_string(),
         };
-        println!(
+        outln!(
             "  {:>3}  {:<width$}  {:<30}  {:>20}  {:>9}  {:>20}",
             s.offset,
             s.url,
@@ -158,34 +163,35 @@ fn print_plan(plan: &GrowPlan) {
             s.current,
             format!("{} of {to}", s.offset),
             s.start
-        );
+        )?;
     }
-    println!(
+    outln!(
         "Base: {} = highest current value {} + gap {}; every server starts above it.",
         plan.base(),
         plan.base() - plan.gap(),
         plan.gap()
-    );
+    )?;
     if plan
         .servers()
         .iter()
         .any(|s| s.url.starts_with("mysql:") || s.url.starts_with("mariadb:"))
     {
-        println!(
+        outln!(
             "MySQL/MariaDB: the migration takes each table's new start itself, as a check; the pool's first ticket there is start + {to}."
-        );
+        )?;
     }
     for s in plan.servers().iter().filter(|s| !s.sessions.is_empty()) {
-        println!(
+        outln!(
             "Server {}: {} other session(s) on its database: {} (applying is refused while they are connected)",
             s.offset,
             s.sessions.len(),
             s.sessions.join(", ")
-        );
+        )?;
     }
-    println!(
+    outln!(
         "\nBefore applying: stop every snowdrift server (and anything else) taking tickets from these servers; they count in classes of {from}.\nAfter applying: set the ticket generator's servers = [...] to these {to} URLs, in this order, and start them again."
-    );
+    )?;
+    Ok(())
 }
 
 /// Asks on a terminal; elsewhere refuses, saying how to apply.

@@ -83,7 +83,7 @@ fn create(args: CreateArgs) -> Result<()> {
         tokens: vec![config.clone()],
     })
     .map_err(|e| anyhow::anyhow!("{e}").context("these options make no valid token"))?;
-    print!("{}", output(&token, &config));
+    out!("{}", output(&token, &config))?;
     Ok(())
 }
 

@@ -132,22 +132,26 @@ fn list(args: ListArgs) -> Result<()> {
             "free": free.as_ref().map(|f| f.iter().map(|(a, b)| serde_json::json!([a, b])).collect::<Vec<_>>()),
             "free_count": free_count,
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(());
     }
-    println!(
+    outln!(
         "registry  {} (namespace {namespace})",
         printable(&snowdrift_store::mask_url(&args.registry))
-    );
+    )?;
     if entries.is_empty() {
-        println!("held      none");
+        outln!("held      none")?;
     } else {
-        println!(
+        outln!(
             "{:>9}  {:<8}  {:<24}  {:<24}  {:<24}  holder",
-            "worker", "state", "since", "lease left", "mark"
-        );
+            "worker",
+            "state",
+            "since",
+            "lease left",
+            "mark"
+        )?;
         for e in &entries {
-            println!(
+            outln!(
                 "{:>9}  {:<8}  {:<24}  {:<24}  {:<24}  {}",
                 e.worker_id,
                 state(e),
@@ -155,22 +159,22 @@ fn list(args: ListArgs) -> Result<()> {
                 lease_text(e, backend),
                 mark_text(e),
                 printable(&e.holder)
-            );
+            )?;
             if let Some(p) = &e.problem {
                 let label = if reserved(e) { "note" } else { "problem" };
-                println!("{:>9}  {label}: {}", "", printable(p));
+                outln!("{:>9}  {label}: {}", "", printable(p))?;
             }
         }
     }
     for u in &unreadable {
-        println!(
+        outln!(
             "unreadable  {}: {}",
             printable(&u.key),
             printable(&u.problem)
-        );
+        )?;
     }
     match (&free, space, &node_bits) {
-        (Some(f), Some(s), _) => println!(
+        (Some(f), Some(s), _) => outln!(
             "free      {} of {s}: {}",
             free_count.unwrap_or(0),
             if f.is_empty() {
@@ -187,8 +191,8 @@ fn list(args: ListArgs) -> Result<()> {
                     .collect::<Vec<_>>()
                     .join(", ")
             }
-        ),
-        (_, _, Err(why)) => println!("free      {why}"),
+        )?,
+        (_, _, Err(why)) => outln!("free      {why}")?,
         _ => {}
     }
     Ok(())

@@ -547,3 +547,39 @@ fn obfuscated_formats_decode_back_with_the_same_key() {
     assert!(!out.status.success());
     assert!(err.contains("no obfuscated friendly format"), "{err}");
 }
+
+/// A reader that closed stdout before reading (`| head`, a pager quit early) ends a command
+/// quietly with success, whether it writes through a buffered writer (`next`) or prints a
+/// report (`layout`, `layout migrate`): no panic, no "Broken pipe" error.
+#[test]
+fn a_closed_stdout_ends_a_command_quietly() {
+    for args in [
+        &["next", "-n", "100000"][..],
+        &["layout", "twitter"],
+        &[
+            "layout",
+            "migrate",
+            "--from",
+            "sonyflake",
+            "--to",
+            "twitter",
+        ],
+        &["decode", "1541815603606036480"],
+    ] {
+        // The read end is closed before the command starts, so its first write fails.
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_snowdrift"))
+            .args(args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .expect("run snowdrift");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && err.is_empty(),
+            "snowdrift {args:?} with stdout closed: {:?}, stderr {err:?}",
+            out.status
+        );
+    }
+}

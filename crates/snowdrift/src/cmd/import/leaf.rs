@@ -268,9 +268,9 @@ pub async fn run(args: Args) -> Result<()> {
         out,
         "Not carried over: Leaf's local workerID.properties cache (snowdrift leases its worker IDs; a server never starts on a cached one), and the IDs a Leaf server issues after this import: stop them first."
     );
-    print!("{out}");
+    out!("{out}")?;
     if !args.common.apply || changes == 0 {
-        println!("\n{}", closing(false, changes));
+        outln!("\n{}", closing(false, changes))?;
         return Ok(());
     }
     let mut written = 0;
@@ -291,6 +291,6 @@ pub async fn run(args: Args) -> Result<()> {
             .filter(|c| c.changes())
             .count();
     }
-    println!("\n{}", closing(true, written));
+    outln!("\n{}", closing(true, written))?;
     Ok(())
 }

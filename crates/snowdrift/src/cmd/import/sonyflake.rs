@@ -244,7 +244,7 @@ pub async fn run(args: Args) -> Result<()> {
         );
         say!(out, "\n{}", generator_lines("flake", &layout));
         say!(out, "{}", closing(false, 0));
-        print!("{out}");
+        out!("{out}")?;
         return Ok(());
     };
     let check = marks::check_layout(&layout, &target, now)?;
@@ -294,17 +294,17 @@ pub async fn run(args: Args) -> Result<()> {
         out,
         "Not carried over: Sonyflake's CheckMachineID (snowdrift's registry refuses a second live holder of a worker ID instead), and IDs Sonyflake issues after --last-issued: stop it first."
     );
-    print!("{out}");
+    out!("{out}")?;
     let changes = planned.iter().filter(|c| c.changes()).count();
     if !args.common.apply || changes == 0 {
-        println!("\n{}", closing(false, changes));
+        outln!("\n{}", closing(false, changes))?;
         return Ok(());
     }
     let done = marks::apply(&target, &marks::to_write(&planned, &floors), &check.record).await?;
-    println!(
+    outln!(
         "\n{}",
         closing(true, done.iter().filter(|c| c.changes()).count())
-    );
+    )?;
     Ok(())
 }
 

@@ -256,7 +256,7 @@ pub async fn run(args: Args) -> Result<()> {
     let is_new = |t: &TokenConfig| !existing.contains(&t.hash);
     let new_tokens = tokens.iter().filter(|t| is_new(t)).count();
 
-    println!(
+    outln!(
         "Plan: import Tinyid from {} database(s): {}",
         dbs.len(),
         dbs.iter()
@@ -268,21 +268,21 @@ pub async fn run(args: Args) -> Result<()> {
             ))
             .collect::<Vec<_>>()
             .join(", ")
-    );
+    )?;
     let from: BTreeMap<&str, &str> = floors
         .iter()
         .map(|(f, from)| (f.tag.as_str(), from.as_str()))
         .collect();
-    print!(
+    out!(
         "{}",
         tags::render(&plan, &|tag| {
             format!("Tinyid {}", from.get(tag).copied().unwrap_or("?"))
         })
-    );
-    println!(
+    )?;
+    outln!(
         "\nTokens: {} Tinyid token(s), as [[auth.token]] holding the hash of the same token (role read, scoped to its biz types):",
         tokens.len()
-    );
+    )?;
     let mut toml = String::new();
     for t in &tokens {
         let line = format!(
@@ -295,7 +295,7 @@ pub async fn run(args: Args) -> Result<()> {
                 "in the config already"
             }
         );
-        println!("{line}");
+        outln!("{line}")?;
         if is_new(t) {
             toml.push_str(&token_toml(t));
             toml.push('\n');
@@ -303,23 +303,23 @@ pub async fn run(args: Args) -> Result<()> {
     }
     if !toml.is_empty() {
         let auth_off = config.as_ref().is_some_and(|c| c.auth.tokens.is_empty());
-        println!(
+        outln!(
             "\nConfig lines{}:\n\n{toml}",
             match (&args.common.config, args.common.apply) {
                 (Some(p), true) => format!(" appended to {}", p.display()),
                 (Some(p), false) => format!(" to append to {} (--apply does)", p.display()),
                 (None, _) => " to add to the server's config (then reload it: kill -HUP)".into(),
             }
-        );
+        )?;
         if auth_off || config.is_none() {
-            println!(
+            outln!(
                 "Note: a config without [[auth.token]] serves anyone; with these, every route needs a token (snowdrift token create makes them for snowdrift's own clients)."
-            );
+            )?;
         }
     }
-    println!(
+    outln!(
         "\nNot carried over: delta and remainder (a tag serves every ID of its segments; stripe snowdrift's own stores with [store] urls), begin_id (no meaning beyond the first segment), version."
-    );
+    )?;
     let token_changes = if args.common.config.is_some() {
         new_tokens
     } else {
@@ -327,7 +327,7 @@ pub async fn run(args: Args) -> Result<()> {
     };
     let changes = plan.changes() + token_changes;
     if !args.common.apply || changes == 0 {
-        println!("\n{}", closing(false, changes));
+        outln!("\n{}", closing(false, changes))?;
         return Ok(());
     }
     let floors: Vec<TagFloor> = floors.into_iter().map(|(f, _)| f).collect();
@@ -335,7 +335,7 @@ pub async fn run(args: Args) -> Result<()> {
     if let (Some(path), false) = (&args.common.config, toml.is_empty()) {
         append_to_config(path, &toml)?;
     }
-    println!("\n{}", closing(true, done.changes() + token_changes));
+    outln!("\n{}", closing(true, done.changes() + token_changes))?;
     Ok(())
 }
 

@@ -234,16 +234,16 @@ pub async fn run(args: Args) -> Result<()> {
         out,
         "Not carried over: WORKER_NODE itself (snowdrift leases worker IDs and reuses them, so far fewer worker bits do: 10 serve 1,024 live nodes), and IDs UidGenerator issues after this import: stop it first."
     );
-    print!("{out}");
+    out!("{out}")?;
     let changes = planned.iter().filter(|c| c.changes()).count();
     if !args.common.apply || changes == 0 {
-        println!("\n{}", closing(false, changes));
+        outln!("\n{}", closing(false, changes))?;
         return Ok(());
     }
     let done = marks::apply(&target, &marks::to_write(&planned, &floors), &check.record).await?;
-    println!(
+    outln!(
         "\n{}",
         closing(true, done.iter().filter(|c| c.changes()).count())
-    );
+    )?;
     Ok(())
 }
