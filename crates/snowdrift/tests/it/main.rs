@@ -20,6 +20,7 @@ mod restart_ready;
 mod segment_cli;
 mod serve_cli;
 mod sql_ids;
+mod sql_registry_cli;
 mod text_kinds;
 mod tickets_cli;
 mod tinyid_client;
