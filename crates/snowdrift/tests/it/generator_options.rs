@@ -313,10 +313,15 @@ fn bit_reversed_output_spreads_ids_and_decodes_back() {
 fn legacy_objectids_carry_the_machine_hash_and_process_id() {
     let dir = temp_dir("oid-legacy");
     let path = dir.join("oid.toml");
+    // The store in the test's directory: the default one is `snowdrift.db` in the working
+    // directory, the crate's source tree.
     std::fs::write(
         &path,
-        "[server]\nlisten = \"127.0.0.1:0\"\n\n[[generator]]\nname = \"oid\"\n\
-         kind = \"objectid\"\nlayout = \"legacy\"\n",
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\n[store]\nurl = \"sqlite://{}/ids.db\"\n\n\
+             [[generator]]\nname = \"oid\"\nkind = \"objectid\"\nlayout = \"legacy\"\n",
+            dir.display()
+        ),
     )
     .unwrap();
     let served = serve(&path, 0);
