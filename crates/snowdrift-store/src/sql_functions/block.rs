@@ -89,11 +89,22 @@ pub(super) async fn choose_and_wait(
     let o = plan.options;
     let rows = table_rows(conn, dialect, &o.registry_table, plan.shape.space).await?;
     let block = choose(plan, &rows)?;
-    let top = marks(plan, &rows, &block)?
-        .iter()
-        .map(|m| m.ms)
-        .max()
-        .unwrap_or(0);
+    let marks = marks(plan, &rows, &block)?;
+    wait_past(conn, dialect, plan, &block, &marks).await?;
+    Ok(block)
+}
+
+/// Waits for the database clock to pass the highest of `marks` (those of `block`), as a
+/// server waits for a mark it takes over; refuses one further ahead than `max_mark_wait`.
+pub(super) async fn wait_past(
+    conn: &mut AnyConnection,
+    dialect: Dialect,
+    plan: &Plan<'_>,
+    block: &[u64],
+    marks: &[Mark],
+) -> Result<()> {
+    let o = plan.options;
+    let top = marks.iter().map(|m| m.ms).max().unwrap_or(0);
     let now = db_now(conn, dialect).await?;
     if top > now {
         let wait = top - now;
@@ -109,7 +120,29 @@ pub(super) async fn choose_and_wait(
         }
         tokio::time::sleep(Duration::from_millis(wait + 1)).await;
     }
-    Ok(block)
+    Ok(())
+}
+
+/// Where each worker ID's counter starts (ms): above its mark when the mark carries the
+/// extension value `ext` the database issues under, else at the clock `now` (any ID under
+/// a higher extension value is above every one under a lower).
+pub(super) fn starts(marks: &[Mark], ext: u64, now: u64) -> impl Iterator<Item = u64> + '_ {
+    marks.iter().map(move |m| {
+        if m.extension == ext {
+            m.ms.max(now)
+        } else {
+            now
+        }
+    })
+}
+
+/// The block as the install's record lists it: `1020,1021,1022,1023`.
+pub(super) fn list(block: &[u64]) -> String {
+    block
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The extension value the database issues under: the highest its rows' marks carry, so

@@ -5,7 +5,6 @@
 //! registry, so its sessions do not check the reservation (see the docs page).
 
 use std::collections::{HashMap, HashSet};
-use std::time::Duration;
 
 use sqlx::{AnyConnection, Row};
 
@@ -125,7 +124,6 @@ async fn marks(
     plan: &Plan<'_>,
     block: &[u64],
 ) -> Result<Vec<Mark>> {
-    let o = plan.options;
     let mut marks = Vec::with_capacity(block.len());
     for w in block {
         if let Some(l) = registry.read_layout(*w).await?
@@ -144,22 +142,7 @@ async fn marks(
                 .unwrap_or_default(),
         );
     }
-    let top = marks.iter().map(|m| m.ms).max().unwrap_or(0);
-    let now = super::block::db_now(conn, dialect).await?;
-    if top > now {
-        let wait = top - now;
-        if wait > u64::try_from(o.max_mark_wait.as_millis()).unwrap_or(u64::MAX) {
-            return Err(Error::MarkAhead {
-                worker_id: block[0],
-                mark_ms: top,
-                now_ms: now,
-                gap: Duration::from_millis(wait),
-                bound: o.max_mark_wait,
-                advice: "the database clock is behind the servers' high-water marks: fix it (NTP), or wait and install again".into(),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(wait + 1)).await;
-    }
+    super::block::wait_past(conn, dialect, plan, block, &marks).await?;
     Ok(marks)
 }
 

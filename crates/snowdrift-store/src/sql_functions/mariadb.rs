@@ -2,31 +2,27 @@
 //! MEMORY table of leases and counters, an Aria table of marks, the stored functions of
 //! `mariadb.sql`, and the record of each install in `snowdrift_generators`.
 //!
-//! MariaDB runs DDL outside transactions, so an install reserves the block first and, if
-//! anything after fails, drops what it made and gives the block back.
+//! MariaDB runs DDL outside transactions, so an install that fails drops what it made and
+//! gives the block back.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use sqlx::{AnyConnection, AssertSqlSafe, Row};
 
+use super::flow::{CONFIG, Database, Record, Sessions, State};
 use super::names::{self, RESERVED_UNTIL_MS, literal, prefix};
-use super::{
-    GeneratorStatus, Installed, Plan, Session, Shape, Uninstalled, WorkerStatus, block_text,
-};
+use super::{Plan, Session, block_text};
 use crate::error::{Error, Result};
 use crate::sql_connection::Dialect;
-use crate::worker::sql::{reserve_on, table_rows, unreserve_on};
-use crate::worker::{Mark, WorkerRegistry};
+use crate::worker::Mark;
+use crate::worker::sql::unreserve_on;
 
 /// The functions of one generator, with `{{...}}` to fill in, statements apart.
 const TEMPLATE: &str = include_str!("mariadb.sql");
 
 /// A generator's branch of `snowdrift_id`: its fast path, inlined.
 const FAST_PATH: &str = include_str!("mariadb_fast.sql");
-
-/// The table recording each install.
-const CONFIG: &str = "snowdrift_generators";
 
 /// The lease row's columns the functions keep instead of the session's user variables
 /// (which a caller can set): the mark as last written, and when the reservation is next
@@ -104,21 +100,8 @@ async fn config_exists(conn: &mut AnyConnection) -> Result<bool> {
     Ok(n > 0)
 }
 
-/// One generator's record in `snowdrift_generators`.
-#[derive(Debug, Clone)]
-struct Record {
-    name: String,
-    slug: String,
-    layout: String,
-    workers: Vec<u64>,
-    registry_table: String,
-    holder: String,
-    ext: u64,
-    /// Its branch of `snowdrift_id`.
-    dispatch: String,
-}
-
-async fn records(conn: &mut AnyConnection) -> Result<Vec<Record>> {
+/// Every generator's record, with its branch of `snowdrift_id`.
+async fn records_with_dispatch(conn: &mut AnyConnection) -> Result<Vec<(Record, String)>> {
     if !config_exists(conn).await? {
         return Ok(Vec::new());
     }
@@ -128,30 +111,7 @@ async fn records(conn: &mut AnyConnection) -> Result<Vec<Record>> {
     .fetch_all(&mut *conn)
     .await?;
     rows.iter()
-        .map(|row| {
-            let workers: String = row.try_get("workers")?;
-            let workers = workers
-                .split(',')
-                .map(|w| {
-                    w.trim().parse::<u64>().map_err(|_| {
-                        Error::InvalidInput(format!(
-                            "{CONFIG} lists worker {w:?}, not a number: it was edited by hand"
-                        ))
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let ext: i64 = row.try_get("ext")?;
-            Ok(Record {
-                name: row.try_get("name")?,
-                slug: row.try_get("slug")?,
-                layout: row.try_get("layout")?,
-                workers,
-                registry_table: row.try_get("registry_table")?,
-                holder: row.try_get("holder")?,
-                ext: ext as u64,
-                dispatch: row.try_get("dispatch")?,
-            })
-        })
+        .map(|row| Ok((Record::from_row(row)?, row.try_get("dispatch")?)))
         .collect()
 }
 
@@ -302,7 +262,7 @@ fn fill(
 /// `snowdrift_id(generator)` and `snowdrift_ids(generator, n)` over the generators
 /// recorded in the config table; dropped when none is left.
 async fn write_dispatchers(conn: &mut AnyConnection) -> Result<()> {
-    let all = records(conn).await?;
+    let all = records_with_dispatch(conn).await?;
     if all.is_empty() {
         for sql in [
             "DROP FUNCTION IF EXISTS snowdrift_id",
@@ -315,7 +275,7 @@ async fn write_dispatchers(conn: &mut AnyConnection) -> Result<()> {
     }
     let names = all
         .iter()
-        .map(|r| r.name.as_str())
+        .map(|(r, _)| r.name.as_str())
         .collect::<Vec<_>>()
         .join(", ");
     let unknown = lit(&format!(
@@ -323,9 +283,9 @@ async fn write_dispatchers(conn: &mut AnyConnection) -> Result<()> {
     ))?;
     let mut one = String::new();
     let mut many = String::new();
-    for r in &all {
+    for (r, dispatch) in &all {
         let (name, p) = (lit(&r.name)?, prefix(&r.slug));
-        one.push_str(&r.dispatch);
+        one.push_str(dispatch);
         one.push('\n');
         many.push_str(&format!("    WHEN {name} THEN RETURN {p}_ids(n);\n"));
     }
@@ -384,46 +344,159 @@ async fn drop_objects(conn: &mut AnyConnection, slug: &str) -> Result<()> {
     Ok(())
 }
 
-pub(super) async fn install(
-    conn: &mut AnyConnection,
-    plan: &Plan<'_>,
-    external: Option<&WorkerRegistry>,
-) -> Result<Installed> {
-    let o = plan.options;
-    check_server(conn).await?;
-    let db = database(conn, o.schema.as_deref()).await?;
-    let registry_table = match external {
-        Some(r) => super::external::place(r, &o.registry_table),
-        None => format!("`{db}`.`{}`", o.registry_table),
-    };
-    let holder = format!("{}mariadb:{db}", names::RESERVATION_PREFIX);
-    let existing = records(conn).await?;
-    if let Some(r) = existing
-        .iter()
-        .find(|r| r.slug == plan.slug && r.name != o.generator)
-    {
-        return Err(Error::InvalidInput(format!(
-            "generator {:?} would use the same object names as {:?}, installed already in database {db}: rename one",
-            o.generator, r.name
-        )));
+/// `(worker ID, BIGINT)` rows of `sql`, by worker ID.
+async fn pairs(conn: &mut AnyConnection, sql: String) -> Result<HashMap<u64, i64>> {
+    let rows = sqlx::query(q(sql)).fetch_all(&mut *conn).await?;
+    rows.iter()
+        .map(|row| Ok((row.try_get::<i32, _>(0)? as u64, row.try_get::<i64, _>(1)?)))
+        .collect()
+}
+
+/// MariaDB, for [`flow`](super::flow): its DDL commits by itself, so a failed install
+/// drops what it made and gives the rows back.
+pub(super) struct MariaDb;
+
+impl Database for MariaDb {
+    const DIALECT: Dialect = Dialect::MySql;
+    const CALLERS: (&'static str, &'static str) = ("triggers", "DROP TRIGGER ...");
+
+    async fn check_server(&self, conn: &mut AnyConnection) -> Result<()> {
+        check_server(conn).await
     }
-    if let Some(r) = existing.iter().find(|r| r.name == o.generator) {
-        if r.registry_table != registry_table {
-            return Err(Error::InvalidInput(format!(
-                "generator {:?} is installed in database {db} with its worker IDs reserved in {}, not {registry_table}: uninstall it first (snowdrift sql uninstall) to move the reservation",
-                r.name, r.registry_table
-            )));
+
+    async fn schema(&self, conn: &mut AnyConnection, given: Option<&str>) -> Result<String> {
+        database(conn, given).await
+    }
+
+    async fn holder(&self, _conn: &mut AnyConnection, schema: &str) -> Result<String> {
+        Ok(format!("{}mariadb:{schema}", names::RESERVATION_PREFIX))
+    }
+
+    async fn table_place(
+        &self,
+        _conn: &mut AnyConnection,
+        schema: &str,
+        table: &str,
+    ) -> Result<String> {
+        Ok(format!("`{schema}`.`{table}`"))
+    }
+
+    async fn records(&self, conn: &mut AnyConnection, _schema: &str) -> Result<Vec<Record>> {
+        Ok(records_with_dispatch(conn)
+            .await?
+            .into_iter()
+            .map(|(r, _)| r)
+            .collect())
+    }
+
+    async fn begin(&self, _conn: &mut AnyConnection) -> Result<()> {
+        Ok(())
+    }
+
+    async fn commit(&self, _conn: &mut AnyConnection) -> Result<()> {
+        Ok(())
+    }
+
+    async fn rollback(&self, _conn: &mut AnyConnection) {}
+
+    async fn abort_install(
+        &self,
+        conn: &mut AnyConnection,
+        plan: &Plan<'_>,
+        reserved: &[u64],
+        holder: &str,
+    ) {
+        let _ = drop_objects(conn, &plan.slug).await;
+        // Rows it reserved before it failed: it issued nothing under them.
+        for w in reserved {
+            let _ = unreserve_on(
+                conn,
+                Dialect::MySql,
+                &plan.options.registry_table,
+                *w,
+                holder,
+                0,
+            )
+            .await;
         }
-        if r.layout != plan.record || r.workers.len() as u64 != o.workers {
-            return Err(Error::InvalidInput(format!(
-                "generator {:?} is installed in database {db} with layout {} and {} worker IDs, not {} and {}: uninstall it first (snowdrift sql uninstall)",
-                r.name,
-                r.layout,
-                r.workers.len(),
-                plan.record,
-                o.workers
-            )));
+    }
+
+    async fn create(
+        &self,
+        conn: &mut AnyConnection,
+        plan: &Plan<'_>,
+        _schema: &str,
+        block: &[u64],
+        marks: &[Mark],
+        now: u64,
+        registry_table: &str,
+        holder: &str,
+    ) -> Result<()> {
+        let p = prefix(&plan.slug);
+        let ext = super::block::extension(plan, marks)?;
+        exec(
+            conn,
+            format!(
+                "CREATE TABLE IF NOT EXISTS {CONFIG} (name VARCHAR(128) PRIMARY KEY, slug VARCHAR(64) NOT NULL UNIQUE, \
+                 layout VARCHAR(255) NOT NULL, workers TEXT NOT NULL, registry_table VARCHAR(255) NOT NULL, \
+                 holder VARCHAR(255) NOT NULL, ext BIGINT NOT NULL, dispatch TEXT NOT NULL, \
+                 installed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), version VARCHAR(64) NOT NULL) ENGINE=InnoDB"
+            ),
+        )
+        .await?;
+        exec(
+            conn,
+            format!(
+                "CREATE TABLE {p}_lease (worker_id INT NOT NULL PRIMARY KEY, holder BIGINT NULL, \
+                 expires_ms BIGINT NOT NULL DEFAULT 0, counter BIGINT NOT NULL, {LEASE_COLUMNS}) ENGINE=MEMORY"
+            ),
+        )
+        .await?;
+        exec(
+            conn,
+            format!(
+                "CREATE TABLE {p}_mark (worker_id INT NOT NULL PRIMARY KEY, mark_ms BIGINT NOT NULL) \
+                 ENGINE=Aria TRANSACTIONAL=1"
+            ),
+        )
+        .await?;
+        let values = block
+            .iter()
+            .zip(super::block::starts(marks, ext, now))
+            .map(|(w, from)| format!("({w}, {from})"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        exec(
+            conn,
+            format!("INSERT INTO {p}_mark (worker_id, mark_ms) VALUES {values}"),
+        )
+        .await?;
+        let (statements, fast) = fill(plan, block, ext, registry_table, holder)?;
+        for sql in statements {
+            exec(conn, sql).await?;
         }
+        super::flow::record(
+            conn,
+            Dialect::MySql,
+            CONFIG,
+            plan,
+            block,
+            registry_table,
+            holder,
+            ext,
+            Some(&fast),
+        )
+        .await?;
+        write_dispatchers(conn).await
+    }
+
+    async fn replace(
+        &self,
+        conn: &mut AnyConnection,
+        plan: &Plan<'_>,
+        _schema: &str,
+        r: &Record,
+    ) -> Result<()> {
         // Installs made before the lease row held its mark and check time: a row that
         // comes with a mark of 0 writes the mark before its next ID.
         exec(
@@ -451,389 +524,100 @@ pub(super) async fn install(
         .bind(&r.name)
         .execute(&mut *conn)
         .await?;
-        write_dispatchers(conn).await?;
-        return Ok(Installed {
-            schema: db,
-            workers: r.workers.clone(),
-            holder: r.holder.clone(),
-            replaced: true,
-        });
+        write_dispatchers(conn).await
     }
 
-    if let Some(registry) = external {
-        let (block, marks) =
-            super::external::reserve(conn, Dialect::MySql, registry, plan, &holder).await?;
-        let now = super::block::db_now(conn, Dialect::MySql).await?;
-        return match create(conn, plan, &block, &marks, now, &registry_table, &holder).await {
-            Ok(()) => Ok(Installed {
-                schema: db,
-                workers: block,
-                holder,
-                replaced: false,
-            }),
-            Err(e) => {
-                let _ = drop_objects(conn, &plan.slug).await;
-                super::external::give_back(registry, &block, &holder).await;
-                Err(e)
-            }
-        };
-    }
-    let block = super::block::choose_and_wait(conn, Dialect::MySql, plan).await?;
-    let mut reserved = Vec::new();
-    for w in &block {
-        if !reserve_on(
-            conn,
-            Dialect::MySql,
-            &o.registry_table,
-            *w,
-            &holder,
-            &plan.record,
+    async fn callers(&self, conn: &mut AnyConnection, generator: &str) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT CONCAT(EVENT_OBJECT_TABLE, '.', TRIGGER_NAME) FROM information_schema.TRIGGERS \
+             WHERE TRIGGER_SCHEMA = DATABASE() AND ACTION_STATEMENT LIKE CONCAT('%snowdrift_id(''', ?, '''%') ORDER BY 1",
         )
-        .await?
-        {
-            give_back(conn, plan, &reserved, &holder).await;
-            return Err(Error::Unavailable(
-                format!(
-                    "worker ID {w} was claimed by a server while the install ran; run it again"
-                )
-                .into(),
-            ));
-        }
-        reserved.push(*w);
-    }
-    match create_in_table(conn, plan, &block, &registry_table, &holder).await {
-        Ok(()) => Ok(Installed {
-            schema: db,
-            workers: block,
-            holder,
-            replaced: false,
-        }),
-        Err(e) => {
-            let _ = drop_objects(conn, &plan.slug).await;
-            give_back(conn, plan, &reserved, &holder).await;
-            Err(e)
-        }
-    }
-}
-
-/// Frees rows an install reserved before it failed (it issued nothing under them).
-async fn give_back(conn: &mut AnyConnection, plan: &Plan<'_>, workers: &[u64], holder: &str) {
-    for w in workers {
-        let _ = unreserve_on(
-            conn,
-            Dialect::MySql,
-            &plan.options.registry_table,
-            *w,
-            holder,
-            0,
-        )
-        .await;
-    }
-}
-
-/// Creates the tables and functions over a block reserved in the servers' table, reading
-/// its marks again under the reservation (a server may have raised one meanwhile).
-async fn create_in_table(
-    conn: &mut AnyConnection,
-    plan: &Plan<'_>,
-    block: &[u64],
-    registry_table: &str,
-    holder: &str,
-) -> Result<()> {
-    let rows = table_rows(
-        conn,
-        Dialect::MySql,
-        &plan.options.registry_table,
-        plan.shape.space,
-    )
-    .await?;
-    let marks = super::block::marks(plan, &rows, block)?;
-    let now = super::block::db_now(conn, Dialect::MySql).await?;
-    if let Some(m) = marks.iter().find(|m| m.ms > now) {
-        return Err(Error::Unavailable(
-            format!(
-                "a server raised a worker ID's high-water mark to {} ms, ahead of the database clock, while the install ran; run it again",
-                m.ms
-            )
-            .into(),
-        ));
-    }
-    create(conn, plan, block, &marks, now, registry_table, holder).await
-}
-
-/// Creates the counters above `marks`, the functions and the install's record.
-async fn create(
-    conn: &mut AnyConnection,
-    plan: &Plan<'_>,
-    block: &[u64],
-    marks: &[Mark],
-    now: u64,
-    registry_table: &str,
-    holder: &str,
-) -> Result<()> {
-    let o = plan.options;
-    let p = prefix(&plan.slug);
-    let ext = super::block::extension(plan, marks)?;
-    exec(
-        conn,
-        format!(
-            "CREATE TABLE IF NOT EXISTS {CONFIG} (name VARCHAR(128) PRIMARY KEY, slug VARCHAR(64) NOT NULL UNIQUE, \
-             layout VARCHAR(255) NOT NULL, workers TEXT NOT NULL, registry_table VARCHAR(255) NOT NULL, \
-             holder VARCHAR(255) NOT NULL, ext BIGINT NOT NULL, dispatch TEXT NOT NULL, \
-             installed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), version VARCHAR(64) NOT NULL) ENGINE=InnoDB"
-        ),
-    )
-    .await?;
-    exec(
-        conn,
-        format!(
-            "CREATE TABLE {p}_lease (worker_id INT NOT NULL PRIMARY KEY, holder BIGINT NULL, \
-             expires_ms BIGINT NOT NULL DEFAULT 0, counter BIGINT NOT NULL, {LEASE_COLUMNS}) ENGINE=MEMORY"
-        ),
-    )
-    .await?;
-    exec(
-        conn,
-        format!(
-            "CREATE TABLE {p}_mark (worker_id INT NOT NULL PRIMARY KEY, mark_ms BIGINT NOT NULL) \
-             ENGINE=Aria TRANSACTIONAL=1"
-        ),
-    )
-    .await?;
-    let values = block
-        .iter()
-        .zip(marks)
-        .map(|(w, m)| {
-            let from = if m.extension == ext {
-                m.ms.max(now)
-            } else {
-                now
-            };
-            format!("({w}, {from})")
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
-    exec(
-        conn,
-        format!("INSERT INTO {p}_mark (worker_id, mark_ms) VALUES {values}"),
-    )
-    .await?;
-    let (statements, fast) = fill(plan, block, ext, registry_table, holder)?;
-    for sql in statements {
-        exec(conn, sql).await?;
-    }
-    sqlx::query(q(format!(
-        "INSERT INTO {CONFIG} (name, slug, layout, workers, registry_table, holder, ext, dispatch, version) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-    )))
-    .bind(&o.generator)
-    .bind(&plan.slug)
-    .bind(&plan.record)
-    .bind(
-        block
-            .iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join(","),
-    )
-    .bind(registry_table)
-    .bind(holder)
-    .bind(ext as i64)
-    .bind(&fast)
-    .bind(env!("CARGO_PKG_VERSION"))
-    .execute(&mut *conn)
-    .await?;
-    write_dispatchers(conn).await
-}
-
-pub(super) async fn uninstall(
-    conn: &mut AnyConnection,
-    generator: &str,
-    slug: &str,
-    schema: Option<&str>,
-    wait: Duration,
-    registry: Option<&str>,
-) -> Result<Uninstalled> {
-    let db = database(conn, schema).await?;
-    let Some(r) = records(conn)
-        .await?
-        .into_iter()
-        .find(|r| r.name == generator)
-    else {
-        return Err(Error::InvalidInput(format!(
-            "generator {generator:?} is not installed in database {db}"
-        )));
-    };
-    // Where the marks go, checked before anything is removed.
-    let external = super::external::open_recorded(&r.registry_table, registry, generator).await?;
-    let layout = snowdrift_core::layout::migrate::parse_record(&r.layout)
-        .map_err(|e| Error::InvalidInput(format!("{CONFIG}: {e}")))?;
-    let shape = Shape::of(&layout)?;
-    let p = prefix(slug);
-    // Triggers that still call the generator would fail from now on: refuse.
-    let users: Vec<String> = sqlx::query_scalar(
-        "SELECT CONCAT(EVENT_OBJECT_TABLE, '.', TRIGGER_NAME) FROM information_schema.TRIGGERS \
-         WHERE TRIGGER_SCHEMA = DATABASE() AND ACTION_STATEMENT LIKE CONCAT('%snowdrift_id(''', ?, '''%') ORDER BY 1",
-    )
-    .bind(generator)
-    .fetch_all(&mut *conn)
-    .await?;
-    if !users.is_empty() {
-        return Err(Error::InvalidInput(format!(
-            "triggers still call snowdrift_id({generator:?}): {}; drop them first. Nothing was removed",
-            users.join(", ")
-        )));
-    }
-    // Dropping the function that moves the counters waits for the statements using it;
-    // after it, the counters are final.
-    exec(
-        conn,
-        format!("SET SESSION lock_wait_timeout = {}", wait.as_secs().max(1)),
-    )
-    .await?;
-    exec(conn, format!("DROP FUNCTION IF EXISTS {p}_next")).await?;
-    let counters: HashMap<u64, i64> =
-        sqlx::query(q(format!("SELECT worker_id, counter FROM {p}_lease")))
-            .fetch_all(&mut *conn)
-            .await?
-            .iter()
-            .map(|row| {
-                Ok((
-                    row.try_get::<i32, _>("worker_id")? as u64,
-                    row.try_get("counter")?,
-                ))
-            })
-            .collect::<Result<_>>()?;
-    let marks: HashMap<u64, i64> =
-        sqlx::query(q(format!("SELECT worker_id, mark_ms FROM {p}_mark")))
-            .fetch_all(&mut *conn)
-            .await?
-            .iter()
-            .map(|row| {
-                Ok((
-                    row.try_get::<i32, _>("worker_id")? as u64,
-                    row.try_get("mark_ms")?,
-                ))
-            })
-            .collect::<Result<_>>()?;
-    let mut done = Uninstalled {
-        released: Vec::new(),
-        not_reserved: Vec::new(),
-    };
-    let mut to_write = Vec::new();
-    let table = r.registry_table.clone();
-    for w in &r.workers {
-        let last = counters
-            .get(w)
-            .map_or(0, |c| shape.tick_end_ms(shape.tick(*c as u64)));
-        let mark_ms = last.max(marks.get(w).copied().unwrap_or(0) as u64);
-        let stored = Mark {
-            extension: r.ext,
-            ms: mark_ms,
-        }
-        .stored();
-        if external.is_some() {
-            to_write.push((*w, stored, mark_ms));
-        } else if unreserve_on(conn, Dialect::MySql, &table, *w, &r.holder, stored).await? {
-            done.released.push((*w, mark_ms));
-        } else {
-            done.not_reserved.push(*w);
-        }
-    }
-    drop_objects(conn, slug).await?;
-    sqlx::query(q(format!("DELETE FROM {CONFIG} WHERE name = ?")))
         .bind(generator)
-        .execute(&mut *conn)
-        .await?;
-    write_dispatchers(conn).await?;
-    // Only now that no function can issue under them: the marks cover every ID issued.
-    if let Some(reg) = &external {
-        super::external::write_back(reg, &r.holder, to_write, &mut done).await?;
+        .fetch_all(&mut *conn)
+        .await?)
     }
-    Ok(done)
-}
 
-pub(super) async fn status(
-    conn: &mut AnyConnection,
-    schema: Option<&str>,
-    registry: Option<&str>,
-) -> Result<Vec<GeneratorStatus>> {
-    let db = database(conn, schema).await?;
-    let mut out = Vec::new();
-    for r in records(conn).await? {
+    async fn quiesce(
+        &self,
+        conn: &mut AnyConnection,
+        _schema: &str,
+        r: &Record,
+        wait: Duration,
+    ) -> Result<()> {
+        // Dropping the function that moves the counters waits for the statements using
+        // it; after it, the counters are final.
+        exec(
+            conn,
+            format!("SET SESSION lock_wait_timeout = {}", wait.as_secs().max(1)),
+        )
+        .await?;
+        exec(
+            conn,
+            format!("DROP FUNCTION IF EXISTS {}_next", prefix(&r.slug)),
+        )
+        .await
+    }
+
+    async fn states(
+        &self,
+        conn: &mut AnyConnection,
+        _schema: &str,
+        r: &Record,
+    ) -> Result<HashMap<u64, State>> {
         let p = prefix(&r.slug);
-        let layout = snowdrift_core::layout::migrate::parse_record(&r.layout)
-            .map_err(|e| Error::InvalidInput(format!("{CONFIG}: {e}")))?;
-        let shape = Shape::of(&layout)?;
+        let counters = pairs(conn, format!("SELECT worker_id, counter FROM {p}_lease")).await?;
+        let marks = pairs(conn, format!("SELECT worker_id, mark_ms FROM {p}_mark")).await?;
+        Ok(r.workers
+            .iter()
+            .map(|w| (*w, (counters.get(w).copied(), marks.get(w).copied())))
+            .collect())
+    }
+
+    async fn forget(&self, conn: &mut AnyConnection, _schema: &str, r: &Record) -> Result<()> {
+        drop_objects(conn, &r.slug).await?;
+        sqlx::query(q(format!("DELETE FROM {CONFIG} WHERE name = ?")))
+            .bind(&r.name)
+            .execute(&mut *conn)
+            .await?;
+        write_dispatchers(conn).await
+    }
+
+    async fn sessions(
+        &self,
+        conn: &mut AnyConnection,
+        _schema: &str,
+        r: &Record,
+    ) -> Result<Sessions> {
+        let p = prefix(&r.slug);
         let now = super::block::db_now(conn, Dialect::MySql).await?;
         let leases = sqlx::query(q(format!(
-            "SELECT l.worker_id, l.holder, l.expires_ms, l.counter, p.USER AS user, p.HOST AS host, \
+            "SELECT l.worker_id, l.holder, l.expires_ms, p.USER AS user, p.HOST AS host, \
              p.COMMAND AS command FROM {p}_lease l LEFT JOIN information_schema.PROCESSLIST p ON p.ID = l.holder"
         )))
         .fetch_all(&mut *conn)
         .await?;
-        let mut by_worker = HashMap::new();
+        let mut out = Sessions {
+            // The lease rows come back with the first call after a restart.
+            fenced: !leases.is_empty(),
+            ..Sessions::default()
+        };
         for l in &leases {
             let w: i32 = l.try_get("worker_id")?;
-            by_worker.insert(w as u64, l);
+            let holder: Option<i64> = l.try_get("holder")?;
+            let expires: i64 = l.try_get("expires_ms")?;
+            if let Some(pid) = holder.filter(|_| expires > now as i64) {
+                let session = Session {
+                    pid,
+                    user: l.try_get("user")?,
+                    application: None,
+                    client: l.try_get("host")?,
+                    state: l.try_get("command")?,
+                };
+                // A session's lease is both its claim and its use.
+                out.claimed.insert(w as u64, session.clone());
+                out.in_use.insert(w as u64, session);
+            }
         }
-        let marks: HashMap<u64, i64> =
-            sqlx::query(q(format!("SELECT worker_id, mark_ms FROM {p}_mark")))
-                .fetch_all(&mut *conn)
-                .await?
-                .iter()
-                .map(|row| {
-                    Ok((
-                        row.try_get::<i32, _>("worker_id")? as u64,
-                        row.try_get("mark_ms")?,
-                    ))
-                })
-                .collect::<Result<_>>()?;
-        let (reserved, checked) =
-            super::external::reservations(conn, &r.registry_table, registry, &r.name, shape.space)
-                .await?;
-        let mut workers = Vec::new();
-        for w in &r.workers {
-            let lease = by_worker.get(w);
-            let session = match lease {
-                Some(l) => {
-                    let holder: Option<i64> = l.try_get("holder")?;
-                    let expires: i64 = l.try_get("expires_ms")?;
-                    match holder {
-                        Some(pid) if expires > now as i64 => Some(Session {
-                            pid,
-                            user: l.try_get("user")?,
-                            application: None,
-                            client: l.try_get("host")?,
-                            state: l.try_get("command")?,
-                        }),
-                        _ => None,
-                    }
-                }
-                None => None,
-            };
-            let counter: Option<i64> = lease.map(|l| l.try_get("counter")).transpose()?;
-            workers.push(WorkerStatus {
-                worker_id: *w,
-                last_ms: counter.map(|c| shape.epoch_ms + shape.tick(c as u64) * shape.unit_ms),
-                mark_ms: marks.get(w).map(|m| *m as u64),
-                reserved: reserved
-                    .get(w)
-                    .is_some_and(|(h, until)| *h == r.holder && *until == RESERVED_UNTIL_MS),
-                claimed_by: session.clone(),
-                in_use_by: session,
-            });
-        }
-        out.push(GeneratorStatus {
-            name: r.name,
-            schema: db.clone(),
-            layout: r.layout,
-            registry_table: r.registry_table,
-            holder: r.holder,
-            reservation_checked: checked,
-            fenced: !leases.is_empty(),
-            workers,
-        });
+        Ok(out)
     }
-    Ok(out)
 }

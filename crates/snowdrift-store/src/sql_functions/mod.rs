@@ -15,6 +15,7 @@
 
 mod block;
 mod external;
+mod flow;
 mod mariadb;
 mod names;
 mod postgres;
@@ -239,6 +240,34 @@ pub struct Session {
     pub state: Option<String>,
 }
 
+/// Runs `$body` (a future of `flow`) with `$db` the database at `$url` and `$conn` a
+/// connection to it: the steps are generic over the [`flow::Database`], so each database
+/// gets its own instance of them.
+macro_rules! on_database {
+    ($url:expr, |$db:ident, $conn:ident| $body:expr) => {{
+        let (pool, dialect) = crate::sql_connection::connect($url).await?;
+        let result = match dialect {
+            Dialect::Postgres => match pool.acquire().await {
+                Ok(mut c) => {
+                    let ($db, $conn) = (&postgres::Postgres, &mut *c);
+                    $body.await
+                }
+                Err(e) => Err(e.into()),
+            },
+            Dialect::MySql => match pool.acquire().await {
+                Ok(mut c) => {
+                    let ($db, $conn) = (&mariadb::MariaDb, &mut *c);
+                    $body.await
+                }
+                Err(e) => Err(e.into()),
+            },
+            other => Err(not_supported(other)),
+        };
+        pool.close().await;
+        result
+    }};
+}
+
 /// A check of the options that connects to nothing.
 #[derive(Debug)]
 struct Plan<'a> {
@@ -269,20 +298,12 @@ pub async fn install(url: &str, options: &InstallOptions) -> Result<Installed> {
             None
         }
     };
-    let (pool, dialect) = crate::sql_connection::connect(url).await?;
-    let result = match dialect {
-        Dialect::Postgres => {
-            let mut conn = pool.acquire().await?;
-            postgres::install(&mut conn, &plan, registry.as_ref()).await
-        }
-        Dialect::MySql => {
-            let mut conn = pool.acquire().await?;
-            mariadb::install(&mut conn, &plan, registry.as_ref()).await
-        }
-        other => Err(not_supported(other)),
-    };
-    pool.close().await;
-    result
+    on_database!(url, |db, conn| flow::install(
+        db,
+        conn,
+        &plan,
+        registry.as_ref()
+    ))
 }
 
 /// Removes generator `generator`'s functions from the database at `url` (schema
@@ -301,21 +322,10 @@ pub async fn uninstall(
     if let Some(s) = schema {
         names::check_schema(s)?;
     }
-    let slug = slug(generator)?;
-    let (pool, dialect) = crate::sql_connection::connect(url).await?;
-    let result = match dialect {
-        Dialect::Postgres => {
-            let mut conn = pool.acquire().await?;
-            postgres::uninstall(&mut conn, generator, &slug, schema, wait, registry).await
-        }
-        Dialect::MySql => {
-            let mut conn = pool.acquire().await?;
-            mariadb::uninstall(&mut conn, generator, &slug, schema, wait, registry).await
-        }
-        other => Err(not_supported(other)),
-    };
-    pool.close().await;
-    result
+    slug(generator)?;
+    on_database!(url, |db, conn| flow::uninstall(
+        db, conn, generator, schema, wait, registry
+    ))
 }
 
 /// The generators installed in the database at `url` (schema `schema`, default the
@@ -329,20 +339,7 @@ pub async fn status(
     if let Some(s) = schema {
         names::check_schema(s)?;
     }
-    let (pool, dialect) = crate::sql_connection::connect(url).await?;
-    let result = match dialect {
-        Dialect::Postgres => {
-            let mut conn = pool.acquire().await?;
-            postgres::status(&mut conn, schema, registry).await
-        }
-        Dialect::MySql => {
-            let mut conn = pool.acquire().await?;
-            mariadb::status(&mut conn, schema, registry).await
-        }
-        other => Err(not_supported(other)),
-    };
-    pool.close().await;
-    result
+    on_database!(url, |db, conn| flow::status(db, conn, schema, registry))
 }
 
 fn not_supported(_: Dialect) -> Error {

@@ -7,30 +7,21 @@ use std::time::Duration;
 
 use sqlx::{AnyConnection, AssertSqlSafe, Connection, Row};
 
+use super::flow::{CONFIG, Database, Record, Sessions, State};
 use super::names::{self, RESERVED_UNTIL_MS, literal, lock_classes, prefix};
-use super::{
-    GeneratorStatus, Installed, MAX_COUNT, Plan, Session, Shape, Uninstalled, WorkerStatus,
-    block_text,
-};
+use super::{MAX_COUNT, Plan, Session, Shape, block_text};
 use crate::error::{Error, Result};
 use crate::sql_connection::Dialect;
-use crate::worker::sql::{reserve_on, table_rows, unreserve_on};
-use crate::worker::{Mark, WorkerRegistry};
+use crate::worker::Mark;
 
 /// The functions of one generator, with `{{...}}` to fill in.
 const TEMPLATE: &str = include_str!("postgres.sql");
-
-/// The table recording each install, in the functions' schema.
-const CONFIG: &str = "snowdrift_generators";
 
 /// How often a session checks that its worker ID is still reserved.
 const RECHECK_MS: u64 = 1000;
 
 /// The oldest server the functions run on: unlogged sequences came in 15.
 const MIN_VERSION: i32 = 150_000;
-
-/// `SELECT`s of the database clock, in ms since 1970.
-const NOW_MS: &str = "SELECT floor(date_part('epoch', clock_timestamp()) * 1000)::bigint";
 
 fn q(sql: String) -> AssertSqlSafe<String> {
     AssertSqlSafe(sql)
@@ -39,11 +30,6 @@ fn q(sql: String) -> AssertSqlSafe<String> {
 async fn exec(conn: &mut AnyConnection, sql: String) -> Result<()> {
     sqlx::raw_sql(q(sql)).execute(&mut *conn).await?;
     Ok(())
-}
-
-async fn db_now(conn: &mut AnyConnection) -> Result<u64> {
-    let now: i64 = sqlx::query_scalar(NOW_MS).fetch_one(&mut *conn).await?;
-    Ok(u64::try_from(now).unwrap_or(0))
 }
 
 /// The schema to use: the one given, which must exist, or the connection's current one.
@@ -127,18 +113,6 @@ async fn config_exists(conn: &mut AnyConnection, schema: &str) -> Result<bool> {
     Ok(found.is_some())
 }
 
-/// One generator's record in `snowdrift_generators`.
-#[derive(Debug, Clone)]
-struct Record {
-    name: String,
-    slug: String,
-    layout: String,
-    workers: Vec<u64>,
-    registry_table: String,
-    holder: String,
-    ext: u64,
-}
-
 async fn records(conn: &mut AnyConnection, schema: &str) -> Result<Vec<Record>> {
     if !config_exists(conn, schema).await? {
         return Ok(Vec::new());
@@ -149,31 +123,7 @@ async fn records(conn: &mut AnyConnection, schema: &str) -> Result<Vec<Record>> 
     )))
     .fetch_all(&mut *conn)
     .await?;
-    rows.iter()
-        .map(|row| {
-            let workers: String = row.try_get("workers")?;
-            let workers = workers
-                .split(',')
-                .map(|w| {
-                    w.trim().parse::<u64>().map_err(|_| {
-                        Error::InvalidInput(format!(
-                            "{schema}.{CONFIG} lists worker {w:?}, not a number: it was edited by hand"
-                        ))
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let ext: i64 = row.try_get("ext")?;
-            Ok(Record {
-                name: row.try_get("name")?,
-                slug: row.try_get("slug")?,
-                layout: row.try_get("layout")?,
-                workers,
-                registry_table: row.try_get("registry_table")?,
-                holder: row.try_get("holder")?,
-                ext: ext as u64,
-            })
-        })
-        .collect()
+    rows.iter().map(Record::from_row).collect()
 }
 
 /// The values the template's `{{...}}` take for one generator.
@@ -349,389 +299,245 @@ $fn$;"
     .await
 }
 
-pub(super) async fn install(
-    conn: &mut AnyConnection,
-    plan: &Plan<'_>,
-    external: Option<&WorkerRegistry>,
-) -> Result<Installed> {
-    let o = plan.options;
-    check_version(conn).await?;
-    let schema = schema_of(conn, o.schema.as_deref()).await?;
-    let registry_table = match external {
-        Some(r) => super::external::place(r, &o.registry_table),
-        None => qualified_table(conn, &o.registry_table).await?,
-    };
-    let database: String = sqlx::query_scalar("SELECT current_database()::text")
-        .fetch_one(&mut *conn)
-        .await?;
-    let holder = format!("{}postgres:{database}/{schema}", names::RESERVATION_PREFIX);
+/// PostgreSQL, for [`flow`](super::flow): an install or uninstall is one transaction.
+pub(super) struct Postgres;
 
-    let existing = records(conn, &schema).await?;
-    if let Some(r) = existing
-        .iter()
-        .find(|r| r.slug == plan.slug && r.name != o.generator)
-    {
-        return Err(Error::InvalidInput(format!(
-            "generator {:?} would use the same object names as {:?}, installed already in schema {schema}: rename one",
-            o.generator, r.name
-        )));
+impl Database for Postgres {
+    const DIALECT: Dialect = Dialect::Postgres;
+    const CALLERS: (&'static str, &'static str) = (
+        "column defaults",
+        "ALTER TABLE ... ALTER COLUMN ... DROP DEFAULT",
+    );
+
+    async fn check_server(&self, conn: &mut AnyConnection) -> Result<()> {
+        check_version(conn).await
     }
-    if let Some(r) = existing.iter().find(|r| r.name == o.generator) {
-        if r.registry_table != registry_table {
-            return Err(Error::InvalidInput(format!(
-                "generator {:?} is installed in schema {schema} with its worker IDs reserved in {}, not {registry_table}: uninstall it first (snowdrift sql uninstall) to move the reservation",
-                r.name, r.registry_table
-            )));
-        }
-        return replace(conn, plan, &schema, r).await;
+
+    async fn schema(&self, conn: &mut AnyConnection, given: Option<&str>) -> Result<String> {
+        schema_of(conn, given).await
     }
-    if let Some(registry) = external {
-        let (block, marks) =
-            super::external::reserve(conn, Dialect::Postgres, registry, plan, &holder).await?;
-        let mut tx = conn.begin().await?;
-        let made = async {
-            let now = db_now(&mut tx).await?;
-            create(
-                &mut tx,
-                plan,
-                &schema,
-                &block,
-                &marks,
-                now,
-                &registry_table,
-                &holder,
-            )
+
+    async fn holder(&self, conn: &mut AnyConnection, schema: &str) -> Result<String> {
+        let database: String = sqlx::query_scalar("SELECT current_database()::text")
+            .fetch_one(&mut *conn)
             .await?;
-            tx.commit().await?;
-            Ok(())
-        }
-        .await;
-        if let Err(e) = made {
-            super::external::give_back(registry, &block, &holder).await;
-            return Err(e);
-        }
-        return Ok(Installed {
-            schema,
-            workers: block,
-            holder,
-            replaced: false,
-        });
+        Ok(format!(
+            "{}postgres:{database}/{schema}",
+            names::RESERVATION_PREFIX
+        ))
     }
 
-    let block = super::block::choose_and_wait(conn, Dialect::Postgres, plan).await?;
-
-    let mut tx = conn.begin().await?;
-    for w in &block {
-        if !reserve_on(
-            &mut tx,
-            Dialect::Postgres,
-            &o.registry_table,
-            *w,
-            &holder,
-            &plan.record,
-        )
-        .await?
-        {
-            return Err(Error::Unavailable(
-                format!(
-                    "worker ID {w} was claimed by a server while the install ran; run it again"
-                )
-                .into(),
-            ));
-        }
+    async fn table_place(
+        &self,
+        conn: &mut AnyConnection,
+        _schema: &str,
+        table: &str,
+    ) -> Result<String> {
+        qualified_table(conn, table).await
     }
-    // Read again under the reservation: a server may have raised a mark meanwhile.
-    let rows = table_rows(
-        &mut tx,
-        Dialect::Postgres,
-        &o.registry_table,
-        plan.shape.space,
-    )
-    .await?;
-    let marks = super::block::marks(plan, &rows, &block)?;
-    let now = db_now(&mut tx).await?;
-    if let Some(m) = marks.iter().find(|m| m.ms > now) {
-        return Err(Error::Unavailable(
+
+    async fn records(&self, conn: &mut AnyConnection, schema: &str) -> Result<Vec<Record>> {
+        records(conn, schema).await
+    }
+
+    async fn begin(&self, conn: &mut AnyConnection) -> Result<()> {
+        exec(conn, "BEGIN".into()).await
+    }
+
+    async fn commit(&self, conn: &mut AnyConnection) -> Result<()> {
+        exec(conn, "COMMIT".into()).await
+    }
+
+    async fn rollback(&self, conn: &mut AnyConnection) {
+        let _ = exec(conn, "ROLLBACK".into()).await;
+    }
+
+    async fn abort_install(
+        &self,
+        conn: &mut AnyConnection,
+        _plan: &Plan<'_>,
+        _reserved: &[u64],
+        _holder: &str,
+    ) {
+        // The reservation and the objects were made in the transaction.
+        self.rollback(conn).await;
+    }
+
+    async fn create(
+        &self,
+        conn: &mut AnyConnection,
+        plan: &Plan<'_>,
+        schema: &str,
+        block: &[u64],
+        marks: &[Mark],
+        now: u64,
+        registry_table: &str,
+        holder: &str,
+    ) -> Result<()> {
+        // Issue under the highest extension value any of them used: above all of them.
+        let ext = super::block::extension(plan, marks)?;
+        let s = quoted(schema);
+        let p = prefix(&plan.slug);
+        exec(
+            conn,
             format!(
-                "a server raised a worker ID's high-water mark to {} ms, ahead of the database clock, while the install ran; run it again",
-                m.ms
-            )
-            .into(),
-        ));
-    }
-    create(
-        &mut tx,
-        plan,
-        &schema,
-        &block,
-        &marks,
-        now,
-        &registry_table,
-        &holder,
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(Installed {
-        schema,
-        workers: block,
-        holder,
-        replaced: false,
-    })
-}
-
-/// Creates the counters above `marks`, the functions and the install's record, in the
-/// caller's transaction.
-#[allow(clippy::too_many_arguments)]
-async fn create(
-    tx: &mut AnyConnection,
-    plan: &Plan<'_>,
-    schema: &str,
-    block: &[u64],
-    marks: &[Mark],
-    now: u64,
-    registry_table: &str,
-    holder: &str,
-) -> Result<()> {
-    let o = plan.options;
-    // Issue under the highest extension value any of them used: above all of them.
-    let ext = super::block::extension(plan, marks)?;
-    let s = quoted(schema);
-    let p = prefix(&plan.slug);
-    exec(
-        tx,
-        format!(
-            "CREATE TABLE IF NOT EXISTS {s}.{CONFIG} (
+                "CREATE TABLE IF NOT EXISTS {s}.{CONFIG} (
   name text PRIMARY KEY, slug text NOT NULL UNIQUE, layout text NOT NULL,
   workers text NOT NULL, registry_table text NOT NULL, holder text NOT NULL,
   ext bigint NOT NULL, installed_at timestamptz NOT NULL DEFAULT now(), version text NOT NULL)"
-        ),
-    )
-    .await?;
-    let mut ddl = format!("CREATE UNLOGGED SEQUENCE {s}.{p}_life MINVALUE 0 START 0 CACHE 1;\n");
-    for (w, m) in block.iter().zip(marks) {
-        let from = if m.extension == ext {
-            m.ms.max(now)
-        } else {
-            now
-        };
-        let counter = plan.shape.counter(ext, plan.shape.tick_after(from), 0);
-        ddl.push_str(&format!(
-            "CREATE SEQUENCE {s}.{p}_w{w} MINVALUE 0 START {counter} CACHE 1; \
-             SELECT setval('{s}.{p}_w{w}', {counter}); \
-             CREATE SEQUENCE {s}.{p}_m{w} MINVALUE 0 START {from} CACHE 1; \
-             SELECT setval('{s}.{p}_m{w}', {from});\n"
-        ));
-    }
-    exec(tx, ddl).await?;
-    let fill = Fill {
-        schema,
-        plan,
-        workers: block,
-        ext,
-        registry_table,
-        holder,
-    };
-    exec(tx, fill.sql()?).await?;
-    sqlx::query(q(format!(
-        "INSERT INTO {s}.{CONFIG} (name, slug, layout, workers, registry_table, holder, ext, version) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
-    )))
-    .bind(&o.generator)
-    .bind(&plan.slug)
-    .bind(&plan.record)
-    .bind(
-        block
-            .iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join(","),
-    )
-    .bind(registry_table)
-    .bind(holder)
-    .bind(ext as i64)
-    .bind(env!("CARGO_PKG_VERSION"))
-    .execute(&mut *tx)
-    .await?;
-    write_dispatchers(tx, schema).await
-}
-
-/// Writes an installed generator's functions again (a newer version's), keeping its
-/// counters, marks and reservation.
-async fn replace(
-    conn: &mut AnyConnection,
-    plan: &Plan<'_>,
-    schema: &str,
-    r: &Record,
-) -> Result<Installed> {
-    if r.layout != plan.record {
-        return Err(Error::InvalidInput(format!(
-            "generator {:?} is installed in schema {schema} with layout {}, not {}: uninstall it first (snowdrift sql uninstall) to change the layout",
-            r.name, r.layout, plan.record
-        )));
-    }
-    if r.workers.len() as u64 != plan.options.workers {
-        return Err(Error::InvalidInput(format!(
-            "generator {:?} is installed in schema {schema} with {} worker IDs, not {}: uninstall it first (snowdrift sql uninstall) to change how many",
-            r.name,
-            r.workers.len(),
-            plan.options.workers
-        )));
-    }
-    let mut tx = conn.begin().await?;
-    let fill = Fill {
-        schema,
-        plan,
-        workers: &r.workers,
-        ext: r.ext,
-        registry_table: &r.registry_table,
-        holder: &r.holder,
-    };
-    exec(&mut tx, fill.sql()?).await?;
-    write_dispatchers(&mut tx, schema).await?;
-    tx.commit().await?;
-    Ok(Installed {
-        schema: schema.to_string(),
-        workers: r.workers.clone(),
-        holder: r.holder.clone(),
-        replaced: true,
-    })
-}
-
-pub(super) async fn uninstall(
-    conn: &mut AnyConnection,
-    generator: &str,
-    slug: &str,
-    schema: Option<&str>,
-    wait: Duration,
-    registry: Option<&str>,
-) -> Result<Uninstalled> {
-    let schema = schema_of(conn, schema).await?;
-    let all = records(conn, &schema).await?;
-    let Some(r) = all.into_iter().find(|r| r.name == generator) else {
-        return Err(Error::InvalidInput(format!(
-            "generator {generator:?} is not installed in schema {schema} of this database"
-        )));
-    };
-    // Where the marks go, checked before anything is removed.
-    let external = super::external::open_recorded(&r.registry_table, registry, generator).await?;
-    let layout = snowdrift_core::layout::migrate::parse_record(&r.layout)
-        .map_err(|e| Error::InvalidInput(format!("{schema}.{CONFIG}: {e}")))?;
-    let shape = Shape::of(&layout)?;
-    let [_, use_, _] = lock_classes(&schema, slug);
-    let (s, p) = (quoted(&schema), prefix(slug));
-    // Column defaults that still call the generator would fail from now on: refuse.
-    let users: Vec<String> = sqlx::query_scalar(
-        "SELECT format('%s.%I', d.adrelid::regclass, a.attname) FROM pg_attrdef d \
-         JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum \
-         WHERE pg_get_expr(d.adbin, d.adrelid) LIKE '%snowdrift_id(' || quote_literal($1) || '%' \
-         ORDER BY 1",
-    )
-    .bind(generator)
-    .fetch_all(&mut *conn)
-    .await?;
-    if !users.is_empty() {
-        return Err(Error::InvalidInput(format!(
-            "column defaults still call snowdrift_id({generator:?}): {}; drop them first (ALTER TABLE ... ALTER COLUMN ... DROP DEFAULT). Nothing was removed",
-            users.join(", ")
-        )));
-    }
-    let mut tx = conn.begin().await?;
-    exec(
-        &mut tx,
-        format!("SET LOCAL lock_timeout = '{}ms'", wait.as_millis().max(1)),
-    )
-    .await?;
-    // Wait for every transaction issuing under the worker IDs; none starts again, since
-    // this one holds their locks until the functions are gone.
-    for w in &r.workers {
-        sqlx::query("SELECT pg_advisory_xact_lock($1, $2)")
-            .bind(use_)
-            .bind(*w as i32)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| match e.as_database_error().and_then(|d| d.code()) {
-                Some(code) if code == "55P03" => Error::Unavailable(
-                    format!("a transaction kept issuing under worker ID {w} for longer than {wait:?}; end it or wait longer (--wait)").into(),
-                ),
-                _ => e.into(),
-            })?;
-    }
-    let registry_table = r.registry_table.clone();
-    let mut done = Uninstalled {
-        released: Vec::new(),
-        not_reserved: Vec::new(),
-    };
-    let mut to_write = Vec::new();
-    for w in &r.workers {
-        let row = sqlx::query(q(format!(
-            "SELECT pg_sequence_last_value('{s}.{p}_w{w}') AS c, pg_sequence_last_value('{s}.{p}_m{w}') AS m"
-        )))
-        .fetch_one(&mut *tx)
-        .await?;
-        let c: Option<i64> = row.try_get("c")?;
-        let m: Option<i64> = row.try_get("m")?;
-        let last = c.map_or(0, |c| shape.tick_end_ms(shape.tick(c as u64)));
-        let mark_ms = last.max(m.unwrap_or(0) as u64);
-        let stored = Mark {
-            extension: r.ext,
-            ms: mark_ms,
-        }
-        .stored();
-        if external.is_some() {
-            to_write.push((*w, stored, mark_ms));
-        } else if unreserve_on(
-            &mut tx,
-            Dialect::Postgres,
-            &registry_table,
-            *w,
-            &r.holder,
-            stored,
+            ),
         )
-        .await?
-        {
-            done.released.push((*w, mark_ms));
-        } else {
-            done.not_reserved.push(*w);
-        }
-    }
-    let mut ddl = format!(
-        "DROP FUNCTION IF EXISTS {s}.{p}_id(); DROP FUNCTION IF EXISTS {s}.{p}_ids(integer); \
-         DROP FUNCTION IF EXISTS {s}.{p}_slow(bigint, bigint); DROP FUNCTION IF EXISTS {s}.{p}_take(); \
-         DROP FUNCTION IF EXISTS {s}.{p}_check(integer); DROP SEQUENCE IF EXISTS {s}.{p}_life;\n"
-    );
-    for w in &r.workers {
-        ddl.push_str(&format!(
-            "DROP SEQUENCE IF EXISTS {s}.{p}_w{w}; DROP SEQUENCE IF EXISTS {s}.{p}_m{w};\n"
-        ));
-    }
-    exec(&mut tx, ddl).await?;
-    sqlx::query(q(format!("DELETE FROM {s}.{CONFIG} WHERE name = $1")))
-        .bind(generator)
-        .execute(&mut *tx)
         .await?;
-    write_dispatchers(&mut tx, &schema).await?;
-    tx.commit().await?;
-    // Only now that no function can issue under them: the marks cover every ID issued.
-    if let Some(reg) = &external {
-        super::external::write_back(reg, &r.holder, to_write, &mut done).await?;
+        let mut ddl =
+            format!("CREATE UNLOGGED SEQUENCE {s}.{p}_life MINVALUE 0 START 0 CACHE 1;\n");
+        for (w, from) in block.iter().zip(super::block::starts(marks, ext, now)) {
+            let counter = plan.shape.counter(ext, plan.shape.tick_after(from), 0);
+            ddl.push_str(&format!(
+                "CREATE SEQUENCE {s}.{p}_w{w} MINVALUE 0 START {counter} CACHE 1; \
+                 SELECT setval('{s}.{p}_w{w}', {counter}); \
+                 CREATE SEQUENCE {s}.{p}_m{w} MINVALUE 0 START {from} CACHE 1; \
+                 SELECT setval('{s}.{p}_m{w}', {from});\n"
+            ));
+        }
+        exec(conn, ddl).await?;
+        let fill = Fill {
+            schema,
+            plan,
+            workers: block,
+            ext,
+            registry_table,
+            holder,
+        };
+        exec(conn, fill.sql()?).await?;
+        let config = format!("{s}.{CONFIG}");
+        super::flow::record(
+            conn,
+            Dialect::Postgres,
+            &config,
+            plan,
+            block,
+            registry_table,
+            holder,
+            ext,
+            None,
+        )
+        .await?;
+        write_dispatchers(conn, schema).await
     }
-    Ok(done)
-}
 
-pub(super) async fn status(
-    conn: &mut AnyConnection,
-    schema: Option<&str>,
-    registry: Option<&str>,
-) -> Result<Vec<GeneratorStatus>> {
-    let schema = schema_of(conn, schema).await?;
-    let s = quoted(&schema);
-    let mut out = Vec::new();
-    for r in records(conn, &schema).await? {
-        let p = prefix(&r.slug);
-        let layout = snowdrift_core::layout::migrate::parse_record(&r.layout)
-            .map_err(|e| Error::InvalidInput(format!("{schema}.{CONFIG}: {e}")))?;
-        let shape = Shape::of(&layout)?;
-        let [claim, use_, _] = lock_classes(&schema, &r.slug);
+    async fn replace(
+        &self,
+        conn: &mut AnyConnection,
+        plan: &Plan<'_>,
+        schema: &str,
+        r: &Record,
+    ) -> Result<()> {
+        let mut tx = conn.begin().await?;
+        let fill = Fill {
+            schema,
+            plan,
+            workers: &r.workers,
+            ext: r.ext,
+            registry_table: &r.registry_table,
+            holder: &r.holder,
+        };
+        exec(&mut tx, fill.sql()?).await?;
+        write_dispatchers(&mut tx, schema).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn callers(&self, conn: &mut AnyConnection, generator: &str) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT format('%s.%I', d.adrelid::regclass, a.attname) FROM pg_attrdef d \
+             JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum \
+             WHERE pg_get_expr(d.adbin, d.adrelid) LIKE '%snowdrift_id(' || quote_literal($1) || '%' \
+             ORDER BY 1",
+        )
+        .bind(generator)
+        .fetch_all(&mut *conn)
+        .await?)
+    }
+
+    async fn quiesce(
+        &self,
+        conn: &mut AnyConnection,
+        schema: &str,
+        r: &Record,
+        wait: Duration,
+    ) -> Result<()> {
+        let [_, use_, _] = lock_classes(schema, &r.slug);
+        self.begin(conn).await?;
+        exec(
+            conn,
+            format!("SET LOCAL lock_timeout = '{}ms'", wait.as_millis().max(1)),
+        )
+        .await?;
+        // Wait for every transaction issuing under the worker IDs; none starts again, since
+        // this one holds their locks until the functions are gone.
+        for w in &r.workers {
+            sqlx::query("SELECT pg_advisory_xact_lock($1, $2)")
+                .bind(use_)
+                .bind(*w as i32)
+                .execute(&mut *conn)
+                .await
+                .map_err(|e| match e.as_database_error().and_then(|d| d.code()) {
+                    Some(code) if code == "55P03" => Error::Unavailable(
+                        format!("a transaction kept issuing under worker ID {w} for longer than {wait:?}; end it or wait longer (--wait)").into(),
+                    ),
+                    _ => e.into(),
+                })?;
+        }
+        Ok(())
+    }
+
+    async fn states(
+        &self,
+        conn: &mut AnyConnection,
+        schema: &str,
+        r: &Record,
+    ) -> Result<HashMap<u64, State>> {
+        let (s, p) = (quoted(schema), prefix(&r.slug));
+        let mut out = HashMap::new();
+        for w in &r.workers {
+            let row = sqlx::query(q(format!(
+                "SELECT pg_sequence_last_value('{s}.{p}_w{w}') AS c, pg_sequence_last_value('{s}.{p}_m{w}') AS m"
+            )))
+            .fetch_one(&mut *conn)
+            .await?;
+            out.insert(*w, (row.try_get("c")?, row.try_get("m")?));
+        }
+        Ok(out)
+    }
+
+    async fn forget(&self, conn: &mut AnyConnection, schema: &str, r: &Record) -> Result<()> {
+        let (s, p) = (quoted(schema), prefix(&r.slug));
+        let mut ddl = format!(
+            "DROP FUNCTION IF EXISTS {s}.{p}_id(); DROP FUNCTION IF EXISTS {s}.{p}_ids(integer); \
+             DROP FUNCTION IF EXISTS {s}.{p}_slow(bigint, bigint); DROP FUNCTION IF EXISTS {s}.{p}_take(); \
+             DROP FUNCTION IF EXISTS {s}.{p}_check(integer); DROP SEQUENCE IF EXISTS {s}.{p}_life;\n"
+        );
+        for w in &r.workers {
+            ddl.push_str(&format!(
+                "DROP SEQUENCE IF EXISTS {s}.{p}_w{w}; DROP SEQUENCE IF EXISTS {s}.{p}_m{w};\n"
+            ));
+        }
+        exec(conn, ddl).await?;
+        sqlx::query(q(format!("DELETE FROM {s}.{CONFIG} WHERE name = $1")))
+            .bind(&r.name)
+            .execute(&mut *conn)
+            .await?;
+        write_dispatchers(conn, schema).await
+    }
+
+    async fn sessions(
+        &self,
+        conn: &mut AnyConnection,
+        schema: &str,
+        r: &Record,
+    ) -> Result<Sessions> {
+        let (s, p) = (quoted(schema), prefix(&r.slug));
+        let [claim, use_, _] = lock_classes(schema, &r.slug);
         let fenced: Option<i64> =
             sqlx::query_scalar(q(format!("SELECT pg_sequence_last_value('{s}.{p}_life')")))
                 .fetch_one(&mut *conn)
@@ -749,8 +555,10 @@ pub(super) async fn status(
         .bind(i64::from(use_))
         .fetch_all(&mut *conn)
         .await?;
-        let mut claimed = HashMap::new();
-        let mut used = HashMap::new();
+        let mut out = Sessions {
+            fenced: fenced.is_some(),
+            ..Sessions::default()
+        };
         for l in &locks {
             let class: i64 = l.try_get("class")?;
             let w: i64 = l.try_get("w")?;
@@ -762,44 +570,11 @@ pub(super) async fn status(
                 state: l.try_get("state")?,
             };
             if class == i64::from(claim) {
-                claimed.insert(w as u64, session);
+                out.claimed.insert(w as u64, session);
             } else {
-                used.insert(w as u64, session);
+                out.in_use.insert(w as u64, session);
             }
         }
-        let (rows, checked) =
-            super::external::reservations(conn, &r.registry_table, registry, &r.name, shape.space)
-                .await?;
-        let mut workers = Vec::new();
-        for w in &r.workers {
-            let row = sqlx::query(q(format!(
-                "SELECT pg_sequence_last_value('{s}.{p}_w{w}') AS c, pg_sequence_last_value('{s}.{p}_m{w}') AS m"
-            )))
-            .fetch_one(&mut *conn)
-            .await?;
-            let c: Option<i64> = row.try_get("c")?;
-            let m: Option<i64> = row.try_get("m")?;
-            workers.push(WorkerStatus {
-                worker_id: *w,
-                last_ms: c.map(|c| shape.epoch_ms + shape.tick(c as u64) * shape.unit_ms),
-                mark_ms: m.map(|m| m as u64),
-                reserved: rows
-                    .get(w)
-                    .is_some_and(|(h, until)| *h == r.holder && *until == RESERVED_UNTIL_MS),
-                claimed_by: claimed.remove(w),
-                in_use_by: used.remove(w),
-            });
-        }
-        out.push(GeneratorStatus {
-            name: r.name,
-            schema: schema.clone(),
-            layout: r.layout,
-            registry_table: r.registry_table,
-            reservation_checked: checked,
-            holder: r.holder,
-            fenced: fenced.is_some(),
-            workers,
-        });
+        Ok(out)
     }
-    Ok(out)
 }

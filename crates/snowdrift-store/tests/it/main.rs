@@ -14,6 +14,7 @@ mod segment_service;
 mod segment_store;
 mod segment_striped;
 mod sql_first_start;
+mod sql_functions_both;
 mod sql_functions_db;
 mod sql_functions_mariadb;
 mod sql_functions_pg;

@@ -2,6 +2,8 @@
 //! database: its `snowdrift_id` and `snowdrift_ids` are one per database), and what the
 //! tests ask of either: sessions, one ID, many, the worker ID an ID was issued under.
 
+use std::collections::{HashMap, HashSet};
+
 use snowdrift_core::layout::{Layout, Role};
 use snowdrift_store::sql_functions::InstallOptions;
 use sqlx::{AnyConnection, AssertSqlSafe, Connection};
@@ -19,6 +21,7 @@ pub enum Kind {
 pub const BOTH: [Kind; 2] = [Kind::Postgres, Kind::MariaDb];
 
 /// A schema (PostgreSQL) or database (MariaDB) of the test's own, for generator `g`.
+#[derive(Clone)]
 pub struct Db {
     pub kind: Kind,
     /// The URL the functions are installed through (MariaDB: naming the test's database).
@@ -41,6 +44,11 @@ pub fn with_database(base: &str, name: &str) -> String {
 }
 
 impl Db {
+    /// An empty schema or database, with nothing installed; Twitter's layout.
+    pub async fn empty(kind: Kind) -> Self {
+        Self::empty_with(kind, Layout::preset("twitter").unwrap()).await
+    }
+
     /// An empty schema or database whose generator has layout `layout`.
     pub async fn empty_with(kind: Kind, layout: Layout) -> Self {
         sqlx::any::install_default_drivers();
@@ -85,6 +93,20 @@ impl Db {
         raw(&self.url, sql.to_string()).await;
     }
 
+    /// The statement that makes one ID.
+    pub fn one(&self) -> String {
+        match self.kind {
+            Kind::Postgres => format!("SELECT {}.snowdrift_id('g')", self.schema),
+            Kind::MariaDb => "SELECT snowdrift_id('g')".into(),
+        }
+    }
+
+    pub async fn id(&self, conn: &mut AnyConnection) -> Result<i64, sqlx::Error> {
+        sqlx::query_scalar(AssertSqlSafe(self.one()))
+            .fetch_one(conn)
+            .await
+    }
+
     /// `n` IDs from one call of `snowdrift_ids` (MariaDB's answers a JSON array).
     pub async fn many(&self, conn: &mut AnyConnection, n: u32) -> Result<Vec<i64>, sqlx::Error> {
         match self.kind {
@@ -104,6 +126,39 @@ impl Db {
                 Ok(serde_json::from_str(&json).unwrap())
             }
         }
+    }
+
+    /// Sets the session's test clock (`InstallOptions::test_clock`) `ms` off the real one.
+    pub async fn set_offset(&self, conn: &mut AnyConnection, ms: i64) {
+        let sql = match self.kind {
+            Kind::Postgres => format!("SET snowdrift.test_clock_offset_ms = '{ms}'"),
+            Kind::MariaDb => format!("SET @snowdrift_test_clock_offset_ms = {ms}"),
+        };
+        sqlx::raw_sql(AssertSqlSafe(sql))
+            .execute(conn)
+            .await
+            .unwrap();
+    }
+
+    /// The server's ID of session `conn`, for [`kill`](Self::kill).
+    pub async fn session_id(&self, conn: &mut AnyConnection) -> i64 {
+        let sql = match self.kind {
+            Kind::Postgres => "SELECT pg_backend_pid()::bigint",
+            Kind::MariaDb => "SELECT CAST(CONNECTION_ID() AS SIGNED)",
+        };
+        sqlx::query_scalar(sql).fetch_one(conn).await.unwrap()
+    }
+
+    /// Ends session `id` from `admin`, in the middle of whatever it does.
+    pub async fn kill(&self, admin: &mut AnyConnection, id: i64) {
+        let sql = match self.kind {
+            Kind::Postgres => format!("SELECT pg_terminate_backend({id})::int"),
+            Kind::MariaDb => format!("KILL {id}"),
+        };
+        sqlx::raw_sql(AssertSqlSafe(sql))
+            .execute(admin)
+            .await
+            .unwrap();
     }
 
     pub fn worker_of(&self, id: i64) -> u64 {
@@ -154,6 +209,19 @@ pub fn worker_of(layout: &Layout, id: u64) -> u64 {
         .zip(&d.values)
         .filter(|(f, _)| f.role() == Role::Node)
         .fold(0, |w, (f, v)| (w << f.bits()) | v)
+}
+
+/// The IDs are distinct and, per worker ID, rise in the order they were issued.
+pub fn check_unique_and_rising(db: &Db, issued: &[i64]) {
+    let mut seen = HashSet::new();
+    let mut last: HashMap<u64, i64> = HashMap::new();
+    for id in issued {
+        assert!(seen.insert(*id), "ID {id} issued twice");
+        let w = db.worker_of(*id);
+        if let Some(before) = last.insert(w, *id) {
+            assert!(*id > before, "worker {w}: {id} issued after {before}");
+        }
+    }
 }
 
 async fn raw(url: &str, sql: String) {
