@@ -1,13 +1,16 @@
 //! Worker leases in Redis: `SET key holder NX PX ttl`, renewed and released by a compare-and-set script.
 
+use std::sync::Arc;
 use std::time::Duration;
-
-use redis::Script;
-use redis::aio::ConnectionManager;
 
 use super::PeerTime;
 use super::sql::{ttl_millis, validate_holder, validate_namespace, validate_space};
 use crate::error::{Error, Result};
+
+mod client;
+pub(crate) mod conn;
+
+use conn::{RedisConn, Value};
 
 /// Takes a free ID in `0..space` (ARGV: prefix, space, holder, ttl in ms, and the
 /// claiming node's clock in ms, or an empty string for the lowest free ID). With a clock,
@@ -206,7 +209,7 @@ const MAX_SPACE: u64 = 1 << 53;
 /// [`claim_free`]: Self::claim_free
 #[derive(Clone)]
 pub struct RedisRegistry {
-    conn: ConnectionManager,
+    conn: Arc<dyn RedisConn>,
     prefix: String,
 }
 
@@ -225,9 +228,37 @@ impl RedisRegistry {
         validate_namespace(namespace)?;
         let conn = crate::redis_connection::connect(url).await?;
         Ok(Self {
+            conn: Arc::new(client::ClientConn::new(conn)),
+            prefix: namespace.to_string(),
+        })
+    }
+
+    /// The registry over `conn`, any Redis that speaks [`RedisConn`] (the deterministic
+    /// simulator's); `namespace` as for [`connect`](Self::connect).
+    #[cfg(feature = "sim")]
+    pub fn over(conn: Arc<dyn RedisConn>, namespace: &str) -> Result<Self> {
+        validate_namespace(namespace)?;
+        Ok(Self {
             conn,
             prefix: namespace.to_string(),
         })
+    }
+
+    /// Runs `script` on `keys` and `args`; its answer as `T`.
+    async fn eval<T: redis::FromRedisValue>(
+        &self,
+        script: &'static str,
+        keys: Vec<String>,
+        args: &[&str],
+    ) -> Result<T> {
+        let args = args.iter().map(|a| a.to_string()).collect();
+        answer(self.conn.eval(script, keys, args).await?)
+    }
+
+    /// One command (its name first); its answer as `T`.
+    async fn query<T: redis::FromRedisValue>(&self, command: &[&str]) -> Result<T> {
+        let command = command.iter().map(|a| a.to_string()).collect();
+        answer(self.conn.query(command).await?)
     }
 
     fn lease_key(&self, worker_id: u64) -> String {
@@ -251,33 +282,30 @@ impl RedisRegistry {
     }
 
     /// Runs a script on the lease, clock and claim-time keys of `worker_id`.
-    async fn run3(&self, script: &str, worker_id: u64, args: &[&str]) -> Result<Vec<String>> {
-        let script = Script::new(script);
-        let mut invocation = script.key(self.lease_key(worker_id));
-        invocation
-            .key(self.time_key(worker_id))
-            .key(self.since_key(worker_id));
-        for arg in args {
-            invocation.arg(*arg);
-        }
-        Ok(invocation.invoke_async(&mut self.conn.clone()).await?)
+    async fn run3(
+        &self,
+        script: &'static str,
+        worker_id: u64,
+        args: &[&str],
+    ) -> Result<Vec<String>> {
+        let keys = vec![
+            self.lease_key(worker_id),
+            self.time_key(worker_id),
+            self.since_key(worker_id),
+        ];
+        self.eval(script, keys, args).await
     }
 
     /// Runs a script on the lease and one other key; its answer is a list of strings.
     async fn run(
         &self,
-        script: &str,
+        script: &'static str,
         worker_id: u64,
         other_key: String,
         args: &[&str],
     ) -> Result<Vec<String>> {
-        let script = Script::new(script);
-        let mut invocation = script.key(self.lease_key(worker_id));
-        invocation.key(other_key);
-        for arg in args {
-            invocation.arg(*arg);
-        }
-        Ok(invocation.invoke_async(&mut self.conn.clone()).await?)
+        self.eval(script, vec![self.lease_key(worker_id), other_key], args)
+            .await
     }
 
     /// Leases the lowest worker ID in `0..space` that no live lease holds to `holder` for
@@ -302,13 +330,13 @@ impl RedisRegistry {
             )));
         }
         let ttl_ms = ttl_millis(ttl)?.to_string();
-        let answer: Vec<String> = Script::new(CLAIM_LOWEST)
-            .arg(&self.prefix)
-            .arg(space.to_string())
-            .arg(holder)
-            .arg(&ttl_ms)
-            .arg(now_ms.map(|n| n.to_string()).unwrap_or_default())
-            .invoke_async(&mut self.conn.clone())
+        let now = now_ms.map(|n| n.to_string()).unwrap_or_default();
+        let answer: Vec<String> = self
+            .eval(
+                CLAIM_LOWEST,
+                Vec::new(),
+                &[&self.prefix, &space.to_string(), holder, &ttl_ms, &now],
+            )
             .await?;
         match answer.first().map(String::as_str) {
             Some("ok") => answer
@@ -361,14 +389,12 @@ impl RedisRegistry {
     /// hold it.
     pub async fn release(&self, worker_id: u64, holder: &str) -> Result<()> {
         validate_holder(holder)?;
-        let script = Script::new(RELEASE);
-        let _: i64 = script
-            .key(self.lease_key(worker_id))
-            .key(self.time_key(worker_id))
-            .key(self.since_key(worker_id))
-            .arg(holder)
-            .invoke_async(&mut self.conn.clone())
-            .await?;
+        let keys = vec![
+            self.lease_key(worker_id),
+            self.time_key(worker_id),
+            self.since_key(worker_id),
+        ];
+        let _: i64 = self.eval(RELEASE, keys, &[holder]).await?;
         Ok(())
     }
 
@@ -378,13 +404,8 @@ impl RedisRegistry {
     /// someone else has it.
     pub async fn reserve(&self, worker_id: u64, holder: &str, layout: &str) -> Result<()> {
         validate_holder(holder)?;
-        let answer: Vec<String> = Script::new(RESERVE)
-            .key(self.lease_key(worker_id))
-            .key(self.layout_key(worker_id))
-            .arg(holder)
-            .arg(layout)
-            .invoke_async(&mut self.conn.clone())
-            .await?;
+        let keys = vec![self.lease_key(worker_id), self.layout_key(worker_id)];
+        let answer: Vec<String> = self.eval(RESERVE, keys, &[holder, layout]).await?;
         match answer.first().map(String::as_str) {
             Some("ok") => Ok(()),
             Some("taken") => Err(Error::WorkerTaken {
@@ -399,14 +420,14 @@ impl RedisRegistry {
     /// script; `Ok(false)` when the key is no longer that reservation.
     pub async fn unreserve(&self, worker_id: u64, holder: &str, mark: u64) -> Result<bool> {
         validate_holder(holder)?;
-        let answer: Vec<String> = Script::new(UNRESERVE)
-            .key(self.lease_key(worker_id))
-            .key(self.mark_key(worker_id))
-            .key(self.since_key(worker_id))
-            .key(self.time_key(worker_id))
-            .arg(holder)
-            .arg(mark.to_string())
-            .invoke_async(&mut self.conn.clone())
+        let keys = vec![
+            self.lease_key(worker_id),
+            self.mark_key(worker_id),
+            self.since_key(worker_id),
+            self.time_key(worker_id),
+        ];
+        let answer: Vec<String> = self
+            .eval(UNRESERVE, keys, &[holder, &mark.to_string()])
             .await?;
         match answer.first().map(String::as_str) {
             Some("ok") => Ok(true),
@@ -425,11 +446,9 @@ impl RedisRegistry {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let keys: Vec<String> = ids.iter().map(|id| self.lease_key(*id)).collect();
-        let held: Vec<Option<String>> = redis::cmd("MGET")
-            .arg(&keys)
-            .query_async(&mut self.conn.clone())
-            .await?;
+        let mut mget = vec!["MGET".to_string()];
+        mget.extend(ids.iter().map(|id| self.lease_key(*id)));
+        let held: Vec<Option<String>> = answer(self.conn.query(mget).await?)?;
         // A key that expired between the scan and the read is no longer a lease.
         Ok(ids
             .into_iter()
@@ -443,17 +462,11 @@ impl RedisRegistry {
     async fn scan_ids(&self, kind: &str) -> Result<Vec<u64>> {
         let pattern = format!("{}:{kind}:*", self.prefix);
         let head = pattern.len() - 1;
-        let mut conn = self.conn.clone();
         let mut cursor = 0u64;
         let mut ids = Vec::new();
         loop {
-            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(&pattern)
-                .arg("COUNT")
-                .arg(1000)
-                .query_async(&mut conn)
+            let (next, keys): (u64, Vec<String>) = self
+                .query(&["SCAN", &cursor.to_string(), "MATCH", &pattern, "COUNT", "1000"])
                 .await?;
             // A key not of the form prefix:kind:N was not written here; it is no lease.
             ids.extend(
@@ -473,10 +486,7 @@ impl RedisRegistry {
     /// The high-water mark of `worker_id` (ms since the Unix epoch), `None` if none was
     /// ever written.
     pub async fn read_mark(&self, worker_id: u64) -> Result<Option<u64>> {
-        let mark: Option<String> = redis::cmd("GET")
-            .arg(self.mark_key(worker_id))
-            .query_async(&mut self.conn.clone())
-            .await?;
+        let mark: Option<String> = self.query(&["GET", &self.mark_key(worker_id)]).await?;
         mark.map(|m| m.parse().map_err(|_| self.bad_mark(worker_id, &m)))
             .transpose()
     }
@@ -533,11 +543,18 @@ impl RedisRegistry {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut pipe = redis::pipe();
+        let mut pipe = Vec::new();
         for id in &ids {
-            pipe.get(self.time_key(*id)).get(self.lease_key(*id));
+            pipe.push(vec!["GET".to_string(), self.time_key(*id)]);
+            pipe.push(vec!["GET".to_string(), self.lease_key(*id)]);
         }
-        let answers: Vec<Option<String>> = pipe.query_async(&mut self.conn.clone()).await?;
+        let answers = self
+            .conn
+            .pipeline(pipe)
+            .await?
+            .into_iter()
+            .map(answer)
+            .collect::<Result<Vec<Option<String>>>>()?;
         let mut peers = Vec::new();
         for (id, pair) in ids.into_iter().zip(answers.chunks(2)) {
             let [Some(report), Some(holder)] = pair else {
@@ -563,10 +580,7 @@ impl RedisRegistry {
 
     /// The layout recorded beside `worker_id`'s mark, if any.
     pub async fn read_layout(&self, worker_id: u64) -> Result<Option<String>> {
-        Ok(redis::cmd("GET")
-            .arg(self.layout_key(worker_id))
-            .query_async(&mut self.conn.clone())
-            .await?)
+        self.query(&["GET", &self.layout_key(worker_id)]).await
     }
 
     /// Records the layout `holder` issues under; [`Error::LeaseLost`] unless it holds the
@@ -614,18 +628,17 @@ impl RedisRegistry {
         if ids.is_empty() {
             return Ok(out);
         }
-        let mut pipe = redis::pipe();
-        // A key of another type fails its own command only.
-        pipe.ignore_errors();
+        let mut pipe = Vec::new();
         for id in &ids {
-            pipe.get(self.lease_key(*id))
-                .pttl(self.lease_key(*id))
-                .get(self.since_key(*id))
-                .get(self.mark_key(*id))
-                .get(self.layout_key(*id));
+            let get = |key: String| vec!["GET".to_string(), key];
+            pipe.push(get(self.lease_key(*id)));
+            pipe.push(vec!["PTTL".to_string(), self.lease_key(*id)]);
+            pipe.push(get(self.since_key(*id)));
+            pipe.push(get(self.mark_key(*id)));
+            pipe.push(get(self.layout_key(*id)));
         }
-        let answers: Vec<redis::RedisResult<redis::Value>> =
-            pipe.query_async(&mut self.conn.clone()).await?;
+        // A key of another type fails its own command only.
+        let answers = self.conn.pipeline_each(pipe).await?;
         for (id, row) in ids.into_iter().zip(answers.chunks(5)) {
             let [holder, left, since, mark, layout] = row else {
                 return Err(Error::Unavailable(
@@ -723,17 +736,11 @@ impl RedisRegistry {
     /// The keys `{prefix}:{kind}:*`, as Redis holds them (a key need not be UTF-8).
     async fn scan_keys(&self, kind: &str) -> Result<Vec<Vec<u8>>> {
         let pattern = format!("{}:{kind}:*", self.prefix);
-        let mut conn = self.conn.clone();
         let mut cursor = 0u64;
         let mut all = Vec::new();
         loop {
-            let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(&pattern)
-                .arg("COUNT")
-                .arg(1000)
-                .query_async(&mut conn)
+            let (next, keys): (u64, Vec<Vec<u8>>) = self
+                .query(&["SCAN", &cursor.to_string(), "MATCH", &pattern, "COUNT", "1000"])
                 .await?;
             all.extend(keys);
             if next == 0 {
@@ -787,10 +794,19 @@ impl RedisRegistry {
 /// One answer of a pipeline run with `ignore_errors`, as `T`: `Err` with the server's error
 /// (a key of another type) or what did not parse.
 fn value<T: redis::FromRedisValue>(
-    answer: &redis::RedisResult<redis::Value>,
+    answer: &std::result::Result<Value, String>,
 ) -> std::result::Result<Option<T>, String> {
     match answer {
         Ok(v) => redis::from_redis_value_ref::<Option<T>>(v).map_err(|e| e.to_string()),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e.clone()),
     }
+}
+
+/// A reply as `T`, or the error Redis answered (a script's error, a key of another type)
+/// or why it is not a `T`.
+fn answer<T: redis::FromRedisValue>(v: Value) -> Result<T> {
+    if let Value::ServerError(e) = v {
+        return Err(redis::RedisError::from(e).into());
+    }
+    redis::from_redis_value(v).map_err(|e| redis::RedisError::from(e).into())
 }
