@@ -1,4 +1,5 @@
-//! Planted mistakes in the lease keeper, for the simulator to catch (cargo feature `sim`).
+//! Planted mistakes in the lease keeper and the registries, for the simulator to catch
+//! (cargo feature `sim`).
 //! Without the feature, [`planted`] is `false` and the checks fold away.
 
 /// A mistake the keeper can be made to commit, each one a rule of the design broken.
@@ -16,12 +17,28 @@ pub enum Mistake {
     TrustLeaseAfterPause,
     /// Starts issuing without waiting for the clock to pass the worker ID's mark.
     ForgetClockBackOnRestart,
+    /// The file registry writes a high-water mark without fsyncing it or its directory:
+    /// the write is seen at once, and lost by a crash of the machine.
+    SkipMarkFsync,
+    /// The Redis registry renews with a bare `PEXPIRE`, without checking that the lease
+    /// key still names the caller: a node that lost its lease extends its successor's.
+    RenewAnyHolder,
 }
 
 #[cfg(feature = "sim")]
 impl Mistake {
     /// Every mistake.
-    pub const ALL: [Mistake; 4] = [
+    pub const ALL: [Mistake; 6] = [
+        Mistake::SkipMarkWriteAhead,
+        Mistake::RenewWithoutFence,
+        Mistake::TrustLeaseAfterPause,
+        Mistake::ForgetClockBackOnRestart,
+        Mistake::SkipMarkFsync,
+        Mistake::RenewAnyHolder,
+    ];
+
+    /// The mistakes of the keeper, which every registry runs.
+    pub const KEEPER: [Mistake; 4] = [
         Mistake::SkipMarkWriteAhead,
         Mistake::RenewWithoutFence,
         Mistake::TrustLeaseAfterPause,
@@ -29,13 +46,16 @@ impl Mistake {
     ];
 
     /// A stable name: `skip-mark-write-ahead`, `renew-without-fence`,
-    /// `trust-lease-after-pause`, `forget-clock-back-on-restart`.
+    /// `trust-lease-after-pause`, `forget-clock-back-on-restart`, `skip-mark-fsync` (file
+    /// registry), `renew-any-holder` (Redis registry).
     pub fn name(self) -> &'static str {
         match self {
             Mistake::SkipMarkWriteAhead => "skip-mark-write-ahead",
             Mistake::RenewWithoutFence => "renew-without-fence",
             Mistake::TrustLeaseAfterPause => "trust-lease-after-pause",
             Mistake::ForgetClockBackOnRestart => "forget-clock-back-on-restart",
+            Mistake::SkipMarkFsync => "skip-mark-fsync",
+            Mistake::RenewAnyHolder => "renew-any-holder",
         }
     }
 
@@ -73,9 +93,13 @@ pub(crate) fn planted(_: Mistake) -> bool {
 /// to nothing.
 #[cfg(not(feature = "sim"))]
 #[derive(Debug, Clone, Copy)]
+// Without the Redis registry, its mistake is never named.
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
 pub(crate) enum Mistake {
     SkipMarkWriteAhead,
     RenewWithoutFence,
     TrustLeaseAfterPause,
     ForgetClockBackOnRestart,
+    SkipMarkFsync,
+    RenewAnyHolder,
 }

@@ -102,6 +102,13 @@ if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[2
 return {'ok'}
 ";
 
+/// The mistake [`RenewAnyHolder`](super::mistakes::Mistake::RenewAnyHolder) (planted by
+/// the simulator only): extends the lease key whoever it names now.
+const RENEW_ANY_HOLDER: &str = r"
+if redis.call('PEXPIRE', KEYS[1], ARGV[2]) == 0 then return {'lost', ''} end
+return {'ok'}
+";
+
 /// Drops the lease, the clock report and the claim time if the caller holds it (KEYS:
 /// lease, clock, claim time; ARGV: holder).
 const RELEASE: &str = r"
@@ -381,7 +388,12 @@ impl RedisRegistry {
     pub async fn renew(&self, worker_id: u64, holder: &str, ttl: Duration) -> Result<()> {
         validate_holder(holder)?;
         let ttl_ms = ttl_millis(ttl)?.to_string();
-        let answer = self.run3(RENEW, worker_id, &[holder, &ttl_ms]).await?;
+        let script = if super::mistakes::planted(super::mistakes::Mistake::RenewAnyHolder) {
+            RENEW_ANY_HOLDER
+        } else {
+            RENEW
+        };
+        let answer = self.run3(script, worker_id, &[holder, &ttl_ms]).await?;
         self.lost_or_ok(worker_id, holder, "renew", &answer)
     }
 

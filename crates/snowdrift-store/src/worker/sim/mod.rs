@@ -11,9 +11,14 @@
 //!   pipelines), which the simulator implements with a simulated Redis that runs the
 //!   registry's Lua scripts; [`RedisRegistry::over`](super::redis::RedisRegistry::over)
 //!   puts the real Redis registry on it;
+//! - [`Fs`]: what the file registry does to the file system, which the simulator implements
+//!   with a disk shared by the nodes of one machine, whose crash loses what was not fsynced;
+//!   [`FileRegistry::connect_on`](super::FileRegistry::connect_on) puts the real file
+//!   registry on it;
 //! - [`Mistake`]: planted mistakes in the keeper, switched on for one thread, to show that
 //!   the simulator's checker catches them.
 
 pub use super::etcd::kv::{Compare, EtcdKv, KeyValue, KvFuture, LeaseStatus, Op, Txn, TxnAnswer};
+pub use super::file::fs::{Dir, File, Fs, Job, JobFuture, Kind, Meta, Open};
 pub use super::redis::conn::{RedisConn, RedisFuture, Value};
 pub use super::mistakes::{Mistake, plant};
