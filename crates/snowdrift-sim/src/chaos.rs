@@ -28,8 +28,10 @@ fn scaled(world: &World, base: Duration, lo: f64, hi: f64) -> Duration {
 
 /// Faults of the coordinator and of many nodes at once, at a rate that does not grow with
 /// the fleet: a slow coordinator (a busy disk), a leader election (no answers, then every
-/// lease extended), a zone cut off.
-pub async fn coordinator_faults(world: Arc<World>, nodes: usize) {
+/// lease extended; Redis's failover to its replica; the file registry's machine crashing),
+/// a zone cut off.
+pub async fn coordinator_faults(world: Arc<World>, commands: Vec<UnboundedSender<Command>>) {
+    let nodes = commands.len();
     let ttl = world.scenario.ttl;
     loop {
         let gap = scaled(&world, world.scenario.coordinator_fault_every, 0.0, 2.0);
@@ -45,8 +47,11 @@ pub async fn coordinator_faults(world: Arc<World>, nodes: usize) {
             }
             1 => {
                 let outage = Duration::from_millis(world.rng().random_range(500..3_000));
-                lock(&world.coordinator).elect(now, outage);
-                "leader election"
+                let disk = lock(&world.coordinator).disk().cloned();
+                match disk {
+                    Some(disk) => crate::machine::crash(&world, &disk, &commands, outage),
+                    None => lock(&world.coordinator).elect(now, outage),
+                }
             }
             _ => {
                 let length = scaled(&world, ttl, 0.5, 2.0);

@@ -4,20 +4,33 @@
 //! counts, and how a node's real registry is put on it.
 //!
 //! Each backend is a module of its own (its server's semantics) beside a client of its own
-//! over [`network`](crate::network); this is the one place that tells them apart.
+//! over [`network`](crate::network) (or, for the file registry, the machine's disk); this
+//! is the one place that tells them apart.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use snowdrift_store::worker::WorkerRegistry;
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
 use snowdrift_store::worker::etcd::EtcdRegistry;
+use snowdrift_store::worker::redis::RedisRegistry;
+use snowdrift_store::worker::{FileRegistry, WorkerRegistry};
 use tokio::time::Instant;
 
 use crate::clock::SimClock;
+use crate::disk::Disk;
 use crate::etcd::{Etcd, LESSOR_EVERY};
+use crate::fs::SimFs;
 use crate::network::Link;
 use crate::node::NAMESPACE;
+use crate::redis::{EXPIRE_EVERY, Redis};
+use crate::redis_link::RedisLink;
+use crate::scenario::Scenario;
 use crate::world::World;
+
+/// The file registry's directory on the simulated machine.
+pub const WORKER_DIR: &str = "/var/lib/snowdrift/workers";
 
 /// Which registry a run drives, and so which coordinator it simulates.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -26,17 +39,29 @@ pub enum Backend {
     /// The etcd registry on a simulated etcd.
     #[default]
     Etcd,
+    /// The Redis registry on a simulated Redis (a primary and an asynchronous replica).
+    Redis,
+    /// The file registry on the simulated disk of the one machine every node runs on.
+    File,
 }
 
 impl Backend {
     /// Every backend.
-    pub const ALL: [Backend; 1] = [Backend::Etcd];
+    pub const ALL: [Backend; 3] = [Backend::Etcd, Backend::Redis, Backend::File];
 
     /// Its name on the command line (`--registry NAME`) and in reports.
     pub fn name(self) -> &'static str {
         match self {
             Backend::Etcd => "etcd",
+            Backend::Redis => "redis",
+            Backend::File => "file",
         }
+    }
+
+    /// Every node runs on one machine (the file registry's case): one wall clock, one
+    /// disk, no network between a node and its registry.
+    pub fn one_machine(self) -> bool {
+        self == Backend::File
     }
 
     /// The backend named `text`, or an error listing the names.
@@ -75,13 +100,45 @@ pub struct Stats {
 pub enum Coordinator {
     /// A simulated etcd.
     Etcd(Etcd),
+    /// A simulated Redis; its failovers lose what the replica had not applied when
+    /// `crash_failover` (the primary's host dies), nothing otherwise (`FAILOVER`).
+    Redis {
+        /// The primary and its replica.
+        redis: Redis,
+        /// Failovers are crashes of the primary's host.
+        crash_failover: bool,
+    },
+    /// The disk of the machine every node runs on.
+    File(Arc<Disk>),
 }
 
 impl Coordinator {
-    /// A fresh coordinator of `backend`.
-    pub fn new(backend: Backend) -> Self {
-        match backend {
+    /// A fresh coordinator for `scenario`, in a run that began at `t0`.
+    pub fn new(scenario: &Scenario, t0: Instant) -> Self {
+        match scenario.settings.registry {
             Backend::Etcd => Coordinator::Etcd(Etcd::new()),
+            Backend::Redis => {
+                // Drawn apart from the world's RNG, so the other backends' runs stay as
+                // they were.
+                let mut rng = StdRng::seed_from_u64(scenario.settings.seed ^ 0x4ed1_5000);
+                let crash_failover = scenario.settings.redis_crash_failover;
+                // A replica in the same zone trails by a millisecond or so; a busy one, or
+                // one in another zone, by far more.
+                let lag_ms = if crash_failover {
+                    *[1u64, 20, 200, 1000]
+                        .get(rng.random_range(0..4))
+                        .unwrap_or(&1)
+                } else {
+                    1
+                };
+                // Hosts kept right by NTP, tens of milliseconds apart at most.
+                let offsets = (rng.random_range(-30..=30), rng.random_range(-30..=30));
+                Coordinator::Redis {
+                    redis: Redis::new(t0, Duration::from_millis(lag_ms), offsets),
+                    crash_failover,
+                }
+            }
+            Backend::File => Coordinator::File(Arc::new(Disk::new(t0))),
         }
     }
 
@@ -89,6 +146,8 @@ impl Coordinator {
     pub fn name(&self) -> &'static str {
         match self {
             Coordinator::Etcd(_) => "etcd",
+            Coordinator::Redis { .. } => "Redis",
+            Coordinator::File(_) => "the machine's file locks",
         }
     }
 
@@ -99,16 +158,45 @@ impl Coordinator {
     pub fn etcd(&mut self) -> &mut Etcd {
         match self {
             Coordinator::Etcd(etcd) => etcd,
+            other => panic!("an etcd request in a run on {}", other.name()),
+        }
+    }
+
+    /// The Redis of a Redis run (the Redis connections' requests run on it).
+    ///
+    /// # Panics
+    /// In a run of another backend: the simulator built a Redis client there.
+    pub fn redis(&mut self) -> &mut Redis {
+        match self {
+            Coordinator::Redis { redis, .. } => redis,
+            other => panic!("a Redis request in a run on {}", other.name()),
+        }
+    }
+
+    /// The disk of a file-registry run.
+    pub fn disk(&self) -> Option<&Arc<Disk>> {
+        match self {
+            Coordinator::File(disk) => Some(disk),
+            _ => None,
         }
     }
 
     /// Who holds worker ID `worker_id` at `now` by the coordinator's own view (the ground
-    /// truth a node must agree with whenever it issues), if anyone.
+    /// truth a node must agree with whenever it issues), if anyone: for Redis, the
+    /// primary's lease key (which a promoted replica's data becomes); for files, the
+    /// process holding the `flock` of the lock file of that name.
     pub fn live_holder(&self, worker_id: u64, now: Instant) -> Option<String> {
         match self {
             Coordinator::Etcd(etcd) => etcd
                 .live_holder(&worker_key(worker_id), now)
                 .map(str::to_string),
+            Coordinator::Redis { redis, .. } => {
+                redis.live_value(&format!("{NAMESPACE}:worker:{worker_id}"), now)
+            }
+            Coordinator::File(disk) => disk.lock_holder(
+                Path::new(WORKER_DIR),
+                &format!("{NAMESPACE}-{worker_id}.lock"),
+            ),
         }
     }
 
@@ -116,27 +204,69 @@ impl Coordinator {
     pub fn tick_every(&self) -> Duration {
         match self {
             Coordinator::Etcd(_) => LESSOR_EVERY,
+            Coordinator::Redis { .. } => EXPIRE_EVERY,
+            // A disk has no work of its own.
+            Coordinator::File(_) => Duration::from_secs(3600),
         }
     }
 
-    /// Its periodic work at `now`: etcd's lessor revoking expired leases.
+    /// Its periodic work at `now`: etcd's lessor revoking expired leases; Redis's active
+    /// expiry and its replica applying what it received.
     pub fn tick(&mut self, now: Instant) {
         match self {
             Coordinator::Etcd(etcd) => etcd.expire(now),
+            Coordinator::Redis { redis, .. } => {
+                redis.expire(now);
+                redis.replicate(now);
+            }
+            Coordinator::File(_) => {}
         }
     }
 
-    /// Its leader is lost at `now` and a new one elected after `outage`.
-    pub fn elect(&mut self, now: Instant, outage: Duration) {
+    /// Its leader is lost at `now` and a new one elected after `outage`: etcd's election,
+    /// Redis's failover to its replica; the fault's name. (The file registry's machine
+    /// crashes instead: [`crate::machine`].)
+    pub fn elect(&mut self, now: Instant, outage: Duration) -> &'static str {
         match self {
-            Coordinator::Etcd(etcd) => etcd.elect(now, outage),
+            Coordinator::Etcd(etcd) => {
+                etcd.elect(now, outage);
+                "leader election"
+            }
+            Coordinator::Redis {
+                redis,
+                crash_failover,
+            } => {
+                redis.failover(now, outage, !*crash_failover);
+                if *crash_failover {
+                    "Redis failover (the primary crashed)"
+                } else {
+                    "Redis failover (planned)"
+                }
+            }
+            Coordinator::File(_) => "nothing (one machine)",
         }
     }
 
-    /// What it did so far.
+    /// What it did so far (for the file registry: its file system calls, and its fsyncs as
+    /// the writes).
     pub fn stats(&self) -> Stats {
         match self {
             Coordinator::Etcd(etcd) => etcd.stats,
+            Coordinator::Redis { redis, .. } => Stats {
+                requests: redis.stats.requests,
+                writes: redis.stats.writes,
+                keep_alives: 0,
+                keys_read: redis.stats.keys_read,
+                expired: redis.stats.expired,
+            },
+            Coordinator::File(disk) => {
+                let d = disk.stats();
+                Stats {
+                    requests: d.calls,
+                    writes: d.fsyncs,
+                    ..Stats::default()
+                }
+            }
         }
     }
 
@@ -144,6 +274,10 @@ impl Coordinator {
     pub fn held(&self) -> usize {
         match self {
             Coordinator::Etcd(etcd) => etcd.keys_under(&worker_key_prefix()).len(),
+            Coordinator::Redis { redis, .. } => {
+                redis.live_keys(&format!("{NAMESPACE}:worker:"), Instant::now())
+            }
+            Coordinator::File(disk) => disk.locked_in(Path::new(WORKER_DIR), ".lock"),
         }
     }
 }
@@ -158,6 +292,19 @@ pub async fn registry(
         Backend::Etcd => {
             EtcdRegistry::over(Arc::new(Link::new(world.clone(), n, clock)), NAMESPACE)
                 .map(WorkerRegistry::Etcd)
+        }
+        Backend::Redis => {
+            RedisRegistry::over(Arc::new(RedisLink::new(world.clone(), n)), NAMESPACE)
+                .map(WorkerRegistry::Redis)
+        }
+        Backend::File => {
+            let disk = crate::world::lock(&world.coordinator).disk().cloned();
+            let disk = disk.ok_or_else(|| {
+                snowdrift_store::Error::InvalidInput("a file registry without a disk".into())
+            })?;
+            let fs = Arc::new(SimFs::new(world.clone(), n, disk));
+            FileRegistry::connect_on(fs, &format!("file://{WORKER_DIR}"), NAMESPACE)
+                .map(WorkerRegistry::File)
         }
     }
 }

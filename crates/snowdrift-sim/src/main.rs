@@ -42,13 +42,19 @@ struct Args {
     /// The coordinator in another zone: 2 to 4 ms each way.
     #[arg(long)]
     far: bool,
-    /// Plant a mistake in the keeper (repeatable): skip-mark-write-ahead,
-    /// renew-without-fence, trust-lease-after-pause, forget-clock-back-on-restart.
+    /// Plant a mistake (repeatable): in the keeper skip-mark-write-ahead,
+    /// renew-without-fence, trust-lease-after-pause, forget-clock-back-on-restart; in the
+    /// file registry skip-mark-fsync; in the Redis registry renew-any-holder.
     #[arg(long = "mistake", value_parser = mistake)]
     mistakes: Vec<Mistake>,
-    /// The registry the nodes run, on its simulated coordinator: etcd.
+    /// The registry the nodes run, on its simulated coordinator: etcd, redis, or file (every
+    /// node on one machine, sharing its disk).
     #[arg(long, default_value = "etcd", value_parser = Backend::parse)]
     registry: Backend,
+    /// With --registry redis: a failover is the primary's host dying, which loses what its
+    /// asynchronous replica had not applied (otherwise failovers are planned: FAILOVER).
+    #[arg(long)]
+    redis_crash_failover: bool,
     /// Stop at the first failing seed.
     #[arg(long)]
     fail_fast: bool,
@@ -93,6 +99,7 @@ fn settings(args: &Args, seed: u64) -> Settings {
     s.mistakes = args.mistakes.clone();
     s.far = args.far;
     s.registry = args.registry;
+    s.redis_crash_failover = args.redis_crash_failover;
     s
 }
 

@@ -29,6 +29,8 @@ use std::time::Duration;
 use snowdrift_store::worker::sim::Value;
 use tokio::time::Instant;
 
+use crate::world::WALL_START_MS;
+
 /// How often the active expiry cycle runs (Redis's default `hz 10`).
 pub const EXPIRE_EVERY: Duration = Duration::from_millis(100);
 
@@ -131,6 +133,8 @@ pub struct Redis {
     offsets_ms: (i64, i64),
     /// No primary serves until then (a failover under way, a restart).
     down_until: Option<Instant>,
+    /// When the run began (true wall time [`WALL_START_MS`]).
+    t0: Instant,
     /// What it did so far.
     pub stats: RedisStats,
 }
@@ -139,10 +143,11 @@ pub struct Redis {
 pub type CommandError = String;
 
 impl Redis {
-    /// An empty Redis whose replica trails by `lag`, its hosts' clocks `offsets_ms` (primary,
-    /// replica) off true time.
-    pub fn new(lag: Duration, offsets_ms: (i64, i64)) -> Self {
+    /// An empty Redis in a run that began at `t0`, whose replica trails by `lag`, its hosts'
+    /// clocks `offsets_ms` (primary, replica) off true time.
+    pub fn new(t0: Instant, lag: Duration, offsets_ms: (i64, i64)) -> Self {
         Self {
+            t0,
             primary: Keyspace::default(),
             replica: Keyspace::default(),
             backlog: VecDeque::new(),
@@ -153,9 +158,14 @@ impl Redis {
         }
     }
 
-    /// The primary's wall clock at true wall time `true_ms`.
-    pub fn clock_ms(&self, true_ms: u64) -> u64 {
-        true_ms.saturating_add_signed(self.offsets_ms.0)
+    /// The primary's wall clock at `now`, ms since 1970.
+    pub fn clock_ms(&self, now: Instant) -> u64 {
+        self.true_ms(now).saturating_add_signed(self.offsets_ms.0)
+    }
+
+    fn true_ms(&self, now: Instant) -> u64 {
+        WALL_START_MS
+            + u64::try_from(now.saturating_duration_since(self.t0).as_millis()).unwrap_or(0)
     }
 
     /// Fails while no primary serves; counts the request.
@@ -181,13 +191,13 @@ impl Redis {
         }
     }
 
-    /// The active expiry cycle at `now` (true wall time `true_ms`): deletes every expired
-    /// key, replicating each deletion.
-    pub fn expire(&mut self, now: Instant, true_ms: u64) {
+    /// The active expiry cycle at `now`: deletes every expired key, replicating each
+    /// deletion.
+    pub fn expire(&mut self, now: Instant) {
         if self.down_until.is_some_and(|t| now < t) {
             return;
         }
-        let now_ms = self.clock_ms(true_ms);
+        let now_ms = self.clock_ms(now);
         let gone: Vec<String> = self
             .primary
             .keys
@@ -229,14 +239,9 @@ impl Redis {
         self.down_until = Some(self.down_until.map_or(now, |t| t.max(now)) + outage);
     }
 
-    /// Runs one command from a client at `now` (true wall time `true_ms`).
-    pub fn command(
-        &mut self,
-        args: &[Vec<u8>],
-        now: Instant,
-        true_ms: u64,
-    ) -> Result<Value, CommandError> {
-        let now_ms = self.clock_ms(true_ms);
+    /// Runs one command from a client at `now`.
+    pub fn command(&mut self, args: &[Vec<u8>], now: Instant) -> Result<Value, CommandError> {
+        let now_ms = self.clock_ms(now);
         let mut effects = Vec::new();
         let answer = Exec {
             redis: self,
@@ -255,10 +260,9 @@ impl Redis {
         keys: &[String],
         args: &[String],
         now: Instant,
-        true_ms: u64,
     ) -> Result<Value, CommandError> {
         self.stats.scripts += 1;
-        let now_ms = self.clock_ms(true_ms);
+        let now_ms = self.clock_ms(now);
         let mut effects = Vec::new();
         let answer = crate::lua::run(
             script,
@@ -283,17 +287,17 @@ impl Redis {
         }
     }
 
-    /// Who holds `key` (its value) at true wall time `true_ms`, by the data set that decides
-    /// the next claim: the primary's, which a promoted replica becomes.
-    pub fn live_value(&self, key: &str, true_ms: u64) -> Option<String> {
+    /// Who holds `key` (its value) at `now`, by the data set that decides the next claim:
+    /// the primary's, which a promoted replica becomes.
+    pub fn live_value(&self, key: &str, now: Instant) -> Option<String> {
         self.primary
-            .peek(key, self.clock_ms(true_ms))
+            .peek(key, self.clock_ms(now))
             .map(|e| String::from_utf8_lossy(&e.value).into_owned())
     }
 
-    /// The keys starting with `prefix` that exist at true wall time `true_ms`.
-    pub fn live_keys(&self, prefix: &str, true_ms: u64) -> usize {
-        let now_ms = self.clock_ms(true_ms);
+    /// The keys starting with `prefix` that exist at `now`.
+    pub fn live_keys(&self, prefix: &str, now: Instant) -> usize {
+        let now_ms = self.clock_ms(now);
         self.primary
             .keys
             .range(prefix.to_string()..)
@@ -302,10 +306,13 @@ impl Redis {
             .count()
     }
 
-    /// The replica's view of `key` (for the tests of replication).
-    pub fn replica_value(&self, key: &str, true_ms: u64) -> Option<String> {
+    /// The replica's view of `key` at `now` (for the tests of replication).
+    pub fn replica_value(&self, key: &str, now: Instant) -> Option<String> {
         self.replica
-            .peek(key, true_ms.saturating_add_signed(self.offsets_ms.1))
+            .peek(
+                key,
+                self.true_ms(now).saturating_add_signed(self.offsets_ms.1),
+            )
             .map(|e| String::from_utf8_lossy(&e.value).into_owned())
     }
 }
@@ -396,7 +403,10 @@ impl Exec<'_> {
                 Ok(Value::Int(n))
             }
             ("EXISTS", keys) if !keys.is_empty() => {
-                let n = keys.iter().filter(|k| self.live(&text(k)).is_some()).count();
+                let n = keys
+                    .iter()
+                    .filter(|k| self.live(&text(k)).is_some())
+                    .count();
                 Ok(Value::Int(n as i64))
             }
             ("PEXPIRE", [key, ms]) => {
@@ -405,7 +415,9 @@ impl Exec<'_> {
                 if self.live(&key).is_none() {
                     return Ok(Value::Int(0));
                 }
-                let at = i64::try_from(self.now_ms).unwrap_or(i64::MAX).saturating_add(ms);
+                let at = i64::try_from(self.now_ms)
+                    .unwrap_or(i64::MAX)
+                    .saturating_add(ms);
                 if at <= i64::try_from(self.now_ms).unwrap_or(i64::MAX) {
                     // A TTL in the past deletes the key (replicated as a DEL).
                     self.write(Effect::Del { key });
@@ -435,9 +447,10 @@ impl Exec<'_> {
                 Value::BulkString(((self.now_ms % 1000) * 1000).to_string().into_bytes()),
             ])),
             ("SCAN", [cursor, options @ ..]) => self.scan(cursor, options),
-            ("GET" | "MGET" | "SET" | "DEL" | "EXISTS" | "PEXPIRE" | "PTTL" | "TIME" | "SCAN", _) => {
-                Err(wrong_args(&name))
-            }
+            (
+                "GET" | "MGET" | "SET" | "DEL" | "EXISTS" | "PEXPIRE" | "PTTL" | "TIME" | "SCAN",
+                _,
+            ) => Err(wrong_args(&name)),
             _ => Err(format!(
                 "ERR unknown command '{name}' (the simulated Redis serves what the worker registry sends)"
             )),
@@ -514,7 +527,11 @@ impl Exec<'_> {
         };
         let keys: Vec<Value> = visited
             .iter()
-            .filter(|(_, k)| pattern.as_deref().is_none_or(|p| glob(p.as_bytes(), k.as_bytes())))
+            .filter(|(_, k)| {
+                pattern
+                    .as_deref()
+                    .is_none_or(|p| glob(p.as_bytes(), k.as_bytes()))
+            })
             .map(|(_, k)| Value::BulkString(k.as_bytes().to_vec()))
             .collect();
         self.redis.stats.keys_read += keys.len() as u64;

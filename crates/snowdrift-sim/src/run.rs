@@ -68,6 +68,9 @@ impl Outcome {
             cmd.push_str(" --registry ");
             cmd.push_str(s.registry.name());
         }
+        if s.redis_crash_failover {
+            cmd.push_str(" --redis-crash-failover");
+        }
         for m in &s.mistakes {
             cmd.push_str(" --mistake ");
             cmd.push_str(m.name());
@@ -112,7 +115,7 @@ async fn simulate(scenario: Scenario) -> Outcome {
     }
     if faults {
         tokio::spawn(chaos::faults(world.clone(), commands.clone()));
-        tokio::spawn(chaos::coordinator_faults(world.clone(), commands.len()));
+        tokio::spawn(chaos::coordinator_faults(world.clone(), commands.clone()));
     }
     if rolling {
         tokio::spawn(chaos::rolling_restart(

@@ -41,6 +41,10 @@ pub struct Settings {
     pub far: bool,
     /// The registry the nodes run, and so the coordinator simulated.
     pub registry: Backend,
+    /// Redis's failovers are crashes of the primary's host, which lose the writes its
+    /// asynchronous replica had not applied (acknowledged or not); otherwise they are
+    /// planned (`FAILOVER`, which waits for the replica) and lose nothing.
+    pub redis_crash_failover: bool,
 }
 
 impl Settings {
@@ -56,6 +60,7 @@ impl Settings {
             mistakes: Vec::new(),
             far: false,
             registry: Backend::Etcd,
+            redis_crash_failover: false,
         }
     }
 }
@@ -101,6 +106,7 @@ impl Scenario {
     pub fn draw(settings: Settings) -> Self {
         let mut rng = StdRng::seed_from_u64(settings.seed ^ 0x5ce7_a410);
         let large = settings.nodes > LARGE_FLEET;
+        let one_machine = settings.registry.one_machine();
         // Lost messages and latency spikes are faults too.
         let faults = if settings.faults { 1.0 } else { 0.0 };
         // A large fleet runs on the shortest lease: each start lists every live lease (the
@@ -129,8 +135,9 @@ impl Scenario {
             ttl,
             window,
             publish_every,
-            skew_max_ms: *pick(&mut rng, &[50, 300, 800]),
-            drift_max_ppm: *pick(&mut rng, &[100, 1000, 20_000]),
+            // One machine has one clock (drawn all the same, so the other draws stay).
+            skew_max_ms: *pick(&mut rng, &[50, 300, 800]) * i64::from(!one_machine),
+            drift_max_ppm: *pick(&mut rng, &[100, 1000, 20_000]) * i64::from(!one_machine),
             // A large fleet's etcd is in its datacenter, unless it is far.
             // (Drawn either way, so a far run draws the rest as the near one does.)
             latency_us: {

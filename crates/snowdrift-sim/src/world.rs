@@ -84,7 +84,7 @@ impl World {
             })
             .collect();
         Self {
-            coordinator: Mutex::new(Coordinator::new(scenario.settings.registry)),
+            coordinator: Mutex::new(Coordinator::new(&scenario, now)),
             rng: Mutex::new(rng),
             t0: now,
             nodes: Mutex::new(nodes),
@@ -115,9 +115,25 @@ impl World {
         lock(&self.nodes)[n].clone()
     }
 
-    /// Changes node `n`'s faults.
+    /// Changes node `n`'s faults. On one machine (the file registry's nodes) a change of
+    /// the wall clock is every node's.
     pub fn with_node(&self, n: usize, f: impl FnOnce(&mut NodeFaults)) {
-        f(&mut lock(&self.nodes)[n]);
+        let mut nodes = lock(&self.nodes);
+        f(&mut nodes[n]);
+        if self.scenario.settings.registry.one_machine() {
+            let offset = nodes[n].wall_offset_ms;
+            for m in nodes.iter_mut() {
+                m.wall_offset_ms = offset;
+            }
+        }
+    }
+
+    /// How long a write and its fsyncs take on the machine's disk now: a fraction of a
+    /// millisecond to a few, and up to the coordinator's slowness more while it is slow (a
+    /// busy disk).
+    pub fn disk_delay(&self) -> Duration {
+        let base = Duration::from_micros(self.rng().random_range(200..3_000));
+        base + self.answer_delay()
     }
 
     /// Node `n`'s wall clock now, ms since 1970.

@@ -1,8 +1,12 @@
-//! The simulator's own tests: a fixed set of seeds passes, a seed replays exactly, every
-//! planted mistake is caught, and the fleet scales to a thousand nodes (and twice as many
+//! The simulator's own tests: a fixed set of seeds passes (on etcd, Redis and the file
+//! registry), a seed replays exactly, every planted mistake is caught, the simulated Redis
+//! and disk keep their real semantics, and the fleet scales to a thousand nodes (and twice as many
 //! as there are worker IDs).
 
+mod disk;
 mod mistakes;
+mod redis_semantics;
+mod registries;
 mod replay;
 mod scale;
 mod seeds;

@@ -209,9 +209,15 @@ const MAX_SPACE: u64 = 1 << 53;
 /// Redis's clock. Two limits are Redis's own: its expiry follows the server's wall clock,
 /// so a forward step of that clock ends leases early (keep NTP slewing on the Redis host);
 /// and replication is asynchronous, so a replica promoted after a failover may not know a
-/// lease (or a mark) that the old primary acknowledged. Run one primary, with
-/// `appendonly yes` if marks must survive a restart, or use etcd, ZooKeeper or SQL where
-/// that matters. The scripts name keys they compute, so Redis Cluster is not supported.
+/// lease (or a mark) that the old primary acknowledged. What that means: a failover after
+/// the primary's host died can give a worker ID to a second node while the first still
+/// issues under it (a lost claim or renewal), or let a restart behind a lost mark issue
+/// IDs again; the deterministic simulation shows both (`scripts/simulate --registry redis
+/// --redis-crash-failover`). A planned failover (`FAILOVER`, which waits for the replica)
+/// loses nothing. Run one primary, with `appendonly yes` and `appendfsync always` if
+/// marks must survive a restart, fail over only the planned way, or use etcd, ZooKeeper or
+/// SQL where that matters. The scripts name keys they compute, so Redis Cluster is not
+/// supported.
 ///
 /// [`claim_free`]: Self::claim_free
 #[derive(Clone)]
@@ -478,7 +484,14 @@ impl RedisRegistry {
         let mut ids = Vec::new();
         loop {
             let (next, keys): (u64, Vec<String>) = self
-                .query(&["SCAN", &cursor.to_string(), "MATCH", &pattern, "COUNT", "1000"])
+                .query(&[
+                    "SCAN",
+                    &cursor.to_string(),
+                    "MATCH",
+                    &pattern,
+                    "COUNT",
+                    "1000",
+                ])
                 .await?;
             // A key not of the form prefix:kind:N was not written here; it is no lease.
             ids.extend(
@@ -752,7 +765,14 @@ impl RedisRegistry {
         let mut all = Vec::new();
         loop {
             let (next, keys): (u64, Vec<Vec<u8>>) = self
-                .query(&["SCAN", &cursor.to_string(), "MATCH", &pattern, "COUNT", "1000"])
+                .query(&[
+                    "SCAN",
+                    &cursor.to_string(),
+                    "MATCH",
+                    &pattern,
+                    "COUNT",
+                    "1000",
+                ])
                 .await?;
             all.extend(keys);
             if next == 0 {

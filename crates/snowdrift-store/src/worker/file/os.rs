@@ -111,7 +111,11 @@ impl Dir for OsDir {
     }
 
     fn unlink(&self, name: &str) -> io::Result<()> {
-        Ok(rustix::fs::unlinkat(self.0.as_fd(), name, AtFlags::empty())?)
+        Ok(rustix::fs::unlinkat(
+            self.0.as_fd(),
+            name,
+            AtFlags::empty(),
+        )?)
     }
 
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {

@@ -20,5 +20,5 @@
 
 pub use super::etcd::kv::{Compare, EtcdKv, KeyValue, KvFuture, LeaseStatus, Op, Txn, TxnAnswer};
 pub use super::file::fs::{Dir, File, Fs, Job, JobFuture, Kind, Meta, Open};
-pub use super::redis::conn::{RedisConn, RedisFuture, Value};
 pub use super::mistakes::{Mistake, plant};
+pub use super::redis::conn::{RedisConn, RedisFuture, Value};
