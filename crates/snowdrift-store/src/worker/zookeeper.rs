@@ -1,21 +1,29 @@
 //! Worker leases on ZooKeeper: an ephemeral znode per claimed worker ID, a persistent one for its high-water mark.
 
+pub(crate) mod api;
+mod client;
+
 use std::sync::Arc;
 use std::time::Duration;
 
+use api::{Mode, MultiWriteError, WriteOp, ZkConnector, ZkError, ZkSession};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Mutex;
-use zookeeper_client as zk;
 
 use super::PeerTime;
 use super::claim;
 use super::sql::{ttl_millis, validate_holder, validate_namespace, validate_space};
 use crate::error::{Error, Result};
-use crate::zk_connection::{Session, Target, terminal};
+use crate::zk_connection::{Target, terminal};
 
 /// How many times an operation starts over after another write to the same znode came
 /// first (a clock report racing a renew, two mark writes, nodes racing for free IDs).
 const MAX_RACES: usize = 64;
+
+/// The session timeout of the reading session, and how long its client waits for a server
+/// (as every other ZooKeeper store of this crate opens its session).
+const READER_TIMEOUT: Duration = Duration::from_secs(10);
+const READER_CONNECTION_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What a lease znode holds (JSON).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -56,10 +64,10 @@ struct Lease {
 #[derive(Debug, Clone)]
 pub struct ZkRegistry {
     // Reads and setup, reopened when it expires; holds no leases.
-    reader: Session,
+    reader: Reader,
     root: String,
     // The session whose ephemeral znodes are the leases; replaced only by a claim.
-    leases: Arc<Mutex<Option<zk::Client>>>,
+    leases: Arc<Mutex<Option<Arc<dyn ZkSession>>>>,
 }
 
 impl ZkRegistry {
@@ -70,13 +78,26 @@ impl ZkRegistry {
     /// leases in them) found writable by anyone get that ACL too.
     pub async fn connect(url: &str, namespace: &str) -> Result<Self> {
         validate_namespace(namespace)?;
+        let zk = client::ClientConnector::new(Target::parse(url)?);
+        Self::set_up(Arc::new(zk), namespace).await
+    }
+
+    /// The registry under `/{namespace}` of any [`ZkConnector`]: the simulator's
+    /// ensemble. Sets it up as [`connect`](Self::connect) does.
+    #[cfg(feature = "sim")]
+    pub async fn over(zk: Arc<dyn ZkConnector>, namespace: &str) -> Result<Self> {
+        validate_namespace(namespace)?;
+        Self::set_up(zk, namespace).await
+    }
+
+    /// Creates and secures the registry's znodes under `/{namespace}`.
+    async fn set_up(zk: Arc<dyn ZkConnector>, namespace: &str) -> Result<Self> {
         let registry = Self {
-            reader: Session::new(Target::parse(url)?),
+            reader: Reader::new(zk),
             root: format!("/{namespace}"),
             leases: Default::default(),
         };
         let client = registry.reader.client().await?;
-        let target = registry.reader.target();
         let mark_dir = format!("{}/mark", registry.root);
         let layout_dir = format!("{}/layout", registry.root);
         for path in [
@@ -85,15 +106,15 @@ impl ZkRegistry {
             mark_dir.clone(),
             layout_dir.clone(),
         ] {
-            match client.create(&path, b"", &target.persistent()).await {
-                Ok(_) | Err(zk::Error::NodeExists) => {}
+            match client.create(&path, b"", Mode::Persistent).await {
+                Ok(_) | Err(ZkError::NodeExists) => {}
                 Err(e) => return Err(registry.reader.failed_on(&path, e).await),
             }
         }
-        target.secure(&client, &registry.root).await?;
-        target.secure_tree(&client, &registry.lease_dir()).await?;
-        target.secure_tree(&client, &mark_dir).await?;
-        target.secure_tree(&client, &layout_dir).await?;
+        client.secure(&registry.root, false).await?;
+        client.secure(&registry.lease_dir(), true).await?;
+        client.secure(&mark_dir, true).await?;
+        client.secure(&layout_dir, true).await?;
         Ok(registry)
     }
 
@@ -104,7 +125,7 @@ impl ZkRegistry {
     pub async fn open_existing(url: &str, namespace: &str) -> Result<Option<Self>> {
         validate_namespace(namespace)?;
         let registry = Self {
-            reader: Session::new(Target::parse(url)?),
+            reader: Reader::new(Arc::new(client::ClientConnector::new(Target::parse(url)?))),
             root: format!("/{namespace}"),
             leases: Default::default(),
         };
@@ -134,19 +155,14 @@ impl ZkRegistry {
 
     /// The lease session for a claim of `ttl`: the current one, or a new one if there is
     /// none or it expired.
-    async fn claiming_session(&self, ttl: Duration) -> Result<zk::Client> {
+    async fn claiming_session(&self, ttl: Duration) -> Result<Arc<dyn ZkSession>> {
         let timeout = Duration::from_millis(ttl_millis(ttl)? as u64);
         let mut slot = self.leases.lock().await;
-        if let Some(client) = slot.as_ref().filter(|c| !c.state().is_terminated()) {
+        if let Some(client) = slot.as_ref().filter(|c| !c.is_terminated()) {
             check_timeout(client, ttl, "this registry's ZooKeeper session")?;
             return Ok(client.clone());
         }
-        let target = self.reader.target();
-        let client = target
-            .connector()
-            .with_session_timeout(timeout)
-            .connect(target.cluster())
-            .await?;
+        let client = self.reader.zk.connect(timeout, None).await?;
         check_timeout(&client, ttl, "the ZooKeeper server's maxSessionTimeout")?;
         *slot = Some(client.clone());
         Ok(client)
@@ -154,10 +170,10 @@ impl ZkRegistry {
 
     /// The lease session, if one is alive: leases live and die with it, so a renew never
     /// opens a new one.
-    async fn holding_session(&self, worker_id: u64, holder: &str) -> Result<zk::Client> {
+    async fn holding_session(&self, worker_id: u64, holder: &str) -> Result<Arc<dyn ZkSession>> {
         let slot = self.leases.lock().await;
         match slot.as_ref() {
-            Some(client) if !client.state().is_terminated() => Ok(client.clone()),
+            Some(client) if !client.is_terminated() => Ok(client.clone()),
             Some(_) => Err(lost(
                 worker_id,
                 holder,
@@ -172,12 +188,12 @@ impl ZkRegistry {
     }
 
     /// Turns an error of the lease session into ours: an expired session is a lost lease.
-    async fn lease_failed(&self, worker_id: u64, holder: &str, e: zk::Error) -> Error {
+    async fn lease_failed(&self, worker_id: u64, holder: &str, e: ZkError) -> Error {
         if terminal(&e) {
             *self.leases.lock().await = None;
         }
         match e {
-            zk::Error::SessionExpired | zk::Error::ClientClosed => lost(
+            ZkError::SessionExpired | ZkError::ClientClosed => lost(
                 worker_id,
                 holder,
                 "the ZooKeeper session expired (ZooKeeper deleted its leases); claim again".into(),
@@ -188,7 +204,7 @@ impl ZkRegistry {
 
     /// Turns an error of a claim into ours: an expired session is dropped, so that the
     /// next claim opens a new one, and the claim may be retried.
-    async fn claim_failed(&self, e: zk::Error) -> Error {
+    async fn claim_failed(&self, e: ZkError) -> Error {
         if terminal(&e) {
             *self.leases.lock().await = None;
         }
@@ -199,7 +215,7 @@ impl ZkRegistry {
     /// session: its data and version.
     async fn held(
         &self,
-        client: &zk::Client,
+        client: &Arc<dyn ZkSession>,
         worker_id: u64,
         holder: &str,
     ) -> Result<(Lease, i32)> {
@@ -212,7 +228,7 @@ impl ZkRegistry {
                         holder,
                         format!("{:?} holds it now", lease.holder),
                     ))
-                } else if stat.ephemeral_owner != client.session_id().0 {
+                } else if stat.ephemeral_owner != client.session_id() {
                     Err(lost(
                         worker_id,
                         holder,
@@ -222,7 +238,7 @@ impl ZkRegistry {
                     Ok((lease, stat.version))
                 }
             }
-            Err(zk::Error::NoNode) => Err(lost(
+            Err(ZkError::NoNode) => Err(lost(
                 worker_id,
                 holder,
                 "no lease: its session expired or it was released (ZooKeeper deleted the znode)"
@@ -245,7 +261,7 @@ impl ZkRegistry {
     /// holder has it.
     async fn create(
         &self,
-        client: &zk::Client,
+        client: &Arc<dyn ZkSession>,
         worker_id: u64,
         holder: &str,
     ) -> Result<Option<String>> {
@@ -256,25 +272,22 @@ impl ZkRegistry {
         })?;
         let path = self.lease_path(worker_id);
         for _ in 0..MAX_RACES {
-            match client
-                .create(&path, &data, &self.reader.target().ephemeral())
-                .await
-            {
+            match client.create(&path, &data, Mode::Ephemeral).await {
                 Ok(_) => return Ok(None),
-                Err(zk::Error::NodeExists) => {}
-                Err(e @ zk::Error::NoAuth) => return Err(self.reader.target().refused(&path, e)),
+                Err(ZkError::NodeExists) => {}
+                Err(e @ ZkError::NoAuth) => return Err(self.reader.zk.refused(&path, e)),
                 Err(e) => return Err(self.claim_failed(e).await),
             }
             match client.get_data(&path).await {
                 Ok((data, stat)) => {
                     let lease = self.parse(worker_id, &data)?;
-                    if lease.holder == holder && stat.ephemeral_owner == client.session_id().0 {
+                    if lease.holder == holder && stat.ephemeral_owner == client.session_id() {
                         return Ok(None);
                     }
                     return Ok(Some(lease.holder));
                 }
                 // Its session ended between the create and the read: try again.
-                Err(zk::Error::NoNode) => {}
+                Err(ZkError::NoNode) => {}
                 Err(e) => return Err(self.claim_failed(e).await),
             }
         }
@@ -345,13 +358,15 @@ impl ZkRegistry {
         let path = self.lease_path(worker_id);
         for _ in 0..MAX_RACES {
             let (_, version) = self.held(&client, worker_id, holder).await?;
-            let mut check = client.new_multi_writer();
-            check.add_check_version(&path, version)?;
-            match check.commit().await {
+            let check = vec![WriteOp::Check {
+                path: path.clone(),
+                version,
+            }];
+            match client.multi(check).await {
                 Ok(_) => return Ok(()),
                 // A clock report changed the znode since the read: read again.
-                Err(zk::MultiWriteError::OperationFailed {
-                    source: zk::Error::BadVersion | zk::Error::NoNode,
+                Err(MultiWriteError::OperationFailed {
+                    source: ZkError::BadVersion | ZkError::NoNode,
                     ..
                 }) => {}
                 Err(e) => return Err(self.lease_failed(worker_id, holder, e.into()).await),
@@ -371,13 +386,13 @@ impl ZkRegistry {
         for _ in 0..MAX_RACES {
             let version = match client.get_data(&path).await {
                 Ok((data, stat)) if self.parse(worker_id, &data)?.holder == holder => stat.version,
-                Ok(_) | Err(zk::Error::NoNode) => return Ok(()),
+                Ok(_) | Err(ZkError::NoNode) => return Ok(()),
                 Err(e) => return Err(self.reader.failed(e).await),
             };
             match client.delete(&path, Some(version)).await {
-                Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
+                Ok(()) | Err(ZkError::NoNode) => return Ok(()),
                 // A clock report changed the znode since the read: read again.
-                Err(zk::Error::BadVersion) => {}
+                Err(ZkError::BadVersion) => {}
                 Err(e) => return Err(self.reader.failed(e).await),
             }
         }
@@ -401,24 +416,21 @@ impl ZkRegistry {
         for _ in 0..MAX_RACES {
             let layout_version = match client.get_data(&layout_path).await {
                 Ok((_, stat)) => Some(stat.version),
-                Err(zk::Error::NoNode) => None,
+                Err(ZkError::NoNode) => None,
                 Err(e) => return Err(self.reader.failed(e).await),
             };
-            let mut write = client.new_multi_writer();
-            write.add_create(&path, &data, &self.reader.target().persistent())?;
-            match layout_version {
-                Some(v) => write.add_set_data(&layout_path, layout.as_bytes(), Some(v))?,
-                None => write.add_create(
-                    &layout_path,
-                    layout.as_bytes(),
-                    &self.reader.target().persistent(),
-                )?,
-            }
-            match write.commit().await {
+            let write = vec![
+                create(&path, &data, Mode::Persistent),
+                match layout_version {
+                    Some(v) => set_data(&layout_path, layout.as_bytes(), v),
+                    None => create(&layout_path, layout.as_bytes(), Mode::Persistent),
+                },
+            ];
+            match client.multi(write).await {
                 Ok(_) => return Ok(()),
-                Err(zk::MultiWriteError::OperationFailed {
+                Err(MultiWriteError::OperationFailed {
                     index: 0,
-                    source: zk::Error::NodeExists,
+                    source: ZkError::NodeExists,
                 }) => {
                     match client.get_data(&path).await {
                         Ok((data, stat)) => {
@@ -432,13 +444,13 @@ impl ZkRegistry {
                             });
                         }
                         // Its session ended between the two: try again.
-                        Err(zk::Error::NoNode) => {}
+                        Err(ZkError::NoNode) => {}
                         Err(e) => return Err(self.reader.failed(e).await),
                     }
                 }
                 // The layout znode changed since it was read: read again.
-                Err(zk::MultiWriteError::OperationFailed {
-                    source: zk::Error::BadVersion | zk::Error::NoNode | zk::Error::NodeExists,
+                Err(MultiWriteError::OperationFailed {
+                    source: ZkError::BadVersion | ZkError::NoNode | ZkError::NodeExists,
                     ..
                 }) => {}
                 Err(e) => return Err(self.reader.failed(e.into()).await),
@@ -462,30 +474,33 @@ impl ZkRegistry {
                 {
                     stat.version
                 }
-                Ok(_) | Err(zk::Error::NoNode) => return Ok(false),
+                Ok(_) | Err(ZkError::NoNode) => return Ok(false),
                 Err(e) => return Err(self.reader.failed(e).await),
             };
             let current = match client.get_data(&mark_path).await {
                 Ok((data, stat)) => Some((self.mark_of(worker_id, &data)?, stat.version)),
-                Err(zk::Error::NoNode) => None,
+                Err(ZkError::NoNode) => None,
                 Err(e) => return Err(self.reader.failed(e).await),
             };
             let text = mark.to_string();
-            let mut write = client.new_multi_writer();
-            match current {
-                Some((m, v)) if m >= mark => write.add_check_version(&mark_path, v)?,
-                Some((_, v)) => write.add_set_data(&mark_path, text.as_bytes(), Some(v))?,
-                None => write.add_create(
-                    &mark_path,
-                    text.as_bytes(),
-                    &self.reader.target().persistent(),
-                )?,
-            }
-            write.add_delete(&path, Some(version))?;
-            match write.commit().await {
+            let write = vec![
+                match current {
+                    Some((m, v)) if m >= mark => WriteOp::Check {
+                        path: mark_path.clone(),
+                        version: v,
+                    },
+                    Some((_, v)) => set_data(&mark_path, text.as_bytes(), v),
+                    None => create(&mark_path, text.as_bytes(), Mode::Persistent),
+                },
+                WriteOp::Delete {
+                    path: path.clone(),
+                    version: Some(version),
+                },
+            ];
+            match client.multi(write).await {
                 Ok(_) => return Ok(true),
-                Err(zk::MultiWriteError::OperationFailed {
-                    source: zk::Error::BadVersion | zk::Error::NoNode | zk::Error::NodeExists,
+                Err(MultiWriteError::OperationFailed {
+                    source: ZkError::BadVersion | ZkError::NoNode | ZkError::NodeExists,
                     ..
                 }) => {}
                 Err(e) => return Err(self.reader.failed(e.into()).await),
@@ -508,7 +523,7 @@ impl ZkRegistry {
             match client.get_data(&self.lease_path(id)).await {
                 Ok((data, _)) => leases.push((id, self.parse(id, &data)?)),
                 // Expired or released between the listing and the read.
-                Err(zk::Error::NoNode) => {}
+                Err(ZkError::NoNode) => {}
                 Err(e) => return Err(self.reader.failed(e).await),
             }
         }
@@ -536,7 +551,7 @@ impl ZkRegistry {
         }
         match client.get_data(&path).await {
             Ok((data, _)) => Ok(Some(self.mark_of(worker_id, &data)?)),
-            Err(zk::Error::NoNode) => Ok(None),
+            Err(ZkError::NoNode) => Ok(None),
             Err(e) => Err(self.reader.failed(e).await),
         }
     }
@@ -563,28 +578,26 @@ impl ZkRegistry {
             let (_, lease_version) = self.held(&client, worker_id, holder).await?;
             let current = match client.get_data(&mark_path).await {
                 Ok((data, stat)) => Some((self.mark_of(worker_id, &data)?, stat.version)),
-                Err(zk::Error::NoNode) => None,
+                Err(ZkError::NoNode) => None,
                 Err(e) => return Err(self.lease_failed(worker_id, holder, e).await),
             };
-            let mut write = client.new_multi_writer();
-            write.add_check_version(&lease_path, lease_version)?;
-            match current {
-                Some((mark, _)) if mark >= mark_ms => return Ok(()),
-                Some((_, version)) => {
-                    write.add_set_data(&mark_path, data.as_bytes(), Some(version))?
-                }
-                None => write.add_create(
-                    &mark_path,
-                    data.as_bytes(),
-                    &self.reader.target().persistent(),
-                )?,
-            }
-            match write.commit().await {
+            let write = vec![
+                WriteOp::Check {
+                    path: lease_path.clone(),
+                    version: lease_version,
+                },
+                match current {
+                    Some((mark, _)) if mark >= mark_ms => return Ok(()),
+                    Some((_, version)) => set_data(&mark_path, data.as_bytes(), version),
+                    None => create(&mark_path, data.as_bytes(), Mode::Persistent),
+                },
+            ];
+            match client.multi(write).await {
                 Ok(_) => return Ok(()),
                 // The lease znode or the mark changed since the reads: read again (a lost
                 // lease shows there).
-                Err(zk::MultiWriteError::OperationFailed {
-                    source: zk::Error::BadVersion | zk::Error::NoNode | zk::Error::NodeExists,
+                Err(MultiWriteError::OperationFailed {
+                    source: ZkError::BadVersion | ZkError::NoNode | ZkError::NodeExists,
                     ..
                 }) => {}
                 Err(e) => return Err(self.lease_failed(worker_id, holder, e.into()).await),
@@ -607,7 +620,7 @@ impl ZkRegistry {
                 .await
             {
                 Ok(_) => return Ok(()),
-                Err(zk::Error::BadVersion | zk::Error::NoNode) => {}
+                Err(ZkError::BadVersion | ZkError::NoNode) => {}
                 Err(e) => return Err(self.lease_failed(worker_id, holder, e).await),
             }
         }
@@ -623,7 +636,7 @@ impl ZkRegistry {
         }
         match client.get_data(&path).await {
             Ok((data, _)) => Ok(Some(String::from_utf8_lossy(&data).into_owned())),
-            Err(zk::Error::NoNode) => Ok(None),
+            Err(ZkError::NoNode) => Ok(None),
             Err(e) => Err(self.reader.failed(e).await),
         }
     }
@@ -638,23 +651,23 @@ impl ZkRegistry {
             let (_, lease_version) = self.held(&client, worker_id, holder).await?;
             let current = match client.get_data(&path).await {
                 Ok((_, stat)) => Some(stat.version),
-                Err(zk::Error::NoNode) => None,
+                Err(ZkError::NoNode) => None,
                 Err(e) => return Err(self.lease_failed(worker_id, holder, e).await),
             };
-            let mut write = client.new_multi_writer();
-            write.add_check_version(&lease_path, lease_version)?;
-            match current {
-                Some(version) => write.add_set_data(&path, layout.as_bytes(), Some(version))?,
-                None => write.add_create(
-                    &path,
-                    layout.as_bytes(),
-                    &self.reader.target().persistent(),
-                )?,
-            }
-            match write.commit().await {
+            let write = vec![
+                WriteOp::Check {
+                    path: lease_path.clone(),
+                    version: lease_version,
+                },
+                match current {
+                    Some(version) => set_data(&path, layout.as_bytes(), version),
+                    None => create(&path, layout.as_bytes(), Mode::Persistent),
+                },
+            ];
+            match client.multi(write).await {
                 Ok(_) => return Ok(()),
-                Err(zk::MultiWriteError::OperationFailed {
-                    source: zk::Error::BadVersion | zk::Error::NoNode | zk::Error::NodeExists,
+                Err(MultiWriteError::OperationFailed {
+                    source: ZkError::BadVersion | ZkError::NoNode | ZkError::NodeExists,
                     ..
                 }) => {}
                 Err(e) => return Err(self.lease_failed(worker_id, holder, e.into()).await),
@@ -692,15 +705,13 @@ impl ZkRegistry {
             }
         }
         ids.sort_unstable();
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
+        let now = self.reader.zk.now_ms() as i64;
         let report_every = super::DEFAULT_PUBLISH_EVERY.as_millis() as i64;
         for id in ids {
             let path = self.lease_path(id);
             let (data, stat) = match client.get_data(&path).await {
                 Ok(found) => found,
-                Err(zk::Error::NoNode) => continue,
+                Err(ZkError::NoNode) => continue,
                 Err(e) => return Err(self.reader.failed(e).await),
             };
             let lease = self.parse(id, &data);
@@ -730,12 +741,12 @@ impl ZkRegistry {
                     Ok(mark) => entry.mark = Some(mark),
                     Err(e) => entry.flag(e.to_string()),
                 },
-                Err(zk::Error::NoNode) => {}
+                Err(ZkError::NoNode) => {}
                 Err(e) => return Err(self.reader.failed(e).await),
             }
             entry.layout = match client.get_data(&self.layout_path(id)).await {
                 Ok((data, _)) => Some(String::from_utf8_lossy(&data).into_owned()),
-                Err(zk::Error::NoNode) => None,
+                Err(ZkError::NoNode) => None,
                 Err(e) => return Err(self.reader.failed(e).await),
             };
             out.entries.push(entry);
@@ -764,7 +775,7 @@ impl ZkRegistry {
 /// lease session.
 struct ZkClaim<'a> {
     registry: &'a ZkRegistry,
-    client: zk::Client,
+    client: Arc<dyn ZkSession>,
     holder: &'a str,
 }
 
@@ -795,9 +806,8 @@ impl claim::Backend for ZkClaim<'_> {
             Err(e) => return Err(registry.claim_failed(e).await),
         };
         // One round trip for all of them: the client pipelines the reads.
-        let reads = ids
-            .iter()
-            .map(|id| self.client.get_data(&registry.mark_path(*id)));
+        let paths: Vec<String> = ids.iter().map(|id| registry.mark_path(*id)).collect();
+        let reads = paths.iter().map(|path| self.client.get_data(path));
         for (id, read) in ids.iter().zip(futures_util::future::join_all(reads).await) {
             match read {
                 Ok((data, _)) => {
@@ -805,7 +815,7 @@ impl claim::Backend for ZkClaim<'_> {
                         .marks
                         .insert(*id, String::from_utf8_lossy(&data).trim().parse().ok());
                 }
-                Err(zk::Error::NoNode) => {}
+                Err(ZkError::NoNode) => {}
                 Err(e) => return Err(registry.claim_failed(e).await),
             }
         }
@@ -832,7 +842,7 @@ impl claim::Backend for ZkClaim<'_> {
 
 /// Refuses a session whose negotiated timeout is shorter than `ttl`: its leases could end
 /// before the node's fence.
-fn check_timeout(client: &zk::Client, ttl: Duration, limit: &str) -> Result<()> {
+fn check_timeout(client: &Arc<dyn ZkSession>, ttl: Duration, limit: &str) -> Result<()> {
     let timeout = client.session_timeout();
     if timeout < ttl {
         return Err(Error::InvalidInput(format!(
@@ -840,6 +850,71 @@ fn check_timeout(client: &zk::Client, ttl: Duration, limit: &str) -> Result<()> 
         )));
     }
     Ok(())
+}
+
+/// A `multi`'s create of `path`.
+fn create(path: &str, data: &[u8], mode: Mode) -> WriteOp {
+    WriteOp::Create {
+        path: path.to_string(),
+        data: data.to_vec(),
+        mode,
+    }
+}
+
+/// A `multi`'s set of `path`'s data, at `version`.
+fn set_data(path: &str, data: &[u8], version: i32) -> WriteOp {
+    WriteOp::SetData {
+        path: path.to_string(),
+        data: data.to_vec(),
+        version: Some(version),
+    }
+}
+
+/// A session for reads and setup that holds nothing (no ephemeral znodes), so replacing it
+/// loses nothing: an ended session stays dead, and the next call opens a new one.
+#[derive(Debug, Clone)]
+struct Reader {
+    zk: Arc<dyn ZkConnector>,
+    session: Arc<Mutex<Option<Arc<dyn ZkSession>>>>,
+}
+
+impl Reader {
+    fn new(zk: Arc<dyn ZkConnector>) -> Self {
+        Self {
+            zk,
+            session: Arc::default(),
+        }
+    }
+
+    /// The live session, or a new one if there is none or it ended.
+    async fn client(&self) -> Result<Arc<dyn ZkSession>> {
+        let mut slot = self.session.lock().await;
+        if let Some(client) = slot.as_ref().filter(|c| !c.is_terminated()) {
+            return Ok(client.clone());
+        }
+        let client = self
+            .zk
+            .connect(READER_TIMEOUT, Some(READER_CONNECTION_TIMEOUT))
+            .await?;
+        *slot = Some(client.clone());
+        Ok(client)
+    }
+
+    /// Turns a ZooKeeper error into ours, dropping the session if it cannot recover.
+    async fn failed(&self, e: ZkError) -> Error {
+        if terminal(&e) {
+            *self.session.lock().await = None;
+        }
+        e.into()
+    }
+
+    /// [`failed`](Self::failed) for a request on `path`: a refusal names the user and path.
+    async fn failed_on(&self, path: &str, e: ZkError) -> Error {
+        match e {
+            ZkError::NoAuth => self.zk.refused(path, e),
+            e => self.failed(e).await,
+        }
+    }
 }
 
 fn lease_data(lease: &Lease) -> Result<Vec<u8>> {

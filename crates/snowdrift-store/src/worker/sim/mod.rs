@@ -15,6 +15,10 @@
 //!   with a disk shared by the nodes of one machine, whose crash loses what was not fsynced;
 //!   [`FileRegistry::connect_on`](super::FileRegistry::connect_on) puts the real file
 //!   registry on it;
+//! - [`ZkConnector`] and [`ZkSession`]: the part of ZooKeeper's API the ZooKeeper registry
+//!   uses, which the simulator implements with a simulated ensemble (sessions, ephemeral
+//!   znodes, versions, `multi`) and client; [`ZkRegistry::over`](super::zookeeper::ZkRegistry::over)
+//!   puts the real ZooKeeper registry on it;
 //! - [`Mistake`]: planted mistakes in the keeper, switched on for one thread, to show that
 //!   the simulator's checker catches them.
 
@@ -22,3 +26,6 @@ pub use super::etcd::kv::{Compare, EtcdKv, KeyValue, KvFuture, LeaseStatus, Op, 
 pub use super::file::fs::{Dir, File, Fs, Job, JobFuture, Kind, Meta, Open};
 pub use super::mistakes::{Mistake, plant};
 pub use super::redis::conn::{RedisConn, RedisFuture, Value};
+pub use super::zookeeper::api::{
+    Mode, MultiWriteError, Stat, WriteOp, ZkConnector, ZkError, ZkFuture, ZkSession,
+};
