@@ -20,6 +20,9 @@ use crate::zk_connection::{Target, terminal};
 /// first (a clock report racing a renew, two mark writes, nodes racing for free IDs).
 const MAX_RACES: usize = 64;
 
+/// How many znodes a listing reads at once (pipelined on the session).
+const READ_IN_FLIGHT: usize = 64;
+
 /// The session timeout of the reading session, and how long its client waits for a server
 /// (as every other ZooKeeper store of this crate opens its session).
 const READER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -518,9 +521,11 @@ impl ZkRegistry {
         };
         let mut ids: Vec<u64> = names.iter().filter_map(|n| n.parse().ok()).collect();
         ids.sort_unstable();
+        let paths: Vec<String> = ids.iter().map(|id| self.lease_path(*id)).collect();
+        let reads = read_all(&client, &paths).await;
         let mut leases = Vec::with_capacity(ids.len());
-        for id in ids {
-            match client.get_data(&self.lease_path(id)).await {
+        for (id, read) in ids.into_iter().zip(reads) {
+            match read {
                 Ok((data, _)) => leases.push((id, self.parse(id, &data)?)),
                 // Expired or released between the listing and the read.
                 Err(ZkError::NoNode) => {}
@@ -707,9 +712,25 @@ impl ZkRegistry {
         ids.sort_unstable();
         let now = self.reader.zk.now_ms() as i64;
         let report_every = super::DEFAULT_PUBLISH_EVERY.as_millis() as i64;
-        for id in ids {
-            let path = self.lease_path(id);
-            let (data, stat) = match client.get_data(&path).await {
+        let paths = |of: fn(&Self, u64) -> String| -> Vec<String> {
+            ids.iter().map(|id| of(self, *id)).collect()
+        };
+        let (lease_paths, mark_paths, layout_paths) = (
+            paths(Self::lease_path),
+            paths(Self::mark_path),
+            paths(Self::layout_path),
+        );
+        let leases = read_all(&client, &lease_paths).await;
+        let marks = read_all(&client, &mark_paths).await;
+        let layouts = read_all(&client, &layout_paths).await;
+        for (((id, path), lease), (mark, layout)) in ids
+            .iter()
+            .copied()
+            .zip(&lease_paths)
+            .zip(leases)
+            .zip(marks.into_iter().zip(layouts))
+        {
+            let (data, stat) = match lease {
                 Ok(found) => found,
                 Err(ZkError::NoNode) => continue,
                 Err(e) => return Err(self.reader.failed(e).await),
@@ -736,7 +757,7 @@ impl ZkRegistry {
                 // A second of slack over the report interval for a busy holder.
                 entry.expiring = silent > report_every + 1000;
             }
-            match client.get_data(&self.mark_path(id)).await {
+            match mark {
                 Ok((data, _)) => match self.mark_of(id, &data) {
                     Ok(mark) => entry.mark = Some(mark),
                     Err(e) => entry.flag(e.to_string()),
@@ -744,7 +765,7 @@ impl ZkRegistry {
                 Err(ZkError::NoNode) => {}
                 Err(e) => return Err(self.reader.failed(e).await),
             }
-            entry.layout = match client.get_data(&self.layout_path(id)).await {
+            entry.layout = match layout {
                 Ok((data, _)) => Some(String::from_utf8_lossy(&data).into_owned()),
                 Err(ZkError::NoNode) => None,
                 Err(e) => return Err(self.reader.failed(e).await),
@@ -850,6 +871,22 @@ fn check_timeout(client: &Arc<dyn ZkSession>, ttl: Duration, limit: &str) -> Res
         )));
     }
     Ok(())
+}
+
+/// Reads every znode of `paths`, [`READ_IN_FLIGHT`] at a time on the session: one after
+/// another, a start's reads of every live lease (its peers' clocks, its layout check) took
+/// a simulated node about 1.2 s at 200 leases with ZooKeeper 2 to 4 ms away, past the third
+/// of a 2 s ttl each call may take.
+async fn read_all(
+    client: &Arc<dyn ZkSession>,
+    paths: &[String],
+) -> Vec<std::result::Result<(Vec<u8>, api::Stat), ZkError>> {
+    let mut reads = Vec::with_capacity(paths.len());
+    for chunk in paths.chunks(READ_IN_FLIGHT) {
+        reads
+            .extend(futures_util::future::join_all(chunk.iter().map(|p| client.get_data(p))).await);
+    }
+    reads
 }
 
 /// A `multi`'s create of `path`.
