@@ -15,6 +15,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use snowdrift_store::worker::etcd::EtcdRegistry;
 use snowdrift_store::worker::redis::RedisRegistry;
+use snowdrift_store::worker::zookeeper::ZkRegistry;
 use snowdrift_store::worker::{FileRegistry, WorkerRegistry};
 use tokio::time::Instant;
 
@@ -28,6 +29,8 @@ use crate::redis::{EXPIRE_EVERY, Redis};
 use crate::redis_link::RedisLink;
 use crate::scenario::Scenario;
 use crate::world::World;
+use crate::zk_client::SimConnector;
+use crate::zookeeper::ZooKeeper;
 
 /// The file registry's directory on the simulated machine.
 pub const WORKER_DIR: &str = "/var/lib/snowdrift/workers";
@@ -43,11 +46,18 @@ pub enum Backend {
     Redis,
     /// The file registry on the simulated disk of the one machine every node runs on.
     File,
+    /// The ZooKeeper registry on a simulated ZooKeeper ensemble.
+    ZooKeeper,
 }
 
 impl Backend {
     /// Every backend.
-    pub const ALL: [Backend; 3] = [Backend::Etcd, Backend::Redis, Backend::File];
+    pub const ALL: [Backend; 4] = [
+        Backend::Etcd,
+        Backend::Redis,
+        Backend::File,
+        Backend::ZooKeeper,
+    ];
 
     /// Its name on the command line (`--registry NAME`) and in reports.
     pub fn name(self) -> &'static str {
@@ -55,6 +65,7 @@ impl Backend {
             Backend::Etcd => "etcd",
             Backend::Redis => "redis",
             Backend::File => "file",
+            Backend::ZooKeeper => "zookeeper",
         }
     }
 
@@ -110,6 +121,8 @@ pub enum Coordinator {
     },
     /// The disk of the machine every node runs on.
     File(Arc<Disk>),
+    /// A simulated ZooKeeper ensemble.
+    ZooKeeper(ZooKeeper),
 }
 
 impl Coordinator {
@@ -139,6 +152,12 @@ impl Coordinator {
                 }
             }
             Backend::File => Coordinator::File(Arc::new(Disk::new(t0))),
+            Backend::ZooKeeper => {
+                // Drawn apart from the world's RNG too.
+                let mut rng = StdRng::seed_from_u64(scenario.settings.seed ^ 0x200c_ee9e);
+                let tick = ZK_TICKS_MS[rng.random_range(0..ZK_TICKS_MS.len())];
+                Coordinator::ZooKeeper(ZooKeeper::new(Duration::from_millis(tick), t0))
+            }
         }
     }
 
@@ -148,6 +167,7 @@ impl Coordinator {
             Coordinator::Etcd(_) => "etcd",
             Coordinator::Redis { .. } => "Redis",
             Coordinator::File(_) => "the machine's file locks",
+            Coordinator::ZooKeeper(_) => "ZooKeeper",
         }
     }
 
@@ -173,6 +193,17 @@ impl Coordinator {
         }
     }
 
+    /// The ensemble of a ZooKeeper run (the ZooKeeper client's requests run on it).
+    ///
+    /// # Panics
+    /// In a run of another backend: the simulator built a ZooKeeper client there.
+    pub fn zookeeper(&mut self) -> &mut ZooKeeper {
+        match self {
+            Coordinator::ZooKeeper(zk) => zk,
+            other => panic!("a ZooKeeper request in a run on {}", other.name()),
+        }
+    }
+
     /// The disk of a file-registry run.
     pub fn disk(&self) -> Option<&Arc<Disk>> {
         match self {
@@ -184,7 +215,8 @@ impl Coordinator {
     /// Who holds worker ID `worker_id` at `now` by the coordinator's own view (the ground
     /// truth a node must agree with whenever it issues), if anyone: for Redis, the
     /// primary's lease key (which a promoted replica's data becomes); for files, the
-    /// process holding the `flock` of the lock file of that name.
+    /// process holding the `flock` of the lock file of that name; for ZooKeeper, the
+    /// holder in the lease znode, an ephemeral one whose session the ensemble counts alive.
     pub fn live_holder(&self, worker_id: u64, now: Instant) -> Option<String> {
         match self {
             Coordinator::Etcd(etcd) => etcd
@@ -197,6 +229,11 @@ impl Coordinator {
                 Path::new(WORKER_DIR),
                 &format!("{NAMESPACE}-{worker_id}.lock"),
             ),
+            Coordinator::ZooKeeper(zk) => {
+                let data = zk.live_owner_data(&format!("{}/{worker_id}", lease_dir()), now)?;
+                let lease: serde_json::Value = serde_json::from_slice(data).ok()?;
+                Some(lease.get("holder")?.as_str()?.to_string())
+            }
         }
     }
 
@@ -207,11 +244,13 @@ impl Coordinator {
             Coordinator::Redis { .. } => EXPIRE_EVERY,
             // A disk has no work of its own.
             Coordinator::File(_) => Duration::from_secs(3600),
+            // The leader's session tracker expires sessions each tick.
+            Coordinator::ZooKeeper(zk) => zk.tick(),
         }
     }
 
     /// Its periodic work at `now`: etcd's lessor revoking expired leases; Redis's active
-    /// expiry and its replica applying what it received.
+    /// expiry and its replica applying what it received; ZooKeeper's session tracker.
     pub fn tick(&mut self, now: Instant) {
         match self {
             Coordinator::Etcd(etcd) => etcd.expire(now),
@@ -220,6 +259,7 @@ impl Coordinator {
                 redis.replicate(now);
             }
             Coordinator::File(_) => {}
+            Coordinator::ZooKeeper(zk) => zk.expire(now),
         }
     }
 
@@ -244,6 +284,10 @@ impl Coordinator {
                 }
             }
             Coordinator::File(_) => "nothing (one machine)",
+            Coordinator::ZooKeeper(zk) => {
+                zk.elect(now, outage);
+                "leader election"
+            }
         }
     }
 
@@ -267,6 +311,7 @@ impl Coordinator {
                     ..Stats::default()
                 }
             }
+            Coordinator::ZooKeeper(zk) => zk.stats,
         }
     }
 
@@ -278,6 +323,7 @@ impl Coordinator {
                 redis.live_keys(&format!("{NAMESPACE}:worker:"), Instant::now())
             }
             Coordinator::File(disk) => disk.locked_in(Path::new(WORKER_DIR), ".lock"),
+            Coordinator::ZooKeeper(zk) => zk.count_children(&lease_dir()),
         }
     }
 }
@@ -306,6 +352,12 @@ pub async fn registry(
             FileRegistry::connect_on(fs, &format!("file://{WORKER_DIR}"), NAMESPACE)
                 .map(WorkerRegistry::File)
         }
+        Backend::ZooKeeper => {
+            let zk = Arc::new(SimConnector::new(world.clone(), n, clock));
+            ZkRegistry::over(zk, NAMESPACE)
+                .await
+                .map(WorkerRegistry::Zk)
+        }
     }
 }
 
@@ -317,3 +369,13 @@ fn worker_key(worker_id: u64) -> String {
 fn worker_key_prefix() -> String {
     format!("/{NAMESPACE}/worker/")
 }
+
+/// The znode under which the ZooKeeper registry's lease znodes are.
+fn lease_dir() -> String {
+    format!("/{NAMESPACE}/lease")
+}
+
+/// The `tickTime`s a ZooKeeper run draws from: its default (2 s, sessions of 4 s to 40 s)
+/// and the shorter ones deployments set for faster failover (a 2 s lease then gets a
+/// session of its own length).
+const ZK_TICKS_MS: [u64; 3] = [500, 1000, 2000];

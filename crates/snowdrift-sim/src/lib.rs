@@ -28,6 +28,8 @@ pub mod redis_link;
 pub mod run;
 pub mod scenario;
 pub mod world;
+pub mod zk_client;
+pub mod zookeeper;
 
 pub use checker::{Checker, Failure, Range};
 pub use coordinator::Backend;

@@ -44,11 +44,12 @@ struct Args {
     far: bool,
     /// Plant a mistake (repeatable): in the keeper skip-mark-write-ahead,
     /// renew-without-fence, trust-lease-after-pause, forget-clock-back-on-restart; in the
-    /// file registry skip-mark-fsync; in the Redis registry renew-any-holder.
+    /// file registry skip-mark-fsync; in the Redis registry renew-any-holder; in the
+    /// ZooKeeper registry renew-by-client-session.
     #[arg(long = "mistake", value_parser = mistake)]
     mistakes: Vec<Mistake>,
-    /// The registry the nodes run, on its simulated coordinator: etcd, redis, or file (every
-    /// node on one machine, sharing its disk).
+    /// The registry the nodes run, on its simulated coordinator: etcd, redis, zookeeper, or
+    /// file (every node on one machine, sharing its disk).
     #[arg(long, default_value = "etcd", value_parser = Backend::parse)]
     registry: Backend,
     /// With --registry redis: a failover is the primary's host dying, which loses what its

@@ -1,7 +1,7 @@
-//! The simulator's own tests: a fixed set of seeds passes (on etcd, Redis and the file
-//! registry), a seed replays exactly, every planted mistake is caught, the simulated Redis
-//! and disk keep their real semantics, and the fleet scales to a thousand nodes (and twice as many
-//! as there are worker IDs).
+//! The simulator's own tests: a fixed set of seeds passes (on etcd, Redis, the file
+//! registry and ZooKeeper), a seed replays exactly, every planted mistake is caught, the
+//! simulated Redis and disk keep their real semantics, and the fleet scales to a thousand
+//! nodes (and twice as many as there are worker IDs).
 
 mod disk;
 mod mistakes;
@@ -10,6 +10,7 @@ mod registries;
 mod replay;
 mod scale;
 mod seeds;
+mod zookeeper;
 
 use snowdrift_sim::{Outcome, Settings, run};
 

@@ -2,15 +2,25 @@
 //! mistake planted, naming what broke. The seeds are the first that caught each mistake in
 //! a scan of seeds 1 to 300 (docs/src/simulation.md has the table).
 
-use snowdrift_sim::{Mistake, Settings, run};
+use snowdrift_sim::{Backend, Mistake, Settings, run};
 
 use crate::run_clean;
 
 /// Runs `seed` on `nodes` nodes with and without `mistake`; returns what the checker said.
 fn caught(mistake: Mistake, seed: u64, nodes: usize) -> String {
+    caught_on(Backend::Etcd, mistake, seed, nodes)
+}
+
+/// [`caught`] on the registry `registry`.
+pub(crate) fn caught_on(registry: Backend, mistake: Mistake, seed: u64, nodes: usize) -> String {
+    let settings = || {
+        let mut s = Settings::new(seed, nodes);
+        s.registry = registry;
+        s
+    };
     // Without the mistake the seed passes.
-    run_clean(Settings::new(seed, nodes));
-    let mut s = Settings::new(seed, nodes);
+    run_clean(settings());
+    let mut s = settings();
     s.mistakes = vec![mistake];
     let planted = run(s);
     let first = planted.failures.first().unwrap_or_else(|| {

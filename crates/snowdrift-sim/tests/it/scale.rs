@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use snowdrift_sim::Settings;
+use snowdrift_sim::{Backend, Settings};
 
 use crate::run_clean;
 
@@ -60,9 +60,16 @@ fn two_thousand_nodes_compete_for_1024_worker_ids() {
 /// time-to-live request after another (about 200 x 6 ms) did not fit.
 #[test]
 fn a_fleet_on_a_short_lease_and_a_far_coordinator_starts_every_node() {
+    far_fleet_starts(Backend::Etcd, Duration::from_secs(15));
+}
+
+/// 200 nodes on a 2 s lease, `registry`'s coordinator 2 to 4 ms away, run for `duration`
+/// without faults: every node starts and holds its ID at the end.
+pub(crate) fn far_fleet_starts(registry: Backend, duration: Duration) {
     let mut s = Settings::new(3, 200);
+    s.registry = registry;
     s.worker_bits = Some(8);
-    s.duration = Duration::from_secs(15);
+    s.duration = duration;
     s.faults = false;
     s.rolling_restart = false;
     s.far = true;

@@ -23,18 +23,24 @@ pub enum Mistake {
     /// The Redis registry renews with a bare `PEXPIRE`, without checking that the lease
     /// key still names the caller: a node that lost its lease extends its successor's.
     RenewAnyHolder,
+    /// The ZooKeeper registry renews by asking its client whether the session is still
+    /// open instead of writing through the leader: the client learns that the server
+    /// expired the session only when it next gets through, so a cut-off node goes on
+    /// taking its lease for alive after ZooKeeper deleted it.
+    RenewByClientSession,
 }
 
 #[cfg(feature = "sim")]
 impl Mistake {
     /// Every mistake.
-    pub const ALL: [Mistake; 6] = [
+    pub const ALL: [Mistake; 7] = [
         Mistake::SkipMarkWriteAhead,
         Mistake::RenewWithoutFence,
         Mistake::TrustLeaseAfterPause,
         Mistake::ForgetClockBackOnRestart,
         Mistake::SkipMarkFsync,
         Mistake::RenewAnyHolder,
+        Mistake::RenewByClientSession,
     ];
 
     /// The mistakes of the keeper, which every registry runs.
@@ -47,7 +53,8 @@ impl Mistake {
 
     /// A stable name: `skip-mark-write-ahead`, `renew-without-fence`,
     /// `trust-lease-after-pause`, `forget-clock-back-on-restart`, `skip-mark-fsync` (file
-    /// registry), `renew-any-holder` (Redis registry).
+    /// registry), `renew-any-holder` (Redis registry), `renew-by-client-session`
+    /// (ZooKeeper registry).
     pub fn name(self) -> &'static str {
         match self {
             Mistake::SkipMarkWriteAhead => "skip-mark-write-ahead",
@@ -56,6 +63,7 @@ impl Mistake {
             Mistake::ForgetClockBackOnRestart => "forget-clock-back-on-restart",
             Mistake::SkipMarkFsync => "skip-mark-fsync",
             Mistake::RenewAnyHolder => "renew-any-holder",
+            Mistake::RenewByClientSession => "renew-by-client-session",
         }
     }
 
@@ -93,8 +101,8 @@ pub(crate) fn planted(_: Mistake) -> bool {
 /// to nothing.
 #[cfg(not(feature = "sim"))]
 #[derive(Debug, Clone, Copy)]
-// Without the Redis registry, its mistake is never named.
-#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+// Without the Redis or ZooKeeper registry, its mistake is never named.
+#[cfg_attr(not(all(feature = "redis", feature = "zookeeper")), allow(dead_code))]
 pub(crate) enum Mistake {
     SkipMarkWriteAhead,
     RenewWithoutFence,
@@ -102,4 +110,5 @@ pub(crate) enum Mistake {
     ForgetClockBackOnRestart,
     SkipMarkFsync,
     RenewAnyHolder,
+    RenewByClientSession,
 }

@@ -12,6 +12,7 @@ use tokio::sync::Mutex;
 
 use super::PeerTime;
 use super::claim;
+use super::mistakes::{Mistake, planted};
 use super::sql::{ttl_millis, validate_holder, validate_namespace, validate_space};
 use crate::error::{Error, Result};
 use crate::zk_connection::{Target, terminal};
@@ -358,6 +359,9 @@ impl ZkRegistry {
         ttl_millis(ttl)?;
         let client = self.holding_session(worker_id, holder).await?;
         check_timeout(&client, ttl, "this registry's ZooKeeper session")?;
+        if planted(Mistake::RenewByClientSession) {
+            return Ok(());
+        }
         let path = self.lease_path(worker_id);
         for _ in 0..MAX_RACES {
             let (_, version) = self.held(&client, worker_id, holder).await?;
