@@ -153,15 +153,21 @@ impl Fill<'_> {
         };
         let regclasses = |kind: char| {
             format!(
-                "ARRAY[{}]::regclass[]",
-                list(&|w| format!("'{s}.{p}_{kind}{w}'::regclass"))
+                "ARRAY[{}]::pg_catalog.regclass[]",
+                list(&|w| format!("'{s}.{p}_{kind}{w}'::pg_catalog.regclass"))
             )
         };
+        // Every function and operator schema-qualified: `_id` runs with the caller's
+        // search_path (see postgres.sql).
+        let real = "pg_catalog.floor(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) \
+                    OPERATOR(pg_catalog.*) 1000)::bigint";
         let clock = if o.test_clock {
-            "(floor(date_part('epoch', clock_timestamp()) * 1000)::bigint \
-             + coalesce(nullif(current_setting('snowdrift.test_clock_offset_ms', true), '')::bigint, 0))"
+            format!(
+                "({real} OPERATOR(pg_catalog.+) coalesce((CASE WHEN pg_catalog.current_setting('snowdrift.test_clock_offset_ms', true) \
+                 OPERATOR(pg_catalog.<>) '' THEN pg_catalog.current_setting('snowdrift.test_clock_offset_ms', true) END)::bigint, 0))"
+            )
         } else {
-            "floor(date_part('epoch', clock_timestamp()) * 1000)::bigint"
+            real.to_string()
         };
         let name = literal(&o.generator)?;
         let check_body = if let Some((backend, namespace)) =
@@ -226,7 +232,7 @@ impl Fill<'_> {
             ("HALF_WINDOW_MS", (ms(o.window) / 2).to_string()),
             ("RECHECK_MS", RECHECK_MS.to_string()),
             ("MAX_COUNT", MAX_COUNT.to_string()),
-            ("CLOCK", clock.to_string()),
+            ("CLOCK", clock),
         ];
         let mut sql = TEMPLATE.to_string();
         for (key, value) in &values {

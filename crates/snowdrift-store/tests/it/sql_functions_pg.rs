@@ -163,3 +163,46 @@ async fn postgres_after_a_crash_counters_start_above_their_marks() {
     }
     check_unique_and_rising(&db, &issued);
 }
+
+/// `snowdrift_id` runs without `SET search_path` (its cost): a caller whose search_path
+/// puts a schema of its own before pg_catalog, with a `nextval` that always answers 42 and
+/// a `pg_try_advisory_xact_lock` that always says yes, still gets IDs that never repeat,
+/// and a second session in an open transaction still cannot issue under the first one's
+/// worker ID. (With the names unqualified, the IDs repeat within a millisecond.)
+#[tokio::test]
+async fn postgres_a_search_path_of_the_caller_changes_nothing() {
+    let db = installed(1).await;
+    let evil = crate::common::table("evil");
+    db.raw(&format!(
+        "CREATE SCHEMA {evil};
+         CREATE FUNCTION {evil}.nextval(regclass) RETURNS bigint LANGUAGE sql AS 'SELECT 42::bigint';
+         CREATE FUNCTION {evil}.pg_try_advisory_xact_lock(integer, integer) RETURNS boolean
+           LANGUAGE sql AS 'SELECT true';
+         CREATE FUNCTION {evil}.lie(bigint, bigint) RETURNS boolean LANGUAGE sql AS 'SELECT false';
+         CREATE OPERATOR {evil}.< (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = {evil}.lie)"
+    ))
+    .await;
+    let path = format!("SET search_path = {evil}, pg_catalog, public");
+    let mut a = db.session().await;
+    let mut b = db.session().await;
+    for s in [&mut a, &mut b] {
+        sqlx::raw_sql(AssertSqlSafe(path.clone()))
+            .execute(&mut *s)
+            .await
+            .unwrap();
+    }
+    // b claims the only worker ID, then a borrows it for its transaction.
+    let mut issued = vec![db.id(&mut b).await.unwrap()];
+    sqlx::raw_sql("BEGIN").execute(&mut a).await.unwrap();
+    for _ in 0..2000 {
+        issued.push(db.id(&mut a).await.unwrap());
+    }
+    check_unique_and_rising(&db, &issued);
+    // b's next call tries the worker ID it claimed: a's transaction holds it, and b is
+    // refused, whatever its own lock function says.
+    let err = db.id(&mut b).await.unwrap_err().to_string();
+    assert!(err.contains("in use by other transactions"), "{err}");
+    sqlx::raw_sql("COMMIT").execute(&mut a).await.unwrap();
+    db.raw(&format!("DROP SCHEMA {evil} CASCADE")).await;
+    db.drop().await;
+}
