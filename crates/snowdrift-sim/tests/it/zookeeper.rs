@@ -110,3 +110,21 @@ fn skipping_the_marks_write_ahead_is_caught_on_zookeeper() {
         "{what}"
     );
 }
+
+#[test]
+fn a_renewal_that_ignores_a_lost_lease_is_caught_on_zookeeper() {
+    // Rare on ZooKeeper (2 of seeds 1 to 300 on one node): a lost session fails every
+    // call of the registry at once, so the clock report or the mark usually closes the
+    // fence and regains before the mistaken renewal is used.
+    let what = caught(Mistake::RenewWithoutFence, 141, 1);
+    assert!(what.contains("ISSUED WITHOUT THE LEASE"), "{what}");
+}
+
+#[test]
+fn forgetting_the_clock_check_on_restart_is_caught_on_zookeeper() {
+    let what = caught(Mistake::ForgetClockBackOnRestart, 16, 1);
+    assert!(
+        what.contains("went back") || what.contains("DUPLICATE"),
+        "{what}"
+    );
+}
