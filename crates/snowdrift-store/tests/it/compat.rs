@@ -811,6 +811,181 @@ async fn old_coordinator_registries_are_read_and_their_marks_kept() {
     }
 }
 
+// ---- reservations of `snowdrift sql install --registry` ------------------------------
+
+/// The worker ID the `reserved` part's database holds: one a server had held before.
+const RESERVED_ID: u64 = 7;
+/// Its holder, as `snowdrift sql install` names a database.
+const RESERVED_HOLDER: &str = "snowdrift-sql:postgres:fixture/public";
+
+/// Dumps `backend`'s registry in namespace `ns` to `target` (a worker part's fixture).
+async fn dump_registry(backend: &str, url: &str, dir: &Path, ns: &str, target: &Path) {
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    match backend {
+        "file" => dump_dir(&dir.join("workers"), ns, target),
+        "sqlite" | "postgres" | "mysql" => {
+            std::fs::write(target, dump_sql(backend, url, ns)).unwrap()
+        }
+        "redis" => write_json(target, &dump_redis(ns).await),
+        "etcd" => write_json(target, &dump_etcd(ns).await),
+        "zookeeper" => write_json(target, &dump_zk(ns).await),
+        _ => unreachable!(),
+    }
+}
+
+/// Removes what a worker part's writer or reader left in `backend`.
+async fn clear_registry(backend: &str, url: &str, dir: &Path, ns: &str) {
+    match backend {
+        "postgres" | "mysql" => drop_sql_table(url, ns).await,
+        "redis" => delete_redis(ns, false).await,
+        "etcd" => delete_etcd(ns).await,
+        "zookeeper" => delete_zk(ns).await,
+        _ => {}
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Writes `backend`'s registry as this version leaves it once a server held worker ID 7
+/// and stopped, and a database reserved it (`WorkerRegistry::reserve`, as `snowdrift sql
+/// install --registry` does), and what the fixture must guarantee.
+async fn write_reserved(backend: &str, out: &Path) -> Value {
+    let dir = scratch_dir();
+    let url = backend_url(backend, &dir);
+    let ns = unique_name("fx");
+    let mut config = LeaseConfig::new(&url, WorkerSource::Static(RESERVED_ID));
+    config.namespace = ns.clone();
+    config.ttl = Duration::from_secs(3);
+    let node = WorkerNode::start(config, twitter(), MonotonicClock::new())
+        .await
+        .unwrap();
+    let highest = node.next_block(1000).unwrap().iter().last().unwrap();
+    node.shutdown().await.unwrap();
+    let registry = WorkerRegistry::connect(&url, &ns).await.unwrap();
+    let layout = registry.read_layout(RESERVED_ID).await.unwrap().unwrap();
+    registry
+        .reserve(RESERVED_ID, RESERVED_HOLDER, &layout)
+        .await
+        .unwrap();
+    let mark = registry.read_mark(RESERVED_ID).await.unwrap().unwrap();
+    drop(registry);
+    let target = out.join(worker_fixture("reserved", backend));
+    dump_registry(backend, &url, &dir, &ns, &target).await;
+    clear_registry(backend, &url, &dir, &ns).await;
+    json!({
+        "worker_id": RESERVED_ID,
+        "holder": RESERVED_HOLDER,
+        "mark": mark,
+        "layout_record": layout,
+        "highest_id": highest,
+    })
+}
+
+/// Loads `backend`'s `reserved` fixture from `version`: (a) today's registry lists the
+/// database's reservation, never expiring, and no server's claim takes it; (b) uninstall's
+/// step, `unreserve` with a mark above the database's IDs, frees it, and a node on it
+/// issues above that mark and above every ID the server issued before the reservation.
+async fn read_reserved(backend: &str, version: &Path) {
+    let expect = read_json(&version.join("reserved/expect.json"))[backend].clone();
+    let what = format!("{} reserved {backend}", version.display());
+    let dir = scratch_dir();
+    let url = backend_url(backend, &dir);
+    let ns = unique_name("fx");
+    let fixture = version.join(worker_fixture("reserved", backend));
+    // Nothing of a reservation is bound to a lease: a lease here would be a stale one.
+    let leased = Duration::from_secs(5);
+    let mut zk_session = None;
+    match backend {
+        "file" => load_dir(&fixture, &ns, &dir.join("workers")),
+        "sqlite" | "postgres" | "mysql" => {
+            load_sql(&url, &read_text(&fixture).replace(PLACEHOLDER, &ns)).await
+        }
+        "redis" => {
+            load_redis(&read_json(&fixture), &ns, leased).await;
+        }
+        "etcd" => {
+            load_etcd(&read_json(&fixture), &ns, leased).await;
+        }
+        "zookeeper" => zk_session = Some(load_zk(&read_json(&fixture), &ns).await),
+        _ => unreachable!(),
+    }
+    let worker = expect["worker_id"].as_u64().unwrap();
+    let holder = expect["holder"].as_str().unwrap();
+
+    // (a) the reservation is read as the database's, and holds.
+    let registry = WorkerRegistry::connect(&url, &ns)
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let list = registry
+        .list()
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let entry = list
+        .entries
+        .iter()
+        .find(|e| e.worker_id == worker)
+        .unwrap_or_else(|| panic!("{what}: the reservation is not listed: {list:?}"));
+    assert_eq!(entry.holder, holder, "{what}: the reservation's holder");
+    assert!(entry.never_expires, "{what}: {entry:?}");
+    assert_eq!(
+        registry.read_mark(worker).await.unwrap(),
+        expect["mark"].as_u64(),
+        "{what}: the mark"
+    );
+    assert!(
+        registry
+            .claim(worker, "a-server", Duration::from_secs(3))
+            .await
+            .is_err(),
+        "{what}: a server's claim took the database's worker ID"
+    );
+    // An old session, had there been one, is gone now.
+    if let Some(session) = zk_session.take() {
+        end_zk_session(&session, &read_json(&fixture), &ns).await;
+    }
+
+    // (b) uninstall's write-back: the database's IDs ran 1.5 s ahead of the clock.
+    let db_ms = MonotonicClock::new().now_ms() + 1_500;
+    let freed = registry
+        .unreserve(
+            worker,
+            holder,
+            Mark {
+                extension: 0,
+                ms: db_ms,
+            }
+            .stored(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(freed, "{what}: the reservation was not found to end");
+    drop(registry);
+    let mut config = LeaseConfig::new(&url, WorkerSource::Static(worker));
+    config.namespace = ns.clone();
+    config.ttl = Duration::from_secs(3);
+    let node = WorkerNode::start(config, twitter(), MonotonicClock::new())
+        .await
+        .unwrap_or_else(|e| panic!("{what}: a node on the freed worker ID: {e}"));
+    let first = node.next_block(1).unwrap().iter().next().unwrap();
+    let first_ms = (first >> 22) + twitter().layout().epoch_ms();
+    assert!(
+        first_ms > db_ms,
+        "{what}: {first} is not after the database's mark"
+    );
+    let highest = expect["highest_id"].as_u64().unwrap();
+    assert!(first > highest, "{what}: {first} is not above {highest}");
+    node.shutdown().await.unwrap();
+    clear_registry(backend, &url, &dir, &ns).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn old_reservations_of_a_database_are_read_and_hold() {
+    for version in versions_with("reserved/expect.json") {
+        for backend in WORKER_BACKENDS {
+            read_reserved(backend, &version).await;
+        }
+    }
+}
+
 // ---- segment stores -------------------------------------------------------------------
 
 fn segment_fixture(backend: &str) -> String {
@@ -1300,6 +1475,17 @@ async fn write_fixtures() {
             &out.join(format!("{part}/expect.json")),
             &Value::Object(expect),
         );
+    }
+    if wanted("reserved") {
+        assert!(
+            !out.join("reserved").exists(),
+            "old fixtures are never edited"
+        );
+        let mut expect = serde_json::Map::new();
+        for backend in WORKER_BACKENDS {
+            expect.insert(backend.into(), write_reserved(backend, &out).await);
+        }
+        write_json(&out.join("reserved/expect.json"), &Value::Object(expect));
     }
     if wanted("segment") {
         assert!(
