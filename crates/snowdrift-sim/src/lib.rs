@@ -2,8 +2,9 @@
 //!
 //! A deterministic simulation of snowdrift's worker leases: many nodes, each running the
 //! real [`WorkerNode`](snowdrift_store::worker::WorkerNode) (claim, mark written ahead,
-//! fence, renew, regain, clock checks) and the real snowflake generator, against a
-//! simulated etcd behind a simulated network, under faults drawn from one seeded RNG; a
+//! fence, renew, regain, clock checks), its real registry (etcd, Redis, ZooKeeper or
+//! files) and the real snowflake generator, against a simulated coordinator behind a
+//! simulated network, under faults drawn from one seeded RNG; a
 //! checker sees every range of IDs any node issues. A run is one thread, a current-thread
 //! tokio runtime on paused time: the same settings and seed replay the same run exactly,
 //! and a failing seed is printed as the command that replays it.

@@ -11,7 +11,7 @@ use clap::Parser;
 use snowdrift_sim::{Backend, Mistake, Outcome, Settings, run};
 
 /// Deterministic simulation of snowdrift's worker leases: the real keeper and generator of
-/// many nodes against a simulated etcd, under seeded faults.
+/// many nodes against a simulated etcd, Redis, ZooKeeper or disk, under seeded faults.
 #[derive(Debug, Parser)]
 #[command(name = "scripts/simulate")]
 struct Args {
