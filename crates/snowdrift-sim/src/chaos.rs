@@ -131,7 +131,8 @@ pub async fn faults(world: Arc<World>, commands: Vec<UnboundedSender<Command>>) 
     }
 }
 
-/// Restarts every node once, gracefully, a tenth of the fleet at a time, from `at` on.
+/// Restarts every node once, gracefully, a tenth of the fleet at a time, from `at` on;
+/// each restarted node's next process runs the layout the run switches to, if any.
 pub async fn rolling_restart(
     world: Arc<World>,
     commands: Vec<UnboundedSender<Command>>,
@@ -139,8 +140,10 @@ pub async fn rolling_restart(
 ) {
     tokio::time::sleep(at).await;
     let wave = commands.len().div_ceil(10).max(1);
-    for batch in commands.chunks(wave) {
-        for c in batch {
+    let switch = usize::from(world.scenario.switch_to.is_some());
+    for (i, batch) in commands.chunks(wave).enumerate() {
+        for (j, c) in batch.iter().enumerate() {
+            world.with_node(i * wave + j, |f| f.layout = switch);
             let _ = c.send(Command::Restart);
         }
         world.count(|c| *c.faults.entry("rolling restart wave").or_default() += 1);

@@ -1,17 +1,18 @@
-//! The checker: every range of IDs any node issued, checked as it is issued. Under each
-//! worker ID, IDs must only rise across every holder, in the order they were issued (the
-//! next holder starts above the last one's mark); an ID's node bits must be the worker ID
-//! its node held. Since a layout's fields are disjoint bits, an ID names its worker ID, so
-//! these two checks mean that no two ranges anywhere in the fleet overlap.
+//! The checker: every range of IDs any node issued, checked as it is issued. No ID may be
+//! issued twice anywhere in the fleet: every range's IDs, as integers, against every range
+//! before it ([`Issued`]), whatever layout issued them (after a layout switch, two worker
+//! IDs of different layouts can make the same 64 bits). Under each worker ID, IDs must
+//! only rise across every holder, in the order they were issued (the next holder starts
+//! above the last one's mark); an ID's node bits, decoded by the layout that issued it,
+//! must be the worker ID its node held.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::time::Duration;
 
 use snowdrift_core::layout::{Layout, Role};
 
-/// How many of a worker ID's latest ranges are kept to name the one a bad range meets.
-const RECENT: usize = 64;
+use crate::issued::{Issued, Run};
 
 /// One range of IDs one node issued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -24,6 +25,8 @@ pub struct Range {
     pub epoch: u64,
     /// The worker ID the node held.
     pub worker_id: u64,
+    /// Which of the run's layouts issued it (0: the one the fleet starts on).
+    pub layout: usize,
     /// The smallest ID.
     pub first: u64,
     /// The largest ID.
@@ -38,11 +41,16 @@ impl std::fmt::Display for Range {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} IDs {}..={} under worker ID {} by node {} (process {}, epoch {}) at {:?}",
+            "{} IDs {}..={} under worker ID {}{} by node {} (process {}, epoch {}) at {:?}",
             self.count,
             self.first,
             self.last,
             self.worker_id,
+            if self.layout > 0 {
+                format!(" of layout {}", self.layout)
+            } else {
+                String::new()
+            },
             self.node,
             self.incarnation,
             self.epoch,
@@ -60,35 +68,35 @@ pub struct Failure {
     pub what: String,
 }
 
-/// An ID's place in its worker ID's order: extension value, tick, sequence.
-type Key = (u64, u64, u64);
-
-#[derive(Debug, Default)]
-struct History {
-    last: Option<Key>,
-    recent: VecDeque<Range>,
-}
-
 /// Checks ranges as they are issued.
 #[derive(Debug)]
 pub struct Checker {
-    layout: Layout,
-    workers: BTreeMap<u64, History>,
+    layouts: Vec<Layout>,
+    /// Every range checked, in order: what [`Issued`]'s owners index.
+    ranges_seen: Vec<Range>,
+    issued: Issued,
+    /// Under each worker ID, the index of the range that issued its largest ID so far.
+    highest: BTreeMap<u64, usize>,
     /// What broke, in order.
     pub failures: Vec<Failure>,
     /// Ranges checked.
     pub ranges: u64,
+    /// Ranges checked, by the layout that issued them.
+    pub ranges_by_layout: Vec<u64>,
     /// IDs checked.
     pub ids: u64,
     digest: DefaultHasher,
 }
 
 impl Checker {
-    /// A checker of IDs of `layout`.
-    pub fn new(layout: Layout) -> Self {
+    /// A checker of IDs of `layouts` (the fleet's first layout, then any it moves to).
+    pub fn new(layouts: Vec<Layout>) -> Self {
         Self {
-            layout,
-            workers: BTreeMap::new(),
+            ranges_by_layout: vec![0; layouts.len()],
+            layouts,
+            ranges_seen: Vec::new(),
+            issued: Issued::default(),
+            highest: BTreeMap::new(),
             failures: Vec::new(),
             ranges: 0,
             ids: 0,
@@ -102,69 +110,94 @@ impl Checker {
         self.digest.clone().finish()
     }
 
-    /// Takes an ID apart: its worker ID (the node fields, high to low) and its key.
-    fn split(&self, id: u64) -> Option<(u64, Key)> {
-        let d = self.layout.decode(id).ok()?;
-        let (mut node, mut ext, mut tick, mut seq) = (0u64, 0, 0, 0);
-        for (f, v) in self.layout.fields().iter().zip(&d.values) {
-            match f.role() {
-                Role::Node => node = (node << f.bits()) | v,
-                Role::Extension => ext = *v,
-                Role::Time => tick = *v,
-                Role::Sequence => seq = *v,
-                _ => {}
-            }
-        }
-        Some((node, (ext, tick, seq)))
+    /// The worker ID an ID's node fields (high to low) name under `layout`.
+    fn worker_of(layout: &Layout, id: u64) -> Option<u64> {
+        let d = layout.decode(id).ok()?;
+        Some(
+            layout
+                .fields()
+                .iter()
+                .zip(&d.values)
+                .filter(|(f, _)| f.role() == Role::Node)
+                .fold(0, |node, (f, v)| (node << f.bits()) | v),
+        )
     }
 
-    /// Checks and records one range.
-    pub fn record(&mut self, range: Range) {
+    /// Checks and records one range, made of `runs` (the block's runs of IDs).
+    pub fn record(&mut self, range: Range, runs: &[Run]) {
         range.hash(&mut self.digest);
         self.ranges += 1;
         self.ids += range.count;
-        let (Some((w_first, k_first)), Some((w_last, k_last))) =
-            (self.split(range.first), self.split(range.last))
-        else {
+        if let Some(n) = self.ranges_by_layout.get_mut(range.layout) {
+            *n += 1;
+        }
+        let index = self.ranges_seen.len();
+        self.ranges_seen.push(range);
+        let total: u64 = runs.iter().map(|r| r.count).sum();
+        if runs.first().map(|r| r.first) != Some(range.first)
+            || runs.last().map(Run::last) != Some(range.last)
+            || total != range.count
+        {
             self.fail(
                 range.at,
-                format!("{range}: an ID does not decode under the layout"),
-            );
-            return;
-        };
-        if w_first != range.worker_id || w_last != range.worker_id {
-            self.fail(
-                range.at,
-                format!("{range}: the IDs carry worker ID {w_first}, not the one held"),
+                format!("{range}: its runs {runs:?} are not its IDs"),
             );
         }
-        let history = self.workers.entry(range.worker_id).or_default();
-        let bad = history.last.filter(|last| k_first <= *last);
-        let earlier: Option<Range> = bad.and_then(|_| {
-            history
-                .recent
-                .iter()
-                .rev()
-                .find(|r| r.first <= range.last && range.first <= r.last)
-                .or_else(|| history.recent.iter().max_by_key(|r| r.last))
-                .copied()
+        // No ID twice, fleet-wide, on the integers.
+        let mut duplicate = false;
+        for run in runs {
+            if let Some((id, earlier)) = self.issued.record(*run, index) {
+                let e = self.ranges_seen[earlier];
+                self.fail(
+                    range.at,
+                    format!("DUPLICATE IDs: {range} overlaps {e} (both issued ID {id})"),
+                );
+                duplicate = true;
+                break;
+            }
+        }
+        let decoded = self.layouts.get(range.layout).and_then(|l| {
+            Some((
+                Self::worker_of(l, range.first)?,
+                Self::worker_of(l, range.last)?,
+            ))
         });
-        history.last = Some(history.last.map_or(k_last, |l| l.max(k_last)));
-        history.recent.push_back(range);
-        if history.recent.len() > RECENT {
-            history.recent.pop_front();
+        match decoded {
+            None => self.fail(
+                range.at,
+                format!("{range}: an ID does not decode under its layout"),
+            ),
+            Some((w_first, w_last)) if w_first != range.worker_id || w_last != range.worker_id => {
+                self.fail(
+                    range.at,
+                    format!("{range}: the IDs carry worker ID {w_first}, not the one held"),
+                );
+            }
+            Some(_) => {}
         }
-        if bad.is_some() {
-            let what = match earlier {
-                Some(e) if e.first <= range.last && range.first <= e.last => {
-                    format!("DUPLICATE IDs: {range} overlaps {e}")
+        // Under one worker ID, IDs only rise (for a fixed worker ID the integers' order is
+        // the order of extension, tick and sequence, in any layout a switch allows).
+        let before = self
+            .highest
+            .get(&range.worker_id)
+            .map(|i| self.ranges_seen[*i]);
+        match before {
+            Some(b) if range.first <= b.last => {
+                if !duplicate {
+                    self.fail(
+                        range.at,
+                        format!(
+                            "IDs went back under one worker ID: {range} is not above {b} (issued before it)"
+                        ),
+                    );
                 }
-                Some(e) => format!(
-                    "IDs went back under one worker ID: {range} is not above {e} (issued before it)"
-                ),
-                None => format!("IDs went back under one worker ID: {range}"),
-            };
-            self.fail(range.at, what);
+                if range.last > b.last {
+                    self.highest.insert(range.worker_id, index);
+                }
+            }
+            _ => {
+                self.highest.insert(range.worker_id, index);
+            }
         }
     }
 

@@ -20,6 +20,8 @@ pub mod coordinator;
 pub mod disk;
 pub mod etcd;
 pub mod fs;
+pub mod issued;
+pub mod layouts;
 pub mod lua;
 pub mod machine;
 pub mod network;
@@ -34,6 +36,7 @@ pub mod zookeeper;
 
 pub use checker::{Checker, Failure, Range};
 pub use coordinator::Backend;
+pub use layouts::Pick;
 pub use run::{Outcome, run};
 pub use scenario::{Scenario, Settings};
 pub use snowdrift_store::worker::sim::Mistake;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use snowdrift_sim::{Backend, Mistake, Outcome, Settings, run};
+use snowdrift_sim::{Backend, Mistake, Outcome, Pick, Settings, run};
 
 /// Deterministic simulation of snowdrift's worker leases: the real keeper and generator of
 /// many nodes against a simulated etcd, Redis, ZooKeeper or disk, under seeded faults.
@@ -42,10 +42,15 @@ struct Args {
     /// The coordinator in another zone: 2 to 4 ms each way.
     #[arg(long)]
     far: bool,
+    /// The rolling restart moves the fleet to another layout: `safe` (one `snowdrift layout
+    /// migrate` calls safe, drawn per seed), `unsafe` (one it calls unsafe) or a target's
+    /// name (epoch-30d-earlier, wider-worker, worker-below-seq, ...).
+    #[arg(long, value_name = "SAFE|UNSAFE|NAME", value_parser = layout_switch)]
+    layout_switch: Option<Pick>,
     /// Plant a mistake (repeatable): in the keeper skip-mark-write-ahead,
-    /// renew-without-fence, trust-lease-after-pause, forget-clock-back-on-restart; in the
-    /// file registry skip-mark-fsync; in the Redis registry renew-any-holder; in the
-    /// ZooKeeper registry renew-by-client-session.
+    /// renew-without-fence, trust-lease-after-pause, forget-clock-back-on-restart,
+    /// ignore-layout-checks; in the file registry skip-mark-fsync; in the Redis registry
+    /// renew-any-holder; in the ZooKeeper registry renew-by-client-session.
     #[arg(long = "mistake", value_parser = mistake)]
     mistakes: Vec<Mistake>,
     /// The registry the nodes run, on its simulated coordinator: etcd, redis, zookeeper, or
@@ -91,6 +96,10 @@ fn mistake(text: &str) -> Result<Mistake, String> {
         })
 }
 
+fn layout_switch(text: &str) -> Result<Pick, String> {
+    Pick::parse(text)
+}
+
 fn settings(args: &Args, seed: u64) -> Settings {
     let mut s = Settings::new(seed, args.nodes);
     s.worker_bits = args.bits;
@@ -101,16 +110,28 @@ fn settings(args: &Args, seed: u64) -> Settings {
     s.far = args.far;
     s.registry = args.registry;
     s.redis_crash_failover = args.redis_crash_failover;
+    s.layout_switch = args.layout_switch.clone();
     s
 }
 
 fn describe(o: &Outcome) -> String {
     let s = &o.scenario;
     format!(
-        "{} nodes on {} worker IDs{}, ttl {:?}, window {:?}, clock reports every {:?}; {:.1} node-hours in {:?} simulated; {} starts ({} refused: {:?}); {} ranges, {} IDs; faults {:?}; not issuing {:?}; {}: {} requests, {} writes ({:.1}/s), {} keep-alives or pings, {} keys read, {} leases or sessions expired; {} worker IDs held at the end",
+        "{} nodes on {} worker IDs{}{}, ttl {:?}, window {:?}, clock reports every {:?}; {:.1} node-hours in {:?} simulated; {} starts ({} refused: {:?}); {} ranges, {} IDs; faults {:?}; not issuing {:?}; {}: {} requests, {} writes ({:.1}/s), {} keep-alives or pings, {} keys read, {} leases or sessions expired; {} worker IDs held at the end",
         s.settings.nodes,
         1u64 << s.worker_bits,
         if s.static_ids { " (static IDs)" } else { "" },
+        s.switch_to.as_ref().map_or(String::new(), |t| format!(
+            ", moving to layout {} ({}/{}ms/{}: {:?}, {} for `snowdrift layout migrate`; {} ranges before, {} after)",
+            t.name,
+            snowdrift_core::layout::migrate::spec(&t.layout),
+            t.layout.unit_ms(),
+            t.layout.epoch_ms(),
+            t.verdict,
+            if t.safe { "safe" } else { "unsafe" },
+            o.ranges_by_layout.first().copied().unwrap_or(0),
+            o.ranges_by_layout.get(1).copied().unwrap_or(0),
+        )),
         s.ttl,
         s.window,
         s.publish_every,
@@ -143,6 +164,9 @@ fn main() -> anyhow::Result<()> {
         && !(1..=10).contains(&bits)
     {
         bail!("--bits {bits}: use 1 to 10 worker ID bits");
+    }
+    if args.layout_switch.is_some() && args.no_rolling_restart {
+        bail!("--layout-switch moves the fleet in its rolling restart: drop --no-rolling-restart");
     }
     if let Some(seed) = args.seed {
         let started = Instant::now();

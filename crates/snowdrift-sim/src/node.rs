@@ -14,6 +14,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use crate::checker::Range;
 use crate::clock::SimClock;
 use crate::coordinator;
+use crate::issued::Run;
 use crate::world::World;
 
 /// The registry namespace of every simulated node.
@@ -32,16 +33,19 @@ pub enum Command {
     Restart,
 }
 
-/// Runs node slot `n` until the run ends.
+/// Runs node slot `n` until the run ends. Each process starts under the one of `layouts`
+/// its slot is set to (the second once a rolling restart has moved it).
 pub async fn slot(
     world: Arc<World>,
     n: usize,
-    layout: Layout,
+    layouts: Arc<[Layout]>,
     mut commands: UnboundedReceiver<Command>,
 ) {
     let mut incarnation = 0u64;
     loop {
         incarnation += 1;
+        let which = world.node(n).layout.min(layouts.len() - 1);
+        let layout = &layouts[which];
         world.count(|c| c.starts += 1);
         let (drift, seed, lead) = {
             let m = world.scenario.drift_max_ppm;
@@ -141,14 +145,14 @@ pub async fn slot(
                 None => {}
             }
             if !world.paused(n) {
-                issue(&world, n, incarnation, &node);
+                issue(&world, n, incarnation, which, &node);
             }
         }
     }
 }
 
-/// One request for IDs from the node's current epoch.
-fn issue(world: &World, n: usize, incarnation: u64, node: &WorkerNode<SimClock>) {
+/// One request for IDs from the node's current epoch, under layout `layout` of the run.
+fn issue(world: &World, n: usize, incarnation: u64, layout: usize, node: &WorkerNode<SimClock>) {
     let holder = node.holder();
     let epoch = node.epoch();
     let count = {
@@ -160,19 +164,31 @@ fn issue(world: &World, n: usize, incarnation: u64, node: &WorkerNode<SimClock>)
         }
     };
     match epoch.generator().try_next_block(count) {
-        Ok(Attempt::Ready(block)) => world.record(
-            Range {
-                node: n,
-                incarnation,
-                epoch: epoch.number(),
-                worker_id: epoch.worker_id(),
-                first: block.first(),
-                last: block.last(),
-                count: block.len(),
-                at: world.elapsed(),
-            },
-            holder,
-        ),
+        Ok(Attempt::Ready(block)) => {
+            let runs: Vec<Run> = block
+                .runs()
+                .map(|(first, count, stride)| Run {
+                    first,
+                    count,
+                    stride,
+                })
+                .collect();
+            world.record(
+                Range {
+                    node: n,
+                    incarnation,
+                    epoch: epoch.number(),
+                    worker_id: epoch.worker_id(),
+                    layout,
+                    first: block.first(),
+                    last: block.last(),
+                    count: block.len(),
+                    at: world.elapsed(),
+                },
+                &runs,
+                holder,
+            )
+        }
         Ok(Attempt::RetryAfter(_)) => {}
         Err(e) => world.count(|c| *c.not_issuing.entry(kind(&e)).or_default() += 1),
     }

@@ -37,6 +37,8 @@ pub struct Outcome {
     pub simulated: Duration,
     /// Worker IDs leased at the end.
     pub held_at_end: usize,
+    /// Ranges issued under each layout (the fleet's, then the one it switched to).
+    pub ranges_by_layout: Vec<u64>,
 }
 
 impl Outcome {
@@ -71,6 +73,10 @@ impl Outcome {
         if s.redis_crash_failover {
             cmd.push_str(" --redis-crash-failover");
         }
+        if let Some(t) = &self.scenario.switch_to {
+            cmd.push_str(" --layout-switch ");
+            cmd.push_str(t.name);
+        }
         for m in &s.mistakes {
             cmd.push_str(" --mistake ");
             cmd.push_str(m.name());
@@ -102,16 +108,19 @@ pub fn run(settings: Settings) -> Outcome {
 }
 
 async fn simulate(scenario: Scenario) -> Outcome {
-    let layout = layout(scenario.worker_bits);
+    let mut layouts = vec![layout(scenario.worker_bits)];
+    layouts.extend(scenario.switch_to.as_ref().map(|t| t.layout.clone()));
+    let layouts: Arc<[Layout]> = layouts.into();
     let duration = scenario.settings.duration;
     let (faults, rolling) = (scenario.settings.faults, scenario.settings.rolling_restart);
-    let world = Arc::new(World::new(scenario, Checker::new(layout.clone())));
+    let rollout_at = scenario.rolling_restart_at();
+    let world = Arc::new(World::new(scenario, Checker::new(layouts.to_vec())));
     tokio::spawn(chaos::coordinator_ticks(world.clone()));
     let mut commands = Vec::new();
     for n in 0..world.scenario.settings.nodes {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         commands.push(tx);
-        tokio::spawn(node::slot(world.clone(), n, layout.clone(), rx));
+        tokio::spawn(node::slot(world.clone(), n, layouts.clone(), rx));
     }
     if faults {
         tokio::spawn(chaos::faults(world.clone(), commands.clone()));
@@ -121,7 +130,7 @@ async fn simulate(scenario: Scenario) -> Outcome {
         tokio::spawn(chaos::rolling_restart(
             world.clone(),
             commands.clone(),
-            duration.mul_f64(0.4),
+            rollout_at,
         ));
     }
     let step = Duration::from_secs(1);
@@ -139,6 +148,7 @@ async fn simulate(scenario: Scenario) -> Outcome {
         counts: lock(&world.counts).clone(),
         coordinator: coordinator.stats(),
         simulated: world.elapsed(),
+        ranges_by_layout: checker.ranges_by_layout.clone(),
         held_at_end: coordinator.held(),
     }
 }

@@ -9,6 +9,7 @@ use snowdrift_store::worker::sim::Mistake;
 use snowdrift_store::worker::{LeaseConfig, WorkerSource};
 
 use crate::coordinator::Backend;
+use crate::layouts::{self, Pick, Target};
 
 /// The most node bits a simulated layout has (`time:41,worker:10,seq:12`).
 pub const MAX_WORKER_BITS: u32 = 10;
@@ -45,6 +46,8 @@ pub struct Settings {
     /// asynchronous replica had not applied (acknowledged or not); otherwise they are
     /// planned (`FAILOVER`, which waits for the replica) and lose nothing.
     pub redis_crash_failover: bool,
+    /// The rolling restart moves every node to another layout ([`layouts::targets`]).
+    pub layout_switch: Option<Pick>,
 }
 
 impl Settings {
@@ -61,6 +64,7 @@ impl Settings {
             far: false,
             registry: Backend::Etcd,
             redis_crash_failover: false,
+            layout_switch: None,
         }
     }
 }
@@ -98,6 +102,8 @@ pub struct Scenario {
     pub coordinator_fault_every: Duration,
     /// Mean time between a node's ID requests.
     pub issue_every: Duration,
+    /// The layout the rolling restart moves the fleet to, with the product's verdict.
+    pub switch_to: Option<Target>,
 }
 
 impl Scenario {
@@ -129,7 +135,18 @@ impl Scenario {
             .unwrap_or_else(|| fit + rng.random_range(0..=1))
             .clamp(1, MAX_WORKER_BITS);
         let static_ids = nodes <= 1 << worker_bits && rng.random_bool(0.5);
+        // Drawn apart, so a run with a switch draws everything else as the one without.
+        let switch_to = settings
+            .layout_switch
+            .as_ref()
+            .filter(|_| settings.rolling_restart)
+            .and_then(|pick| {
+                let draw = StdRng::seed_from_u64(settings.seed ^ 0x1a40_0575).random::<u64>();
+                let at = layouts::rollout_at_ms(rolling_restart_at(settings.duration));
+                layouts::choose(&crate::run::layout(worker_bits), at, pick, draw)
+            });
         Self {
+            switch_to,
             worker_bits,
             static_ids,
             ttl,
@@ -170,6 +187,11 @@ impl Scenario {
         }
     }
 
+    /// When the rolling restart of the whole fleet begins.
+    pub fn rolling_restart_at(&self) -> Duration {
+        rolling_restart_at(self.settings.duration)
+    }
+
     /// The lease settings of node `n`'s process `incarnation`.
     pub fn lease_config(&self, n: usize, incarnation: u64) -> LeaseConfig {
         let source = if self.static_ids {
@@ -189,6 +211,11 @@ impl Scenario {
         c.hostname = Some(format!("node-{n}"));
         c
     }
+}
+
+/// The rolling restart begins 40 % into the run.
+fn rolling_restart_at(duration: Duration) -> Duration {
+    duration.mul_f64(0.4)
 }
 
 fn pick<'a, T>(rng: &mut StdRng, choices: &'a [T]) -> &'a T {

@@ -14,6 +14,7 @@ use tokio::time::Instant;
 
 use crate::checker::{Checker, Range};
 use crate::coordinator::Coordinator;
+use crate::issued::Run;
 use crate::scenario::Scenario;
 
 /// The wall clock's reading when a run starts (2027-01-15), ms since 1970.
@@ -31,6 +32,9 @@ pub struct NodeFaults {
     /// The next process to start crashes within half a window of issuing, and the one
     /// after it boots with its clock behind (a crash loop on a host whose clock is wrong).
     pub crash_after_start: bool,
+    /// Which of the run's layouts its next process starts under (0 until a rolling
+    /// restart that switches layouts moves it).
+    pub layout: usize,
 }
 
 /// What happened in a run besides the IDs, for the report.
@@ -81,6 +85,7 @@ impl World {
                 cut_until: now,
                 wall_offset_ms: rng.random_range(-skew..=skew),
                 crash_after_start: false,
+                layout: 0,
             })
             .collect();
         Self {
@@ -201,7 +206,7 @@ impl World {
     /// Checks and records a range issued by `holder`: against the coordinator first (the
     /// node must hold the worker ID under a lease that has not run out: invariant 2), then
     /// against every range before it.
-    pub fn record(&self, range: Range, holder: &str) {
+    pub fn record(&self, range: Range, runs: &[Run], holder: &str) {
         let (name, live) = {
             let coordinator = lock(&self.coordinator);
             let live = coordinator.live_holder(range.worker_id, Instant::now());
@@ -220,7 +225,7 @@ impl World {
             };
             checker.failures.push(failure);
         }
-        checker.record(range);
+        checker.record(range, runs);
     }
 
     /// Counts something that happened.

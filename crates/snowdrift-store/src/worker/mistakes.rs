@@ -28,22 +28,29 @@ pub enum Mistake {
     /// expired the session only when it next gets through, so a cut-off node goes on
     /// taking its lease for alive after ZooKeeper deleted it.
     RenewByClientSession,
+    /// Starts under its layout without comparing it with the layout recorded beside the
+    /// worker ID's mark or with the live peers' (a layout switch `snowdrift layout
+    /// migrate` calls unsafe goes through).
+    IgnoreLayoutChecks,
 }
 
 #[cfg(feature = "sim")]
 impl Mistake {
     /// Every mistake.
-    pub const ALL: [Mistake; 7] = [
+    pub const ALL: [Mistake; 8] = [
         Mistake::SkipMarkWriteAhead,
         Mistake::RenewWithoutFence,
         Mistake::TrustLeaseAfterPause,
         Mistake::ForgetClockBackOnRestart,
+        Mistake::IgnoreLayoutChecks,
         Mistake::SkipMarkFsync,
         Mistake::RenewAnyHolder,
         Mistake::RenewByClientSession,
     ];
 
     /// The mistakes of the keeper, which every registry runs.
+    /// (`IgnoreLayoutChecks` is the keeper's too, but shows only in a run that switches
+    /// layouts.)
     pub const KEEPER: [Mistake; 4] = [
         Mistake::SkipMarkWriteAhead,
         Mistake::RenewWithoutFence,
@@ -52,9 +59,9 @@ impl Mistake {
     ];
 
     /// A stable name: `skip-mark-write-ahead`, `renew-without-fence`,
-    /// `trust-lease-after-pause`, `forget-clock-back-on-restart`, `skip-mark-fsync` (file
-    /// registry), `renew-any-holder` (Redis registry), `renew-by-client-session`
-    /// (ZooKeeper registry).
+    /// `trust-lease-after-pause`, `forget-clock-back-on-restart`, `ignore-layout-checks`,
+    /// `skip-mark-fsync` (file registry), `renew-any-holder` (Redis registry),
+    /// `renew-by-client-session` (ZooKeeper registry).
     pub fn name(self) -> &'static str {
         match self {
             Mistake::SkipMarkWriteAhead => "skip-mark-write-ahead",
@@ -64,6 +71,7 @@ impl Mistake {
             Mistake::SkipMarkFsync => "skip-mark-fsync",
             Mistake::RenewAnyHolder => "renew-any-holder",
             Mistake::RenewByClientSession => "renew-by-client-session",
+            Mistake::IgnoreLayoutChecks => "ignore-layout-checks",
         }
     }
 
@@ -111,4 +119,5 @@ pub(crate) enum Mistake {
     SkipMarkFsync,
     RenewAnyHolder,
     RenewByClientSession,
+    IgnoreLayoutChecks,
 }
