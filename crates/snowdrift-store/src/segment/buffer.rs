@@ -1,15 +1,19 @@
 //! One tag served from memory: a [`SegmentChain`] kept full by a background refill task.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use snowdrift_core::segment::{
     ChainConfig, IdRange, LocalConfig, LocalSegment, LocalTake, SegmentChain, StepPolicy,
     StepTracker, Take,
 };
 use tokio::sync::Notify;
+// The runtime's clock (the system's monotonic clock, or a simulated one under the
+// simulator's paused time): how long a segment lasted sizes the next step.
+use tokio::time::Instant;
 
-use super::SegmentStore;
+use super::{Claim, SegmentStore};
 use crate::backoff::Backoff;
 use crate::error::{Error, Result};
 
@@ -96,11 +100,32 @@ impl SegmentBuffer {
         tag: &str,
         config: BufferConfig,
     ) -> Result<Self> {
-        let store = store.into();
+        Self::start_with(store.into(), tag, config).await
+    }
+
+    /// As [`start`](Self::start), claiming from `store` instead of a [`SegmentStore`]: how
+    /// the simulator gives each node's buffer its simulated database.
+    #[cfg(feature = "sim")]
+    pub async fn start_on(
+        store: impl SegmentClaims,
+        tag: &str,
+        config: BufferConfig,
+    ) -> Result<Self> {
+        Self::start_with(store, tag, config).await
+    }
+
+    async fn start_with(
+        store: impl SegmentClaims,
+        tag: &str,
+        config: BufferConfig,
+    ) -> Result<Self> {
         let chain = Arc::new(
             SegmentChain::new(config.chain).map_err(|e| Error::InvalidInput(e.to_string()))?,
         );
-        let first = within(config.claim_timeout, store.claim(tag, None)).await?;
+        // Boxed, as the refill's claims are: inline, a store's claim future nests deep
+        // enough in a server's request futures (a tag's buffer starts on its first
+        // request) to pass the compiler's query depth limit when it lays them out.
+        let first = within(config.claim_timeout, Box::pin(store.claim(tag, None))).await?;
         push(&chain, first.ids)?;
         let wake = Arc::new(Notify::new());
         let refilled = Arc::new(Notify::new());
@@ -302,9 +327,22 @@ fn push(chain: &SegmentChain, ids: IdRange) -> Result<()> {
         .map_err(|e| Error::InvalidInput(e.to_string()))
 }
 
+/// Where a buffer claims its segments: a [`SegmentStore`], or the simulator's database.
+pub trait SegmentClaims: Send + Sync + 'static {
+    /// Claims the next segment of `tag` (its stored step, or `step`), durably: as
+    /// [`SegmentStore::claim`].
+    fn claim(&self, tag: &str, step: Option<i64>) -> impl Future<Output = Result<Claim>> + Send;
+}
+
+impl SegmentClaims for SegmentStore {
+    fn claim(&self, tag: &str, step: Option<i64>) -> impl Future<Output = Result<Claim>> + Send {
+        SegmentStore::claim(self, tag, step)
+    }
+}
+
 /// The background side: claims segments while the chain wants them.
-struct Refiller {
-    store: SegmentStore,
+struct Refiller<S> {
+    store: S,
     tag: String,
     chain: Arc<SegmentChain>,
     wake: Arc<Notify>,
@@ -318,7 +356,7 @@ struct Refiller {
     claim_timeout: Duration,
 }
 
-impl Refiller {
+impl<S: SegmentClaims> Refiller<S> {
     async fn run(mut self) {
         // 50 ms after a failed claim, doubling up to 5 s while claims keep failing.
         let backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(5));

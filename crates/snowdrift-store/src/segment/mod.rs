@@ -12,10 +12,13 @@ mod sql;
 mod store;
 mod striped;
 mod tag;
+mod transaction;
 #[cfg(feature = "zookeeper")]
 mod zookeeper;
 
 pub use buffer::{BufferConfig, SegmentBuffer, SegmentHandle};
+#[cfg(feature = "sim")]
+pub mod sim;
 pub use dated::DatedBuffer;
 pub use floor::{TagChange, TagFloor};
 #[cfg(feature = "redis")]

@@ -9,6 +9,7 @@ use super::floor::{TagChange, TagFloor};
 use super::tag::{
     Claim, DatedClaim, NewTag, Tag, TagUpdate, validate_claim, validate_table, validate_tag,
 };
+use super::transaction::ClaimTransaction;
 use crate::error::{Error, Result};
 use crate::sql_connection::Dialect;
 
@@ -260,71 +261,16 @@ impl SqlSegmentStore {
 
     /// Claims the next segment of `tag`: `step` IDs, or the tag's stored step when `None`
     /// (Leaf's dynamic step passes its own). The new `max_id` is committed before this
-    /// returns, so the range is never handed out again, even after a crash.
+    /// returns, so the range is never handed out again, even after a crash. The statements
+    /// are [`transaction::claim`](super::transaction::claim)'s, over a sqlx transaction.
     pub async fn claim(&self, tag: &str, step: Option<i64>) -> Result<Claim> {
-        validate_claim(tag, step)?;
-        let mut tx = self.pool.begin().await?;
-        let updated = match step {
-            None => {
-                let update = self.sql(
-                    "UPDATE {t} SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP \
-                     WHERE biz_tag = $1 AND max_id <= 9223372036854775807 - step",
-                );
-                sqlx::query(update).bind(tag).execute(&mut *tx).await?
-            }
-            Some(step) => {
-                let update = self.sql(
-                    "UPDATE {t} SET max_id = max_id + $1, update_time = CURRENT_TIMESTAMP \
-                     WHERE biz_tag = $2 AND max_id <= 9223372036854775807 - $3",
-                );
-                sqlx::query(update)
-                    .bind(step)
-                    .bind(tag)
-                    .bind(step)
-                    .execute(&mut *tx)
-                    .await?
-            }
+        let begin = async {
+            Ok(SqlxClaim {
+                store: self,
+                tx: self.pool.begin().await?,
+            })
         };
-        let select = self.sql(&format!(
-            "SELECT {} FROM {{t}} WHERE biz_tag = $1",
-            self.tag_columns()
-        ));
-        let row = sqlx::query(select)
-            .bind(tag)
-            .fetch_optional(&mut *tx)
-            .await?;
-        let Some(row) = row else {
-            return Err(Error::TagNotFound(tag.to_string()));
-        };
-        let stored = tag_of(&row)?;
-        if let Some(template) = stored.template {
-            // Dropping the transaction rolls the claim back: this tag counts per period.
-            return Err(Error::TagTemplated {
-                tag: tag.to_string(),
-                template: Box::new(template),
-            });
-        }
-        let used = step.unwrap_or(stored.step);
-        if updated.rows_affected() == 0 {
-            return Err(Error::Overflow {
-                tag: tag.to_string(),
-                max_id: stored.max_id,
-                step: used,
-            });
-        }
-        let end = stored.max_id;
-        let Some(start) = end.checked_sub(used).filter(|s| *s >= 0) else {
-            // Dropping the transaction rolls the claim back.
-            return Err(Error::InvalidInput(format!(
-                "tag {tag:?} has max_id {end}, below its step {used}: the table was edited by hand; fix max_id"
-            )));
-        };
-        tx.commit().await?;
-        Ok(Claim {
-            ids: IdRange::new(start as u64, end as u64),
-            step: used,
-            stored_step: stored.step,
-        })
+        super::transaction::claim(begin, tag, step).await
     }
 
     /// Claims the next segment of `tag`, a tag with a template, for period `period` (the
@@ -520,6 +466,55 @@ impl SqlSegmentStore {
     /// Closes the pool's connections.
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+}
+
+/// A claim's transaction on a real database.
+struct SqlxClaim<'a> {
+    store: &'a SqlSegmentStore,
+    tx: sqlx::Transaction<'static, sqlx::Any>,
+}
+
+impl ClaimTransaction for SqlxClaim<'_> {
+    async fn add_step(&mut self, tag: &str, step: Option<i64>) -> Result<u64> {
+        let done = match step {
+            None => {
+                let update = self.store.sql(
+                    "UPDATE {t} SET max_id = max_id + step, update_time = CURRENT_TIMESTAMP \
+                     WHERE biz_tag = $1 AND max_id <= 9223372036854775807 - step",
+                );
+                sqlx::query(update).bind(tag).execute(&mut *self.tx).await?
+            }
+            Some(step) => {
+                let update = self.store.sql(
+                    "UPDATE {t} SET max_id = max_id + $1, update_time = CURRENT_TIMESTAMP \
+                     WHERE biz_tag = $2 AND max_id <= 9223372036854775807 - $3",
+                );
+                sqlx::query(update)
+                    .bind(step)
+                    .bind(tag)
+                    .bind(step)
+                    .execute(&mut *self.tx)
+                    .await?
+            }
+        };
+        Ok(done.rows_affected())
+    }
+
+    async fn read_tag(&mut self, tag: &str) -> Result<Option<Tag>> {
+        let select = self.store.sql(&format!(
+            "SELECT {} FROM {{t}} WHERE biz_tag = $1",
+            self.store.tag_columns()
+        ));
+        let row = sqlx::query(select)
+            .bind(tag)
+            .fetch_optional(&mut *self.tx)
+            .await?;
+        row.as_ref().map(tag_of).transpose()
+    }
+
+    async fn commit(self) -> Result<()> {
+        Ok(self.tx.commit().await?)
     }
 }
 

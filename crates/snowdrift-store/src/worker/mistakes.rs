@@ -1,5 +1,5 @@
-//! Planted mistakes in the lease keeper and the registries, for the simulator to catch
-//! (cargo feature `sim`).
+//! Planted mistakes in the lease keeper, the registries and the segment claims, for the
+//! simulator to catch (cargo feature `sim`).
 //! Without the feature, [`planted`] is `false` and the checks fold away.
 
 /// A mistake the keeper can be made to commit, each one a rule of the design broken.
@@ -32,12 +32,19 @@ pub enum Mistake {
     /// worker ID's mark or with the live peers' (a layout switch `snowdrift layout
     /// migrate` calls unsafe goes through).
     IgnoreLayoutChecks,
+    /// A SQL segment claim whose `COMMIT` failed hands out its range anyway, as if the
+    /// error came after the commit (it may have rolled back, and the range be claimed
+    /// again).
+    ClaimIgnoresFailedCommit,
+    /// A SQL segment claim takes its range from a read of `max_id` made before its
+    /// `UPDATE`, outside the row's lock (a lost update between racing claims).
+    ClaimReadsBeforeUpdate,
 }
 
 #[cfg(feature = "sim")]
 impl Mistake {
     /// Every mistake.
-    pub const ALL: [Mistake; 8] = [
+    pub const ALL: [Mistake; 10] = [
         Mistake::SkipMarkWriteAhead,
         Mistake::RenewWithoutFence,
         Mistake::TrustLeaseAfterPause,
@@ -46,6 +53,8 @@ impl Mistake {
         Mistake::SkipMarkFsync,
         Mistake::RenewAnyHolder,
         Mistake::RenewByClientSession,
+        Mistake::ClaimIgnoresFailedCommit,
+        Mistake::ClaimReadsBeforeUpdate,
     ];
 
     /// The mistakes of the keeper, which every registry runs.
@@ -61,7 +70,8 @@ impl Mistake {
     /// A stable name: `skip-mark-write-ahead`, `renew-without-fence`,
     /// `trust-lease-after-pause`, `forget-clock-back-on-restart`, `ignore-layout-checks`,
     /// `skip-mark-fsync` (file registry), `renew-any-holder` (Redis registry),
-    /// `renew-by-client-session` (ZooKeeper registry).
+    /// `renew-by-client-session` (ZooKeeper registry), `claim-ignores-failed-commit`,
+    /// `claim-reads-before-update` (SQL segment claims).
     pub fn name(self) -> &'static str {
         match self {
             Mistake::SkipMarkWriteAhead => "skip-mark-write-ahead",
@@ -72,6 +82,8 @@ impl Mistake {
             Mistake::RenewAnyHolder => "renew-any-holder",
             Mistake::RenewByClientSession => "renew-by-client-session",
             Mistake::IgnoreLayoutChecks => "ignore-layout-checks",
+            Mistake::ClaimIgnoresFailedCommit => "claim-ignores-failed-commit",
+            Mistake::ClaimReadsBeforeUpdate => "claim-reads-before-update",
         }
     }
 
@@ -120,4 +132,6 @@ pub(crate) enum Mistake {
     RenewAnyHolder,
     RenewByClientSession,
     IgnoreLayoutChecks,
+    ClaimIgnoresFailedCommit,
+    ClaimReadsBeforeUpdate,
 }

@@ -65,7 +65,7 @@ mod config;
 pub mod file;
 mod keeper;
 mod mark;
-mod mistakes;
+pub(crate) mod mistakes;
 mod node;
 mod raise;
 mod registry;
