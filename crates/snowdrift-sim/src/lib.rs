@@ -30,6 +30,7 @@ pub mod redis;
 pub mod redis_link;
 pub mod run;
 pub mod scenario;
+pub mod segment;
 pub mod world;
 pub mod zk_client;
 pub mod zookeeper;

@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use snowdrift_sim::{Backend, Mistake, Outcome, Pick, Settings, run};
+use snowdrift_sim::{Backend, Failure, Mistake, Outcome, Pick, Settings, run, segment};
 
 /// Deterministic simulation of snowdrift's worker leases: the real keeper and generator of
-/// many nodes against a simulated etcd, Redis, ZooKeeper or disk, under seeded faults.
+/// many nodes against a simulated etcd, Redis, ZooKeeper or disk, under seeded faults; with
+/// --segments, of the segment buffers' claims against a simulated SQL database.
 #[derive(Debug, Parser)]
 #[command(name = "scripts/simulate")]
 struct Args {
@@ -50,7 +51,9 @@ struct Args {
     /// Plant a mistake (repeatable): in the keeper skip-mark-write-ahead,
     /// renew-without-fence, trust-lease-after-pause, forget-clock-back-on-restart,
     /// ignore-layout-checks; in the file registry skip-mark-fsync; in the Redis registry
-    /// renew-any-holder; in the ZooKeeper registry renew-by-client-session.
+    /// renew-any-holder; in the ZooKeeper registry renew-by-client-session; with
+    /// --segments, in the SQL segment claim claim-ignores-failed-commit,
+    /// claim-reads-before-update.
     #[arg(long = "mistake", value_parser = mistake)]
     mistakes: Vec<Mistake>,
     /// The registry the nodes run, on its simulated coordinator: etcd, redis, zookeeper, or
@@ -61,6 +64,11 @@ struct Args {
     /// asynchronous replica had not applied (otherwise failovers are planned: FAILOVER).
     #[arg(long)]
     redis_crash_failover: bool,
+    /// Simulate the segment buffers instead: each node's real segment buffer claiming from
+    /// a simulated SQL database (row locks, transactions) under faults. The mistakes
+    /// claim-ignores-failed-commit and claim-reads-before-update apply to it.
+    #[arg(long)]
+    segments: bool,
     /// Stop at the first failing seed.
     #[arg(long)]
     fail_fast: bool,
@@ -114,6 +122,86 @@ fn settings(args: &Args, seed: u64) -> Settings {
     s
 }
 
+fn segment_settings(args: &Args, seed: u64) -> segment::Settings {
+    let mut s = segment::Settings::new(seed, args.nodes);
+    s.duration = args.duration;
+    s.faults = !args.no_faults;
+    s.mistakes = args.mistakes.clone();
+    s
+}
+
+/// What the seeds loop needs of a run, whichever simulation made it.
+trait Ran: Sized {
+    fn failures(&self) -> &[Failure];
+    fn node_hours(&self) -> f64;
+    fn ids(&self) -> u64;
+    fn digest(&self) -> u64;
+    fn describe(&self) -> String;
+    fn replay_command(&self) -> String;
+    /// Examples of what went on, printed for a single seed.
+    fn examples(&self) -> Vec<String>;
+    /// The same settings run again.
+    fn again(&self) -> Self;
+}
+
+impl Ran for Outcome {
+    fn failures(&self) -> &[Failure] {
+        &self.failures
+    }
+    fn node_hours(&self) -> f64 {
+        Outcome::node_hours(self)
+    }
+    fn ids(&self) -> u64 {
+        self.ids
+    }
+    fn digest(&self) -> u64 {
+        self.digest
+    }
+    fn describe(&self) -> String {
+        describe(self)
+    }
+    fn replay_command(&self) -> String {
+        Outcome::replay_command(self)
+    }
+    fn examples(&self) -> Vec<String> {
+        self.counts
+            .refusal_examples
+            .iter()
+            .map(|(kind, example)| format!("a start refused ({kind}): {example}"))
+            .collect()
+    }
+    fn again(&self) -> Self {
+        run(self.scenario.settings.clone())
+    }
+}
+
+impl Ran for segment::Outcome {
+    fn failures(&self) -> &[Failure] {
+        &self.failures
+    }
+    fn node_hours(&self) -> f64 {
+        segment::Outcome::node_hours(self)
+    }
+    fn ids(&self) -> u64 {
+        self.ids
+    }
+    fn digest(&self) -> u64 {
+        self.digest
+    }
+    fn describe(&self) -> String {
+        segment::Outcome::describe(self)
+    }
+    fn replay_command(&self) -> String {
+        segment::Outcome::replay_command(self)
+    }
+    fn examples(&self) -> Vec<String> {
+        Vec::new()
+    }
+    fn again(&self) -> Self {
+        segment::run(self.scenario.settings.clone())
+    }
+}
+
 fn describe(o: &Outcome) -> String {
     let s = &o.scenario;
     format!(
@@ -165,19 +253,38 @@ fn main() -> anyhow::Result<()> {
     {
         bail!("--bits {bits}: use 1 to 10 worker ID bits");
     }
+    if args.segments
+        && (args.bits.is_some()
+            || args.layout_switch.is_some()
+            || args.far
+            || args.no_rolling_restart)
+    {
+        bail!(
+            "--bits, --layout-switch, --far and --no-rolling-restart are the worker leases' (drop --segments)"
+        );
+    }
     if args.layout_switch.is_some() && args.no_rolling_restart {
         bail!("--layout-switch moves the fleet in its rolling restart: drop --no-rolling-restart");
     }
+    if args.segments {
+        seeds(&args, |seed| segment::run(segment_settings(&args, seed)))
+    } else {
+        seeds(&args, |seed| run(settings(&args, seed)))
+    }
+}
+
+/// Runs the seeds `args` asks for with `one`, or the one seed, and reports.
+fn seeds<O: Ran>(args: &Args, one: impl Fn(u64) -> O + Sync) -> anyhow::Result<()> {
     if let Some(seed) = args.seed {
         let started = Instant::now();
-        let outcome = run(settings(&args, seed));
-        println!("seed {seed}: {}", describe(&outcome));
-        for (kind, example) in &outcome.counts.refusal_examples {
-            println!("  a start refused ({kind}): {example}");
+        let outcome = one(seed);
+        println!("seed {seed}: {}", outcome.describe());
+        for example in outcome.examples() {
+            println!("  {example}");
         }
         println!(
             "digest {:016x}, {:?} of CPU",
-            outcome.digest,
+            outcome.digest(),
             started.elapsed()
         );
         return report_failure(&outcome).context("the seed failed");
@@ -200,14 +307,14 @@ fn main() -> anyhow::Result<()> {
                     if end.is_some_and(|end| seed >= end) {
                         return;
                     }
-                    let outcome = run(settings(&args, seed));
+                    let outcome = one(seed);
                     let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
                     let mut t = totals.lock().unwrap_or_else(|e| e.into_inner());
                     t.0 += outcome.node_hours();
-                    t.1 += outcome.ids;
-                    if !outcome.failures.is_empty() {
+                    t.1 += outcome.ids();
+                    if !outcome.failures().is_empty() {
                         t.2.push(seed);
-                        println!("seed {seed} FAILED: {}", describe(&outcome));
+                        println!("seed {seed} FAILED: {}", outcome.describe());
                         let _ = report_failure(&outcome);
                         if args.fail_fast {
                             stop.store(true, Ordering::Relaxed);
@@ -249,15 +356,15 @@ fn main() -> anyhow::Result<()> {
 
 /// Prints a failing run's failures and the command that replays it, after checking that
 /// it does replay.
-fn report_failure(outcome: &Outcome) -> anyhow::Result<()> {
-    if outcome.failures.is_empty() {
+fn report_failure<O: Ran>(outcome: &O) -> anyhow::Result<()> {
+    let Some(first) = outcome.failures().first() else {
         return Ok(());
-    }
-    for f in outcome.failures.iter().take(5) {
+    };
+    for f in outcome.failures().iter().take(5) {
         println!("  at {:?}: {}", f.at, f.what);
     }
-    let again = run(outcome.scenario.settings.clone());
-    let same = again.digest == outcome.digest && again.failures == outcome.failures;
+    let again = outcome.again();
+    let same = again.digest() == outcome.digest() && again.failures() == outcome.failures();
     println!(
         "  replay: {}   ({})",
         outcome.replay_command(),
@@ -267,5 +374,5 @@ fn report_failure(outcome: &Outcome) -> anyhow::Result<()> {
             "WARNING: a second run did not replay it exactly"
         }
     );
-    bail!("{}", outcome.failures[0].what)
+    bail!("{}", first.what)
 }

@@ -195,7 +195,7 @@ fn issue(world: &World, n: usize, incarnation: u64, layout: usize, node: &Worker
 }
 
 /// An error's kind: the name of its variant.
-fn kind(e: &dyn std::fmt::Debug) -> String {
+pub(crate) fn kind(e: &dyn std::fmt::Debug) -> String {
     let text = format!("{e:?}");
     text.split(|c: char| !c.is_alphanumeric())
         .next()

@@ -218,6 +218,7 @@ fn rolling_restart_at(duration: Duration) -> Duration {
     duration.mul_f64(0.4)
 }
 
-fn pick<'a, T>(rng: &mut StdRng, choices: &'a [T]) -> &'a T {
+/// One of `choices`, drawn from `rng`.
+pub(crate) fn pick<'a, T>(rng: &mut StdRng, choices: &'a [T]) -> &'a T {
     &choices[rng.random_range(0..choices.len())]
 }

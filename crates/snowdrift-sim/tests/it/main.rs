@@ -1,8 +1,9 @@
 //! The simulator's own tests: a fixed set of seeds passes (on etcd, Redis, the file
 //! registry and ZooKeeper), a seed replays exactly, every planted mistake is caught, the
-//! simulated Redis and disk keep their real semantics, the fleet moves to another layout
-//! in a rolling restart when `snowdrift layout migrate` calls it safe, and the fleet scales
-//! to a thousand nodes (and twice as many as there are worker IDs).
+//! simulated Redis and disk keep their real semantics, the segment buffers' claims never
+//! hand out an ID twice, the fleet moves to another layout in a rolling restart when
+//! `snowdrift layout migrate` calls it safe, and the fleet scales to a thousand nodes (and
+//! twice as many as there are worker IDs).
 
 mod disk;
 mod layout_switch;
@@ -12,6 +13,7 @@ mod registries;
 mod replay;
 mod scale;
 mod seeds;
+mod segments;
 mod zookeeper;
 
 use snowdrift_sim::{Outcome, Settings, run};
