@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rand::RngExt;
+use rand::rngs::StdRng;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::Instant;
 
@@ -23,7 +24,19 @@ pub async fn coordinator_ticks(world: Arc<World>) {
 
 /// `base` scaled by a factor drawn in `lo..hi`.
 fn scaled(world: &World, base: Duration, lo: f64, hi: f64) -> Duration {
-    base.mul_f64(world.rng().random_range(lo..hi))
+    scale(&mut world.rng(), base, lo, hi)
+}
+
+/// `base` scaled by a factor drawn from `rng` in `lo..hi`.
+pub(crate) fn scale(rng: &mut StdRng, base: Duration, lo: f64, hi: f64) -> Duration {
+    base.mul_f64(rng.random_range(lo..hi))
+}
+
+/// A zone of a fleet of `nodes`: up to a third of them, from one drawn from `rng` on.
+pub(crate) fn zone(rng: &mut StdRng, nodes: usize) -> impl Iterator<Item = usize> {
+    let first = rng.random_range(0..nodes);
+    let many = rng.random_range(1..=nodes.div_ceil(3));
+    (first..first + many).map(move |m| m % nodes)
 }
 
 /// Faults of the coordinator and of many nodes at once, at a rate that does not grow with
@@ -55,14 +68,8 @@ pub async fn coordinator_faults(world: Arc<World>, commands: Vec<UnboundedSender
             }
             _ => {
                 let length = scaled(&world, ttl, 0.5, 2.0);
-                let (first, many) = {
-                    let mut rng = world.rng();
-                    (
-                        rng.random_range(0..nodes),
-                        rng.random_range(1..=nodes.div_ceil(3)),
-                    )
-                };
-                for m in (first..first + many).map(|m| m % nodes) {
+                let cut: Vec<usize> = zone(&mut world.rng(), nodes).collect();
+                for m in cut {
                     world.with_node(m, |f| f.cut_until = f.cut_until.max(now + length));
                 }
                 "zone partition"

@@ -120,12 +120,7 @@ pub async fn slot(
                 drop(node);
                 break;
             }
-            let gap = {
-                let mean = u64::try_from(world.scenario.issue_every.as_micros())
-                    .unwrap_or(1)
-                    .max(2);
-                Duration::from_micros(world.rng().random_range(1..2 * mean))
-            };
+            let gap = gap(&mut world.rng(), world.scenario.issue_every);
             let cmd = tokio::select! {
                 biased;
                 cmd = commands.recv() => Some(cmd),
@@ -192,6 +187,12 @@ fn issue(world: &World, n: usize, incarnation: u64, layout: usize, node: &Worker
         Ok(Attempt::RetryAfter(_)) => {}
         Err(e) => world.count(|c| *c.not_issuing.entry(kind(&e)).or_default() += 1),
     }
+}
+
+/// The time until a node's next request: drawn from `rng`, `mean` on average.
+pub(crate) fn gap(rng: &mut rand::rngs::StdRng, mean: Duration) -> Duration {
+    let mean = u64::try_from(mean.as_micros()).unwrap_or(1).max(2);
+    Duration::from_micros(rng.random_range(1..2 * mean))
 }
 
 /// An error's kind: the name of its variant.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use snowdrift_core::layout::Layout;
-use snowdrift_store::worker::sim::plant;
+use snowdrift_store::worker::sim::{Mistake, plant};
 
 use crate::checker::{Checker, Failure};
 use crate::coordinator::{Backend, Stats};
@@ -94,13 +94,20 @@ pub fn layout(bits: u32) -> Layout {
 /// Runs one seed to the end, or to its first failure, on this thread.
 pub fn run(settings: Settings) -> Outcome {
     let scenario = Scenario::draw(settings);
+    let mistakes = scenario.settings.mistakes.clone();
+    on_this_thread(&mistakes, simulate(scenario))
+}
+
+/// Runs `run` to its end on this thread, a current-thread tokio runtime on paused time,
+/// with `mistakes` planted meanwhile.
+pub fn on_this_thread<T>(mistakes: &[Mistake], run: impl Future<Output = T>) -> T {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
         .build()
         .unwrap_or_else(|e| panic!("a current-thread tokio runtime: {e}"));
-    plant(&scenario.settings.mistakes);
-    let outcome = runtime.block_on(simulate(scenario));
+    plant(mistakes);
+    let outcome = runtime.block_on(run);
     plant(&[]);
     // Dropping the runtime ends every task the run left (nodes, messages in flight).
     drop(runtime);

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use super::node::Command;
 use super::world::World;
+use crate::chaos::{scale, zone};
 use crate::world::lock;
 
 /// How often the database looks for sessions idle in a transaction.
@@ -30,7 +31,7 @@ pub async fn idle_sessions(world: Arc<World>) {
 
 /// `base` scaled by a factor drawn in `lo..hi`.
 fn scaled(world: &World, base: Duration, lo: f64, hi: f64) -> Duration {
-    base.mul_f64(world.rng().random_range(lo..hi))
+    scale(&mut world.rng(), base, lo, hi)
 }
 
 /// Faults of the database and of many nodes at once.
@@ -56,14 +57,8 @@ pub async fn database_faults(world: Arc<World>, nodes: usize) {
             }
             _ => {
                 let length = scaled(&world, timeout, 0.5, 4.0);
-                let (first, many) = {
-                    let mut rng = world.rng();
-                    (
-                        rng.random_range(0..nodes),
-                        rng.random_range(1..=nodes.div_ceil(3)),
-                    )
-                };
-                for m in (first..first + many).map(|m| m % nodes) {
+                let cut: Vec<usize> = zone(&mut world.rng(), nodes).collect();
+                for m in cut {
                     world.with_node(m, |f| f.cut_until = f.cut_until.max(now + length));
                 }
                 "zone partition"

@@ -306,6 +306,16 @@ impl Db {
 mod tests {
     use super::*;
 
+    /// A session of `owner` that has added the row's step (and holds its lock).
+    fn updated(db: &mut Db, owner: Owner, now: Instant) -> u64 {
+        let id = db.begin(owner, now).unwrap();
+        assert!(matches!(
+            db.add_step(id, "t", None, now),
+            Ok(Update::Done(1))
+        ));
+        id
+    }
+
     fn max_id(db: &mut Db, session: u64) -> i64 {
         let now = Instant::now();
         db.read(session, "t", now).unwrap().unwrap().max_id
@@ -361,17 +371,9 @@ mod tests {
     async fn a_failover_ends_every_session_and_keeps_what_committed() {
         let now = Instant::now();
         let mut db = Db::new("t", 10, Duration::from_secs(5));
-        let a = db.begin((0, 1), now).unwrap();
-        assert!(matches!(
-            db.add_step(a, "t", None, now),
-            Ok(Update::Done(1))
-        ));
+        let a = updated(&mut db, (0, 1), now);
         db.commit(a, now).unwrap();
-        let b = db.begin((0, 1), now).unwrap();
-        assert!(matches!(
-            db.add_step(b, "t", None, now),
-            Ok(Update::Done(1))
-        ));
+        let b = updated(&mut db, (0, 1), now);
         db.fail_over(now, Duration::from_secs(1));
         assert!(db.begin((0, 2), now).is_err(), "refused while restarting");
         assert!(db.commit(b, now + Duration::from_secs(2)).is_err());
@@ -382,11 +384,7 @@ mod tests {
     async fn a_session_idle_in_a_transaction_is_ended_and_its_lock_released() {
         let now = Instant::now();
         let mut db = Db::new("t", 10, Duration::from_secs(5));
-        let a = db.begin((0, 1), now).unwrap();
-        assert!(matches!(
-            db.add_step(a, "t", None, now),
-            Ok(Update::Done(1))
-        ));
+        let a = updated(&mut db, (0, 1), now);
         let b = db.begin((1, 1), now).unwrap();
         db.set_busy(b, true, now);
         assert!(!db.end_idle(now + Duration::from_secs(4)));

@@ -18,8 +18,6 @@ pub mod world;
 use std::sync::Arc;
 use std::time::Duration;
 
-use snowdrift_store::worker::sim::plant;
-
 use self::db::DbStats;
 pub use self::scenario::{Scenario, Settings};
 use self::world::{Counts, TAG, World};
@@ -115,16 +113,8 @@ impl Outcome {
 /// Runs one seed to the end (or a little past its first failure), on this thread.
 pub fn run(settings: Settings) -> Outcome {
     let scenario = Scenario::draw(settings);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap_or_else(|e| panic!("a current-thread tokio runtime: {e}"));
-    plant(&scenario.settings.mistakes);
-    let outcome = runtime.block_on(simulate(scenario));
-    plant(&[]);
-    drop(runtime);
-    outcome
+    let mistakes = scenario.settings.mistakes.clone();
+    crate::run::on_this_thread(&mistakes, simulate(scenario))
 }
 
 async fn simulate(scenario: Scenario) -> Outcome {

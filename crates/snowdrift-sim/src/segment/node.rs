@@ -13,7 +13,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::checker::Handout;
 use super::conn::SimSql;
 use super::world::{TAG, World};
-use crate::node::kind;
+use crate::node::{gap, kind};
 use crate::world::lock;
 
 /// What the fault driver tells a node's process.
@@ -60,12 +60,7 @@ pub async fn slot(world: Arc<World>, n: usize, mut commands: UnboundedReceiver<C
         };
         let mut handle = buffer.handle();
         loop {
-            let gap = {
-                let mean = u64::try_from(world.scenario.request_every.as_micros())
-                    .unwrap_or(1)
-                    .max(2);
-                Duration::from_micros(world.rng().random_range(1..2 * mean))
-            };
+            let gap = gap(&mut world.rng(), world.scenario.request_every);
             let work = async {
                 tokio::time::sleep(gap).await;
                 if !world.paused(n) {

@@ -16,18 +16,23 @@ mod seeds;
 mod segments;
 mod zookeeper;
 
-use snowdrift_sim::{Outcome, Settings, run};
+use snowdrift_sim::{Failure, Outcome, Settings, run};
 
 /// Runs `settings` and fails the test, with the command that replays it, unless the
 /// checker found nothing wrong.
 fn run_clean(settings: Settings) -> Outcome {
     let what = format!("seed {} on {} nodes", settings.seed, settings.nodes);
     let outcome = run(settings);
-    assert!(
-        outcome.failures.is_empty(),
-        "{what} failed: {:?}\nreplay: {}",
-        outcome.failures.first(),
-        outcome.replay_command()
-    );
+    assert_clean(&what, &outcome.failures, &outcome.replay_command());
     outcome
+}
+
+/// Fails the test, naming `what` and the command that replays it, unless `failures` is
+/// empty.
+fn assert_clean(what: &str, failures: &[Failure], replay: &str) {
+    assert!(
+        failures.is_empty(),
+        "{what} failed: {:?}\nreplay: {replay}",
+        failures.first(),
+    );
 }

@@ -12,12 +12,7 @@ use snowdrift_sim::segment::{Outcome, Settings, run};
 fn run_clean(settings: Settings) -> Outcome {
     let what = format!("segment seed {} on {} nodes", settings.seed, settings.nodes);
     let outcome = run(settings);
-    assert!(
-        outcome.failures.is_empty(),
-        "{what} failed: {:?}\nreplay: {}",
-        outcome.failures.first(),
-        outcome.replay_command()
-    );
+    crate::assert_clean(&what, &outcome.failures, &outcome.replay_command());
     outcome
 }
 
