@@ -26,6 +26,8 @@ use snowdrift_store::worker::{LeaseConfig, Mark, WorkerNode, WorkerRegistry, Wor
 use snowdrift_testkit::{unique_name, urls};
 use sqlx::AssertSqlSafe;
 
+mod sql_functions;
+
 /// The name written in place of the namespace, table or key prefix in every fixture.
 const PLACEHOLDER: &str = "snowdrift_fixture_ns";
 /// The worker ID the fixtures' nodes held.
@@ -1508,6 +1510,13 @@ async fn write_fixtures() {
             "old fixtures are never edited"
         );
         write_reserved_part(&out).await;
+    }
+    if wanted("sql-functions") {
+        assert!(
+            !out.join("sql-functions").exists(),
+            "old fixtures are never edited"
+        );
+        sql_functions::write_part(&out).await;
     }
     if wanted("segment") {
         assert!(
