@@ -374,6 +374,8 @@ async fn read_one(backend: &str, version: &Path) {
         assert_eq!(status.registry_table, text("registry_table"), "{what}");
         assert_eq!(status.holder, text("holder"), "{what}");
         assert!(status.reservation_checked, "{what}");
+        // PostgreSQL's life sequence and MariaDB's lease rows are in the dump as written.
+        assert_eq!(status.fenced, expect["fenced"].as_bool().unwrap(), "{what}");
         let listed: Vec<u64> = status.workers.iter().map(|w| w.worker_id).collect();
         assert_eq!(
             listed.iter().copied().collect::<BTreeSet<_>>(),
