@@ -50,13 +50,13 @@ impl Outcome {
     /// The command that replays this run.
     pub fn replay_command(&self) -> String {
         let s = &self.scenario.settings;
-        let mut cmd = format!(
-            "scripts/simulate --seed {} --nodes {} --bits {} --duration {}s",
-            s.seed,
-            s.nodes,
-            self.scenario.worker_bits,
-            s.duration.as_secs()
-        );
+        let mut cmd = format!("scripts/simulate --seed {} --nodes {}", s.seed, s.nodes);
+        // Only when it was asked: a worker space drawn from the seed is drawn again, and
+        // naming it would skip that draw and so change every draw after it.
+        if let Some(bits) = s.worker_bits {
+            cmd.push_str(&format!(" --bits {bits}"));
+        }
+        cmd.push_str(&format!(" --duration {}s", s.duration.as_secs()));
         if !s.faults {
             cmd.push_str(" --no-faults");
         }
