@@ -1,13 +1,18 @@
 //! Worker leases in a SQL table (`worker_node`: holder, lease expiry, high-water mark), claimed by a conditional update.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::{AnyPool, AssertSqlSafe, Row};
+use sqlx::{AssertSqlSafe, Row};
 
 use super::PeerTime;
 use super::claim;
 use crate::error::{Error, Result};
 use crate::sql_connection::Dialect;
+
+pub(crate) mod db;
+
+use db::{SqlDb, SqlRow, SqlValue, SqlxDb};
 
 /// How many times a claim of one ID starts over after another node changed its row between
 /// the conditional update and the insert.
@@ -83,9 +88,13 @@ pub(crate) fn statement(dialect: Dialect, table: &str, template: &str) -> Assert
 ///
 /// The database's clock must not jump forward: a step of `s` seconds ends every lease `s`
 /// seconds early. Keep NTP slewing on the database server (the default on most systems).
+///
+/// It reaches its database only through [`SqlDb`](db::SqlDb) (one statement, its binds,
+/// its rows), which the sqlx pool implements; the simulator puts the registry on a
+/// database of its own with `over` (feature `sim`).
 #[derive(Debug, Clone)]
 pub struct SqlRegistry {
-    pool: AnyPool,
+    db: Arc<dyn SqlDb>,
     dialect: Dialect,
     table: String,
 }
@@ -98,8 +107,22 @@ impl SqlRegistry {
         validate_namespace(namespace)?;
         let (pool, dialect) = crate::sql_connection::connect(url).await?;
         let registry = Self {
-            pool,
+            db: Arc::new(SqlxDb::new(pool)),
             dialect,
+            table: namespace.to_string(),
+        };
+        registry.migrate().await?;
+        Ok(registry)
+    }
+
+    /// The registry on the table `namespace` of `db`, a database that speaks SQLite's
+    /// dialect (the simulator's), creating the table as [`connect`](Self::connect) does.
+    #[cfg(feature = "sim")]
+    pub async fn over(db: Arc<dyn SqlDb>, namespace: &str) -> Result<Self> {
+        validate_namespace(namespace)?;
+        let registry = Self {
+            db,
+            dialect: Dialect::Sqlite,
             table: namespace.to_string(),
         };
         registry.migrate().await?;
@@ -134,7 +157,7 @@ impl SqlRegistry {
             )));
         }
         Ok(Some(Self {
-            pool,
+            db: Arc::new(SqlxDb::new(pool)),
             dialect,
             table: namespace.to_string(),
         }))
@@ -142,8 +165,8 @@ impl SqlRegistry {
 
     /// The statement for this dialect: `{t}` is the table, `{now}` the database's clock in
     /// milliseconds, and each `?` becomes `$1`, `$2`, ... on PostgreSQL.
-    fn sql(&self, template: &str) -> AssertSqlSafe<String> {
-        statement(self.dialect, &self.table, template)
+    fn sql(&self, template: &str) -> String {
+        statement(self.dialect, &self.table, template).0
     }
 
     async fn migrate(&self) -> Result<()> {
@@ -159,7 +182,7 @@ impl SqlRegistry {
              lease_ttl_ms BIGINT DEFAULT NULL, \
              layout VARCHAR(255) DEFAULT NULL){engine}"
         );
-        crate::sql_connection::create_table(&self.pool, self.sql(&ddl)).await?;
+        self.db.create_table(self.sql(&ddl)).await?;
         // A table of an older version lacks the later columns: add each that is missing.
         // Two nodes may add one at the same instant; the loser finds it there.
         for (column, kind) in [
@@ -173,10 +196,10 @@ impl SqlRegistry {
             let alter = self.sql(&format!(
                 "ALTER TABLE {{t}} ADD COLUMN {column} {kind} DEFAULT NULL"
             ));
-            if let Err(e) = sqlx::query(alter).execute(&self.pool).await
+            if let Err(e) = self.db.execute(alter, Vec::new()).await
                 && !self.has_column(column).await
             {
-                return Err(e.into());
+                return Err(e);
             }
         }
         Ok(())
@@ -184,7 +207,7 @@ impl SqlRegistry {
 
     async fn has_column(&self, column: &str) -> bool {
         let probe = self.sql(&format!("SELECT {column} FROM {{t}} WHERE 1 = 0"));
-        sqlx::query(probe).fetch_all(&self.pool).await.is_ok()
+        self.db.fetch(probe, Vec::new()).await.is_ok()
     }
 
     /// Leases the lowest worker ID in `0..space` that no live lease holds to `holder` for
@@ -253,36 +276,37 @@ impl SqlRegistry {
                  lease_ttl_ms = ? \
                  WHERE worker_id = ? AND (holder IS NULL OR holder = ? OR lease_expires_ms <= {now})",
             );
-            let updated = sqlx::query(update)
-                .bind(holder)
-                .bind(holder)
-                .bind(holder)
-                .bind(ttl_ms)
-                .bind(ttl_ms)
-                .bind(id)
-                .bind(holder)
-                .execute(&self.pool)
+            let updated = self
+                .db
+                .execute(
+                    update,
+                    vec![
+                        holder.into(),
+                        holder.into(),
+                        holder.into(),
+                        ttl_ms.into(),
+                        ttl_ms.into(),
+                        id.into(),
+                        holder.into(),
+                    ],
+                )
                 .await?;
-            if updated.rows_affected() == 1 {
+            if updated == 1 {
                 return Ok(Ok(()));
             }
             let insert = self.sql(
                 "INSERT INTO {t} (worker_id, holder, lease_expires_ms, claimed_ms, lease_ttl_ms) \
                  VALUES (?, ?, {now} + ? + 1, {now}, ?)",
             );
-            let inserted = sqlx::query(insert)
-                .bind(id)
-                .bind(holder)
-                .bind(ttl_ms)
-                .bind(ttl_ms)
-                .execute(&self.pool)
-                .await;
-            match inserted {
-                Ok(_) => return Ok(Ok(())),
-                Err(e)
-                    if e.as_database_error()
-                        .is_some_and(|d| d.is_unique_violation()) => {}
-                Err(e) => return Err(e.into()),
+            let inserted = self
+                .db
+                .insert(
+                    insert,
+                    vec![id.into(), holder.into(), ttl_ms.into(), ttl_ms.into()],
+                )
+                .await?;
+            if inserted {
+                return Ok(Ok(()));
             }
             // The row exists: held by someone live, or changed since the update (retry).
             if let Lease::Live(other) = self.lease(id).await?
@@ -304,15 +328,12 @@ impl SqlRegistry {
     async fn lease(&self, id: i64) -> Result<Lease> {
         let select = self
             .sql("SELECT holder, lease_expires_ms - {now} AS left_ms FROM {t} WHERE worker_id = ?");
-        let row = sqlx::query(select)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
-        let Some(row) = row else {
+        let rows = self.db.fetch(select, vec![id.into()]).await?;
+        let Some(row) = rows.first() else {
             return Ok(Lease::Free);
         };
-        let holder: Option<String> = row.try_get("holder")?;
-        let left_ms: i64 = row.try_get("left_ms")?;
+        let holder = row.opt_text("holder")?;
+        let left_ms = row.int("left_ms")?;
         Ok(match holder {
             None => Lease::Free,
             Some(h) if left_ms > 0 => Lease::Live(h),
@@ -366,10 +387,8 @@ impl SqlRegistry {
             "UPDATE {t} SET holder = NULL, lease_expires_ms = 0, reported_ms = NULL \
              WHERE worker_id = ? AND holder = ?",
         );
-        sqlx::query(update)
-            .bind(id)
-            .bind(holder)
-            .execute(&self.pool)
+        self.db
+            .execute(update, vec![id.into(), holder.into()])
             .await?;
         Ok(())
     }
@@ -378,16 +397,10 @@ impl SqlRegistry {
     /// beside the mark: see [`WorkerRegistry::reserve`](super::WorkerRegistry::reserve).
     /// [`Error::WorkerTaken`] when a live holder other than `holder` has it.
     pub async fn reserve(&self, worker_id: u64, holder: &str, layout: &str) -> Result<()> {
-        let mut conn = self.pool.acquire().await?;
-        if reserve_on(
-            &mut conn,
-            self.dialect,
-            &self.table,
-            worker_id,
-            holder,
-            layout,
-        )
-        .await?
+        let [(update, update_binds), (insert, insert_binds)] =
+            reserve_statements(self.dialect, &self.table, worker_id, holder, layout)?;
+        if self.db.execute(update, update_binds).await? == 1
+            || self.db.execute(insert, insert_binds).await? == 1
         {
             return Ok(());
         }
@@ -404,16 +417,9 @@ impl SqlRegistry {
     /// Ends `holder`'s reservation of `worker_id`, raising its mark to `mark` (stored form)
     /// in the same statement; `Ok(false)` when the row no longer shows it.
     pub async fn unreserve(&self, worker_id: u64, holder: &str, mark: u64) -> Result<bool> {
-        let mut conn = self.pool.acquire().await?;
-        unreserve_on(
-            &mut conn,
-            self.dialect,
-            &self.table,
-            worker_id,
-            holder,
-            mark,
-        )
-        .await
+        let (update, binds) =
+            unreserve_statement(self.dialect, &self.table, worker_id, holder, mark)?;
+        Ok(self.db.execute(update, binds).await? == 1)
     }
 
     /// The live leases, by worker ID.
@@ -423,11 +429,11 @@ impl SqlRegistry {
              WHERE holder IS NOT NULL AND lease_expires_ms > {now} \
              ORDER BY worker_id",
         );
-        let rows = sqlx::query(select).fetch_all(&self.pool).await?;
+        let rows = self.db.fetch(select, Vec::new()).await?;
         rows.iter()
             .map(|row| {
-                let id: i64 = row.try_get("worker_id")?;
-                let holder: String = row.try_get("holder")?;
+                let id = row.int("worker_id")?;
+                let holder = row.text("holder")?;
                 Ok((self.id_from_row(id)?, holder))
             })
             .collect()
@@ -447,10 +453,11 @@ impl SqlRegistry {
     pub async fn read_mark(&self, worker_id: u64) -> Result<Option<u64>> {
         let id = id_of(worker_id)?;
         let select = self.sql("SELECT high_water_ms FROM {t} WHERE worker_id = ?");
-        let mark: Option<Option<i64>> = sqlx::query_scalar(select)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
+        let rows = self.db.fetch(select, vec![id.into()]).await?;
+        let mark = rows
+            .first()
+            .map(|row| row.opt_int("high_water_ms"))
+            .transpose()?;
         mark.flatten()
             .map(|m| self.mark_from_column(worker_id, m))
             .transpose()
@@ -505,12 +512,11 @@ impl SqlRegistry {
         let update = self.sql(&format!(
             "UPDATE {{t}} SET {set} WHERE worker_id = ? AND holder = ? AND lease_expires_ms > {{now}}"
         ));
-        let mut query = sqlx::query(update);
-        for value in values {
-            query = query.bind(*value);
-        }
-        let updated = query.bind(id).bind(holder).execute(&self.pool).await?;
-        if updated.rows_affected() == 1 {
+        let mut binds: Vec<SqlValue> = values.iter().map(|v| SqlValue::Int(*v)).collect();
+        binds.push(id.into());
+        binds.push(holder.into());
+        let updated = self.db.execute(update, binds).await?;
+        if updated == 1 {
             Ok(())
         } else {
             Err(self.lost(worker_id, holder).await?)
@@ -524,14 +530,14 @@ impl SqlRegistry {
              WHERE holder IS NOT NULL AND lease_expires_ms > {now} AND reported_ms IS NOT NULL \
              ORDER BY worker_id",
         );
-        let rows = sqlx::query(select).fetch_all(&self.pool).await?;
+        let rows = self.db.fetch(select, Vec::new()).await?;
         rows.iter()
             .map(|row| {
-                let id: i64 = row.try_get("worker_id")?;
-                let time: i64 = row.try_get("reported_ms")?;
+                let id = row.int("worker_id")?;
+                let time = row.int("reported_ms")?;
                 Ok(PeerTime {
                     worker_id: self.id_from_row(id)?,
-                    holder: row.try_get("holder")?,
+                    holder: row.text("holder")?,
                     // A reading below the epoch was written by hand; it is as old as can be.
                     time_ms: u64::try_from(time).unwrap_or(0),
                 })
@@ -543,11 +549,12 @@ impl SqlRegistry {
     pub async fn read_layout(&self, worker_id: u64) -> Result<Option<String>> {
         let id = id_of(worker_id)?;
         let select = self.sql("SELECT layout FROM {t} WHERE worker_id = ?");
-        let layout: Option<Option<String>> = sqlx::query_scalar(select)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(layout.flatten())
+        let rows = self.db.fetch(select, vec![id.into()]).await?;
+        Ok(rows
+            .first()
+            .map(|row| row.opt_text("layout"))
+            .transpose()?
+            .flatten())
     }
 
     /// Records the layout `holder` issues under; [`Error::LeaseLost`] unless it holds a
@@ -558,13 +565,11 @@ impl SqlRegistry {
         let update = self.sql(
             "UPDATE {t} SET layout = ? WHERE worker_id = ? AND holder = ? AND lease_expires_ms > {now}",
         );
-        let updated = sqlx::query(update)
-            .bind(layout)
-            .bind(id)
-            .bind(holder)
-            .execute(&self.pool)
+        let updated = self
+            .db
+            .execute(update, vec![layout.into(), id.into(), holder.into()])
             .await?;
-        if updated.rows_affected() == 1 {
+        if updated == 1 {
             Ok(())
         } else {
             Err(self.lost(worker_id, holder).await?)
@@ -591,13 +596,13 @@ impl SqlRegistry {
              high_water_ms, layout FROM {{t}} \
              WHERE (holder IS NOT NULL AND lease_expires_ms > {{now}}) {odd_ids} ORDER BY worker_id"
         ));
-        let rows = sqlx::query(select).fetch_all(&self.pool).await?;
+        let rows = self.db.fetch(select, Vec::new()).await?;
         let mut out = super::WorkerList::default();
         for row in &rows {
-            let id = match row.try_get::<i64, _>("worker_id") {
+            let id = match row.int("worker_id") {
                 Ok(id) => u64::try_from(id).map_err(|_| (id.to_string(), true)),
                 Err(_) => Err((
-                    row.try_get::<String, _>("worker_id")
+                    row.text("worker_id")
                         .map_or_else(|_| "?".to_string(), |s| format!("{s:?}")),
                     false,
                 )),
@@ -626,11 +631,11 @@ impl SqlRegistry {
     }
 
     /// The entry of the live row of worker ID `id`.
-    fn list_row(&self, id: u64, row: &sqlx::any::AnyRow) -> Result<super::WorkerEntry> {
-        let now: i64 = row.try_get("now_ms")?;
+    fn list_row(&self, id: u64, row: &SqlRow) -> Result<super::WorkerEntry> {
+        let now = row.int("now_ms")?;
         let mut problems = Vec::new();
         let mut column = |name: &str| -> Option<i64> {
-            match row.try_get::<Option<i64>, _>(name) {
+            match row.opt_int(name) {
                 Ok(Some(v)) if v >= 0 => Some(v),
                 Ok(Some(v)) => {
                     problems.push(format!(
@@ -651,7 +656,7 @@ impl SqlRegistry {
         let ttl = column("lease_ttl_ms");
         let expires = column("lease_expires_ms");
         let mut entry = super::WorkerEntry::new(id, "?".into());
-        match row.try_get::<Option<String>, _>("holder") {
+        match row.opt_text("holder") {
             Ok(Some(holder)) => entry.holder = holder,
             Ok(None) => {}
             Err(e) => entry.flag(format!(
@@ -669,7 +674,7 @@ impl SqlRegistry {
             (entry.lease_left_ms, entry.lease_ttl_ms),
             (Some(l), Some(t)) if l < t / 2
         );
-        match row.try_get::<Option<i64>, _>("high_water_ms") {
+        match row.opt_int("high_water_ms") {
             Ok(mark) => match mark.map(|m| self.mark_from_column(id, m)).transpose() {
                 Ok(mark) => entry.mark = mark,
                 Err(e) => entry.flag(e.to_string()),
@@ -678,7 +683,7 @@ impl SqlRegistry {
                 "its high_water_ms cannot be read ({e}): it was edited by hand; set it to the last time used (ms)"
             )),
         }
-        match row.try_get::<Option<String>, _>("layout") {
+        match row.opt_text("layout") {
             Ok(layout) => entry.layout = layout,
             Err(e) => entry.flag(format!(
                 "its layout cannot be read ({e}): it was edited by hand; put back the layout record its holder issues under"
@@ -714,7 +719,8 @@ impl SqlRegistry {
 
     /// Closes the pool's connections.
     pub async fn close(&self) {
-        self.pool.close().await;
+        // Closing waits for the connections; a failure leaves nothing to do.
+        let _ = self.db.close().await;
     }
 }
 
@@ -744,14 +750,11 @@ impl claim::Backend for SqlClaim<'_> {
                  WHERE holder IS NOT NULL AND lease_expires_ms > {now} AND worker_id < ? \
                  ORDER BY worker_id",
             );
-            let held: Vec<i64> = sqlx::query_scalar(select)
-                .bind(space)
-                .fetch_all(&self.registry.pool)
-                .await?;
+            let held = self.registry.db.fetch(select, vec![space.into()]).await?;
             return Ok(claim::Survey {
                 held: held
-                    .into_iter()
-                    .map(|id| self.registry.id_from_row(id))
+                    .iter()
+                    .map(|row| self.registry.id_from_row(row.int("worker_id")?))
                     .collect::<Result<_>>()?,
                 marks: Default::default(),
             });
@@ -761,19 +764,16 @@ impl claim::Backend for SqlClaim<'_> {
             "SELECT worker_id, holder, lease_expires_ms - {now} AS left_ms, high_water_ms \
              FROM {t} WHERE worker_id < ?",
         );
-        let rows = sqlx::query(select)
-            .bind(space)
-            .fetch_all(&self.registry.pool)
-            .await?;
+        let rows = self.registry.db.fetch(select, vec![space.into()]).await?;
         let mut survey = claim::Survey::default();
         for row in &rows {
-            let id = self.registry.id_from_row(row.try_get("worker_id")?)?;
-            let holder: Option<String> = row.try_get("holder")?;
-            let left_ms: i64 = row.try_get("left_ms")?;
+            let id = self.registry.id_from_row(row.int("worker_id")?)?;
+            let holder = row.opt_text("holder")?;
+            let left_ms = row.int("left_ms")?;
             if holder.is_some() && left_ms > 0 {
                 survey.held.push(id);
             }
-            if let Some(mark) = row.try_get::<Option<i64>, _>("high_water_ms")? {
+            if let Some(mark) = row.opt_int("high_water_ms")? {
                 survey.marks.insert(id, u64::try_from(mark).ok());
             }
         }
@@ -854,18 +854,16 @@ pub(crate) async fn table_rows(
         .collect()
 }
 
-/// Reserves `worker_id` in `table` for `holder`, which is no server: a lease that ends at
-/// [`RESERVED_UNTIL_MS`](crate::sql_functions::RESERVED_UNTIL_MS), so no server's claim
-/// (which takes only a free or ended lease) takes it, with `layout` recorded beside the
-/// mark. The mark stays. `Ok(false)` when a live holder other than `holder` has it.
-pub(crate) async fn reserve_on(
-    conn: &mut sqlx::AnyConnection,
+/// The two statements of a reservation of `worker_id` in `table` for `holder` (see
+/// [`reserve_on`]), with their binds: the conditional update, then the insert that ignores
+/// a conflict. The reservation took when either changed a row.
+fn reserve_statements(
     dialect: Dialect,
     table: &str,
     worker_id: u64,
     holder: &str,
     layout: &str,
-) -> Result<bool> {
+) -> Result<[(String, Vec<SqlValue>); 2]> {
     validate_holder(holder)?;
     let id = id_of(worker_id)?;
     let until = crate::sql_functions::RESERVED_UNTIL_MS;
@@ -876,17 +874,6 @@ pub(crate) async fn reserve_on(
          lease_expires_ms = ?, lease_ttl_ms = NULL, layout = ? \
          WHERE worker_id = ? AND (holder IS NULL OR holder = ? OR lease_expires_ms <= {now})",
     );
-    let updated = sqlx::query(update)
-        .bind(holder)
-        .bind(until)
-        .bind(layout)
-        .bind(id)
-        .bind(holder)
-        .execute(&mut *conn)
-        .await?;
-    if updated.rows_affected() == 1 {
-        return Ok(true);
-    }
     // No row yet, or a live holder: a racing insert of the same ID must not abort the
     // caller's transaction, so the insert ignores a conflict and says by its count.
     let insert = match dialect {
@@ -903,14 +890,72 @@ pub(crate) async fn reserve_on(
              VALUES (?, ?, ?, {now}, ?)"
         }
     };
-    let inserted = sqlx::query(statement(dialect, table, insert))
-        .bind(id)
-        .bind(holder)
-        .bind(until)
-        .bind(layout)
-        .execute(&mut *conn)
-        .await?;
-    Ok(inserted.rows_affected() == 1)
+    Ok([
+        (
+            update.0,
+            vec![
+                holder.into(),
+                until.into(),
+                layout.into(),
+                id.into(),
+                holder.into(),
+            ],
+        ),
+        (
+            statement(dialect, table, insert).0,
+            vec![id.into(), holder.into(), until.into(), layout.into()],
+        ),
+    ])
+}
+
+/// Reserves `worker_id` in `table` for `holder`, which is no server: a lease that ends at
+/// [`RESERVED_UNTIL_MS`](crate::sql_functions::RESERVED_UNTIL_MS), so no server's claim
+/// (which takes only a free or ended lease) takes it, with `layout` recorded beside the
+/// mark. The mark stays. `Ok(false)` when a live holder other than `holder` has it.
+pub(crate) async fn reserve_on(
+    conn: &mut sqlx::AnyConnection,
+    dialect: Dialect,
+    table: &str,
+    worker_id: u64,
+    holder: &str,
+    layout: &str,
+) -> Result<bool> {
+    for (sql, binds) in reserve_statements(dialect, table, worker_id, holder, layout)? {
+        if db::bound(sql, binds)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected()
+            == 1
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The statement that ends `holder`'s reservation of `worker_id` (see [`unreserve_on`]),
+/// with its binds.
+fn unreserve_statement(
+    dialect: Dialect,
+    table: &str,
+    worker_id: u64,
+    holder: &str,
+    mark: u64,
+) -> Result<(String, Vec<SqlValue>)> {
+    let id = id_of(worker_id)?;
+    let mark = ms_since_epoch(mark, "high-water mark")?;
+    let update = statement(
+        dialect,
+        table,
+        "UPDATE {t} SET high_water_ms = CASE \
+         WHEN high_water_ms IS NULL OR high_water_ms < ? THEN ? ELSE high_water_ms END, \
+         holder = NULL, lease_expires_ms = 0, reported_ms = NULL \
+         WHERE worker_id = ? AND holder = ?",
+    );
+    Ok((
+        update.0,
+        vec![mark.into(), mark.into(), id.into(), holder.into()],
+    ))
 }
 
 /// Ends `holder`'s reservation of `worker_id` in `table`, raising its high-water mark to
@@ -924,24 +969,12 @@ pub(crate) async fn unreserve_on(
     holder: &str,
     mark: u64,
 ) -> Result<bool> {
-    let id = id_of(worker_id)?;
-    let mark = ms_since_epoch(mark, "high-water mark")?;
-    let update = statement(
-        dialect,
-        table,
-        "UPDATE {t} SET high_water_ms = CASE \
-         WHEN high_water_ms IS NULL OR high_water_ms < ? THEN ? ELSE high_water_ms END, \
-         holder = NULL, lease_expires_ms = 0, reported_ms = NULL \
-         WHERE worker_id = ? AND holder = ?",
-    );
-    let updated = sqlx::query(update)
-        .bind(mark)
-        .bind(mark)
-        .bind(id)
-        .bind(holder)
+    let (sql, binds) = unreserve_statement(dialect, table, worker_id, holder, mark)?;
+    Ok(db::bound(sql, binds)
         .execute(&mut *conn)
-        .await?;
-    Ok(updated.rows_affected() == 1)
+        .await?
+        .rows_affected()
+        == 1)
 }
 
 /// Checks a namespace (a table name, key prefix or root znode). The four backends share

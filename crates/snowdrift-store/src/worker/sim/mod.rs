@@ -19,6 +19,10 @@
 //!   uses, which the simulator implements with a simulated ensemble (sessions, ephemeral
 //!   znodes, versions, `multi`) and client; [`ZkRegistry::over`](super::zookeeper::ZkRegistry::over)
 //!   puts the real ZooKeeper registry on it;
+//! - [`SqlDb`]: what the SQL registry sends to its database (a statement with its binds,
+//!   its rows), which the simulator implements with an in-process SQLite behind a simulated
+//!   network; [`SqlRegistry::over`](super::sql::SqlRegistry::over) puts the real SQL
+//!   registry on it;
 //! - [`Mistake`]: planted mistakes in the keeper, switched on for one thread, to show that
 //!   the simulator's checker catches them.
 
@@ -26,6 +30,7 @@ pub use super::etcd::kv::{Compare, EtcdKv, KeyValue, KvFuture, LeaseStatus, Op, 
 pub use super::file::fs::{Dir, File, Fs, Job, JobFuture, Kind, Meta, Open};
 pub use super::mistakes::{Mistake, plant};
 pub use super::redis::conn::{RedisConn, RedisFuture, Value};
+pub use super::sql::db::{SqlDb, SqlFuture, SqlRow, SqlValue};
 pub use super::zookeeper::api::{
     Mode, MultiWriteError, Stat, WriteOp, ZkConnector, ZkError, ZkFuture, ZkSession,
 };
