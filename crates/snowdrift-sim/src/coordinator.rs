@@ -15,6 +15,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use snowdrift_store::worker::etcd::EtcdRegistry;
 use snowdrift_store::worker::redis::RedisRegistry;
+use snowdrift_store::worker::sql::SqlRegistry;
 use snowdrift_store::worker::zookeeper::ZkRegistry;
 use snowdrift_store::worker::{FileRegistry, WorkerRegistry};
 use tokio::time::Instant;
@@ -28,6 +29,8 @@ use crate::node::NAMESPACE;
 use crate::redis::{EXPIRE_EVERY, Redis};
 use crate::redis_link::RedisLink;
 use crate::scenario::Scenario;
+use crate::sql::SqlDatabase;
+use crate::sql_link::SqlLink;
 use crate::world::World;
 use crate::zk_client::SimConnector;
 use crate::zookeeper::ZooKeeper;
@@ -48,15 +51,19 @@ pub enum Backend {
     File,
     /// The ZooKeeper registry on a simulated ZooKeeper ensemble.
     ZooKeeper,
+    /// The SQL registry on a real in-process SQLite behind a simulated network, on the
+    /// database host's simulated clock.
+    Sql,
 }
 
 impl Backend {
     /// Every backend.
-    pub const ALL: [Backend; 4] = [
+    pub const ALL: [Backend; 5] = [
         Backend::Etcd,
         Backend::Redis,
         Backend::File,
         Backend::ZooKeeper,
+        Backend::Sql,
     ];
 
     /// Its name on the command line (`--registry NAME`) and in reports.
@@ -66,6 +73,7 @@ impl Backend {
             Backend::Redis => "redis",
             Backend::File => "file",
             Backend::ZooKeeper => "zookeeper",
+            Backend::Sql => "sql",
         }
     }
 
@@ -123,6 +131,8 @@ pub enum Coordinator {
     File(Arc<Disk>),
     /// A simulated ZooKeeper ensemble.
     ZooKeeper(ZooKeeper),
+    /// A SQLite database on a simulated host.
+    Sql(SqlDatabase),
 }
 
 impl Coordinator {
@@ -158,6 +168,11 @@ impl Coordinator {
                 let tick = ZK_TICKS_MS[rng.random_range(0..ZK_TICKS_MS.len())];
                 Coordinator::ZooKeeper(ZooKeeper::new(Duration::from_millis(tick), t0))
             }
+            Backend::Sql => {
+                // Drawn apart too. A database host kept right by NTP.
+                let mut rng = StdRng::seed_from_u64(scenario.settings.seed ^ 0x5a1d_b000);
+                Coordinator::Sql(SqlDatabase::new(t0, rng.random_range(-50..=50)))
+            }
         }
     }
 
@@ -168,6 +183,7 @@ impl Coordinator {
             Coordinator::Redis { .. } => "Redis",
             Coordinator::File(_) => "the machine's file locks",
             Coordinator::ZooKeeper(_) => "ZooKeeper",
+            Coordinator::Sql(_) => "the SQL database",
         }
     }
 
@@ -204,6 +220,17 @@ impl Coordinator {
         }
     }
 
+    /// The database of a SQL run (the SQL connections' statements run on it).
+    ///
+    /// # Panics
+    /// In a run of another backend: the simulator built a SQL connection there.
+    pub fn sql(&mut self) -> &mut SqlDatabase {
+        match self {
+            Coordinator::Sql(db) => db,
+            other => panic!("a SQL statement in a run on {}", other.name()),
+        }
+    }
+
     /// The disk of a file-registry run.
     pub fn disk(&self) -> Option<&Arc<Disk>> {
         match self {
@@ -216,7 +243,8 @@ impl Coordinator {
     /// truth a node must agree with whenever it issues), if anyone: for Redis, the
     /// primary's lease key (which a promoted replica's data becomes); for files, the
     /// process holding the `flock` of the lock file of that name; for ZooKeeper, the
-    /// holder in the lease znode, an ephemeral one whose session the ensemble counts alive.
+    /// holder in the lease znode, an ephemeral one whose session the ensemble counts alive;
+    /// for SQL, the worker ID's row, whose lease has not ended by the database's clock.
     pub fn live_holder(&self, worker_id: u64, now: Instant) -> Option<String> {
         match self {
             Coordinator::Etcd(etcd) => etcd
@@ -234,6 +262,7 @@ impl Coordinator {
                 let lease: serde_json::Value = serde_json::from_slice(data).ok()?;
                 Some(lease.get("holder")?.as_str()?.to_string())
             }
+            Coordinator::Sql(db) => db.live_holder(NAMESPACE, worker_id),
         }
     }
 
@@ -246,6 +275,8 @@ impl Coordinator {
             Coordinator::File(_) => Duration::from_secs(3600),
             // The leader's session tracker expires sessions each tick.
             Coordinator::ZooKeeper(zk) => zk.tick(),
+            // Leases end by the database's clock as rows are read: nothing to do.
+            Coordinator::Sql(_) => Duration::from_secs(3600),
         }
     }
 
@@ -258,13 +289,13 @@ impl Coordinator {
                 redis.expire(now);
                 redis.replicate(now);
             }
-            Coordinator::File(_) => {}
+            Coordinator::File(_) | Coordinator::Sql(_) => {}
             Coordinator::ZooKeeper(zk) => zk.expire(now),
         }
     }
 
     /// Its leader is lost at `now` and a new one elected after `outage`: etcd's election,
-    /// Redis's failover to its replica; the fault's name. (The file registry's machine
+    /// Redis's failover to its replica, the SQL database's restart; the fault's name. (The file registry's machine
     /// crashes instead: [`crate::machine`].)
     pub fn elect(&mut self, now: Instant, outage: Duration) -> &'static str {
         match self {
@@ -287,6 +318,10 @@ impl Coordinator {
             Coordinator::ZooKeeper(zk) => {
                 zk.elect(now, outage);
                 "leader election"
+            }
+            Coordinator::Sql(db) => {
+                db.restart(now, outage);
+                "database restart"
             }
         }
     }
@@ -312,6 +347,7 @@ impl Coordinator {
                 }
             }
             Coordinator::ZooKeeper(zk) => zk.stats,
+            Coordinator::Sql(db) => db.stats,
         }
     }
 
@@ -324,6 +360,7 @@ impl Coordinator {
             }
             Coordinator::File(disk) => disk.locked_in(Path::new(WORKER_DIR), ".lock"),
             Coordinator::ZooKeeper(zk) => zk.count_children(&lease_dir()),
+            Coordinator::Sql(db) => db.held(NAMESPACE),
         }
     }
 }
@@ -357,6 +394,12 @@ pub async fn registry(
             ZkRegistry::over(zk, NAMESPACE)
                 .await
                 .map(WorkerRegistry::Zk)
+        }
+        Backend::Sql => {
+            let db = Arc::new(SqlLink::new(world.clone(), n));
+            SqlRegistry::over(db, NAMESPACE)
+                .await
+                .map(WorkerRegistry::Sql)
         }
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! A deterministic simulation of snowdrift's worker leases: many nodes, each running the
 //! real [`WorkerNode`](snowdrift_store::worker::WorkerNode) (claim, mark written ahead,
-//! fence, renew, regain, clock checks), its real registry (etcd, Redis, ZooKeeper or
+//! fence, renew, regain, clock checks), its real registry (etcd, Redis, ZooKeeper, SQL or
 //! files) and the real snowflake generator, against a simulated coordinator behind a
 //! simulated network, under faults drawn from one seeded RNG; a
 //! checker sees every range of IDs any node issues. A run is one thread, a current-thread
@@ -31,6 +31,8 @@ pub mod redis_link;
 pub mod run;
 pub mod scenario;
 pub mod segment;
+pub mod sql;
+pub mod sql_link;
 pub mod world;
 pub mod zk_client;
 pub mod zookeeper;

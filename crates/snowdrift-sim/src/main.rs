@@ -56,8 +56,9 @@ struct Args {
     /// claim-reads-before-update.
     #[arg(long = "mistake", value_parser = mistake)]
     mistakes: Vec<Mistake>,
-    /// The registry the nodes run, on its simulated coordinator: etcd, redis, zookeeper, or
-    /// file (every node on one machine, sharing its disk).
+    /// The registry the nodes run, on its simulated coordinator: etcd, redis, zookeeper,
+    /// sql (a real in-process SQLite behind a simulated network), or file (every node on one
+    /// machine, sharing its disk).
     #[arg(long, default_value = "etcd", value_parser = Backend::parse)]
     registry: Backend,
     /// With --registry redis: a failover is the primary's host dying, which loses what its

@@ -104,6 +104,9 @@ pub struct Scenario {
     pub issue_every: Duration,
     /// The layout the rolling restart moves the fleet to, with the product's verdict.
     pub switch_to: Option<Target>,
+    /// Of the SQL database's statements that change rows, the share that answer an error
+    /// all the same (the connection cut off after the commit).
+    pub sql_error_after_commit: f64,
 }
 
 impl Scenario {
@@ -145,7 +148,13 @@ impl Scenario {
                 let at = layouts::rollout_at_ms(rolling_restart_at(settings.duration));
                 layouts::choose(&crate::run::layout(worker_bits), at, pick, draw)
             });
+        // Drawn apart, so the other registries' runs draw what they drew.
+        let sql_error_after_commit = *pick(
+            &mut StdRng::seed_from_u64(settings.seed ^ 0x5a1e_aa0c),
+            &[0.0, 0.01, 0.05],
+        ) * faults;
         Self {
+            sql_error_after_commit,
             switch_to,
             worker_bits,
             static_ids,

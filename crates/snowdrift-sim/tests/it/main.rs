@@ -1,5 +1,5 @@
 //! The simulator's own tests: a fixed set of seeds passes (on etcd, Redis, the file
-//! registry and ZooKeeper), a seed replays exactly, every planted mistake is caught, the
+//! registry, ZooKeeper and SQL), a seed replays exactly, every planted mistake is caught, the
 //! simulated Redis and disk keep their real semantics, the segment buffers' claims never
 //! hand out an ID twice, the fleet moves to another layout in a rolling restart when
 //! `snowdrift layout migrate` calls it safe, and the fleet scales to a thousand nodes (and
@@ -14,6 +14,7 @@ mod replay;
 mod scale;
 mod seeds;
 mod segments;
+mod sql;
 mod zookeeper;
 
 use snowdrift_sim::{Failure, Outcome, Settings, run};
