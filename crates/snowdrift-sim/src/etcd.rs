@@ -8,13 +8,16 @@
 //! etcd's lessor checks); `time_to_live` answers whole seconds, truncated; a transaction
 //! compares a missing key's value as false and its revisions and lease as 0; a put under a
 //! lease that does not exist fails the whole transaction; a new leader extends every lease
-//! by its TTL from its election on. Not modelled: compaction, watches, auth, several
-//! members (the cluster is one linearizable key space, as etcd's clients see it).
+//! by its TTL from its election on; a watch of one key from a revision on answers its first
+//! change at that revision or later (at once when the key changed since), and a leader
+//! change cancels every watch (the client reads again and watches anew). Not modelled:
+//! compaction, auth, several members (the cluster is one linearizable key space, as
+//! etcd's clients see it).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use snowdrift_store::worker::sim::{Compare, KeyValue, LeaseStatus, Op, Txn, TxnAnswer};
+use snowdrift_store::worker::sim::{Compare, KeyChange, KeyValue, LeaseStatus, Op, Txn, TxnAnswer};
 use snowdrift_store::{Error, Result};
 use tokio::time::Instant;
 
@@ -48,6 +51,10 @@ pub struct Etcd {
     leases: BTreeMap<i64, Lease>,
     next_lease: i64,
     no_leader_until: Option<Instant>,
+    /// Each key's last change: its revision, and whether it was a delete.
+    changes: BTreeMap<String, (i64, bool)>,
+    /// Watches waiting: the key, the first revision they want, where to answer.
+    watchers: Vec<(String, i64, tokio::sync::oneshot::Sender<KeyChange>)>,
     /// What it did so far: writes are transactions that put, grants, revokes and expiries;
     /// keep-alives are handled by the leader alone (etcd 3.4).
     pub stats: Stats,
@@ -68,6 +75,8 @@ impl Etcd {
             leases: BTreeMap::new(),
             next_lease: 0x1000,
             no_leader_until: None,
+            changes: BTreeMap::new(),
+            watchers: Vec::new(),
             stats: Stats::default(),
         }
     }
@@ -91,6 +100,45 @@ impl Etcd {
         for lease in self.leases.values_mut() {
             lease.expires = lease.expires.max(elected + secs(lease.ttl));
         }
+        for (_, _, answer) in self.watchers.drain(..) {
+            let _ = answer.send(KeyChange::Restart);
+        }
+    }
+
+    /// Watches `key` from revision `from` on: answers its first change then or later.
+    pub fn watch(&mut self, key: &str, from: i64) -> tokio::sync::oneshot::Receiver<KeyChange> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        match self.changes.get(key) {
+            Some(&(revision, deleted)) if revision >= from => {
+                let _ = tx.send(if deleted {
+                    KeyChange::Deleted
+                } else {
+                    KeyChange::Put
+                });
+            }
+            _ => self.watchers.push((key.to_string(), from, tx)),
+        }
+        rx
+    }
+
+    /// Notes a change of `key` at the current revision and answers its watches.
+    fn changed(&mut self, key: &str, deleted: bool) {
+        let revision = self.revision;
+        self.changes.insert(key.to_string(), (revision, deleted));
+        let change = if deleted {
+            KeyChange::Deleted
+        } else {
+            KeyChange::Put
+        };
+        let mut waiting = Vec::new();
+        for (k, from, answer) in self.watchers.drain(..) {
+            if k == key && revision >= from {
+                let _ = answer.send(change);
+            } else if !answer.is_closed() {
+                waiting.push((k, from, answer));
+            }
+        }
+        self.watchers = waiting;
     }
 
     /// Revokes the leases whose TTL ran out by `now` (etcd's lessor).
@@ -117,6 +165,7 @@ impl Etcd {
             for key in lease.keys {
                 if self.kvs.get(&key).is_some_and(|s| s.lease == id) {
                     self.kvs.remove(&key);
+                    self.changed(&key, true);
                 }
             }
         }
@@ -205,13 +254,15 @@ impl Etcd {
                 mod_revision: revision,
             },
         );
+        self.changed(key, false);
     }
 
     fn delete(&mut self, key: &str) {
-        if let Some(old) = self.kvs.remove(key)
-            && let Some(l) = self.leases.get_mut(&old.lease)
-        {
-            l.keys.remove(key);
+        if let Some(old) = self.kvs.remove(key) {
+            if let Some(l) = self.leases.get_mut(&old.lease) {
+                l.keys.remove(key);
+            }
+            self.changed(key, true);
         }
     }
 

@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use snowdrift_core::clock::Clock;
-use snowdrift_store::worker::sim::{EtcdKv, KeyValue, KvFuture, LeaseStatus, Txn, TxnAnswer};
+use snowdrift_store::worker::sim::{
+    EtcdKv, KeyChange, KeyValue, KvFuture, LeaseStatus, Txn, TxnAnswer,
+};
 use snowdrift_store::{Error, Result};
 use tokio::time::Instant;
 
@@ -127,6 +129,25 @@ impl EtcdKv for Link {
 
     fn revoke(&self, lease: i64) -> KvFuture<'_, ()> {
         Box::pin(self.call(move |etcd, _| etcd.revoke(lease)))
+    }
+
+    fn watch(&self, key: String, from: i64) -> KvFuture<'_, KeyChange> {
+        Box::pin(async move {
+            let change = self.call(move |etcd, _| Ok(etcd.watch(&key, from))).await?;
+            // A dropped watch (etcd's leader gone meanwhile) is one to start again.
+            let change = change.await.unwrap_or(KeyChange::Restart);
+            // The event comes back over the stream: a trip, delayed by a lost packet's
+            // retransmission rather than lost; a link cut by then breaks the stream.
+            let trip = self.world.trip().unwrap_or(CLIENT_TIMEOUT / 5);
+            tokio::time::sleep(trip).await;
+            self.world.awake(self.node).await;
+            if self.world.cut(self.node) {
+                return Err(Error::Unavailable(
+                    "the watch stream to etcd broke (simulated partition)".into(),
+                ));
+            }
+            Ok(change)
+        })
     }
 
     fn now_ms(&self) -> u64 {

@@ -1,16 +1,15 @@
 //! Leader election and the saved window of a timestamp oracle on etcd.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use etcd_client as etcd;
-use etcd_client::{
-    Client, Compare, CompareOp, EventType, KeyValue, PutOptions, Txn, TxnOp, TxnOpResponse,
-    WatchOptions,
-};
+// The runtime's clock: a server's is the monotonic clock, the simulator's its paused time.
+use tokio::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::worker::etcd::{first_kv, text, ttl_seconds, unavailable};
+use crate::worker::etcd::kv::{Compare, EtcdKv, KeyChange, KeyValue, Op, Txn, TxnAnswer};
+use crate::worker::etcd::{ClientKv, ttl_seconds};
+use crate::worker::mistakes::{Mistake, planted};
 use crate::worker::sql::{validate_holder, validate_namespace};
 
 /// How many times a window save starts over when another save of the same leader moved
@@ -25,8 +24,9 @@ const MAX_RACES: usize = 64;
 /// without a lease: it outlives every leader and only ever goes up.
 #[derive(Clone)]
 pub struct EtcdTso {
-    // etcd's client is a few KiB of per-service handles; shared, each leadership stays small.
-    client: Arc<Client>,
+    // A real etcd through `etcd-client`, or the simulator's; shared, so each leadership
+    // stays small.
+    kv: Arc<dyn EtcdKv>,
     name: String,
     root: String,
 }
@@ -145,12 +145,9 @@ impl std::fmt::Display for ForgedKey {
     }
 }
 
-/// The key that the `i`th operation of a transaction read, if it read one.
-fn kv_at(responses: &[TxnOpResponse], i: usize) -> Option<&KeyValue> {
-    match responses.get(i) {
-        Some(TxnOpResponse::Get(g)) => g.kvs().first(),
-        _ => None,
-    }
+/// The key that the `i`th read of a transaction's branch found, if any.
+fn kv_at(answer: &TxnAnswer, i: usize) -> Option<&KeyValue> {
+    answer.gets.get(i).and_then(|g| g.first())
 }
 
 /// The leader key's value for `holder` leading with `lease`.
@@ -167,7 +164,7 @@ fn parse_leader_value(value: &str) -> Option<(&str, i64)> {
 /// This node's hold on the leader key. Dropping it does not give leadership up (the lease
 /// runs out by itself); [`resign`](Self::resign) does at once.
 pub struct Leadership {
-    client: Arc<Client>,
+    kv: Arc<dyn EtcdKv>,
     name: String,
     holder: String,
     leader_key: String,
@@ -206,9 +203,21 @@ impl EtcdTso {
             .connect(&format!("{root}/"))
             .await?;
         Ok(Self {
-            client: Arc::new(client),
+            kv: Arc::new(ClientKv::new(client)),
             name: name.to_string(),
             root,
+        })
+    }
+
+    /// Oracle `name` under `/{namespace}/tso/` of any [`EtcdKv`]: the simulator's etcd.
+    #[cfg(feature = "sim")]
+    pub fn over(kv: Arc<dyn EtcdKv>, namespace: &str, name: &str) -> Result<Self> {
+        validate_namespace(namespace)?;
+        validate_name(name)?;
+        Ok(Self {
+            kv,
+            name: name.to_string(),
+            root: format!("/{namespace}/tso/{name}"),
         })
     }
 
@@ -269,64 +278,61 @@ impl EtcdTso {
         }
         let seconds = ttl_seconds(ttl)?;
         let sent_at = Instant::now();
-        let mut leases = self.client.lease_client();
-        let granted = leases.grant(seconds, None).await.map_err(unavailable)?;
-        let lease = granted.id();
-        if granted.ttl() < seconds {
+        let (lease, granted) = self.kv.grant(seconds).await?;
+        if granted < seconds {
             // etcd only ever raises a TTL; a shorter one would break fencing.
-            let _ = leases.revoke(lease).await;
+            let _ = self.kv.revoke(lease).await;
             return Err(Error::Unavailable(
-                format!(
-                    "etcd granted a lease of {} s for a ttl of {seconds} s",
-                    granted.ttl()
-                )
-                .into(),
+                format!("etcd granted a lease of {granted} s for a ttl of {seconds} s").into(),
             ));
         }
         let leader_key = self.leader_key();
         let window_key = self.window_key();
         let value = leader_value(holder, lease);
-        let take = |when: Vec<Compare>| {
-            Txn::new()
-                .when(when)
-                .and_then([
-                    TxnOp::put(
-                        leader_key.clone(),
-                        value.clone(),
-                        Some(PutOptions::new().with_lease(lease)),
-                    ),
-                    // In the same transaction: no earlier leader can save after this read,
-                    // since its key is gone (or no longer bound to its lease) and its saves
-                    // are conditioned on it.
-                    TxnOp::get(window_key.clone(), None),
-                    TxnOp::get(leader_key.clone(), None),
-                ])
-                .or_else([TxnOp::get(leader_key.clone(), None)])
+        let take = |when: Vec<Compare>| Txn {
+            when,
+            then: vec![
+                Op::Put {
+                    key: leader_key.clone(),
+                    value: value.clone(),
+                    lease,
+                },
+                // In the same transaction: no earlier leader can save after this read,
+                // since its key is gone (or no longer bound to its lease) and its saves
+                // are conditioned on it.
+                Op::Get {
+                    key: window_key.clone(),
+                    prefix: false,
+                },
+                Op::Get {
+                    key: leader_key.clone(),
+                    prefix: false,
+                },
+            ],
+            otherwise: vec![Op::Get {
+                key: leader_key.clone(),
+                prefix: false,
+            }],
         };
-        let mut txn = take(vec![Compare::create_revision(
-            leader_key.clone(),
-            CompareOp::Equal,
-            0,
-        )]);
+        let mut txn = take(vec![Compare::CreateRevision(leader_key.clone(), 0)]);
         let mut replacing = false;
         loop {
-            let answer = match self.client.kv_client().txn(txn).await {
+            let answer = match self.kv.txn(txn).await {
                 Ok(a) => a,
                 Err(e) => {
                     // Whether the key was written is unknown: revoking deletes it if it was.
-                    let _ = leases.revoke(lease).await;
-                    return Err(unavailable(e));
+                    let _ = self.kv.revoke(lease).await;
+                    return Err(e);
                 }
             };
-            let responses = answer.op_responses();
-            if answer.succeeded() {
-                let previous_window_ms = kv_at(&responses, 1)
+            if answer.succeeded {
+                let previous_window_ms = kv_at(&answer, 0)
                     .map(|kv| window_of(&window_key, kv))
                     .transpose()?;
                 // The key as written: a key taken over keeps its create revision.
-                let revision = kv_at(&responses, 2).map_or(0, KeyValue::create_revision);
+                let revision = kv_at(&answer, 1).map_or(0, |kv| kv.create_revision);
                 return Ok(Campaign::Won(Leadership {
-                    client: Arc::clone(&self.client),
+                    kv: Arc::clone(&self.kv),
                     name: self.name.clone(),
                     holder: holder.to_string(),
                     leader_key,
@@ -339,24 +345,24 @@ impl EtcdTso {
                     valid_until: Mutex::new(sent_at + (ttl - margin)),
                 }));
             }
-            let Some(kv) = kv_at(&responses, 0).cloned() else {
-                let _ = leases.revoke(lease).await;
+            let Some(kv) = kv_at(&answer, 0).cloned() else {
+                let _ = self.kv.revoke(lease).await;
                 return Err(Error::Unavailable(
                     "the tso leader key was deleted during the campaign; campaign again".into(),
                 ));
             };
-            match (replace, kv.lease()) {
-                (Some(seen), 0) if seen == kv.mod_revision() && !replacing => {
+            match (replace, kv.lease) {
+                (Some(seen), 0) if seen == kv.mod_revision && !replacing => {
                     replacing = true;
                     txn = take(vec![
-                        Compare::mod_revision(leader_key.clone(), CompareOp::Equal, seen),
-                        Compare::lease(leader_key.clone(), CompareOp::Equal, 0),
+                        Compare::ModRevision(leader_key.clone(), seen),
+                        Compare::Lease(leader_key.clone(), 0),
                     ]);
                     continue;
                 }
                 _ => {}
             }
-            let _ = leases.revoke(lease).await;
+            let _ = self.kv.revoke(lease).await;
             return self.check_leader(&leader_key, &kv).await;
         }
     }
@@ -364,53 +370,42 @@ impl EtcdTso {
     /// Whether `kv`, the leader key, is an election's: bound to a lease, which its value
     /// names and which is alive.
     async fn check_leader(&self, key: &str, kv: &KeyValue) -> Result<Campaign> {
-        let value = text(kv.value());
+        let value = kv.value.clone();
         let forged = |fault| {
             Ok(Campaign::NotALeader(ForgedKey {
                 key: key.to_string(),
                 value: value.clone(),
-                lease: kv.lease(),
-                mod_revision: kv.mod_revision(),
+                lease: kv.lease,
+                mod_revision: kv.mod_revision,
                 fault,
             }))
         };
-        if kv.lease() == 0 {
+        if kv.lease == 0 {
             return forged(KeyFault::NoLease);
         }
         let holder = match parse_leader_value(&value) {
-            Some((holder, term)) if term == kv.lease() => holder.to_string(),
+            Some((holder, term)) if term == kv.lease => holder.to_string(),
             _ => return forged(KeyFault::LeaseNotNamed),
         };
-        let alive = self
-            .client
-            .lease_client()
-            .time_to_live(kv.lease(), None)
-            .await
-            .map_err(unavailable)?;
-        if alive.ttl() <= 0 {
+        let alive = self.kv.time_to_live(kv.lease).await?;
+        if alive.ttl <= 0 {
             return forged(KeyFault::LeaseExpired);
         }
         Ok(Campaign::Lost {
             leader: LeaderKey {
                 holder,
-                term: kv.lease(),
-                create_revision: kv.create_revision(),
-                mod_revision: kv.mod_revision(),
+                term: kv.lease,
+                create_revision: kv.create_revision,
+                mod_revision: kv.mod_revision,
             },
         })
     }
 
     /// The current leader's holder name, `None` when nobody leads.
     pub async fn leader(&self) -> Result<Option<String>> {
-        let answer = self
-            .client
-            .kv_client()
-            .get(self.leader_key(), None)
-            .await
-            .map_err(unavailable)?;
-        Ok(answer.kvs().first().map(|kv| {
-            let value = text(kv.value());
-            parse_leader_value(&value).map_or(value.clone(), |(h, _)| h.to_string())
+        let answer = self.kv.range(self.leader_key(), false).await?;
+        Ok(answer.first().map(|kv| {
+            parse_leader_value(&kv.value).map_or(kv.value.clone(), |(h, _)| h.to_string())
         }))
     }
 
@@ -427,7 +422,7 @@ impl EtcdTso {
     /// someone's put). Check it again right after ([`campaign`](Self::campaign)). It waits
     /// as long as the key stays: bound it with a timeout, or race it with shutdown.
     pub async fn wait_for_change(&self, mod_revision: i64) -> Result<()> {
-        self.watch_leader(|kv| kv.mod_revision() == mod_revision, true)
+        self.watch_leader(|kv| kv.mod_revision == mod_revision, true)
             .await
     }
 
@@ -436,40 +431,20 @@ impl EtcdTso {
     async fn watch_leader(&self, still: impl Fn(&KeyValue) -> bool, any_write: bool) -> Result<()> {
         let leader_key = self.leader_key();
         loop {
-            let answer = self
-                .client
-                .kv_client()
-                .get(leader_key.clone(), None)
-                .await
-                .map_err(unavailable)?;
-            match answer.kvs().first() {
-                Some(kv) if still(kv) => {}
+            let answer = self.kv.range(leader_key.clone(), false).await?;
+            let from = match answer.first() {
+                // From the revision just read: a change between the read and the watch is
+                // not missed (no later revision of this key existed when etcd read it).
+                Some(kv) if still(kv) => kv.mod_revision + 1,
                 _ => return Ok(()),
-            }
-            // From the revision just read: a change between the read and the watch is
-            // not missed.
-            let from = answer.header().map_or(0, |h| h.revision()) + 1;
-            let mut stream = self
-                .client
-                .watch_client()
-                .watch(
-                    leader_key.clone(),
-                    Some(WatchOptions::new().with_start_revision(from)),
-                )
-                .await
-                .map_err(unavailable)?;
-            // A stream that ends or is canceled (a compaction, a restart of etcd) is
-            // started again from a fresh read.
-            while let Some(response) = stream.message().await.map_err(unavailable)? {
-                if response.canceled() {
-                    break;
-                }
-                let events = response.events();
-                if (any_write && !events.is_empty())
-                    || events.iter().any(|e| e.event_type() == EventType::Delete)
-                {
-                    return Ok(());
-                }
+            };
+            // A watch that ends or is canceled (a compaction, a restart of etcd) is started
+            // again from a fresh read; so is one that saw a put while only a delete ends
+            // this wait.
+            match self.kv.watch(leader_key.clone(), from).await? {
+                KeyChange::Deleted => return Ok(()),
+                KeyChange::Put if any_write => return Ok(()),
+                KeyChange::Put | KeyChange::Restart => {}
             }
         }
     }
@@ -477,14 +452,8 @@ impl EtcdTso {
     /// The saved window end (ms since 1970), `None` if no leader ever saved one.
     pub async fn window(&self) -> Result<Option<u64>> {
         let window_key = self.window_key();
-        let answer = self
-            .client
-            .kv_client()
-            .get(window_key.clone(), None)
-            .await
-            .map_err(unavailable)?;
+        let answer = self.kv.range(window_key.clone(), false).await?;
         answer
-            .kvs()
             .first()
             .map(|kv| window_of(&window_key, kv))
             .transpose()
@@ -532,22 +501,25 @@ impl Leadership {
         // keep-alive proves the lease alive when etcd got it, the read that the key was
         // still this term's when etcd read it; together, as in turn, no other node can
         // lead before `sent_at + ttl`.
-        let (mut leases, mut kv) = (self.client.lease_client(), self.client.kv_client());
         let (alive, answer) = tokio::join!(
-            leases.keep_alive(self.lease),
-            kv.get(self.leader_key.clone(), None)
+            self.kv.keep_alive(self.lease),
+            self.kv.range(self.leader_key.clone(), false)
         );
-        match alive {
-            Ok(_) => {}
-            // The client's own answer when etcd reports a TTL of 0: the lease is gone.
-            Err(etcd::Error::LeaseKeepAliveError(_)) => {
-                return Err(self.lost("the etcd lease expired before the keep-alive reached it"));
-            }
-            Err(e) => return Err(unavailable(e)),
+        // The keeper's planted mistakes, where the leader commits them too (simulator only).
+        let blind = planted(Mistake::RenewWithoutFence);
+        if !alive? && !blind {
+            return Err(self.lost("the etcd lease expired before the keep-alive reached it"));
         }
-        let answer = answer.map_err(unavailable)?;
-        self.check_key(answer.kvs().first())?;
-        let until = sent_at + (self.ttl - self.margin);
+        match self.check_key(answer?.first()) {
+            Err(e) if !blind => return Err(e),
+            _ => {}
+        }
+        let from = if planted(Mistake::TrustLeaseAfterPause) {
+            Instant::now()
+        } else {
+            sent_at
+        };
+        let until = from + (self.ttl - self.margin);
         let mut valid = self.valid_until.lock().unwrap_or_else(|e| e.into_inner());
         *valid = (*valid).max(until);
         Ok(*valid)
@@ -559,44 +531,40 @@ impl Leadership {
     /// [`window_saved`](snowdrift_core::tso::TimestampOracle::window_saved) only after this
     /// returns `Ok`.
     pub async fn save_window(&self, up_to_ms: u64) -> Result<()> {
-        let mut kv = self.client.kv_client();
         for _ in 0..MAX_RACES {
-            let current = kv
-                .get(self.window_key.clone(), None)
-                .await
-                .map_err(unavailable)?;
-            let (current, revision) = match current.kvs().first() {
-                Some(w) => (Some(window_of(&self.window_key, w)?), w.mod_revision()),
+            let current = self.kv.range(self.window_key.clone(), false).await?;
+            let (current, revision) = match current.first() {
+                Some(w) => (Some(window_of(&self.window_key, w)?), w.mod_revision),
                 None => (None, 0),
             };
-            let write: Vec<TxnOp> = if current.is_none_or(|w| w < up_to_ms) {
-                vec![TxnOp::put(
-                    self.window_key.clone(),
-                    up_to_ms.to_string(),
-                    None,
-                )]
+            let then = if current.is_none_or(|w| w < up_to_ms) {
+                vec![Op::Put {
+                    key: self.window_key.clone(),
+                    value: up_to_ms.to_string(),
+                    lease: 0,
+                }]
             } else {
                 Vec::new()
             };
-            let txn = Txn::new()
-                .when([
-                    Compare::create_revision(
-                        self.leader_key.clone(),
-                        CompareOp::Equal,
-                        self.revision,
-                    ),
-                    Compare::lease(self.leader_key.clone(), CompareOp::Equal, self.lease),
+            let txn = Txn {
+                when: vec![
+                    Compare::CreateRevision(self.leader_key.clone(), self.revision),
+                    Compare::Lease(self.leader_key.clone(), self.lease),
                     // A missing key's mod revision compares as 0.
-                    Compare::mod_revision(self.window_key.clone(), CompareOp::Equal, revision),
-                ])
-                .and_then(write)
-                .or_else([TxnOp::get(self.leader_key.clone(), None)]);
-            let answer = kv.txn(txn).await.map_err(unavailable)?;
-            if answer.succeeded() {
+                    Compare::ModRevision(self.window_key.clone(), revision),
+                ],
+                then,
+                otherwise: vec![Op::Get {
+                    key: self.leader_key.clone(),
+                    prefix: false,
+                }],
+            };
+            let answer = self.kv.txn(txn).await?;
+            if answer.succeeded {
                 return Ok(());
             }
             // Still this term's key: only the window moved (a concurrent save); read again.
-            self.check_key(first_kv(answer.op_responses()).as_ref())?;
+            self.check_key(kv_at(&answer, 0))?;
         }
         Err(Error::Unavailable(
             format!(
@@ -610,19 +578,14 @@ impl Leadership {
     /// Gives leadership up at once: revokes the lease, which deletes the leader key, so
     /// another node can win. End the oracle's term before calling it.
     pub async fn resign(&self) -> Result<()> {
-        match self.client.lease_client().revoke(self.lease).await {
-            Ok(_) => Ok(()),
+        match self.kv.revoke(self.lease).await {
+            Ok(()) => Ok(()),
             // etcd refuses to revoke a lease that expired meanwhile: given up all the same.
             Err(e) => {
-                let answer = self
-                    .client
-                    .kv_client()
-                    .get(self.leader_key.clone(), None)
-                    .await
-                    .map_err(unavailable)?;
-                match self.check_key(answer.kvs().first()) {
+                let answer = self.kv.range(self.leader_key.clone(), false).await?;
+                match self.check_key(answer.first()) {
                     Err(Error::LeadershipLost { .. }) => Ok(()),
-                    _ => Err(unavailable(e)),
+                    _ => Err(e),
                 }
             }
         }
@@ -631,14 +594,13 @@ impl Leadership {
     /// `Ok` when `key` is this term's leader key.
     fn check_key(&self, key: Option<&KeyValue>) -> Result<()> {
         match key {
-            Some(k) if k.create_revision() == self.revision && k.lease() == self.lease => Ok(()),
-            Some(k) if k.lease() == 0 => Err(self.lost(&format!(
+            Some(k) if k.create_revision == self.revision && k.lease == self.lease => Ok(()),
+            Some(k) if k.lease == 0 => Err(self.lost(&format!(
                 "the leader key was overwritten without a lease (holding {:?})",
-                text(k.value())
+                k.value
             ))),
             Some(k) => {
-                let value = text(k.value());
-                let holder = parse_leader_value(&value).map_or(value.as_str(), |(h, _)| h);
+                let holder = parse_leader_value(&k.value).map_or(k.value.as_str(), |(h, _)| h);
                 Err(self.lost(&format!("{holder:?} leads now")))
             }
             None => {
@@ -659,7 +621,7 @@ impl Leadership {
 
 /// The window end in `kv`, or an error naming the key when it holds something else.
 fn window_of(key: &str, kv: &KeyValue) -> Result<u64> {
-    let value = text(kv.value());
+    let value = &kv.value;
     value.parse().map_err(|_| {
         Error::InvalidInput(format!(
             "etcd key {key} holds {value:?}, not a window end: it was edited by hand; set it to the largest time any leader may have used (ms since 1970), never lower"

@@ -4,12 +4,14 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use snowdrift_core::clock::Clock;
 use snowdrift_core::segment::IdRange;
 use snowdrift_core::tso::{Allocation, TimestampOracle, WindowSave};
 use tokio::sync::{mpsc, watch};
+// The runtime's clock: a server's is the monotonic clock, the simulator's its paused time.
+use tokio::time::Instant;
 
 use super::node::{Reply, Request, Shared, lock};
 use super::{Campaign, EtcdTso, ForgedKey, GroupObserver, KeyFault, Leadership, OracleError, Role};
@@ -180,7 +182,9 @@ impl<C: Clock + 'static> Task<C> {
             }
         };
         let mut stop = self.stop.clone();
+        // Polled in order, not at random: the simulator replays a run from its seed.
         tokio::select! {
+            biased;
             () = vacancy => {}
             () = tokio::time::sleep(self.ttl) => {}
             () = stopped(&mut stop) => {}
@@ -190,6 +194,7 @@ impl<C: Clock + 'static> Task<C> {
     async fn pause(&mut self, d: Duration) {
         let mut stop = self.stop.clone();
         tokio::select! {
+            biased;
             () = tokio::time::sleep(d) => {}
             () = stopped(&mut stop) => {}
         }
@@ -460,7 +465,7 @@ async fn renew(
         // A third of the ttl after the last renewal that succeeded was sent (at first, the
         // grant: a campaign and a first save that took long leave less of it).
         let last_sent = leadership.valid_until() - validity;
-        tokio::time::sleep_until((last_sent + period).max(retry_at).into()).await;
+        tokio::time::sleep_until((last_sent + period).max(retry_at)).await;
         match tokio::time::timeout(period, leadership.renew()).await {
             Ok(Ok(_)) => {}
             Ok(Err(e @ Error::LeadershipLost { .. })) => {

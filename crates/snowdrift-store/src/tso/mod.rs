@@ -29,8 +29,10 @@
 //! stops issuing before it could lapse; [`OracleConfig`] sets it up, [`Role`] says what the
 //! node is, [`OracleError`] why a request got no IDs, [`OracleReport`] its counters.
 //!
-//! What is not here: forwarding a follower's requests to the leader, and the checks of
-//! what the leader answers (the server does those, over gRPC).
+//! A follower's checks of what the leader answers are here too ([`check_answer`], with
+//! [`Served`] and [`Refusal`]), so the server and the simulator run the same ones. What is
+//! not here: forwarding a follower's requests to the leader (the server does that, over
+//! gRPC).
 
 #[cfg(feature = "etcd")]
 mod config;
@@ -42,6 +44,7 @@ mod etcd;
 mod leader;
 #[cfg(feature = "etcd")]
 mod node;
+mod trust;
 
 #[cfg(feature = "etcd")]
 pub use config::{DEFAULT_TTL, GroupObserver, OracleConfig};
@@ -51,3 +54,7 @@ pub use error::OracleError;
 pub use etcd::{Campaign, EtcdTso, ForgedKey, KeyFault, LeaderKey, Leadership};
 #[cfg(feature = "etcd")]
 pub use node::{OracleNode, OracleReport, Role};
+pub use trust::{
+    AnsweredRun, Asked, LeaderAnswer, MAX_AHEAD_MS, Refusal, Refused, Served, ServedMark,
+    check_answer,
+};

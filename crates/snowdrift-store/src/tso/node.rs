@@ -4,12 +4,14 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use snowdrift_core::clock::Clock;
 use snowdrift_core::segment::IdRange;
 use snowdrift_core::tso::{TimestampOracle, TsoConfig, TsoStatus};
 use tokio::sync::{mpsc, oneshot, watch};
+// The runtime's clock: a server's is the monotonic clock, the simulator's its paused time.
+use tokio::time::Instant;
 
 use super::leader::Task;
 use super::{EtcdTso, KeyFault, Leadership, OracleConfig, OracleError};
@@ -170,6 +172,38 @@ impl OracleNode {
                     Error::Unavailable(format!("the lease keepers' thread failed: {e}").into())
                 })??
         };
+        Self::spawn(config, clock, etcd, keepers, nonce())
+    }
+
+    /// [`start`](Self::start) on any [`EtcdTso`] ([`EtcdTso::over`]: the simulator's
+    /// etcd), the renewals on the current runtime, the holder name's nonce given (the
+    /// simulator's is drawn from its seed, so a run replays).
+    #[cfg(feature = "sim")]
+    pub fn start_on<C>(config: OracleConfig, clock: C, etcd: EtcdTso, nonce: &str) -> Result<Self>
+    where
+        C: Clock + 'static,
+    {
+        config.validate()?;
+        Self::spawn(
+            config,
+            clock,
+            etcd,
+            &tokio::runtime::Handle::current(),
+            nonce.to_string(),
+        )
+    }
+
+    /// Starts the leader task of `config` on `etcd`.
+    fn spawn<C>(
+        config: OracleConfig,
+        clock: C,
+        etcd: EtcdTso,
+        keepers: &tokio::runtime::Handle,
+        nonce: String,
+    ) -> Result<Self>
+    where
+        C: Clock + 'static,
+    {
         let oracle = TimestampOracle::new(config.tso, clock)
             .map_err(|e| Error::InvalidInput(e.to_string()))?;
         let (requests, queue) = mpsc::channel(QUEUE);
@@ -182,7 +216,7 @@ impl OracleNode {
         });
         let task = Task {
             name: config.name.clone(),
-            holder: format!("{} {}", config.advertise, nonce()),
+            holder: format!("{} {nonce}", config.advertise),
             advertise: config.advertise.clone(),
             ttl: config.ttl,
             margin: config.margin(),

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(crate) use client::{first_kv, text, unavailable};
+pub(crate) use client::ClientKv;
 use futures_util::future::try_join_all;
 use kv::{Compare, EtcdKv, KeyValue, LeaseStatus, Op, Txn};
 

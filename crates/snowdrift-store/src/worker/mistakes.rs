@@ -1,4 +1,5 @@
-//! Planted mistakes in the lease keeper, the registries and the segment claims, for the
+//! Planted mistakes in the lease keeper, the registries, the segment claims and the tso
+//! follower's check, for the
 //! simulator to catch (cargo feature `sim`).
 //! Without the feature, [`planted`] is `false` and the checks fold away.
 
@@ -39,12 +40,16 @@ pub enum Mistake {
     /// A SQL segment claim takes its range from a read of `max_id` made before its
     /// `UPDATE`, outside the row's lock (a lost update between racing claims).
     ClaimReadsBeforeUpdate,
+    /// A tso follower takes the leader's answer without checking it against what it had
+    /// served (`tso::Served::accept`): an answer of a deposed leader, or one that overtook
+    /// a later one, is served below IDs the follower served before.
+    AcceptFollowerAnswerBelowServed,
 }
 
 #[cfg(feature = "sim")]
 impl Mistake {
     /// Every mistake.
-    pub const ALL: [Mistake; 10] = [
+    pub const ALL: [Mistake; 11] = [
         Mistake::SkipMarkWriteAhead,
         Mistake::RenewWithoutFence,
         Mistake::TrustLeaseAfterPause,
@@ -55,6 +60,7 @@ impl Mistake {
         Mistake::RenewByClientSession,
         Mistake::ClaimIgnoresFailedCommit,
         Mistake::ClaimReadsBeforeUpdate,
+        Mistake::AcceptFollowerAnswerBelowServed,
     ];
 
     /// The mistakes of the keeper, which every registry runs.
@@ -71,7 +77,8 @@ impl Mistake {
     /// `trust-lease-after-pause`, `forget-clock-back-on-restart`, `ignore-layout-checks`,
     /// `skip-mark-fsync` (file registry), `renew-any-holder` (Redis registry),
     /// `renew-by-client-session` (ZooKeeper registry), `claim-ignores-failed-commit`,
-    /// `claim-reads-before-update` (SQL segment claims).
+    /// `claim-reads-before-update` (SQL segment claims),
+    /// `accept-follower-answer-below-served` (a tso follower's check).
     pub fn name(self) -> &'static str {
         match self {
             Mistake::SkipMarkWriteAhead => "skip-mark-write-ahead",
@@ -84,6 +91,7 @@ impl Mistake {
             Mistake::IgnoreLayoutChecks => "ignore-layout-checks",
             Mistake::ClaimIgnoresFailedCommit => "claim-ignores-failed-commit",
             Mistake::ClaimReadsBeforeUpdate => "claim-reads-before-update",
+            Mistake::AcceptFollowerAnswerBelowServed => "accept-follower-answer-below-served",
         }
     }
 
@@ -134,4 +142,5 @@ pub(crate) enum Mistake {
     IgnoreLayoutChecks,
     ClaimIgnoresFailedCommit,
     ClaimReadsBeforeUpdate,
+    AcceptFollowerAnswerBelowServed,
 }

@@ -1,7 +1,9 @@
 //! A timestamp oracle's leadership and saved window on a real etcd (scripts/services
 //! starts it), and the pure oracle driven over it through a failover.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use snowdrift_core::clock::ManualClock;
 use snowdrift_core::segment::IdRange;

@@ -4,9 +4,12 @@
 use std::sync::Arc;
 
 use etcd_client as etcd;
-use etcd_client::{Client, CompareOp, GetOptions, LeaseTimeToLiveOptions, PutOptions, TxnOp};
+use etcd_client::{
+    Client, CompareOp, EventType, GetOptions, LeaseTimeToLiveOptions, PutOptions, TxnOp,
+    WatchOptions,
+};
 
-use super::kv::{Compare, EtcdKv, KeyValue, KvFuture, LeaseStatus, Op, Txn, TxnAnswer};
+use super::kv::{Compare, EtcdKv, KeyChange, KeyValue, KvFuture, LeaseStatus, Op, Txn, TxnAnswer};
 use crate::error::Error;
 
 /// A connected etcd client, shared (its per-service handles are a few KiB).
@@ -120,6 +123,30 @@ impl EtcdKv for ClientKv {
         })
     }
 
+    fn watch(&self, key: String, from: i64) -> KvFuture<'_, KeyChange> {
+        Box::pin(async move {
+            let mut stream = self
+                .client
+                .watch_client()
+                .watch(key, Some(WatchOptions::new().with_start_revision(from)))
+                .await
+                .map_err(unavailable)?;
+            while let Some(response) = stream.message().await.map_err(unavailable)? {
+                if response.canceled() {
+                    return Ok(KeyChange::Restart);
+                }
+                let events = response.events();
+                if events.iter().any(|e| e.event_type() == EventType::Delete) {
+                    return Ok(KeyChange::Deleted);
+                }
+                if !events.is_empty() {
+                    return Ok(KeyChange::Put);
+                }
+            }
+            Ok(KeyChange::Restart)
+        })
+    }
+
     fn now_ms(&self) -> u64 {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -166,20 +193,12 @@ fn key_value(kv: &etcd::KeyValue) -> KeyValue {
     }
 }
 
-/// The key of the first range in a transaction's answer.
-pub(crate) fn first_kv(responses: Vec<etcd::TxnOpResponse>) -> Option<etcd::KeyValue> {
-    responses.into_iter().find_map(|r| match r {
-        etcd::TxnOpResponse::Get(g) => g.kvs().first().cloned(),
-        _ => None,
-    })
-}
-
 /// etcd's bytes as text (snowdrift writes only text; anything else shows replaced).
-pub(crate) fn text(bytes: &[u8]) -> String {
+fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// An etcd failure as the store's error kind.
-pub(crate) fn unavailable(e: etcd::Error) -> Error {
+fn unavailable(e: etcd::Error) -> Error {
     crate::etcd_connection::failed(e)
 }

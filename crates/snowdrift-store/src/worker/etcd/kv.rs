@@ -1,8 +1,8 @@
-//! The part of etcd's v3 API that the etcd worker registry uses (key ranges, transactions on
-//! values, revisions and leases, lease grant, keep-alive, time-to-live and revoke), as a
-//! trait: `etcd-client` implements it for a real etcd ([`super::client`]), the
+//! The part of etcd's v3 API that the etcd worker registry and the timestamp oracle's
+//! election use (key ranges, transactions on values, revisions and leases, lease grant,
+//! keep-alive, time-to-live and revoke, a watch of one key), as a trait: `etcd-client` implements it for a real etcd ([`super::client`]), the
 //! deterministic simulator (`crates/snowdrift-sim`) with an etcd of its own, so both drive
-//! the one registry.
+//! the one registry and the one election.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -99,6 +99,18 @@ pub struct LeaseStatus {
     pub keys: Vec<String>,
 }
 
+/// What a watch of one key saw first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyChange {
+    /// The key was written (created or changed).
+    Put,
+    /// The key was deleted (by a delete, or its lease's end).
+    Deleted,
+    /// The watch ended without an event (canceled: a compaction, etcd restarted): read the
+    /// key again and watch from there.
+    Restart,
+}
+
 /// An etcd cluster as one client sees it: every call may fail with
 /// [`Error::Unavailable`](crate::Error::Unavailable) (no answer, a timeout, a leader
 /// election), and may or may not have taken effect then.
@@ -116,6 +128,9 @@ pub trait EtcdKv: Send + Sync + std::fmt::Debug {
     fn time_to_live(&self, lease: i64) -> KvFuture<'_, LeaseStatus>;
     /// Revokes `lease`, deleting its keys; an error when it does not exist.
     fn revoke(&self, lease: i64) -> KvFuture<'_, ()>;
+    /// Watches `key` from revision `from` on and returns its first change (a delete when
+    /// one event of the first answer is one). It waits as long as nothing changes.
+    fn watch(&self, key: String, from: i64) -> KvFuture<'_, KeyChange>;
     /// This client's clock, ms since 1970, for the claim time the registry writes (etcd
     /// has no clock to ask).
     fn now_ms(&self) -> u64;

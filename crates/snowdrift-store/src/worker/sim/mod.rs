@@ -26,7 +26,9 @@
 //! - [`Mistake`]: planted mistakes in the keeper, switched on for one thread, to show that
 //!   the simulator's checker catches them.
 
-pub use super::etcd::kv::{Compare, EtcdKv, KeyValue, KvFuture, LeaseStatus, Op, Txn, TxnAnswer};
+pub use super::etcd::kv::{
+    Compare, EtcdKv, KeyChange, KeyValue, KvFuture, LeaseStatus, Op, Txn, TxnAnswer,
+};
 pub use super::file::fs::{Dir, File, Fs, Job, JobFuture, Kind, Meta, Open};
 pub use super::mistakes::{Mistake, plant};
 pub use super::redis::conn::{RedisConn, RedisFuture, Value};

@@ -23,7 +23,8 @@ use tonic::Code;
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
-use super::trust::ServedMark;
+use snowdrift_store::tso::{AnsweredRun, Asked, LeaderAnswer, ServedMark, check_answer};
+
 use super::{Counters, Refusal, Reply, Request, Served, Shared};
 use crate::error::Error;
 use crate::kinds::tso::TsoPlan;
@@ -35,12 +36,6 @@ pub(crate) const FORWARDED_VALUE: &str = "1";
 /// The response metadata key in which a leader names the term (its etcd lease, decimal)
 /// that issued the IDs of a forwarded call.
 pub(crate) const TERM_HEADER: &str = "snowdrift-tso-term";
-
-/// How far past this node's clock (beyond the window a leader saves ahead) the leader's
-/// IDs may lie: room for the nodes' clocks to disagree. An answer further ahead is no
-/// leader's, and taking it would make this node refuse the real leader until its clock
-/// caught up.
-const MAX_AHEAD_MS: u64 = 60_000;
 
 /// Why forwarding did not give IDs.
 pub(super) enum Failure {
@@ -213,104 +208,37 @@ impl Forwarder {
             batch,
             mark,
         } = answer;
-        let refuse = |why: Refusal, message: String| refuse(counters, name, leader, why, message);
         let what = |problem: &str| {
             format!(
                 "this node refused what the tso leader {leader} answered for {count} IDs of \
                  {name:?}: {problem}; nothing was served from it"
             )
         };
-        match answered_term {
-            Some(t) if t == term => {}
-            Some(t) => {
+        let read = LeaderAnswer {
+            term: answered_term,
+            runs: batch
+                .runs
+                .iter()
+                .map(|r| AnsweredRun {
+                    first: r.first,
+                    count: r.count,
+                    stride: r.stride,
+                })
+                .collect(),
+            kind: format!("{:?}", batch.kind),
+            is_tso: batch.kind_value() == Some(crate::config::Kind::Tso),
+        };
+        let asked = Asked { term, count, mark };
+        // The same check the simulator runs (`snowdrift_store::tso::check_answer`).
+        check_answer(&asked, &read, &self.oracle, self.clock.now_ms(), served).map_err(|r| {
+            let message = refuse(counters, name, leader, r.why, what(&r.problem));
+            match (r.why, answered_term) {
                 // A node that stopped leading, or not the one the key names: the key will
                 // change, so ask again as the election says.
-                return Err(Failure::LeaderGone(refuse(
-                    Refusal::Term,
-                    what(&format!(
-                        "it answered in term {t}, but the leader key names term {term}"
-                    )),
-                )));
+                (Refusal::Term, Some(_)) => Failure::LeaderGone(message),
+                _ => Failure::Refused(Error::unavailable(message)),
             }
-            None => {
-                return Err(Failure::Refused(Error::unavailable(refuse(
-                    Refusal::Term,
-                    what(&format!(
-                        "it named no term (a leader answers with {TERM_HEADER}: {term}); it is \
-                         not a snowdrift leader of this version"
-                    )),
-                ))));
-            }
-        }
-        // One consecutive run of exactly `count`; anything else is a peer that is not a
-        // snowdrift tso leader of this generator.
-        let first = match batch.runs.as_slice() {
-            [run]
-                if run.count == count
-                    && run.stride == 1
-                    && batch.kind_value() == Some(crate::config::Kind::Tso) =>
-            {
-                run.first
-            }
-            _ => {
-                return Err(Failure::Refused(Error::unavailable(refuse(
-                    Refusal::Shape,
-                    what(&format!(
-                        "{} runs of kind {:?} ({:?} IDs), not one run of {count} tso IDs: is \
-                         it a snowdrift server with the same generator?",
-                        batch.runs.len(),
-                        batch.kind,
-                        batch.runs.iter().map(|r| r.count).collect::<Vec<_>>()
-                    )),
-                ))));
-            }
-        };
-        let range = match first.checked_add(count) {
-            Some(end) => IdRange::new(first, end),
-            None => {
-                return Err(Failure::Refused(Error::unavailable(refuse(
-                    Refusal::OutOfRange,
-                    what(&format!("{count} IDs from {first} wrap past 2^64")),
-                ))));
-            }
-        };
-        if let Err(why) = self.in_reach(&range) {
-            return Err(Failure::Refused(Error::unavailable(refuse(
-                Refusal::OutOfRange,
-                what(&why),
-            ))));
-        }
-        if let Err(why) = served.accept(mark, &range) {
-            return Err(Failure::Refused(Error::unavailable(refuse(
-                Refusal::NotAbove,
-                what(&why),
-            ))));
-        }
-        Ok(range)
-    }
-
-    /// `Ok` when the last ID of `range` is a tso ID no further ahead of this node's clock
-    /// than a leader could be (its window, and clocks that disagree by up to a minute).
-    fn in_reach(&self, range: &IdRange) -> Result<(), String> {
-        let last = range.end - 1;
-        let parts = self
-            .oracle
-            .decode(last)
-            .map_err(|e| format!("{last} is not a tso ID ({e})"))?;
-        let reach = self
-            .clock
-            .now_ms()
-            .saturating_add(self.oracle.window_ms)
-            .saturating_add(MAX_AHEAD_MS);
-        if parts.physical_ms > reach {
-            return Err(format!(
-                "{last} is from {}, {} s past this node's clock: further ahead than any \
-                 leader could be",
-                snowdrift_core::layout::format_ms(parts.physical_ms),
-                (parts.physical_ms - self.clock.now_ms()) / 1000
-            ));
-        }
-        Ok(())
+        })
     }
 
     /// The channel to `leader` for `Next` calls, each cut at twice the lease.

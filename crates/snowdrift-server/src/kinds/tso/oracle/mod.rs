@@ -6,9 +6,9 @@
 //! batching, window saves, renewals, fencing) in `snowdrift_store::tso` ([`OracleNode`]).
 //! Here: [`Tso`] (what the generator's source holds: the store's node, built from the
 //! plan, and the routing of a request by the node's [`Role`]), `stream` (a follower's one
-//! stream to the leader, merging what waits), `forward` (its checks of the leader's answers,
-//! and the `Next` call to a leader without the stream) and `trust` (what a follower has
-//! served, which every answer must be above).
+//! stream to the leader, merging what waits) and `forward` (the `Next` call to a leader
+//! without the stream, and the wiring of the checks of the leader's answers, which live in
+//! `snowdrift_store::tso` beside what a follower has served, so the simulator runs them too).
 //!
 //! Why a request is linearizable on any node: only the leader's task allocates, one merged
 //! group at a time, and it allocates only while its lease is valid (it stops `ttl / 5`
@@ -18,7 +18,6 @@
 
 mod forward;
 mod stream;
-mod trust;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -36,8 +35,8 @@ use crate::kinds::tso::TsoPlan;
 pub(crate) use forward::{FORWARDED_HEADER, FORWARDED_VALUE, TERM_HEADER};
 /// What this node is to one oracle (it lives with the leader task in the store).
 pub use snowdrift_store::tso::Role;
-pub use trust::Refusal;
-pub(crate) use trust::Served;
+pub use snowdrift_store::tso::Refusal;
+pub(crate) use snowdrift_store::tso::Served;
 
 /// Requests waiting for a forward; more wait in their callers (the channel's senders), so
 /// this bounds memory, not concurrency.

@@ -25,7 +25,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tonic::Code;
 
 use super::forward::{Answer, Failure, Forwarder, answer, failure};
-use super::trust::ServedMark;
+use snowdrift_store::tso::ServedMark;
 use super::{Request, Role, Shared};
 use crate::error::Error;
 
