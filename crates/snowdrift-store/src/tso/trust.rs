@@ -341,4 +341,56 @@ mod tests {
         let e = served.accept(old, &IdRange::new(40, 50)).unwrap_err();
         assert!(e.contains("largest ID this node has served"), "{e}");
     }
+
+    #[test]
+    fn check_answer_refuses_each_kind_of_wrong_answer_and_serves_a_right_one() {
+        let oracle = TsoConfig::default();
+        let now_ms = 1_800_000_000_000;
+        let id = |ms: u64| oracle.compose(ms, 0).unwrap();
+        let served = Served::default();
+        served.issued(&IdRange::new(id(now_ms), id(now_ms) + 5));
+        let asked = Asked {
+            term: 7,
+            count: 2,
+            mark: served.mark(),
+        };
+        let answer = |term, first, count, stride| LeaderAnswer {
+            term,
+            runs: vec![AnsweredRun {
+                first,
+                count,
+                stride,
+            }],
+            kind: "tso".into(),
+            is_tso: true,
+        };
+        let why = |a: &LeaderAnswer| check_answer(&asked, a, &oracle, now_ms, &served).unwrap_err();
+        let above = id(now_ms + 1);
+        assert_eq!(why(&answer(Some(8), above, 2, 1)).why, Refusal::Term);
+        assert!(
+            why(&answer(None, above, 2, 1))
+                .problem
+                .contains("named no term")
+        );
+        assert_eq!(why(&answer(Some(7), above, 3, 1)).why, Refusal::Shape);
+        assert_eq!(why(&answer(Some(7), above, 2, 2)).why, Refusal::Shape);
+        assert_eq!(
+            why(&answer(Some(7), u64::MAX, 2, 1)).why,
+            Refusal::OutOfRange
+        );
+        let far = id(now_ms + oracle.window_ms + MAX_AHEAD_MS + 1_000);
+        assert_eq!(why(&answer(Some(7), far, 2, 1)).why, Refusal::OutOfRange);
+        assert_eq!(
+            why(&answer(Some(7), id(now_ms), 2, 1)).why,
+            Refusal::NotAbove
+        );
+        let ok = check_answer(
+            &asked,
+            &answer(Some(7), above, 2, 1),
+            &oracle,
+            now_ms,
+            &served,
+        );
+        assert_eq!(ok, Ok(IdRange::new(above, above + 2)));
+    }
 }
