@@ -1,6 +1,7 @@
 //! # snowdrift-sim
 //!
-//! A deterministic simulation of snowdrift's worker leases: many nodes, each running the
+//! A deterministic simulation of snowdrift's worker leases (and of the segment buffers'
+//! claims, [`segment`], and the timestamp oracle's cluster, [`tso`]): many nodes, each running the
 //! real [`WorkerNode`](snowdrift_store::worker::WorkerNode) (claim, mark written ahead,
 //! fence, renew, regain, clock checks), its real registry (etcd, Redis, ZooKeeper, SQL or
 //! files) and the real snowflake generator, against a simulated coordinator behind a
@@ -33,6 +34,7 @@ pub mod scenario;
 pub mod segment;
 pub mod sql;
 pub mod sql_link;
+pub mod tso;
 pub mod world;
 pub mod zk_client;
 pub mod zookeeper;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use snowdrift_sim::{Backend, Failure, Mistake, Outcome, Pick, Settings, run, segment};
+use snowdrift_sim::{Backend, Failure, Mistake, Outcome, Pick, Settings, run, segment, tso};
 
 /// Deterministic simulation of snowdrift's worker leases: the real keeper and generator of
 /// many nodes against a simulated etcd, Redis, ZooKeeper or disk, under seeded faults; with
@@ -70,6 +70,11 @@ struct Args {
     /// claim-ignores-failed-commit and claim-reads-before-update apply to it.
     #[arg(long)]
     segments: bool,
+    /// Simulate a timestamp oracle cluster instead (`kind = "tso"`): the real leader
+    /// election, window saves and followers' checks of every node on the simulated etcd,
+    /// the answers checked linearizable (5 nodes unless --nodes says otherwise).
+    #[arg(long)]
+    tso: bool,
     /// Stop at the first failing seed.
     #[arg(long)]
     fail_fast: bool,
@@ -132,6 +137,14 @@ fn segment_settings(args: &Args, seed: u64) -> segment::Settings {
 }
 
 /// What the seeds loop needs of a run, whichever simulation made it.
+fn tso_settings(args: &Args, seed: u64) -> Settings {
+    let mut s = Settings::new(seed, args.nodes);
+    s.duration = args.duration;
+    s.faults = !args.no_faults;
+    s.mistakes = args.mistakes.clone();
+    s
+}
+
 trait Ran: Sized {
     fn failures(&self) -> &[Failure];
     fn node_hours(&self) -> f64;
@@ -203,6 +216,33 @@ impl Ran for segment::Outcome {
     }
 }
 
+impl Ran for tso::Outcome {
+    fn failures(&self) -> &[Failure] {
+        &self.failures
+    }
+    fn node_hours(&self) -> f64 {
+        tso::Outcome::node_hours(self)
+    }
+    fn ids(&self) -> u64 {
+        self.ids
+    }
+    fn digest(&self) -> u64 {
+        self.digest
+    }
+    fn describe(&self) -> String {
+        tso::Outcome::describe(self)
+    }
+    fn replay_command(&self) -> String {
+        tso::Outcome::replay_command(self)
+    }
+    fn examples(&self) -> Vec<String> {
+        Vec::new()
+    }
+    fn again(&self) -> Self {
+        tso::run(self.settings.clone())
+    }
+}
+
 fn describe(o: &Outcome) -> String {
     let s = &o.scenario;
     format!(
@@ -263,6 +303,26 @@ fn main() -> anyhow::Result<()> {
         bail!(
             "--bits, --layout-switch, --far and --no-rolling-restart are the worker leases' (drop --segments)"
         );
+    }
+    if args.tso {
+        if args.segments {
+            bail!("--tso and --segments are two simulations: pick one");
+        }
+        if args.registry != Backend::Etcd || args.redis_crash_failover {
+            bail!(
+                "--tso simulates the timestamp oracle, which elects its leader and saves its window on etcd only: drop --registry and --redis-crash-failover"
+            );
+        }
+        if args.bits.is_some()
+            || args.layout_switch.is_some()
+            || args.far
+            || args.no_rolling_restart
+        {
+            bail!(
+                "--bits, --layout-switch, --far and --no-rolling-restart are the worker leases' (drop --tso)"
+            );
+        }
+        return seeds(&args, |seed| tso::run(tso_settings(&args, seed)));
     }
     if args.layout_switch.is_some() && args.no_rolling_restart {
         bail!("--layout-switch moves the fleet in its rolling restart: drop --no-rolling-restart");

@@ -1,7 +1,8 @@
 //! The simulator's own tests: a fixed set of seeds passes (on etcd, Redis, the file
 //! registry, ZooKeeper and SQL), a seed replays exactly, every planted mistake is caught, the
 //! simulated Redis and disk keep their real semantics, the segment buffers' claims never
-//! hand out an ID twice, the fleet moves to another layout in a rolling restart when
+//! hand out an ID twice, the timestamp oracle's cluster stays linearizable through leader
+//! kills and partitions, the fleet moves to another layout in a rolling restart when
 //! `snowdrift layout migrate` calls it safe, and the fleet scales to a thousand nodes (and
 //! twice as many as there are worker IDs).
 
@@ -15,6 +16,7 @@ mod scale;
 mod seeds;
 mod segments;
 mod sql;
+mod tso;
 mod zookeeper;
 
 use snowdrift_sim::{Failure, Outcome, Settings, run};
