@@ -13,6 +13,31 @@ use tokio::time::Instant;
 use crate::node::Command;
 use crate::world::{World, lock};
 
+/// The faults by the names `--only-faults` takes: of single nodes (by the roll's range in
+/// [`faults`]), then of the coordinator or many nodes (by [`coordinator_faults`]' roll).
+pub const FAULT_KINDS: [&str; 10] = [
+    "pause",
+    "partition",
+    "clock-step",
+    "kill-clock-behind",
+    "kill",
+    "crash-after-start",
+    "graceful-restart",
+    "slow-coordinator",
+    "election",
+    "zone-partition",
+];
+
+/// Whether the run injects faults of kind `kind` (one of [`FAULT_KINDS`]).
+fn allowed(world: &World, kind: &str) -> bool {
+    world
+        .scenario
+        .settings
+        .only_faults
+        .as_ref()
+        .is_none_or(|only| only.iter().any(|k| k == kind))
+}
+
 /// The coordinator's periodic work (etcd's lessor revoking expired leases, ...).
 pub async fn coordinator_ticks(world: Arc<World>) {
     let every = lock(&world.coordinator).tick_every();
@@ -51,6 +76,9 @@ pub async fn coordinator_faults(world: Arc<World>, commands: Vec<UnboundedSender
         tokio::time::sleep(gap).await;
         let roll = world.rng().random_range(0..3u32);
         let now = Instant::now();
+        if !allowed(&world, FAULT_KINDS[7 + roll as usize]) {
+            continue;
+        }
         let what = match roll {
             0 => {
                 let length = Duration::from_millis(world.rng().random_range(1_000..10_000));
@@ -71,6 +99,9 @@ pub async fn coordinator_faults(world: Arc<World>, commands: Vec<UnboundedSender
                 let cut: Vec<usize> = zone(&mut world.rng(), nodes).collect();
                 for m in cut {
                     world.with_node(m, |f| f.cut_until = f.cut_until.max(now + length));
+                    if length >= ttl && !world.scenario.settings.registry.one_machine() {
+                        lock(&world.capacity).cut_past_lease(m, world.elapsed() + length);
+                    }
                 }
                 "zone partition"
             }
@@ -91,6 +122,18 @@ pub async fn faults(world: Arc<World>, commands: Vec<UnboundedSender<Command>>) 
             (rng.random_range(0..nodes), rng.random_range(0..100u32))
         };
         let now = Instant::now();
+        let kind = match roll {
+            0..20 => 0,
+            20..43 => 1,
+            43..51 => 2,
+            51..58 => 3,
+            58..73 => 4,
+            73..83 => 5,
+            _ => 6,
+        };
+        if !allowed(&world, FAULT_KINDS[kind]) {
+            continue;
+        }
         let what = match roll {
             0..20 => {
                 // A GC pause or SIGSTOP, often past the lease.
@@ -101,6 +144,9 @@ pub async fn faults(world: Arc<World>, commands: Vec<UnboundedSender<Command>>) 
             20..43 => {
                 let length = scaled(&world, ttl, 0.2, 3.0);
                 world.with_node(n, |f| f.cut_until = f.cut_until.max(now + length));
+                if length >= ttl && !world.scenario.settings.registry.one_machine() {
+                    lock(&world.capacity).cut_past_lease(n, world.elapsed() + length);
+                }
                 "partition"
             }
             43..51 => {

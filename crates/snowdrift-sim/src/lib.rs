@@ -14,6 +14,7 @@
 //! for real and what is simulated).
 #![deny(missing_docs)]
 
+pub mod capacity;
 pub mod chaos;
 pub mod checker;
 pub mod clock;

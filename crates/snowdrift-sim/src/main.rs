@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Parser;
+use snowdrift_sim::chaos::FAULT_KINDS;
 use snowdrift_sim::{Backend, Failure, Mistake, Outcome, Pick, Settings, run, segment, tso};
 
 /// Deterministic simulation of snowdrift's worker leases: the real keeper and generator of
@@ -34,6 +35,21 @@ struct Args {
     /// Simulated time per seed: 300s, 5m, 2h.
     #[arg(long, default_value = "300s", value_parser = duration)]
     duration: Duration,
+    /// The lease's ttl (drawn per seed when not given: 2, 3, 5 or 10 s; 2 s above 100
+    /// nodes).
+    #[arg(long, value_parser = duration)]
+    ttl: Option<Duration>,
+    /// The high-water mark's window (drawn per seed when not given: 0.2 to 8 s).
+    #[arg(long, value_parser = duration)]
+    window: Option<Duration>,
+    /// The clock report interval (drawn per seed when not given: 0.5, 1 or 3 s).
+    #[arg(long, value_parser = duration)]
+    publish_every: Option<Duration>,
+    /// Only these kinds of fault, comma-separated: pause, partition, clock-step,
+    /// kill-clock-behind, kill, crash-after-start, graceful-restart, slow-coordinator,
+    /// election, zone-partition (lost messages and latency spikes stay).
+    #[arg(long, value_delimiter = ',', value_parser = fault_kind)]
+    only_faults: Option<Vec<String>>,
     /// No faults (only the rolling restart and ordinary latency).
     #[arg(long)]
     no_faults: bool,
@@ -90,14 +106,15 @@ fn duration(text: &str) -> Result<Duration, String> {
     );
     let n: u64 = number
         .parse()
-        .map_err(|_| format!("{text:?} is not a duration: write 300s, 5m or 2h"))?;
-    let seconds = match unit {
-        "" | "s" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        _ => return Err(format!("{text:?}: the unit is s, m or h")),
+        .map_err(|_| format!("{text:?} is not a duration: write 500ms, 300s, 5m or 2h"))?;
+    let ms = match unit {
+        "ms" => n,
+        "" | "s" => n * 1000,
+        "m" => n * 60_000,
+        "h" => n * 3_600_000,
+        _ => return Err(format!("{text:?}: the unit is ms, s, m or h")),
     };
-    Ok(Duration::from_secs(seconds))
+    Ok(Duration::from_millis(ms))
 }
 
 fn mistake(text: &str) -> Result<Mistake, String> {
@@ -107,6 +124,18 @@ fn mistake(text: &str) -> Result<Mistake, String> {
         .ok_or_else(|| {
             let names: Vec<&str> = Mistake::ALL.iter().map(|m| m.name()).collect();
             format!("no mistake {text:?}; the mistakes are {}", names.join(", "))
+        })
+}
+
+fn fault_kind(text: &str) -> Result<String, String> {
+    FAULT_KINDS
+        .contains(&text)
+        .then(|| text.to_string())
+        .ok_or_else(|| {
+            format!(
+                "no fault {text:?}; the faults are {}",
+                FAULT_KINDS.join(", ")
+            )
         })
 }
 
@@ -125,6 +154,10 @@ fn settings(args: &Args, seed: u64) -> Settings {
     s.registry = args.registry;
     s.redis_crash_failover = args.redis_crash_failover;
     s.layout_switch = args.layout_switch.clone();
+    s.ttl = args.ttl;
+    s.window = args.window;
+    s.publish_every = args.publish_every;
+    s.only_faults = args.only_faults.clone();
     s
 }
 
@@ -178,11 +211,14 @@ impl Ran for Outcome {
         Outcome::replay_command(self)
     }
     fn examples(&self) -> Vec<String> {
-        self.counts
+        let mut lines: Vec<String> = self
+            .counts
             .refusal_examples
             .iter()
             .map(|(kind, example)| format!("a start refused ({kind}): {example}"))
-            .collect()
+            .collect();
+        lines.extend(self.capacity.lines(self.simulated, self.coordinator));
+        lines
     }
     fn again(&self) -> Self {
         run(self.scenario.settings.clone())
@@ -298,10 +334,13 @@ fn main() -> anyhow::Result<()> {
         && (args.bits.is_some()
             || args.layout_switch.is_some()
             || args.far
-            || args.no_rolling_restart)
+            || args.no_rolling_restart
+            || args.ttl.is_some()
+            || args.window.is_some()
+            || args.publish_every.is_some())
     {
         bail!(
-            "--bits, --layout-switch, --far and --no-rolling-restart are the worker leases' (drop --segments)"
+            "--bits, --layout-switch, --far, --no-rolling-restart, --ttl, --window and --publish-every are the worker leases' (drop --segments)"
         );
     }
     if args.tso {
@@ -317,9 +356,13 @@ fn main() -> anyhow::Result<()> {
             || args.layout_switch.is_some()
             || args.far
             || args.no_rolling_restart
+            || args.ttl.is_some()
+            || args.window.is_some()
+            || args.publish_every.is_some()
+            || args.only_faults.is_some()
         {
             bail!(
-                "--bits, --layout-switch, --far and --no-rolling-restart are the worker leases' (drop --tso)"
+                "--bits, --layout-switch, --far, --no-rolling-restart, --ttl, --window, --publish-every and --only-faults are the worker leases' (drop --tso)"
             );
         }
         return seeds(&args, |seed| tso::run(tso_settings(&args, seed)));

@@ -7,6 +7,7 @@ use std::time::Duration;
 use snowdrift_core::layout::Layout;
 use snowdrift_store::worker::sim::{Mistake, plant};
 
+use crate::capacity::Capacity;
 use crate::checker::{Checker, Failure};
 use crate::coordinator::{Backend, Stats};
 use crate::scenario::{Scenario, Settings};
@@ -39,6 +40,8 @@ pub struct Outcome {
     pub held_at_end: usize,
     /// Ranges issued under each layout (the fleet's, then the one it switched to).
     pub ranges_by_layout: Vec<u64>,
+    /// What the run tells an operator planning capacity.
+    pub capacity: Capacity,
 }
 
 impl Outcome {
@@ -57,8 +60,21 @@ impl Outcome {
             cmd.push_str(&format!(" --bits {bits}"));
         }
         cmd.push_str(&format!(" --duration {}s", s.duration.as_secs()));
+        for (name, value) in [
+            ("ttl", s.ttl),
+            ("window", s.window),
+            ("publish-every", s.publish_every),
+        ] {
+            if let Some(v) = value {
+                cmd.push_str(&format!(" --{name} {}ms", v.as_millis()));
+            }
+        }
         if !s.faults {
             cmd.push_str(" --no-faults");
+        }
+        if let Some(only) = &s.only_faults {
+            cmd.push_str(" --only-faults ");
+            cmd.push_str(&only.join(","));
         }
         if !s.rolling_restart {
             cmd.push_str(" --no-rolling-restart");
@@ -121,7 +137,11 @@ async fn simulate(scenario: Scenario) -> Outcome {
     let duration = scenario.settings.duration;
     let (faults, rolling) = (scenario.settings.faults, scenario.settings.rolling_restart);
     let rollout_at = scenario.rolling_restart_at();
-    let world = Arc::new(World::new(scenario, Checker::new(layouts.to_vec())));
+    let world = Arc::new(World::new(
+        scenario,
+        Checker::new(layouts.to_vec()),
+        Capacity::new(layouts.to_vec()),
+    ));
     tokio::spawn(chaos::coordinator_ticks(world.clone()));
     let mut commands = Vec::new();
     for n in 0..world.scenario.settings.nodes {
@@ -143,6 +163,10 @@ async fn simulate(scenario: Scenario) -> Outcome {
     let step = Duration::from_secs(1);
     while world.elapsed() < duration && lock(&world.checker).failures.is_empty() {
         tokio::time::sleep(step.min(duration - world.elapsed())).await;
+        let mut capacity = lock(&world.capacity);
+        if capacity.half.is_none() && world.elapsed() >= duration / 2 {
+            capacity.half = Some((world.elapsed(), lock(&world.coordinator).stats()));
+        }
     }
     let checker = lock(&world.checker);
     let coordinator = lock(&world.coordinator);
@@ -157,5 +181,6 @@ async fn simulate(scenario: Scenario) -> Outcome {
         simulated: world.elapsed(),
         ranges_by_layout: checker.ranges_by_layout.clone(),
         held_at_end: coordinator.held(),
+        capacity: lock(&world.capacity).clone(),
     }
 }

@@ -48,6 +48,14 @@ pub struct Settings {
     pub redis_crash_failover: bool,
     /// The rolling restart moves every node to another layout ([`layouts::targets`]).
     pub layout_switch: Option<Pick>,
+    /// The lease's ttl, when not drawn (whole seconds, at least 2 on etcd).
+    pub ttl: Option<Duration>,
+    /// The high-water mark's window, when not drawn.
+    pub window: Option<Duration>,
+    /// The clock report interval, when not drawn.
+    pub publish_every: Option<Duration>,
+    /// Only these kinds of fault ([`crate::chaos::FAULT_KINDS`]); `None`: every kind.
+    pub only_faults: Option<Vec<String>>,
 }
 
 impl Settings {
@@ -65,6 +73,10 @@ impl Settings {
             registry: Backend::Etcd,
             redis_crash_failover: false,
             layout_switch: None,
+            ttl: None,
+            window: None,
+            publish_every: None,
+            only_faults: None,
         }
     }
 }
@@ -158,9 +170,10 @@ impl Scenario {
             switch_to,
             worker_bits,
             static_ids,
-            ttl,
-            window,
-            publish_every,
+            // Drawn all the same, so the other draws stay.
+            ttl: settings.ttl.unwrap_or(ttl),
+            window: settings.window.unwrap_or(window),
+            publish_every: settings.publish_every.unwrap_or(publish_every),
             // One machine has one clock (drawn all the same, so the other draws stay).
             skew_max_ms: *pick(&mut rng, &[50, 300, 800]) * i64::from(!one_machine),
             drift_max_ppm: *pick(&mut rng, &[100, 1000, 20_000]) * i64::from(!one_machine),

@@ -12,6 +12,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use tokio::time::Instant;
 
+use crate::capacity::Capacity;
 use crate::checker::{Checker, Range};
 use crate::coordinator::Coordinator;
 use crate::issued::Run;
@@ -69,13 +70,15 @@ pub struct World {
     pub checker: Mutex<Checker>,
     /// The counts.
     pub counts: Mutex<Counts>,
+    /// The capacity figures.
+    pub capacity: Mutex<Capacity>,
     /// What this run simulates.
     pub scenario: Scenario,
 }
 
 impl World {
     /// The world of `scenario`, at simulated time `now`.
-    pub fn new(scenario: Scenario, checker: Checker) -> Self {
+    pub fn new(scenario: Scenario, checker: Checker, capacity: Capacity) -> Self {
         let mut rng = StdRng::seed_from_u64(scenario.settings.seed);
         let now = Instant::now();
         let skew = scenario.skew_max_ms;
@@ -96,6 +99,7 @@ impl World {
             slow: Mutex::new(None),
             checker: Mutex::new(checker),
             counts: Mutex::new(Counts::default()),
+            capacity: Mutex::new(capacity),
             scenario,
         }
     }
@@ -226,6 +230,7 @@ impl World {
             checker.failures.push(failure);
         }
         checker.record(range, runs);
+        lock(&self.capacity).range(&range);
     }
 
     /// Counts something that happened.

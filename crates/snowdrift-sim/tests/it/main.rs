@@ -6,6 +6,7 @@
 //! `snowdrift layout migrate` calls it safe, and the fleet scales to a thousand nodes (and
 //! twice as many as there are worker IDs).
 
+mod capacity;
 mod disk;
 mod layout_switch;
 mod mistakes;
