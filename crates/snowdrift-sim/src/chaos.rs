@@ -14,8 +14,9 @@ use crate::node::Command;
 use crate::world::{World, lock};
 
 /// The faults by the names `--only-faults` takes: of single nodes (by the roll's range in
-/// [`faults`]), then of the coordinator or many nodes (by [`coordinator_faults`]' roll).
-pub const FAULT_KINDS: [&str; 10] = [
+/// [`faults`]), then of the coordinator or many nodes (by [`coordinator_faults`]' roll),
+/// then lost messages and latency spikes (drawn per seed, [`crate::Scenario`]).
+pub const FAULT_KINDS: [&str; 11] = [
     "pause",
     "partition",
     "clock-step",
@@ -26,6 +27,7 @@ pub const FAULT_KINDS: [&str; 10] = [
     "slow-coordinator",
     "election",
     "zone-partition",
+    "loss",
 ];
 
 /// Whether the run injects faults of kind `kind` (one of [`FAULT_KINDS`]).

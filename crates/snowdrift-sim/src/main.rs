@@ -47,7 +47,7 @@ struct Args {
     publish_every: Option<Duration>,
     /// Only these kinds of fault, comma-separated: pause, partition, clock-step,
     /// kill-clock-behind, kill, crash-after-start, graceful-restart, slow-coordinator,
-    /// election, zone-partition (lost messages and latency spikes stay).
+    /// election, zone-partition, loss (lost messages and latency spikes).
     #[arg(long, value_delimiter = ',', value_parser = fault_kind)]
     only_faults: Option<Vec<String>>,
     /// No faults (only the rolling restart and ordinary latency).

@@ -130,6 +130,17 @@ impl Scenario {
         let one_machine = settings.registry.one_machine();
         // Lost messages and latency spikes are faults too.
         let faults = if settings.faults { 1.0 } else { 0.0 };
+        // `--only-faults` without `loss`: a network that loses and delays nothing more than
+        // its ordinary latency (drawn all the same, so the other draws stay).
+        let lossy = if settings
+            .only_faults
+            .as_ref()
+            .is_none_or(|only| only.iter().any(|k| k == "loss"))
+        {
+            faults
+        } else {
+            0.0
+        };
         // A large fleet runs on the shortest lease: each start lists every live lease (the
         // layout check against live peers) within one call timeout of ttl / 3, which one
         // time-to-live request after another did not fit at 1,000 leases
@@ -194,11 +205,11 @@ impl Scenario {
                 if large {
                     0.0
                 } else {
-                    *pick(&mut rng, &[0.0, 0.01, 0.05]) * faults
+                    *pick(&mut rng, &[0.0, 0.01, 0.05]) * lossy
                 },
                 Duration::from_millis(*pick(&mut rng, &[200, 1000, 4000])),
             ),
-            drop: *pick(&mut rng, &[0.0, 0.001, 0.01]) * faults,
+            drop: *pick(&mut rng, &[0.0, 0.001, 0.01]) * lossy,
             // A fleet-wide rate: each node sees a fault every minute or few on average.
             fault_every: Duration::from_millis(
                 (*pick(&mut rng, &[20_000u64, 60_000, 180_000]) / nodes).max(5),

@@ -78,4 +78,7 @@ fn only_the_faults_named_are_injected() {
         "{}",
         o.replay_command()
     );
+    // Without `loss`, the network loses nothing.
+    assert_eq!(o.scenario.drop, 0.0);
+    assert_eq!(o.scenario.spike.0, 0.0);
 }
