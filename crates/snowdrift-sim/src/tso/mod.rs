@@ -130,7 +130,11 @@ async fn simulate(settings: Settings) -> Outcome {
     let duration = settings.duration;
     let faults = settings.faults;
     let scenario = Scenario::draw(settings.clone());
-    let world = Arc::new(World::new(scenario, Checker::new(Vec::new())));
+    let world = Arc::new(World::new(
+        scenario,
+        Checker::new(Vec::new()),
+        crate::capacity::Capacity::default(),
+    ));
     let t0 = world.t0;
     let state = Arc::new(TsoWorld::new(world.clone(), ttl, tso, duplicate));
     tokio::spawn(crate::chaos::coordinator_ticks(world.clone()));
