@@ -664,3 +664,34 @@ on_every_backend!(
     bad_input_is_refused_clearly,
     claims_prefer_passed_marks,
 );
+
+/// A claim that finds its own key (an earlier attempt's, whose answer was lost) moves it onto
+/// the lease it granted: the earlier attempt's revoke, arriving late, then takes nothing.
+/// With the key kept on the old lease, etcd deleted it while the node issued under it
+/// (the simulator's seed 4 on 10 nodes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_a_late_revoke_of_an_earlier_claim_leaves_the_key_held() {
+    let ns = namespace("late_revoke");
+    let registry = EtcdRegistry::connect(&url("etcd"), &ns).await.unwrap();
+    let ttl = short_ttl("etcd");
+    registry.claim(3, "node-a/1", ttl).await.unwrap();
+    let mut client =
+        etcd_client::Client::connect([url("etcd").replace("etcd://", "http://")], None)
+            .await
+            .unwrap();
+    let key = format!("/{ns}/worker/3");
+    let first = client.get(key.as_str(), None).await.unwrap().kvs()[0].lease();
+    // The same holder claims again, as a retry after a lost answer does.
+    registry.claim(3, "node-a/1", ttl).await.unwrap();
+    let second = client.get(key.as_str(), None).await.unwrap().kvs()[0].lease();
+    assert_ne!(
+        first, second,
+        "the key stayed on the earlier attempt's lease"
+    );
+    client.lease_revoke(first).await.unwrap();
+    let kvs = client.get(key.as_str(), None).await.unwrap();
+    assert_eq!(kvs.kvs().len(), 1, "the late revoke deleted the held key");
+    registry.renew(3, "node-a/1", ttl).await.unwrap();
+    registry.release(3, "node-a/1").await.unwrap();
+    cleanup("etcd", &ns).await;
+}
