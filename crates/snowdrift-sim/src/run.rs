@@ -184,3 +184,27 @@ async fn simulate(scenario: Scenario) -> Outcome {
         capacity: lock(&world.capacity).clone(),
     }
 }
+
+/// The replay command of a simulation other than the worker leases' (`--tso`,
+/// `--segments`), which take only the seed, the fleet, the duration, faults and mistakes.
+pub(crate) fn replay_of(
+    mode: &str,
+    seed: u64,
+    nodes: usize,
+    duration: Duration,
+    faults: bool,
+    mistakes: &[Mistake],
+) -> String {
+    let mut cmd = format!(
+        "scripts/simulate {mode} --seed {seed} --nodes {nodes} --duration {}s",
+        duration.as_secs()
+    );
+    if !faults {
+        cmd.push_str(" --no-faults");
+    }
+    for m in mistakes {
+        cmd.push_str(" --mistake ");
+        cmd.push_str(m.name());
+    }
+    cmd
+}

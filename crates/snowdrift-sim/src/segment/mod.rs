@@ -63,20 +63,14 @@ impl Outcome {
     /// The command that replays this run.
     pub fn replay_command(&self) -> String {
         let s = &self.scenario.settings;
-        let mut cmd = format!(
-            "scripts/simulate --segments --seed {} --nodes {} --duration {}s",
+        crate::run::replay_of(
+            "--segments",
             s.seed,
             s.nodes,
-            s.duration.as_secs()
-        );
-        if !s.faults {
-            cmd.push_str(" --no-faults");
-        }
-        for m in &s.mistakes {
-            cmd.push_str(" --mistake ");
-            cmd.push_str(m.name());
-        }
-        cmd
+            s.duration,
+            s.faults,
+            &s.mistakes,
+        )
     }
 
     /// What the run did, in one line.

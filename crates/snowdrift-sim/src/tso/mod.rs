@@ -68,20 +68,7 @@ impl Outcome {
     /// The command that replays this run.
     pub fn replay_command(&self) -> String {
         let s = &self.settings;
-        let mut cmd = format!(
-            "scripts/simulate --tso --seed {} --nodes {} --duration {}s",
-            s.seed,
-            s.nodes,
-            s.duration.as_secs()
-        );
-        if !s.faults {
-            cmd.push_str(" --no-faults");
-        }
-        for m in &s.mistakes {
-            cmd.push_str(" --mistake ");
-            cmd.push_str(m.name());
-        }
-        cmd
+        crate::run::replay_of("--tso", s.seed, s.nodes, s.duration, s.faults, &s.mistakes)
     }
 
     /// Simulated node-hours.

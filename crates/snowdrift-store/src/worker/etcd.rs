@@ -133,24 +133,30 @@ impl EtcdRegistry {
         let _ = self.kv.revoke(lease).await;
     }
 
+    /// The writes that make `holder` the holder of `worker_id` under `lease`: the lease key
+    /// and the time it was taken, both bound to the lease.
+    fn held_under(&self, worker_id: u64, holder: &str, lease: i64) -> Vec<Op> {
+        vec![
+            Op::Put {
+                key: self.key("worker", worker_id),
+                value: holder.into(),
+                lease,
+            },
+            Op::Put {
+                key: self.key("since", worker_id),
+                value: self.kv.now_ms().to_string(),
+                lease,
+            },
+        ]
+    }
+
     /// Writes the lease key of `worker_id` under `lease` unless it exists: `None` on
     /// success, else the key as it is.
     async fn create(&self, worker_id: u64, holder: &str, lease: i64) -> Result<Option<KeyValue>> {
         let key = self.key("worker", worker_id);
         let txn = Txn {
             when: vec![Compare::CreateRevision(key.clone(), 0)],
-            then: vec![
-                Op::Put {
-                    key: key.clone(),
-                    value: holder.into(),
-                    lease,
-                },
-                Op::Put {
-                    key: self.key("since", worker_id),
-                    value: self.kv.now_ms().to_string(),
-                    lease,
-                },
-            ],
+            then: self.held_under(worker_id, holder, lease),
             otherwise: vec![Op::Get { key, prefix: false }],
         };
         let answer = self.kv.txn(txn).await?;
@@ -254,19 +260,8 @@ impl EtcdRegistry {
     ) -> Result<bool> {
         let key = self.key("worker", worker_id);
         let txn = Txn {
-            when: vec![Compare::ModRevision(key.clone(), existing.mod_revision)],
-            then: vec![
-                Op::Put {
-                    key,
-                    value: holder.into(),
-                    lease,
-                },
-                Op::Put {
-                    key: self.key("since", worker_id),
-                    value: self.kv.now_ms().to_string(),
-                    lease,
-                },
-            ],
+            when: vec![Compare::ModRevision(key, existing.mod_revision)],
+            then: self.held_under(worker_id, holder, lease),
             otherwise: vec![],
         };
         Ok(self.kv.txn(txn).await?.succeeded)
