@@ -125,25 +125,42 @@ impl EtcdKv for ClientKv {
 
     fn watch(&self, key: String, from: i64) -> KvFuture<'_, KeyChange> {
         Box::pin(async move {
-            let mut stream = self
-                .client
-                .watch_client()
-                .watch(key, Some(WatchOptions::new().with_start_revision(from)))
-                .await
-                .map_err(unavailable)?;
-            while let Some(response) = stream.message().await.map_err(unavailable)? {
-                if response.canceled() {
-                    return Ok(KeyChange::Restart);
+            let mut from = from;
+            'watch: loop {
+                let mut stream = self
+                    .client
+                    .watch_client()
+                    .watch(
+                        key.clone(),
+                        Some(WatchOptions::new().with_start_revision(from)),
+                    )
+                    .await
+                    .map_err(unavailable)?;
+                while let Some(response) = stream.message().await.map_err(unavailable)? {
+                    if response.canceled() {
+                        // `from` was compacted away. The caller read the key at `from - 1`
+                        // or later, so the compacted history holds no change it has not
+                        // seen: watch from the oldest revision etcd kept. Handing back a
+                        // restart instead made the caller read the key and watch from the
+                        // same compacted revision again, a busy loop on etcd for as long
+                        // as a leader key stays unchanged past a compaction.
+                        let compacted = response.compact_revision();
+                        if compacted > from {
+                            from = compacted;
+                            continue 'watch;
+                        }
+                        return Ok(KeyChange::Restart);
+                    }
+                    let events = response.events();
+                    if events.iter().any(|e| e.event_type() == EventType::Delete) {
+                        return Ok(KeyChange::Deleted);
+                    }
+                    if !events.is_empty() {
+                        return Ok(KeyChange::Put);
+                    }
                 }
-                let events = response.events();
-                if events.iter().any(|e| e.event_type() == EventType::Delete) {
-                    return Ok(KeyChange::Deleted);
-                }
-                if !events.is_empty() {
-                    return Ok(KeyChange::Put);
-                }
+                return Ok(KeyChange::Restart);
             }
-            Ok(KeyChange::Restart)
         })
     }
 
@@ -201,4 +218,61 @@ fn text(bytes: &[u8]) -> String {
 /// An etcd failure as the store's error kind.
 fn unavailable(e: etcd::Error) -> Error {
     crate::etcd_connection::failed(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A watch from a compacted revision waits for the key's next change, as a watch from a
+    /// kept one does; it does not hand back at once (its caller would read the key and
+    /// watch from the same compacted revision again, forever).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_watch_from_a_compacted_revision_waits_for_the_next_change() {
+        let url = snowdrift_testkit::urls::etcd().replace("etcd://", "http://");
+        let mut client = Client::connect([url], None).await.unwrap();
+        let key = format!(
+            "/{}/leader",
+            snowdrift_testkit::unique_name("compacted_watch")
+        );
+        let put = client.put(key.as_str(), "a", None).await.unwrap();
+        let from = put.header().unwrap().revision() + 1;
+        // Revisions past the key's, then compacted up to the last of them.
+        let mut last = 0;
+        for i in 0..3 {
+            let other = client
+                .put(format!("{key}-other-{i}"), "x", None)
+                .await
+                .unwrap();
+            last = other.header().unwrap().revision();
+        }
+        client.compact(last, None).await.unwrap();
+        let kv = ClientKv::new(client.clone());
+        let watching = tokio::spawn({
+            let key = key.clone();
+            async move { kv.watch(key, from).await }
+        });
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(
+            !watching.is_finished(),
+            "the watch ended without a change: {:?}",
+            watching.await
+        );
+        client.put(key.as_str(), "b", None).await.unwrap();
+        let seen = tokio::time::timeout(Duration::from_secs(5), watching)
+            .await
+            .expect("the watch sees the change")
+            .unwrap()
+            .unwrap();
+        assert_eq!(seen, KeyChange::Put);
+        client
+            .delete(
+                key.as_str(),
+                Some(etcd_client::DeleteOptions::new().with_prefix()),
+            )
+            .await
+            .unwrap();
+    }
 }
