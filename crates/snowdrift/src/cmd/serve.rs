@@ -180,9 +180,10 @@ async fn serve(args: Args, plan: Plan) -> Result<()> {
         Err(e) => tracing::warn!(error = %e, "could not raise the open-file limit"),
     }
     let server = Server::from_plan(plan).await?;
-    // Before the "listening" line, so a SIGHUP sent once the server is up never finds the
-    // default action (which ends the process).
+    // Before the "listening" line, so a SIGHUP, SIGTERM or SIGINT sent once the server is
+    // up never finds the default action (which ends the process).
     reload_on_sighup(args, server.reloader())?;
+    let stop = shutdown_signal()?;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
@@ -194,7 +195,7 @@ async fn serve(args: Args, plan: Plan) -> Result<()> {
         eprintln!("snowdrift: RESP listening on redis://{resp}");
     }
     eprintln!("snowdrift: listening on {scheme}://{addr}");
-    snowdrift_server::run(listener, server, shutdown_signal()).await?;
+    snowdrift_server::run(listener, server, stop).await?;
     tracing::info!("snowdrift stopped");
     Ok(())
 }
@@ -237,27 +238,32 @@ fn reload(args: &Args, reloader: &Reloader) {
     }
 }
 
-/// Completes on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// A future that completes on SIGINT or SIGTERM, listening from this call on rather than
+/// from its first poll: the accept loop polls it only between connections, and a signal
+/// that arrives before then (under load, after the "listening" line and the first
+/// requests) would otherwise find the default action and end the process without the
+/// graceful stop that hands its worker ID back.
+fn shutdown_signal() -> Result<impl Future<Output = ()> + Send + 'static> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    let stopped = {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+        let mut int = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
+        async move {
+            tokio::select! {
+                _ = term.recv() => {},
+                _ = int.recv() => {},
             }
-            Err(_) => std::future::pending::<()>().await,
         }
     };
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
-    }
-    tracing::info!("shutting down: finishing requests in flight");
+    let stopped = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    Ok(async move {
+        stopped.await;
+        tracing::info!("shutting down: finishing requests in flight");
+    })
 }
 
 fn init_logs(format: LogFormat) {

@@ -52,6 +52,24 @@ fn ids(served: &Served, path: &str) -> Vec<u64> {
 }
 
 #[test]
+fn a_sigterm_as_soon_as_the_server_listens_is_a_graceful_stop() {
+    // The signals are listened for before the "listening" line: a SIGTERM sent the moment
+    // it appears (a supervisor stopping a server it just started, or a test that reads
+    // the line and stops it under load) ends the process through the graceful stop that
+    // hands its worker ID back, never through the signal's default action.
+    let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("serve-early-term"));
+    std::fs::create_dir_all(&dir).unwrap();
+    for round in 0..20 {
+        let mut cmd = crate::common::serve_command();
+        cmd.args(["--listen", "127.0.0.1:0"]).current_dir(&dir);
+        let served = Served::start(cmd);
+        let status = served.stop();
+        assert!(status.success(), "round {round}: {status}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn no_id_is_issued_twice_across_sigterm_and_restart() {
     // The defaults: ./snowdrift.db and a lock file for worker 0 in ./snowdrift-workers.
     let dir = std::env::temp_dir().join(snowdrift_testkit::unique_name("serve-restart"));
