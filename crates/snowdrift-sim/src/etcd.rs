@@ -185,6 +185,31 @@ impl Etcd {
         found
     }
 
+    /// As etcd does: the whole range sorted by value (ties in key order), then the limit;
+    /// only what is returned counts as read.
+    fn read_by_value(&mut self, prefix: &str, descending: bool, limit: i64) -> Vec<KeyValue> {
+        let mut range: Vec<(&String, &Stored)> = self
+            .kvs
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .collect();
+        range.sort_by(|a, b| a.1.value.cmp(&b.1.value));
+        if descending {
+            range.reverse();
+        }
+        let take = usize::try_from(limit)
+            .ok()
+            .filter(|n| *n > 0)
+            .unwrap_or(usize::MAX);
+        let found: Vec<KeyValue> = range
+            .into_iter()
+            .take(take)
+            .map(|(k, s)| kv(k, s))
+            .collect();
+        self.stats.keys_read += found.len() as u64;
+        found
+    }
+
     fn holds(&self, compare: &Compare) -> bool {
         let found = match compare {
             Compare::Value(k, _)
@@ -226,6 +251,11 @@ impl Etcd {
         for op in ops {
             match op {
                 Op::Get { key, prefix } => gets.push(self.read(key, *prefix)),
+                Op::GetByValue {
+                    prefix,
+                    descending,
+                    limit,
+                } => gets.push(self.read_by_value(prefix, *descending, *limit)),
                 Op::Put { key, value, lease } => self.put(key, value, *lease),
                 Op::Delete { key } => self.delete(key),
             }

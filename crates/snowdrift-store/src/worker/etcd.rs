@@ -17,7 +17,7 @@ use kv::{Compare, EtcdKv, KeyValue, LeaseStatus, Op, Txn};
 
 use super::claim;
 use super::sql::{ttl_millis, validate_holder, validate_namespace, validate_space};
-use super::{PeerTime, UnreadableEntry, WorkerEntry, WorkerList};
+use super::{PeerClocks, PeerTime, UnreadableEntry, WorkerEntry, WorkerList};
 use crate::error::{Error, Result};
 
 /// How many times a claim starts over when other nodes took every ID it saw free, and a
@@ -92,14 +92,17 @@ impl EtcdRegistry {
     /// The keys under `{root}/{kind}/` for each of `kinds`, read in one transaction, so
     /// all at one revision (a lease and the mark or report beside it agree).
     async fn ranges<const N: usize>(&self, kinds: [&str; N]) -> Result<[Vec<KeyValue>; N]> {
+        self.reads(kinds.map(|k| Op::Get {
+            key: self.prefix(k),
+            prefix: true,
+        }))
+        .await
+    }
+
+    /// Runs the reads `ops` in one transaction (one revision): what each read.
+    async fn reads<const N: usize>(&self, ops: [Op; N]) -> Result<[Vec<KeyValue>; N]> {
         let txn = Txn {
-            then: kinds
-                .iter()
-                .map(|k| Op::Get {
-                    key: self.prefix(k),
-                    prefix: true,
-                })
-                .collect(),
+            then: ops.into(),
             ..Txn::default()
         };
         let answer = self.kv.txn(txn).await?;
@@ -569,7 +572,9 @@ impl EtcdRegistry {
             ],
             then: vec![Op::Put {
                 key: self.key("time", worker_id),
-                value: now_ms.to_string(),
+                // 13 digits (to the year 2286), so text order is number order for
+                // `peer_clocks`'s sorted reads; older versions wrote the same text.
+                value: format!("{now_ms:013}"),
                 lease: kv.lease,
             }],
             otherwise: Vec::new(),
@@ -594,20 +599,85 @@ impl EtcdRegistry {
             .collect();
         let mut peers: Vec<PeerTime> = times
             .iter()
-            .filter_map(|kv| {
-                let id = self.id_in(kv, "time")?;
-                let (lease, holder) = live.get(&id)?;
-                // A report counts only under the lease that wrote it.
-                (*lease == kv.lease).then_some(())?;
-                Some(PeerTime {
-                    worker_id: id,
-                    holder: holder.to_string(),
-                    time_ms: kv.value.parse().ok()?,
-                })
-            })
+            .filter_map(|kv| self.report(kv, &live))
             .collect();
         peers.sort_by_key(|p| p.worker_id);
         Ok(peers)
+    }
+
+    /// The highest and lowest clock reports of the live holders other than `holder`, in two
+    /// small reads whatever the fleet's size: the few highest and lowest reports (etcd sorts
+    /// them by value), then the worker keys of those, since a report counts only under the
+    /// lease that holds its worker ID. Only when every report read on a side is this node's
+    /// or stale does it read them all.
+    pub async fn peer_clocks(&self, holder: &str) -> Result<PeerClocks> {
+        // This node's own report and one stale one may take two places on a side.
+        const TAKE: i64 = 3;
+        let side = |descending| Op::GetByValue {
+            prefix: self.prefix("time"),
+            descending,
+            limit: TAKE,
+        };
+        let [highest, lowest] = self.reads([side(true), side(false)]).await?;
+        let mut ids: Vec<u64> = highest
+            .iter()
+            .chain(&lowest)
+            .filter_map(|kv| self.id_in(kv, "time"))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.is_empty() {
+            return Ok(PeerClocks::default());
+        }
+        let holders = self
+            .kv
+            .txn(Txn {
+                then: ids
+                    .iter()
+                    .map(|id| Op::Get {
+                        key: self.key("worker", *id),
+                        prefix: false,
+                    })
+                    .collect(),
+                ..Txn::default()
+            })
+            .await?;
+        let live: HashMap<u64, (i64, &str)> = holders
+            .gets
+            .iter()
+            .flatten()
+            .filter_map(|kv| Some((self.id_in(kv, "worker")?, (kv.lease, kv.value.as_str()))))
+            .collect();
+        let first_peer = |reports: &[KeyValue]| {
+            reports
+                .iter()
+                .filter_map(|kv| self.report(kv, &live))
+                .find(|p| p.holder != holder)
+        };
+        let clocks = PeerClocks {
+            ahead: first_peer(&highest),
+            behind: first_peer(&lowest),
+        };
+        let full = |side: &[KeyValue]| side.len() >= TAKE as usize;
+        if (clocks.ahead.is_none() && full(&highest)) || (clocks.behind.is_none() && full(&lowest))
+        {
+            return Ok(PeerClocks::among(self.peer_times().await?, holder));
+        }
+        Ok(clocks)
+    }
+
+    /// The peer report `kv` (a time key) makes, if its writer's lease still holds the
+    /// worker ID (`live`: worker ID to the lease and holder of its worker key).
+    fn report(&self, kv: &KeyValue, live: &HashMap<u64, (i64, &str)>) -> Option<PeerTime> {
+        let id = self.id_in(kv, "time")?;
+        let (lease, holder) = live.get(&id)?;
+        // A report counts only under the lease that wrote it.
+        (*lease == kv.lease).then_some(())?;
+        Some(PeerTime {
+            worker_id: id,
+            holder: holder.to_string(),
+            time_ms: kv.value.parse().ok()?,
+        })
     }
 
     /// The layout recorded beside `worker_id`'s mark, if any.

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use rustix::io::Errno;
 
-use super::PeerTime;
 use super::mistakes::{Mistake, planted as mistake_planted};
 use super::sql::{validate_holder, validate_namespace, validate_space};
+use super::{PeerClocks, PeerTime};
 use crate::error::{Error, Result};
 
 pub mod fs;
@@ -901,6 +901,11 @@ impl FileRegistry {
     /// Always empty (one machine, one clock).
     pub async fn peer_times(&self) -> Result<Vec<PeerTime>> {
         Ok(Vec::new())
+    }
+
+    /// Always none (one machine, one clock).
+    pub async fn peer_clocks(&self, _holder: &str) -> Result<PeerClocks> {
+        Ok(PeerClocks::default())
     }
 }
 

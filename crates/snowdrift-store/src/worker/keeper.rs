@@ -120,12 +120,15 @@ impl<C: Clock + Clone + 'static> Shared<C> {
         )
         .await?;
         let peers = self
-            .call("reading the peers' clocks", self.registry.peer_times())
+            .call(
+                "reading the peers' clocks",
+                self.registry.peer_clocks(&self.holder),
+            )
             .await?;
         let now = self.clock.now_ms();
         let offsets: Vec<PeerOffset> = peers
+            .into_vec()
             .into_iter()
-            .filter(|p| p.holder != self.holder)
             .map(|p| PeerOffset {
                 worker_id: p.worker_id,
                 holder: p.holder,

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::PeerTime;
 use super::sql::{ttl_millis, validate_holder, validate_namespace, validate_space};
+use super::{PeerClocks, PeerTime};
 use crate::error::{Error, Result};
 
 mod client;
@@ -601,6 +601,13 @@ impl RedisRegistry {
             }
         }
         Ok(peers)
+    }
+
+    /// The highest and lowest clock reports of the others. This reads every report
+    /// ([`peer_times`](Self::peer_times)) and picks: a sorted set would read two, but its
+    /// members outlive their leases, so each read would have to clear the stale ones.
+    pub async fn peer_clocks(&self, holder: &str) -> Result<PeerClocks> {
+        Ok(PeerClocks::among(self.peer_times().await?, holder))
     }
 
     /// The layout recorded beside `worker_id`'s mark, if any.

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use super::PeerTime;
 use super::file::FileRegistry;
+use super::{PeerClocks, PeerTime};
 use crate::error::{Error, Result};
 
 /// A worker-ID coordinator: the lease, high-water mark and clock-report operations of the
@@ -272,6 +272,11 @@ impl WorkerRegistry {
     /// Every live node's latest clock reading.
     pub async fn peer_times(&self) -> Result<Vec<PeerTime>> {
         dispatch!(self, r => r.peer_times().await)
+    }
+
+    /// The highest and lowest clock reports of the live nodes other than `holder`.
+    pub async fn peer_clocks(&self, holder: &str) -> Result<PeerClocks> {
+        dispatch!(self, r => r.peer_clocks(holder).await)
     }
 
     /// The layout recorded beside the worker ID's mark ([`record`] of the layout its last

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use sqlx::{AssertSqlSafe, Row};
 
-use super::PeerTime;
 use super::claim;
+use super::{PeerClocks, PeerTime};
 use crate::error::{Error, Result};
 use crate::sql_connection::Dialect;
 
@@ -531,18 +531,40 @@ impl SqlRegistry {
              ORDER BY worker_id",
         );
         let rows = self.db.fetch(select, Vec::new()).await?;
-        rows.iter()
-            .map(|row| {
-                let id = row.int("worker_id")?;
-                let time = row.int("reported_ms")?;
-                Ok(PeerTime {
-                    worker_id: self.id_from_row(id)?,
-                    holder: row.text("holder")?,
-                    // A reading below the epoch was written by hand; it is as old as can be.
-                    time_ms: u64::try_from(time).unwrap_or(0),
-                })
-            })
-            .collect()
+        rows.iter().map(|row| self.peer_from_row(row)).collect()
+    }
+
+    /// The highest and lowest clock reports of the live holders other than `holder`: two
+    /// rows, whatever the fleet's size (the database scans, the network carries two).
+    pub async fn peer_clocks(&self, holder: &str) -> Result<PeerClocks> {
+        let side = |order: &str| {
+            format!(
+                "SELECT worker_id, holder, reported_ms FROM (SELECT worker_id, holder, reported_ms FROM {{t}} \
+                 WHERE holder IS NOT NULL AND holder <> ? AND lease_expires_ms > {{now}} \
+                 AND reported_ms IS NOT NULL ORDER BY reported_ms {order} LIMIT 1) AS x_{order}"
+            )
+        };
+        let select = self.sql(&format!("{} UNION ALL {}", side("DESC"), side("ASC")));
+        let rows = self
+            .db
+            .fetch(select, vec![holder.into(), holder.into()])
+            .await?;
+        let peers = rows
+            .iter()
+            .map(|row| self.peer_from_row(row))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(PeerClocks::among(peers, holder))
+    }
+
+    fn peer_from_row(&self, row: &SqlRow) -> Result<PeerTime> {
+        let id = row.int("worker_id")?;
+        let time = row.int("reported_ms")?;
+        Ok(PeerTime {
+            worker_id: self.id_from_row(id)?,
+            holder: row.text("holder")?,
+            // A reading below the epoch was written by hand; it is as old as can be.
+            time_ms: u64::try_from(time).unwrap_or(0),
+        })
     }
 
     /// The layout recorded beside `worker_id`'s mark, if any.

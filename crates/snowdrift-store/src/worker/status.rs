@@ -89,7 +89,8 @@ pub struct WorkerStatus {
     pub worker_id_changes: u64,
     /// The node's clock when this snapshot was taken, ms since 1970.
     pub now_ms: u64,
-    /// The peers' clocks relative to this one, from the latest check.
+    /// The furthest-ahead and furthest-behind peers' clocks relative to this one (at most
+    /// two; one when they are the same peer), from the latest check.
     pub peers: Vec<PeerOffset>,
     /// The latest coordinator error, if the latest call failed.
     pub last_error: Option<String>,

@@ -10,10 +10,10 @@ use api::{Mode, MultiWriteError, WriteOp, ZkConnector, ZkError, ZkSession};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Mutex;
 
-use super::PeerTime;
 use super::claim;
 use super::mistakes::{Mistake, planted};
 use super::sql::{ttl_millis, validate_holder, validate_namespace, validate_space};
+use super::{PeerClocks, PeerTime};
 use crate::error::{Error, Result};
 use crate::zk_connection::{Target, terminal};
 
@@ -793,6 +793,12 @@ impl ZkRegistry {
                 })
             })
             .collect())
+    }
+
+    /// The highest and lowest clock reports of the others. ZooKeeper keeps no order of
+    /// values, so this reads every lease ([`peer_times`](Self::peer_times)) and picks.
+    pub async fn peer_clocks(&self, holder: &str) -> Result<PeerClocks> {
+        Ok(PeerClocks::among(self.peer_times().await?, holder))
     }
 }
 

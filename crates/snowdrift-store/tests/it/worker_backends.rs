@@ -13,7 +13,7 @@ use snowdrift_store::worker::etcd::EtcdRegistry;
 use snowdrift_store::worker::redis::RedisRegistry;
 use snowdrift_store::worker::sql::SqlRegistry;
 use snowdrift_store::worker::zookeeper::ZkRegistry;
-use snowdrift_store::worker::{PeerTime, WorkerRegistry};
+use snowdrift_store::worker::{PeerClocks, PeerTime, WorkerRegistry};
 use snowdrift_testkit::{FaultProxy, unique_name, urls};
 
 /// A lease long enough never to expire during a check.
@@ -566,6 +566,66 @@ async fn clock_reports_round_trip(backend: &str) {
     cleanup(backend, &ns).await;
 }
 
+/// The clock check reads only the highest and lowest reports of the others (etcd and SQL
+/// ask the coordinator for just those): they must be the extremes of every live report
+/// but the node's own, in number order even where the text is shorter (a 12-digit time).
+async fn peer_clocks_are_the_extremes_of_the_others(backend: &str) {
+    let ns = namespace("extremes");
+    let reg = connect(backend, &ns).await;
+    let times = [
+        ("a", 1_700_000_009_000),
+        ("b", 1_700_000_005_000),
+        ("c", 1_700_000_003_000),
+        ("d", 1_700_000_001_000),
+        ("e", 999_999_999_999),
+    ];
+    let mut ids = Vec::new();
+    for (holder, time) in times {
+        let id = reg.claim_lowest(8, holder, LONG).await.unwrap();
+        reg.publish_time(id, holder, time).await.unwrap();
+        ids.push(id);
+    }
+    // A holder without a report is no peer clock.
+    let quiet = reg.claim_lowest(8, "f", LONG).await.unwrap();
+    let peer = |i: usize| {
+        Some(PeerTime {
+            worker_id: ids[i],
+            holder: times[i].0.to_string(),
+            time_ms: times[i].1,
+        })
+    };
+    let check = async |holder: &str, ahead, behind| {
+        let clocks = reg.peer_clocks(holder).await.unwrap();
+        assert_eq!(
+            (clocks.ahead.clone(), clocks.behind.clone()),
+            (ahead, behind),
+            "the extremes {holder} sees"
+        );
+        let all = PeerClocks::among(reg.peer_times().await.unwrap(), holder);
+        assert_eq!(
+            clocks, all,
+            "{holder}: the extremes differ from those of every report"
+        );
+    };
+    check("a", peer(1), peer(4)).await;
+    check("e", peer(0), peer(3)).await;
+    check("c", peer(0), peer(4)).await;
+    check("nobody", peer(0), peer(4)).await;
+    reg.release(ids[4], "e").await.unwrap();
+    check("a", peer(1), peer(3)).await;
+    for i in [1, 2, 3] {
+        reg.release(ids[i], times[i].0).await.unwrap();
+    }
+    // One peer is both.
+    check("f", peer(0), peer(0)).await;
+    assert_eq!(reg.peer_clocks("f").await.unwrap().into_vec().len(), 1);
+    check("a", None, None).await;
+    reg.release(ids[0], "a").await.unwrap();
+    reg.release(quiet, "f").await.unwrap();
+    drop(reg);
+    cleanup(backend, &ns).await;
+}
+
 /// A renew never reports a lease longer than the coordinator gives: etcd's lease TTL and
 /// ZooKeeper's session timeout are fixed when granted, so a renew asking for more is
 /// refused (and the lease stays as it was); SQL and Redis extend to the new ttl. A ttl past
@@ -660,10 +720,59 @@ on_every_backend!(
     release_frees_at_once,
     marks_are_fenced_and_never_go_down,
     clock_reports_round_trip,
+    peer_clocks_are_the_extremes_of_the_others,
     renew_never_outgrows_the_lease,
     bad_input_is_refused_clearly,
     claims_prefer_passed_marks,
 );
+
+/// etcd's sorted read of the highest reports can return only reports that do not count: the
+/// node's own and ones whose worker key was deleted by hand while their lease lives on. The
+/// check then reads every report rather than see no peer ahead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_peer_clocks_look_past_their_own_and_stale_reports() {
+    let ns = namespace("stale_reports");
+    let registry = EtcdRegistry::connect(&url("etcd"), &ns).await.unwrap();
+    let reports = [
+        ("self", 1_700_000_009_000),
+        ("gone-1", 1_700_000_008_000),
+        ("gone-2", 1_700_000_007_000),
+        ("p1", 1_700_000_005_000),
+        ("p2", 1_700_000_001_000),
+    ];
+    let mut ids = Vec::new();
+    for (holder, time) in reports {
+        let id = registry.claim_free(8, holder, LONG, None).await.unwrap();
+        registry.publish_time(id, holder, time).await.unwrap();
+        ids.push(id);
+    }
+    let mut client =
+        etcd_client::Client::connect([url("etcd").replace("etcd://", "http://")], None)
+            .await
+            .unwrap();
+    for id in &ids[1..3] {
+        client
+            .delete(format!("/{ns}/worker/{id}"), None)
+            .await
+            .unwrap();
+    }
+    let clocks = registry.peer_clocks("self").await.unwrap();
+    let peer = |i: usize| PeerTime {
+        worker_id: ids[i],
+        holder: reports[i].0.to_string(),
+        time_ms: reports[i].1,
+    };
+    assert_eq!(
+        clocks.ahead,
+        Some(peer(3)),
+        "the highest report that counts"
+    );
+    assert_eq!(clocks.behind, Some(peer(4)));
+    for i in [0, 3, 4] {
+        registry.release(ids[i], reports[i].0).await.unwrap();
+    }
+    cleanup("etcd", &ns).await;
+}
 
 /// A claim that finds its own key (an earlier attempt's, whose answer was lost) moves it onto
 /// the lease it granted: the earlier attempt's revoke, arriving late, then takes nothing.

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use etcd_client as etcd;
 use etcd_client::{
-    Client, CompareOp, EventType, GetOptions, LeaseTimeToLiveOptions, PutOptions, TxnOp,
-    WatchOptions,
+    Client, CompareOp, EventType, GetOptions, LeaseTimeToLiveOptions, PutOptions, SortOrder,
+    SortTarget, TxnOp, WatchOptions,
 };
 
 use super::kv::{Compare, EtcdKv, KeyChange, KeyValue, KvFuture, LeaseStatus, Op, Txn, TxnAnswer};
@@ -189,6 +189,26 @@ fn ops(ops: Vec<Op>) -> Vec<TxnOp> {
         .map(|op| match op {
             Op::Get { key, prefix } => {
                 TxnOp::get(key, prefix.then(|| GetOptions::new().with_prefix()))
+            }
+            Op::GetByValue {
+                prefix,
+                descending,
+                limit,
+            } => {
+                let order = if descending {
+                    SortOrder::Descend
+                } else {
+                    SortOrder::Ascend
+                };
+                TxnOp::get(
+                    prefix,
+                    Some(
+                        GetOptions::new()
+                            .with_prefix()
+                            .with_sort(SortTarget::Value, order)
+                            .with_limit(limit),
+                    ),
+                )
             }
             Op::Put { key, value, lease } => TxnOp::put(
                 key,

@@ -51,6 +51,16 @@ pub enum Op {
         /// Read the range of keys that start with `key`.
         prefix: bool,
     },
+    /// Reads at most `limit` of the keys starting with `prefix`, in order of their values
+    /// (as text, as etcd compares them): the highest first when `descending`.
+    GetByValue {
+        /// The prefix.
+        prefix: String,
+        /// Highest values first.
+        descending: bool,
+        /// How many keys at most (at least 1).
+        limit: i64,
+    },
     /// Writes `key`, attached to `lease` (0: none). A lease that does not exist fails the
     /// whole transaction.
     Put {
