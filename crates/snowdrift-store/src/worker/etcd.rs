@@ -728,6 +728,17 @@ impl EtcdRegistry {
     /// forever. A key under `worker/` without a worker ID is listed as unreadable, and a
     /// mark or claim time that is not a number is flagged on its entry.
     pub async fn list(&self) -> Result<WorkerList> {
+        self.list_leases(true).await
+    }
+
+    /// [`list`](Self::list) without each lease's time left, which costs a request per lease:
+    /// one read whatever the fleet's size, for a starting node's layout check (which needs
+    /// the holders, claim times, marks and layouts, not how long each lease has left).
+    pub async fn list_brief(&self) -> Result<WorkerList> {
+        self.list_leases(false).await
+    }
+
+    async fn list_leases(&self, times: bool) -> Result<WorkerList> {
         let [leases, since, marks, layouts] =
             self.ranges(["worker", "since", "mark", "layout"]).await?;
         let by_id = |kvs: &[KeyValue], kind: &str| -> HashMap<u64, KeyValue> {
@@ -744,8 +755,12 @@ impl EtcdRegistry {
         // simulated node about 1 s at 1,000 leases (1 ms apart), past the third of a 2 s
         // ttl a starting node's layout check may take, so they go LIST_IN_FLIGHT at a time.
         let mut ttls = Vec::with_capacity(leases.len());
-        for chunk in leases.chunks(LIST_IN_FLIGHT) {
-            ttls.extend(try_join_all(chunk.iter().map(|kv| self.time_left(kv))).await?);
+        if times {
+            for chunk in leases.chunks(LIST_IN_FLIGHT) {
+                ttls.extend(try_join_all(chunk.iter().map(|kv| self.time_left(kv))).await?);
+            }
+        } else {
+            ttls.resize(leases.len(), None);
         }
         let mut out = WorkerList::default();
         for (kv, ttl) in leases.iter().zip(ttls) {
@@ -762,16 +777,19 @@ impl EtcdRegistry {
                     "no lease: etcd never deletes this key, a server skips this ID (its claim finds the key there), and no server can hold it (a renew needs the lease); delete the key {} to free it",
                     kv.key
                 ));
-            } else if let Some(ttl) = ttl {
-                if ttl.ttl <= 0 {
-                    // Expired between the range read and this one: free now.
-                    continue;
+            } else {
+                if let Some(ttl) = ttl {
+                    if ttl.ttl <= 0 {
+                        // Expired between the range read and this one: free now.
+                        continue;
+                    }
+                    let (left, granted) = (ttl.ttl as u64 * 1000, ttl.granted_ttl as u64 * 1000);
+                    entry.lease_left_ms = Some(left);
+                    entry.lease_ttl_ms = Some(granted);
+                    // A holder keeps its lease above two thirds of the ttl (it renews every
+                    // third).
+                    entry.expiring = left < granted / 2;
                 }
-                let (left, granted) = (ttl.ttl as u64 * 1000, ttl.granted_ttl as u64 * 1000);
-                entry.lease_left_ms = Some(left);
-                entry.lease_ttl_ms = Some(granted);
-                // A holder keeps its lease above two thirds of the ttl (it renews every third).
-                entry.expiring = left < granted / 2;
                 if let Some(s) = since.get(&id).filter(|s| s.lease == kv.lease) {
                     match s.value.parse() {
                         Ok(ms) => entry.since_ms = Some(ms),

@@ -347,7 +347,7 @@ impl<C: Clock + Clone + 'static> Shared<C> {
         let new = self.builder.layout();
         let current = migrate::record(new);
         let peers = self
-            .call("listing the live worker IDs", self.registry.list())
+            .call("listing the live worker IDs", self.registry.list_brief())
             .await?
             .entries;
         let start = now.max(mark.ms);
