@@ -94,6 +94,10 @@ struct Args {
     /// Stop at the first failing seed.
     #[arg(long)]
     fail_fast: bool,
+    /// With --seed: print the nodes' log lines as they run, stamped with the simulated
+    /// time: a filter such as `warn` or `snowdrift_store=debug` (tracing's syntax).
+    #[arg(long, value_name = "FILTER", requires = "seed")]
+    log: Option<String>,
     /// Seeds run at once, one thread each.
     #[arg(long, default_value_t = 1)]
     jobs: usize,
@@ -320,8 +324,26 @@ fn describe(o: &Outcome) -> String {
     )
 }
 
+/// Stamps a log line with the simulated time since the run began (tokio's paused clock).
+struct SimulatedTime(tokio::time::Instant);
+
+impl tracing_subscriber::fmt::time::FormatTime for SimulatedTime {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        write!(w, "{:>10.3?}", self.0.elapsed())
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let Some(filter) = &args.log {
+        let filter = tracing_subscriber::EnvFilter::try_new(filter).with_context(|| {
+            format!("--log {filter:?}: write a filter such as warn or snowdrift_store=debug")
+        })?;
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_timer(SimulatedTime(tokio::time::Instant::now()))
+            .init();
+    }
     if args.nodes == 0 {
         bail!("--nodes must be at least 1");
     }

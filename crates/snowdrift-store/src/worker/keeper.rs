@@ -572,12 +572,27 @@ pub(super) struct Claimed {
     pub record_layout: bool,
 }
 
+/// What a claim or an entry that fails after the claim does with the worker ID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum OnFailure {
+    /// Releases it: the caller gives up and returns the error (a start), so whoever claims
+    /// the ID next is another holder.
+    Release,
+    /// Leaves it, unrenewed, to expire: the keeper is about to claim again as the same
+    /// holder, and a release sent now may arrive after that claim (a request given up for
+    /// lost is still in flight, or sits on a connection given up for dead) and free the ID
+    /// under the new epoch. The simulator's seeds 204 and 237 on Redis issued without the
+    /// lease so; every registry's release names only the holder, so every one could.
+    Keep,
+}
+
 /// Claims an ID and reads its mark: for the first epoch (`first`) with the start-up checks
 /// (clocks against the peers', the mark within `max_mark_wait`). On failure the ID is
-/// released.
+/// released or kept as `on_failure` says.
 pub(super) async fn claim<C: Clock + Clone + 'static>(
     shared: &Shared<C>,
     first: bool,
+    on_failure: OnFailure,
 ) -> Result<Claimed> {
     let (worker_id, sent_ms, sent_at) =
         shared.claim().await.map_err(|e| explain_claim(shared, e))?;
@@ -608,17 +623,21 @@ pub(super) async fn claim<C: Clock + Clone + 'static>(
             record_layout,
         }),
         Err(e) => {
-            release(shared, worker_id).await;
+            if on_failure == OnFailure::Release {
+                release(shared, worker_id).await;
+            }
             Err(e)
         }
     }
 }
 
-/// Waits out a claimed ID's mark and opens its epoch. On failure the ID is released.
+/// Waits out a claimed ID's mark and opens its epoch. On failure the ID is released or
+/// kept as `on_failure` says.
 pub(super) async fn enter<C: Clock + Clone + 'static>(
     shared: &Shared<C>,
     claimed: Claimed,
     first: bool,
+    on_failure: OnFailure,
 ) -> Result<Held> {
     match shared.enter(claimed).await {
         Ok(mut held) => {
@@ -628,20 +647,23 @@ pub(super) async fn enter<C: Clock + Clone + 'static>(
             Ok(held)
         }
         Err(e) => {
-            release(shared, claimed.worker_id).await;
+            if on_failure == OnFailure::Release {
+                release(shared, claimed.worker_id).await;
+            }
             Err(e)
         }
     }
 }
 
 /// Claims an ID and opens the first (`first`: with the start-up checks and bounds) or a
-/// later epoch. On failure after the claim, the ID is released.
+/// later epoch. On failure after the claim, the ID is released or kept as `on_failure` says.
 pub(super) async fn acquire<C: Clock + Clone + 'static>(
     shared: &Shared<C>,
     first: bool,
+    on_failure: OnFailure,
 ) -> Result<Held> {
-    let claimed = claim(shared, first).await?;
-    enter(shared, claimed, first).await
+    let claimed = claim(shared, first, on_failure).await?;
+    enter(shared, claimed, first, on_failure).await
 }
 
 async fn release<C: Clock + Clone + 'static>(shared: &Shared<C>, worker_id: u64) {
@@ -693,7 +715,8 @@ pub(super) async fn run_claimed<C: Clock + Clone + 'static>(
     // simulated run (crates/snowdrift-sim) replays exactly from its seed.
     let entered = tokio::select! {
         biased;
-        r = enter(&shared, claimed, true) => r,
+        // On failure the keeper claims again as this holder: see OnFailure::Keep.
+        r = enter(&shared, claimed, true, OnFailure::Keep) => r,
         _ = stop.changed() => {
             release(&shared, claimed.worker_id).await;
             return unheld;
@@ -907,7 +930,7 @@ fn failed<C: Clock + Clone + 'static>(
 
 /// Tries once to claim an ID again after losing the lease.
 async fn regain<C: Clock + Clone + 'static>(shared: &Shared<C>, held: &mut Held) {
-    match acquire(shared, false).await {
+    match acquire(shared, false, OnFailure::Keep).await {
         Ok(new) if new.worker_id != held.worker_id => {
             let changes = {
                 let mut s = lock(&shared.status);

@@ -9,7 +9,7 @@ use snowdrift_core::generator::{
     Builder, ClosedReason, Fence, IdBlock, OnBackward, SnowflakeGenerator,
 };
 
-use super::keeper::{self, Held};
+use super::keeper::{self, Held, OnFailure};
 use super::status::{PeerOffset, WorkerState, WorkerStatus};
 use super::{LeaseConfig, WorkerRegistry};
 use crate::error::{Error, Result};
@@ -146,7 +146,7 @@ impl<C: Clock + Clone + 'static> WorkerNode<C> {
     /// coordinator's errors. On an error after the claim, the ID is released.
     pub async fn start(config: LeaseConfig, builder: Builder, clock: C) -> Result<Self> {
         let shared = Arc::new(Self::prepare(config, builder, clock).await?);
-        let held = keeper::acquire(&shared, true).await?;
+        let held = keeper::acquire(&shared, true, OnFailure::Release).await?;
         shared.log_leased(held.worker_id, "worker ID leased; issuing");
         Ok(Self::run(shared, held))
     }
@@ -168,14 +168,14 @@ impl<C: Clock + Clone + 'static> WorkerNode<C> {
     /// [`WorkerState::WaitingForMark`] and its generator refuses with
     /// [`NotIssuing`](snowdrift_core::Error::NotIssuing), so a server can serve its other
     /// kinds at once and say what is still waiting. The same start-up errors as `start`,
-    /// except those of the wait itself: if entering fails there, the keeper releases the ID
-    /// and claims one again, as after a lost lease.
+    /// except those of the wait itself: if entering fails there, the keeper claims one
+    /// again, as after a lost lease (leaving the failed claim to expire, not releasing it).
     pub async fn claim(config: LeaseConfig, builder: Builder, clock: C) -> Result<Self> {
         let shared = Arc::new(Self::prepare(config, builder, clock).await?);
-        let claimed = keeper::claim(&shared, true).await?;
+        let claimed = keeper::claim(&shared, true, OnFailure::Release).await?;
         if claimed.mark.ms <= shared.clock.now_ms() {
             // Nothing to wait for: enter at once, so a node that can issue does on return.
-            let held = keeper::enter(&shared, claimed, true).await?;
+            let held = keeper::enter(&shared, claimed, true, OnFailure::Release).await?;
             shared.log_leased(held.worker_id, "worker ID leased; issuing");
             return Ok(Self::run(shared, held));
         }
@@ -210,7 +210,7 @@ impl<C: Clock + Clone + 'static> WorkerNode<C> {
     ) -> Result<Self> {
         config.validate()?;
         let shared = Arc::new(Self::prepare_on(registry, config, builder, clock)?);
-        let held = keeper::acquire(&shared, true).await?;
+        let held = keeper::acquire(&shared, true, OnFailure::Release).await?;
         shared.log_leased(held.worker_id, "worker ID leased; issuing");
         Ok(Self::run(shared, held))
     }
