@@ -38,7 +38,7 @@ pub(crate) fn caught_on(registry: Backend, mistake: Mistake, seed: u64, nodes: u
 fn skipping_the_marks_write_ahead_is_caught() {
     // A crash right after a start, then a start whose clock is behind: the mark the crashed
     // process never wrote lets the next issue below its IDs.
-    let what = caught(Mistake::SkipMarkWriteAhead, 2, 1);
+    let what = caught(Mistake::SkipMarkWriteAhead, 3, 1);
     assert!(
         what.contains("went back") || what.contains("DUPLICATE"),
         "{what}"
@@ -47,19 +47,19 @@ fn skipping_the_marks_write_ahead_is_caught() {
 
 #[test]
 fn a_renewal_that_ignores_a_lost_lease_is_caught() {
-    let what = caught(Mistake::RenewWithoutFence, 2, 1);
+    let what = caught(Mistake::RenewWithoutFence, 4, 1);
     assert!(what.contains("ISSUED WITHOUT THE LEASE"), "{what}");
 }
 
 #[test]
 fn trusting_a_lease_after_a_pause_is_caught() {
-    let what = caught(Mistake::TrustLeaseAfterPause, 2, 1);
+    let what = caught(Mistake::TrustLeaseAfterPause, 7, 2);
     assert!(what.contains("ISSUED WITHOUT THE LEASE"), "{what}");
 }
 
 #[test]
 fn forgetting_the_clock_check_on_restart_is_caught() {
-    let what = caught(Mistake::ForgetClockBackOnRestart, 3, 2);
+    let what = caught(Mistake::ForgetClockBackOnRestart, 8, 2);
     assert!(
         what.contains("went back") || what.contains("DUPLICATE"),
         "{what}"
