@@ -774,6 +774,42 @@ async fn etcd_peer_clocks_look_past_their_own_and_stale_reports() {
     cleanup("etcd", &ns).await;
 }
 
+/// The brief listing a starting node's layout check reads is the full listing without the
+/// leases' times left (which cost etcd a request per lease): the same holders, claim
+/// times, marks and layouts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_the_brief_listing_is_the_listing_without_times_left() {
+    let ns = namespace("brief");
+    let registry = EtcdRegistry::connect(&url("etcd"), &ns).await.unwrap();
+    for holder in ["a", "b", "c"] {
+        let id = registry.claim_free(8, holder, LONG, None).await.unwrap();
+        registry
+            .write_mark(id, holder, 1_700_000_000_000 + id)
+            .await
+            .unwrap();
+    }
+    registry.write_layout(1, "b", "41,10,12/1/0").await.unwrap();
+    let full = registry.list().await.unwrap();
+    let brief = registry.list_brief().await.unwrap();
+    assert_eq!(full.entries.len(), 3);
+    assert!(full.entries.iter().all(|e| e.lease_left_ms.is_some()));
+    let mut expected = full.entries.clone();
+    for e in &mut expected {
+        e.lease_left_ms = None;
+        e.lease_ttl_ms = None;
+        e.expiring = false;
+    }
+    let mut got = brief.entries.clone();
+    got.sort_by_key(|e| e.worker_id);
+    expected.sort_by_key(|e| e.worker_id);
+    assert_eq!(got, expected);
+    assert!(got.iter().all(|e| e.since_ms.is_some() && e.mark.is_some()));
+    for (id, holder) in [(0, "a"), (1, "b"), (2, "c")] {
+        registry.release(id, holder).await.unwrap();
+    }
+    cleanup("etcd", &ns).await;
+}
+
 /// A claim that finds its own key (an earlier attempt's, whose answer was lost) moves it onto
 /// the lease it granted: the earlier attempt's revoke, arriving late, then takes nothing.
 /// With the key kept on the old lease, etcd deleted it while the node issued under it
