@@ -36,6 +36,7 @@ mod redis_connection;
 pub mod segment;
 mod sql_connection;
 pub mod sql_functions;
+mod task;
 pub mod ticket;
 pub mod tso;
 pub mod worker;
@@ -50,3 +51,6 @@ pub use etcd_connection::takes_anonymous_requests as etcd_takes_anonymous_reques
 pub use mask::mask_url;
 #[cfg(feature = "redis")]
 pub use redis_connection::check_url as check_redis_url;
+/// Simulated processes that can be stopped (the simulator only, cargo feature `sim`).
+#[cfg(feature = "sim")]
+pub use task::process;

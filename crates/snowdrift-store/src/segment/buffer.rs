@@ -143,7 +143,7 @@ impl SegmentBuffer {
             started: Instant::now(),
             claim_timeout: config.claim_timeout,
         };
-        let task = tokio::spawn(refiller.run());
+        let task = crate::task::spawn(refiller.run());
         wake.notify_one();
         Ok(Self {
             tag: tag.to_string(),

@@ -104,7 +104,7 @@ impl DatedBuffer {
             started: Instant::now(),
             claim_timeout: config.claim_timeout,
         };
-        let task = tokio::spawn(refiller.run());
+        let task = crate::task::spawn(refiller.run());
         wake.notify_one();
         Ok(Self {
             tag: tag.to_string(),

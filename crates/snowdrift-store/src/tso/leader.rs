@@ -214,9 +214,10 @@ impl<C: Clock + 'static> Task<C> {
         // Renewals run beside the requests, on the keepers' thread: a slow etcd never delays
         // an allocation, and request load never delays a renewal.
         let (lost_tx, mut lost) = watch::channel(None::<String>);
-        let renewer = self
-            .keepers
-            .spawn(renew(leadership.clone(), self.ttl, self.margin, lost_tx));
+        let renewer = crate::task::spawn_on(
+            &self.keepers,
+            renew(leadership.clone(), self.ttl, self.margin, lost_tx),
+        );
         // Saves ahead of need run beside the requests too; one at a time.
         let (saved_tx, mut saved) = mpsc::channel::<(WindowSave, Result<(), String>)>(1);
         let mut saving = false;
@@ -270,7 +271,7 @@ impl<C: Clock + 'static> Task<C> {
                     if !saving && let Some(save) = self.oracle.window_wanted() {
                         saving = true;
                         let (l, tx) = (leadership.clone(), saved_tx.clone());
-                        tokio::spawn(async move {
+                        crate::task::spawn(async move {
                             let result = l
                                 .save_window(save.up_to_ms)
                                 .await

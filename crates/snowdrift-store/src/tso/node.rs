@@ -231,7 +231,7 @@ impl OracleNode {
         // The serving loop runs where requests are handled: on the keepers' thread, single
         // IDs through the leader ran at 0.42x a snowflake generator's rate. Its lease
         // renewals run on the keepers' thread, so request load never delays them.
-        let task = tokio::spawn(task.run());
+        let task = crate::task::spawn(task.run());
         Ok(Self {
             name: config.name,
             tso: config.tso,

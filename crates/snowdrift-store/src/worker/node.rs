@@ -154,7 +154,7 @@ impl<C: Clock + Clone + 'static> WorkerNode<C> {
     /// Hands a held lease to a new keeper task.
     fn run(shared: Arc<Shared<C>>, held: Held) -> Self {
         let (stop, stop_rx) = tokio::sync::watch::channel(false);
-        let task = tokio::spawn(keeper::run(shared.clone(), stop_rx, held));
+        let task = crate::task::spawn(keeper::run(shared.clone(), stop_rx, held));
         Self {
             shared,
             stop,
@@ -184,7 +184,7 @@ impl<C: Clock + Clone + 'static> WorkerNode<C> {
             "worker ID leased; issuing once the clock passes its high-water mark",
         );
         let (stop, stop_rx) = tokio::sync::watch::channel(false);
-        let task = tokio::spawn(keeper::run_claimed(shared.clone(), stop_rx, claimed));
+        let task = crate::task::spawn(keeper::run_claimed(shared.clone(), stop_rx, claimed));
         Ok(Self {
             shared,
             stop,
