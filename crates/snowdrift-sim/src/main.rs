@@ -59,6 +59,11 @@ struct Args {
     /// The coordinator in another zone: 2 to 4 ms each way.
     #[arg(long)]
     far: bool,
+    /// A pause stops the node's whole process, as SIGSTOP or a stop-the-world GC does:
+    /// its keeper's (or tso term's) timers make no step until it ends. Without it a pause
+    /// holds only the node's messages back (the seeds the tests keep were found so)
+    #[arg(long)]
+    freeze_pauses: bool,
     /// The rolling restart moves the fleet to another layout: `safe` (one `snowdrift layout
     /// migrate` calls safe, drawn per seed), `unsafe` (one it calls unsafe) or a target's
     /// name (epoch-30d-earlier, wider-worker, worker-below-seq, ...).
@@ -162,6 +167,7 @@ fn settings(args: &Args, seed: u64) -> Settings {
     s.window = args.window;
     s.publish_every = args.publish_every;
     s.only_faults = args.only_faults.clone();
+    s.freeze_pauses = args.freeze_pauses;
     s
 }
 
@@ -179,6 +185,7 @@ fn tso_settings(args: &Args, seed: u64) -> Settings {
     s.duration = args.duration;
     s.faults = !args.no_faults;
     s.mistakes = args.mistakes.clone();
+    s.freeze_pauses = args.freeze_pauses;
     s
 }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 use rand::RngExt;
 use snowdrift_core::generator::{Attempt, SnowflakeGenerator};
 use snowdrift_core::layout::Layout;
+use snowdrift_store::process;
 use snowdrift_store::worker::WorkerNode;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -64,10 +65,10 @@ pub async fn slot(
         let started = tokio::select! {
             biased;
             cmd = commands.recv() => Err(cmd),
-            r = async {
+            r = process::run(world.process(n), async {
                 let registry = coordinator::registry(&world, n, clock).await?;
                 WorkerNode::start_on(registry, config, builder, clock).await
-            } => Ok(r),
+            }) => Ok(r),
         };
         let node = match started {
             Ok(Ok(node)) => node,

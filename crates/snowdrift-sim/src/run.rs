@@ -82,6 +82,9 @@ impl Outcome {
         if s.far {
             cmd.push_str(" --far");
         }
+        if s.freeze_pauses {
+            cmd.push_str(" --freeze-pauses");
+        }
         if s.registry != Backend::default() {
             cmd.push_str(" --registry ");
             cmd.push_str(s.registry.name());

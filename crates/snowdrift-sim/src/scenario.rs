@@ -56,6 +56,11 @@ pub struct Settings {
     pub publish_every: Option<Duration>,
     /// Only these kinds of fault ([`crate::chaos::FAULT_KINDS`]); `None`: every kind.
     pub only_faults: Option<Vec<String>>,
+    /// A pause stops the node's whole process, as SIGSTOP or a stop-the-world GC does: the
+    /// store's tasks (the keeper, a tso term's renewals) make no step until it ends, and
+    /// then find every timer that ran out meanwhile due at once. Off, a pause holds only
+    /// the node's messages back, and its own timers run on.
+    pub freeze_pauses: bool,
 }
 
 impl Settings {
@@ -77,6 +82,7 @@ impl Settings {
             window: None,
             publish_every: None,
             only_faults: None,
+            freeze_pauses: false,
         }
     }
 }

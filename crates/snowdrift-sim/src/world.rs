@@ -5,11 +5,12 @@
 //! locks here are never contended; they only make the state `Send` for tokio's tasks.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
+use snowdrift_store::process::Stopped;
 use tokio::time::Instant;
 
 use crate::capacity::Capacity;
@@ -165,6 +166,19 @@ impl World {
             }
             tokio::time::sleep_until(until).await;
         }
+    }
+
+    /// Node `n`'s process as the store's tasks see it: stopped while the node is paused,
+    /// when the run freezes pauses ([`Settings::freeze_pauses`](crate::Settings)); never
+    /// otherwise (only its messages wait).
+    pub fn process(self: &Arc<Self>, n: usize) -> Stopped {
+        let world = Arc::downgrade(self);
+        let freeze = self.scenario.settings.freeze_pauses;
+        Arc::new(move || {
+            let world = world.upgrade().filter(|_| freeze)?;
+            let until = world.node(n).paused_until;
+            (Instant::now() < until).then_some(until)
+        })
     }
 
     /// Whether the network between node `n` and the coordinator is cut now.

@@ -68,7 +68,12 @@ impl Outcome {
     /// The command that replays this run.
     pub fn replay_command(&self) -> String {
         let s = &self.settings;
-        crate::run::replay_of("--tso", s.seed, s.nodes, s.duration, s.faults, &s.mistakes)
+        let mut cmd =
+            crate::run::replay_of("--tso", s.seed, s.nodes, s.duration, s.faults, &s.mistakes);
+        if s.freeze_pauses {
+            cmd.push_str(" --freeze-pauses");
+        }
+        cmd
     }
 
     /// Simulated node-hours.

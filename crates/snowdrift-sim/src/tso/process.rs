@@ -77,7 +77,9 @@ impl Process {
         let mut config = OracleConfig::new("etcd://simulated", NAMESPACE, ORACLE, address(n));
         config.ttl = ttl;
         config.tso = tso;
-        let node = OracleNode::start_on(config, clock, etcd, &format!("{nonce:016x}"))?;
+        let node = snowdrift_store::process::enter(world.process(n), || {
+            OracleNode::start_on(config, clock, etcd, &format!("{nonce:016x}"))
+        })?;
         Ok(Self {
             node,
             served: Served::default(),

@@ -10,6 +10,7 @@ mod capacity;
 mod disk;
 mod layout_switch;
 mod mistakes;
+mod process;
 mod redis_semantics;
 mod registries;
 mod replay;
