@@ -1,7 +1,7 @@
 //! A fixed set of seeds, each five simulated minutes of faults and a rolling restart, must
 //! pass: what `.ci/run` runs of the simulation (the rest is `scripts/simulate`).
 
-use snowdrift_sim::Settings;
+use snowdrift_sim::{Backend, Settings};
 
 use crate::run_clean;
 
@@ -48,4 +48,29 @@ fn seeds_of_five_nodes_pass() {
 #[test]
 fn seed_4_of_ten_nodes_a_late_revoke_of_an_earlier_claim() {
     passes(4, 10);
+}
+
+/// Pauses that stop the whole process (`--freeze-pauses`: the keeper's timers stop with
+/// its messages, as under SIGSTOP), on every registry: the seeds pass, and pauses happened.
+#[test]
+fn seeds_pass_on_every_registry_when_pauses_stop_the_whole_process() {
+    let mut pauses = 0;
+    for registry in [
+        Backend::Etcd,
+        Backend::ZooKeeper,
+        Backend::Redis,
+        Backend::Sql,
+        Backend::File,
+    ] {
+        for seed in 1..=2 {
+            let mut s = Settings::new(seed, 2);
+            s.registry = registry;
+            s.freeze_pauses = true;
+            s.duration = std::time::Duration::from_secs(150);
+            let o = run_clean(s);
+            assert!(o.ids > 0, "{registry:?} seed {seed}: {o:?}");
+            pauses += o.counts.faults.get("pause").copied().unwrap_or(0);
+        }
+    }
+    assert!(pauses > 0, "no pause in the runs");
 }
