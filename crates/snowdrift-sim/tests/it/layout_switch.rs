@@ -7,7 +7,7 @@
 //! IDs.
 
 use snowdrift_sim::layouts::{Pick, targets};
-use snowdrift_sim::{Mistake, Scenario, Settings, run};
+use snowdrift_sim::{Backend, Mistake, Scenario, Settings, run};
 
 use crate::run_clean;
 
@@ -120,4 +120,38 @@ fn an_unsafe_switch_forced_through_repeats_ids_of_another_worker_id() {
         o.replay_command()
             .contains("--layout-switch worker-below-seq")
     );
+}
+
+/// The same checks on the other registries (each records the layout beside its marks and
+/// lists its live peers' in its own way): a switch `snowdrift layout migrate` calls unsafe
+/// is refused by the real keeper, and forced through it repeats IDs.
+#[test]
+fn an_unsafe_switch_is_refused_and_forced_through_is_caught_on_every_registry() {
+    // An epoch a minute later: a restarted node issues what its worker ID issued a minute
+    // before.
+    let pick = Pick::Named("epoch-1min-later".into());
+    for registry in [
+        Backend::ZooKeeper,
+        Backend::Redis,
+        Backend::Sql,
+        Backend::File,
+    ] {
+        let mut s = switching(1, 5, pick.clone());
+        s.registry = registry;
+        // Two and a half minutes (the rolling restart at one), for CI's budget.
+        s.duration = std::time::Duration::from_secs(150);
+        let clean = run_clean(s.clone());
+        assert!(
+            layout_refusals(&clean) > 0,
+            "{registry:?}: {:?}",
+            clean.counts.refusals
+        );
+        s.mistakes = vec![Mistake::IgnoreLayoutChecks];
+        let forced = run(s);
+        assert!(
+            !forced.failures.is_empty(),
+            "{registry:?}: forced through, seed 1 repeated no ID ({})",
+            forced.replay_command()
+        );
+    }
 }
