@@ -73,7 +73,12 @@ fn a_tso_seed_replays_exactly_and_another_differs() {
 fn a_follower_that_accepts_answers_below_what_it_served_is_caught() {
     let mut s = settings(CATCHES_BELOW_SERVED, 120);
     s.mistakes = vec![Mistake::AcceptFollowerAnswerBelowServed];
-    let o = run(s);
+    caught_as_not_linearizable(s);
+}
+
+/// Runs `planted` and fails unless the history check found it not linearizable.
+fn caught_as_not_linearizable(planted: Settings) -> Outcome {
+    let o = run(planted);
     assert!(
         o.failures
             .iter()
@@ -82,6 +87,7 @@ fn a_follower_that_accepts_answers_below_what_it_served_is_caught() {
         o.describe(),
         o.failures.first()
     );
+    o
 }
 
 /// The first seed that catches `accept-follower-answer-below-served` (measured).
@@ -101,15 +107,7 @@ fn a_leader_that_counts_its_lease_from_a_renewals_answer_is_caught_once_pauses_s
     let mut s = settings(CATCHES_TRUST_AFTER_PAUSE, 300);
     s.freeze_pauses = true;
     s.mistakes = vec![Mistake::TrustLeaseAfterPause];
-    let o = run(s);
-    assert!(
-        o.failures
-            .iter()
-            .any(|f| f.what.starts_with("NOT LINEARIZABLE")),
-        "{}\n{:?}",
-        o.describe(),
-        o.failures.first()
-    );
+    let o = caught_as_not_linearizable(s);
     assert!(o.replay_command().contains(" --freeze-pauses"));
 }
 
