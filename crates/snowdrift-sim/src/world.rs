@@ -172,11 +172,13 @@ impl World {
     /// when the run freezes pauses ([`Settings::freeze_pauses`](crate::Settings)); never
     /// otherwise (only its messages wait).
     pub fn process(self: &Arc<Self>, n: usize) -> Stopped {
+        if !self.scenario.settings.freeze_pauses {
+            // Asked on every poll of the node's tasks: not even a look at the world.
+            return Arc::new(|| None);
+        }
         let world = Arc::downgrade(self);
-        let freeze = self.scenario.settings.freeze_pauses;
         Arc::new(move || {
-            let world = world.upgrade().filter(|_| freeze)?;
-            let until = world.node(n).paused_until;
+            let until = world.upgrade()?.node(n).paused_until;
             (Instant::now() < until).then_some(until)
         })
     }
